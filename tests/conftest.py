@@ -1,0 +1,151 @@
+"""Shared fixtures: a real simulated judge on 127.0.0.1 and a small study on disk.
+
+Every test gets its own temporary folder for records, prompts, config and cache (nothing is
+shared between tests), and the API-key variables of the machine are cleared so a developer's
+real key can never reach a test server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from geval_async.sim import SimServer, SimSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROMPT_A = """You will be given a short text. Rate its clarity.
+
+Evaluation Criteria:
+Clarity (1-5) - how easy the text is to follow.
+
+Evaluation Steps:
+1. Read the text.
+2. Assign a score from 1 to 5.
+
+Text:
+{{text}}
+
+Evaluation Form (scores ONLY):
+- Clarity (1-5):"""
+
+PROMPT_B = """You will be given a short text written for a reader. Rate how well it fits them.
+
+Reader: {{reader}}
+
+Text:
+{{text}}
+
+Evaluation Form (scores ONLY):
+- Fit (1-3):"""
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY",
+                 "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION", "GEVAL_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def sim() -> Iterator[SimServer]:
+    """A simulated judge with no latency, limits or faults (tests set what they need)."""
+    with SimServer(SimSettings()) as server:
+        yield server
+
+
+@dataclass
+class StudyFiles:
+    """A small two-criterion study written to a temporary folder."""
+
+    root: Path
+    config: Path
+    records: Path
+    cache: Path
+    output: Path
+    n_records: int
+
+    def write_config(self, base_url: str, **sections: dict[str, object]) -> Path:
+        """(Re)write config.toml pointing at ``base_url``; ``sections`` replace defaults."""
+        defaults: dict[str, dict[str, object]] = {
+            "data": {"path": "records.jsonl", "id": "id", "group": "user",
+                     "condition": "condition"},
+            "judge": {"model": "sim-judge", "base_url": base_url},
+            "sampling": {"mode": "samples", "n": 3, "temperature": 1.0, "max_tokens": 5},
+            "limits": {"concurrency": 4, "retries": 4, "timeout": 5},
+            "cache": {"path": "cache"},
+            "output": {"path": "out", "prefix": "t"},
+            "stats": {"conditions": ["A", "B"]},
+        }
+        for name, values in sections.items():
+            defaults[name] = {**defaults.get(name, {}), **values}
+        lines = []
+        for name, values in defaults.items():
+            lines.append(f"[{name}]")
+            lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+            lines.append("")
+        lines += [
+            "[[criteria]]", 'name = "clar"', 'display_name = "Clarity"',
+            'prompt = "prompts/clar.txt"', "scale = [1, 5]", 'fields = ["text"]', "",
+            "[[criteria]]", 'name = "fit"', 'display_name = "Fit"',
+            'prompt = "prompts/fit.txt"', "scale = [1, 3]", 'fields = ["reader", "text"]', "",
+        ]
+        self.config.write_text("\n".join(lines), encoding="utf-8")
+        return self.config
+
+
+def write_records(path: Path, n_users: int) -> int:
+    rows = []
+    for user in range(n_users):
+        for condition in ("A", "B"):
+            rows.append({
+                "id": f"u{user:03d}-{condition}",
+                "user": f"u{user:03d}",
+                "condition": condition,
+                "reader": f"reader {user} who likes {'tables' if user % 2 else 'lists'}",
+                "text": f"Text {user}{condition}: literal {{{{reader}}}} and {{x}} stay as is. "
+                        + "word " * (user % 7),
+            })
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return len(rows)
+
+
+@pytest.fixture
+def study(tmp_path: Path) -> StudyFiles:
+    """12 users x 2 conditions, criteria clar (1-5) and fit (1-3), n = 3."""
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
+    (tmp_path / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
+    records = tmp_path / "records.jsonl"
+    count = write_records(records, 12)
+    return StudyFiles(tmp_path, tmp_path / "config.toml", records, tmp_path / "cache",
+                      tmp_path / "out", count)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m geval_async ARGS`` in a fresh process, as a user would."""
+    full_env = {k: v for k, v in os.environ.items()
+                if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "geval_async", *args],
+        capture_output=True, text=True, env=full_env, timeout=timeout, cwd=ROOT,
+    )
+
+
+def cache_snapshot(path: Path) -> dict[str, bytes]:
+    """Every key and stored value of a cache folder (to compare before/after)."""
+    import diskcache
+
+    if not path.exists():
+        return {}
+    with diskcache.Cache(str(path)) as cache:
+        return {key: cache[key] for key in cache.iterkeys()}

@@ -1,0 +1,179 @@
+"""The judge engine end to end: real HTTP to the simulated judge, a real cache folder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import ROOT, StudyFiles, cache_snapshot, run_cli
+
+from geval_async.sim import SimServer
+
+
+def _run(study: StudyFiles, *extra: str, env: dict[str, str] | None = None):
+    return run_cli("run", str(study.config), "--quiet", *extra, env=env)
+
+
+def test_complete_run_then_rerun_sends_nothing(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url)
+    first = _run(study)
+    assert first.returncode == 0, first.stderr
+    items = study.n_records * 2
+    assert sim.stats.received == items  # n = 3 honoured: one request per item
+    before = cache_snapshot(study.cache)
+    assert len(before) == items
+
+    second = _run(study)
+    assert second.returncode == 0, second.stderr
+    assert sim.stats.received == items, "the rerun must not send a single request"
+    assert cache_snapshot(study.cache) == before, "the rerun must leave the cache unchanged"
+    assert "cached" in second.stdout and f"{items}" in second.stdout
+
+
+def test_status_counts_without_network(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url)
+    assert _run(study, "--limit", "5").returncode == 0
+    received = sim.stats.received
+    status = run_cli("status", str(study.config))
+    assert status.returncode == 0, status.stderr
+    assert sim.stats.received == received
+    lines = {line.split()[0]: line.split()[1:] for line in status.stdout.splitlines()
+             if line and line.split()[0] in ("clar", "fit", "total")}
+    # items, answered, refused, missing
+    assert lines["clar"] == [str(study.n_records), "5", "0", str(study.n_records - 5)]
+    assert lines["total"] == [str(2 * study.n_records), "10", "0", str(2 * study.n_records - 10)]
+
+
+def test_editing_one_prompt_rerequests_exactly_that_criterion(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    assert _run(study).returncode == 0
+    received = sim.stats.received
+    prompt = study.root / "prompts" / "fit.txt"
+    prompt.write_text(prompt.read_text().replace("how well it fits", "how well it suits"))
+    result = _run(study)
+    assert result.returncode == 0, result.stderr
+    assert sim.stats.received - received == study.n_records  # every fit item, no clar item
+
+
+def test_server_ignoring_n_gets_the_rest_as_further_draws(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    sim.settings.ignore_n = True
+    study.write_config(sim.base_url, sampling={"n": 4})
+    result = _run(study, "--limit", "3")
+    assert result.returncode == 0, result.stderr
+    assert sim.stats.received == 3 * 2 * 4  # 1 + 3 further draws per item
+    again = _run(study, "--limit", "3")
+    assert again.returncode == 0
+    assert sim.stats.received == 3 * 2 * 4
+
+
+def test_logprobs_mode_sends_one_request_per_item(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url, sampling={"mode": "logprobs", "top_logprobs": 5})
+    result = _run(study)
+    assert result.returncode == 0, result.stderr
+    assert sim.stats.received == 2 * study.n_records
+
+
+def test_transient_faults_are_retried_and_the_run_completes(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    sim.settings.error_500 = 0.15
+    sim.settings.error_503 = 0.1
+    sim.settings.reset = 0.1
+    sim.settings.truncated = 0.05
+    study.write_config(sim.base_url, limits={"retries": 10, "concurrency": 4, "backoff": 0.01})
+    result = _run(study)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sum(sim.stats.faults.values()) > 0
+    status = run_cli("status", str(study.config))
+    assert f"total      {2 * study.n_records}" in status.stdout.replace("  ", " ") or \
+        status.stdout.split("total")[1].split()[3] == "0"
+    # Every item answered: exactly one 200 per distinct request body.
+    assert len(sim.stats.answered) == 2 * study.n_records
+    assert "http 500" in result.stdout or "http 503" in result.stdout or "connection" in result.stdout
+
+
+def test_insufficient_quota_stops_with_one_clear_line(sim: SimServer, study: StudyFiles) -> None:
+    sim.settings.quota_after = 5
+    study.write_config(sim.base_url, limits={"concurrency": 2})
+    result = _run(study)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.startswith("stopped:")]
+    assert len(lines) == 1 and "quota" in lines[0]
+    assert "resume with" in result.stderr
+    # The five answers that arrived are kept; a rerun after the quota is raised completes.
+    assert len(cache_snapshot(study.cache)) == 5
+    sim.settings.quota_after = None
+    assert _run(study).returncode == 0
+
+
+def test_refusals_are_stored_and_not_paid_for_twice(sim: SimServer, study: StudyFiles) -> None:
+    rows = study.records.read_text().splitlines()
+    rows[0] = rows[0].replace("Text 0A", "Text 0A [[FILTER]]")
+    study.records.write_text("\n".join(rows) + "\n")
+    study.write_config(sim.base_url)
+    first = _run(study)
+    assert first.returncode == 1  # two items (both criteria of record 0) are refused
+    assert "refused" in first.stdout
+    received = sim.stats.received
+    second = _run(study)
+    assert second.returncode == 1
+    assert sim.stats.received == received, "a stored refusal is not asked again"
+    third = _run(study, "--retry-failed")
+    assert sim.stats.received == received + 2
+    assert third.returncode == 1
+
+
+def test_sigkill_then_resume_answers_each_request_once(tmp_path: Path, study: StudyFiles) -> None:
+    from geval_async.sim import SimSettings
+
+    concurrency = 6
+    with SimServer(SimSettings(latency_ms=40)) as server:
+        study.write_config(server.base_url, limits={"concurrency": concurrency})
+        items = 2 * study.n_records
+        process = subprocess.Popen(
+            [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
+        )
+        deadline = time.monotonic() + 60
+        while sum(server.stats.answered.values()) < items // 2:
+            assert time.monotonic() < deadline, "the run made no progress"
+            assert process.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        in_flight_at_kill = server.stats.in_flight
+        stored = len(cache_snapshot(study.cache))
+        assert 0 < stored < items
+
+        result = _run(study)
+        assert result.returncode == 0, result.stderr
+        assert len(cache_snapshot(study.cache)) == items
+        answered = server.stats.answered
+        assert len(answered) == items, "every request of the plan answered"
+        duplicates = sum(answered.values()) - len(answered)
+        assert duplicates <= max(in_flight_at_kill, concurrency)
+        assert duplicates <= concurrency
+
+
+def test_api_key_is_never_written(sim: SimServer, study: StudyFiles) -> None:
+    key = "sk-test-SECRET-4d1f9a"
+    sim.settings.api_key = key
+    study.write_config(sim.base_url, judge={"api_key_env": "MY_JUDGE_KEY"})
+    missing = _run(study)
+    assert missing.returncode == 1 and "MY_JUDGE_KEY" in missing.stderr
+    assert key not in missing.stderr
+    result = _run(study, env={"MY_JUDGE_KEY": key})
+    assert result.returncode == 0, result.stderr
+    assert key not in result.stdout + result.stderr
+    for path in study.root.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), f"the key leaked into {path}"

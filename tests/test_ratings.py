@@ -1,0 +1,391 @@
+"""Tests for geval_async.ratings: parsing judge answers and building rating distributions."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from geval_async.errors import ConfigError
+from geval_async.ratings import (
+    RatingParser,
+    Scale,
+    distribution_from_logprobs,
+    distribution_from_samples,
+    first_token_top_logprobs,
+)
+
+LIKERT = Scale.integer(1, 5)
+HALVES = Scale((0, 0.5, 1))
+
+
+# --- Scale ---------------------------------------------------------------------------------
+
+
+def test_integer_scale_has_every_point_and_its_ends() -> None:
+    assert LIKERT.points == (1.0, 2.0, 3.0, 4.0, 5.0)
+    assert (LIKERT.lo, LIKERT.hi) == (1.0, 5.0)
+
+
+def test_scale_points_are_sorted_and_deduplicated() -> None:
+    assert Scale((1, 0.5, 0, 1)).points == (0.0, 0.5, 1.0)
+
+
+@pytest.mark.parametrize("points", [(), (1, float("nan")), (1, float("inf")), ("a",)])
+def test_bad_scale_is_a_config_error(points: tuple) -> None:
+    with pytest.raises(ConfigError):
+        Scale(points)
+
+
+def test_integer_scale_with_ends_swapped_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        Scale.integer(5, 1)
+
+
+# --- RatingParser configuration ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "pattern"),
+    [
+        ("strict", None),  # unknown mode
+        ("regex", None),  # regex mode needs a pattern
+        ("regex", r"Score: \d"),  # no group
+        ("regex", r"(\d)/(\d)"),  # two groups
+        ("regex", r"(\d"),  # not a regex
+        ("lenient", r"(\d)"),  # a pattern the mode would silently ignore
+    ],
+)
+def test_bad_parser_configuration_is_a_config_error(mode: str, pattern: str | None) -> None:
+    with pytest.raises(ConfigError):
+        RatingParser(LIKERT, mode=mode, pattern=pattern)
+
+
+# --- parsing, table-driven -----------------------------------------------------------------
+
+LENIENT_CASES = [
+    ("4", 4),
+    (" 4", 4),
+    ("4.", 4),
+    ("4\n", 4),
+    ("Score: 4", 4),
+    ("4/5", 4),
+    ("4 / 5", 4),
+    ("Final score: 4.", 4),
+    ("Rating: 4", 4),
+    ("I would give it a 3.", 3),
+    ("**4**", 4),
+    ("**Score:** 3/5", 3),
+    ("4.0", 4),
+    ("3 out of 5", 3),
+    ("I'd give it 3 out of 5", 3),
+    ("1-5: 3", 3),
+    ("On a scale of 1-5 I'd say 2", 2),
+    ("On a scale of 1-5, I give 4", 4),
+    ("On a scale from 1 to 5: 2", 2),
+    ("Rating (1-5): 4", 4),
+    ("Coherence: 4", 4),
+    ("I would rate this summary a 4", 4),
+    ("The final score is 2 out of 5.", 2),
+    # A label that is not followed by its number does not capture a later, unrelated number.
+    ("Score: 4. This rating reflects 2 issues", 4),
+    # With several labels, the last one wins.
+    ("Score: 4\nRating: 5", 5),
+    # Answer first: the opening number is the rating, later numbers are explanation.
+    ("4\n\nThe summary misses 2 points.", 4),
+    # Verdict last.
+    ("It has 2 issues, so I give it a 3", 3),
+    ("GPT-4 would say 3", 3),
+    ("得分：4分", 4),
+    # Invalid: out of scale (never clipped), no number, or ambiguous.
+    ("10", None),
+    ("0", None),
+    ("6", None),
+    ("Score: 10/10", None),
+    ("Score: 4.5", None),
+    ("-4", None),
+    ("N/A", None),
+    ("", None),
+    ("   ", None),
+    ("The summary is coherent.", None),
+    ("I'd give it 4-5", None),
+    ("4th", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), LENIENT_CASES)
+def test_lenient_mode(text: str, expected: float | None) -> None:
+    assert RatingParser(LIKERT).parse(text) == expected
+
+
+GEVAL_CASES = [
+    ("4", 4),
+    (" 4", 4),
+    ("4.", 4),
+    ("4/5", 4),
+    ("4\n", 4),
+    ("4.0", 4),
+    ("3 out of 5", 3),
+    ("4\n\nThe summary misses 2 points.", 4),
+    ("Score: 4", None),
+    ("**4**", None),
+    ("I would give it a 3.", None),
+    ("On a scale of 1-5 I'd say 2", None),
+    ("10", None),
+    ("0", None),
+    ("N/A", None),
+    ("", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), GEVAL_CASES)
+def test_geval_mode_needs_the_number_first(text: str, expected: float | None) -> None:
+    assert RatingParser(LIKERT, mode="geval").parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0.5", 0.5),
+        ("Score: 0.5", 0.5),
+        ("1", 1),
+        ("Score: 1/1", 1),
+        ("0", 0),
+        ("0.7", None),
+        ("2", None),
+    ],
+)
+def test_lenient_mode_on_a_non_integer_scale(text: str, expected: float | None) -> None:
+    assert RatingParser(HALVES).parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Coherence: 4\nFluency: 2", 4),
+        ("Fluency: 2", None),  # no match
+        ("Coherence: 7", None),  # out of scale
+        ("Coherence: x", None),  # the optional group did not take part
+    ],
+)
+def test_regex_mode_reads_the_group(text: str, expected: float | None) -> None:
+    parser = RatingParser(LIKERT, mode="regex", pattern=r"Coherence:\s*(\d+)?")
+    assert parser.parse(text) == expected
+
+
+# --- parsing, properties -------------------------------------------------------------------
+
+# Scales of quarter steps, so str(point) is a plain decimal like "2.25" or "-0.5".
+scales = st.lists(st.integers(-40, 40), min_size=1, max_size=8).map(
+    lambda ks: Scale(tuple(k / 4 for k in ks))
+)
+parsers = st.sampled_from(["geval", "lenient", "regex"]).map(
+    lambda mode: (
+        lambda scale: RatingParser(
+            scale, mode, r"([-+]?\d+(?:\.\d+)?)" if mode == "regex" else None
+        )
+    )
+)
+# Text built from the pieces judges write, which reaches the parser's corners far more often
+# than arbitrary unicode.
+judge_like_text = st.lists(
+    st.sampled_from(
+        [
+            "Score",
+            "rating",
+            ":",
+            " ",
+            "\n",
+            "4",
+            "2.5",
+            "10",
+            "/",
+            "/5",
+            "-",
+            "1-5",
+            "out of",
+            "to",
+            ".",
+            "**",
+            "is",
+            "a",
+            "I give it",
+            "N/A",
+            "-3",
+            "0",
+        ]  # fmt: skip
+    ),
+    max_size=12,
+).map("".join)
+
+
+@given(scales, parsers)
+def test_every_scale_point_parses_as_itself(scale: Scale, make_parser) -> None:
+    parser = make_parser(scale)
+    for point in scale.points:
+        assert parser.parse(str(point)) == point
+
+
+@given(st.one_of(st.text(), judge_like_text), scales, parsers)
+def test_parse_never_raises_and_only_returns_scale_points(text: str, scale, make_parser) -> None:
+    rating = make_parser(scale).parse(text)
+    assert rating is None or rating in scale.points
+
+
+# --- distributions from samples ------------------------------------------------------------
+
+
+def test_distribution_from_samples_counts_invalid_samples() -> None:
+    dist = distribution_from_samples([4, 4, 3, None, 5])
+    assert dist.probs == {3: 0.25, 4: 0.5, 5: 0.25}
+    assert (dist.valid, dist.invalid, dist.valid_mass) == (4, 1, 0.8)
+    assert dist.weighted_score == 4.0
+
+
+def test_distribution_from_no_valid_samples_has_no_score() -> None:
+    dist = distribution_from_samples([None, None])
+    assert dist.probs == {}
+    assert (dist.valid, dist.invalid, dist.valid_mass) == (0, 2, 0.0)
+    assert dist.weighted_score is None
+    assert distribution_from_samples([]).valid_mass == 0.0
+
+
+def test_distribution_to_json_uses_readable_rating_keys() -> None:
+    data = distribution_from_samples([0.5, 1, 1, None]).to_json()
+    assert data == {
+        "probs": {"0.5": 1 / 3, "1": 2 / 3},
+        "valid": 3,
+        "invalid": 1,
+        "valid_mass": 0.75,
+        "weighted_score": pytest.approx(0.5 / 3 + 2 / 3, abs=1e-15),
+    }
+    json.dumps(data)
+
+
+@given(
+    scales.flatmap(lambda s: st.tuples(st.just(s), st.lists(st.sampled_from((*s.points, None)))))
+)
+def test_sample_distribution_sums_to_one_and_scores_inside_the_scale(case) -> None:
+    scale, ratings = case
+    dist = distribution_from_samples(ratings)
+    assert dist.valid + dist.invalid == len(ratings)
+    if dist.valid:
+        assert math.isclose(sum(dist.probs.values()), 1.0, abs_tol=1e-12)
+        assert scale.lo <= dist.weighted_score <= scale.hi
+    else:
+        assert dist.weighted_score is None
+
+
+# --- distributions from logprobs -----------------------------------------------------------
+
+
+def _top(*pairs: tuple[str, float]) -> list[dict]:
+    """OpenAI-shaped top_logprobs from (token, probability) pairs."""
+    return [{"token": t, "logprob": math.log(p), "bytes": list(t.encode())} for t, p in pairs]
+
+
+def test_spaced_and_bare_tokens_of_one_rating_add_up() -> None:
+    top = _top((" 4", 0.5), ("4", 0.2), ("3", 0.1), (" 5", 0.05), ("The", 0.05))
+    dist = distribution_from_logprobs(top, LIKERT)
+    # Valid mass 0.5 + 0.2 + 0.1 + 0.05 = 0.85, on 4 (0.7), 3 (0.1) and 5 (0.05).
+    assert dist.valid_mass == pytest.approx(0.85, abs=1e-12)
+    assert dist.probs == pytest.approx({3: 0.1 / 0.85, 4: 0.7 / 0.85, 5: 0.05 / 0.85}, abs=1e-12)
+    assert dist.weighted_score == pytest.approx((3 * 0.1 + 4 * 0.7 + 5 * 0.05) / 0.85, abs=1e-12)
+    assert (dist.valid, dist.invalid) == (1, 0)
+
+
+def test_the_same_token_listed_twice_counts_once_with_its_higher_logprob() -> None:
+    top = _top(("4", 0.3), ("4", 0.6), ("3", 0.2))
+    dist = distribution_from_logprobs(top, LIKERT)
+    # 4 keeps 0.6 (not 0.9); mass 0.8 -> 4: 0.75, 3: 0.25 -> score 3.75.
+    assert dist.valid_mass == pytest.approx(0.8, abs=1e-12)
+    assert dist.probs == pytest.approx({3: 0.25, 4: 0.75}, abs=1e-12)
+    assert dist.weighted_score == pytest.approx(3.75, abs=1e-12)
+
+
+def test_tokenizer_space_markers_and_whitespace_are_ignored() -> None:
+    top = _top(("▁4", 0.4), ("Ġ3", 0.3), ("\n5", 0.2), (" 2 ", 0.1))
+    dist = distribution_from_logprobs(top, LIKERT)
+    assert dist.probs == pytest.approx({2: 0.1, 3: 0.3, 4: 0.4, 5: 0.2}, abs=1e-12)
+    assert dist.weighted_score == pytest.approx(0.2 + 0.9 + 1.6 + 1.0, abs=1e-12)
+
+
+def test_ratings_missing_from_top_logprobs_get_no_probability() -> None:
+    top = _top(("5", 0.6), ("4", 0.15), ("**", 0.1), ("10", 0.05))
+    dist = distribution_from_logprobs(top, LIKERT)
+    # "10" is not on a 1-5 scale; only 4 and 5 share the renormalised mass 0.75.
+    assert dist.probs == pytest.approx({4: 0.2, 5: 0.8}, abs=1e-12)
+    assert dist.valid_mass == pytest.approx(0.75, abs=1e-12)
+    assert dist.weighted_score == pytest.approx(4.8, abs=1e-12)
+
+
+def test_no_valid_rating_token_is_one_invalid_sample() -> None:
+    top = _top(("The", 0.5), ("I", 0.3), ("0", 0.1), ("6", 0.05))
+    top.append({"token": "4", "logprob": -9999.0})  # OpenAI's "negligible": exp() is 0.0
+    dist = distribution_from_logprobs(top, LIKERT)
+    assert dist.probs == {}
+    assert (dist.valid, dist.invalid, dist.valid_mass) == (0, 1, 0.0)
+    assert dist.weighted_score is None
+    assert distribution_from_logprobs([], LIKERT).invalid == 1
+
+
+token_probs = st.lists(
+    st.tuples(
+        st.sampled_from(["1", " 2", "3", "▁4", "Ġ5", "5", "x", " ", "6"]),
+        st.floats(min_value=1e-6, max_value=1.0),
+    ),
+    max_size=10,
+)
+
+
+@given(token_probs)
+def test_logprob_distribution_sums_to_one_and_scores_inside_the_scale(pairs) -> None:
+    dist = distribution_from_logprobs(_top(*pairs), LIKERT)
+    if dist.probs:
+        assert math.isclose(sum(dist.probs.values()), 1.0, abs_tol=1e-12)
+        assert LIKERT.lo <= dist.weighted_score <= LIKERT.hi
+        assert dist.valid_mass > 0
+    else:
+        assert dist.weighted_score is None and dist.invalid == 1
+
+
+# --- first token of a chat choice ----------------------------------------------------------
+
+
+def _entry(token: str, top: list[dict]) -> dict:
+    return {"token": token, "logprob": -0.1, "bytes": list(token.encode()), "top_logprobs": top}
+
+
+def test_first_token_skips_leading_whitespace_tokens() -> None:
+    rating_top = _top(("4", 0.7), ("3", 0.3))
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": " \n4"},
+        "logprobs": {
+            "content": [
+                _entry(" ", _top((" ", 0.9))),
+                _entry("\n", _top(("\n", 0.9))),
+                _entry("4", rating_top),
+            ]
+        },
+    }
+    top = first_token_top_logprobs(choice)
+    assert top == rating_top
+    assert distribution_from_logprobs(top, LIKERT).weighted_score == pytest.approx(3.7, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [
+        {"message": {"content": "4"}},
+        {"logprobs": None},
+        {"logprobs": {"content": None}},
+        {"logprobs": {"content": []}},
+        {"logprobs": {"content": [_entry(" ", _top((" ", 1.0)))]}},
+    ],
+)
+def test_first_token_without_logprobs_is_none(choice: dict) -> None:
+    assert first_token_top_logprobs(choice) is None

@@ -281,11 +281,16 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
             f"(known: {', '.join(sorted([*_SECTIONS, 'criteria']))})"
         )
 
-    def table(name: str) -> _Reader:
+    readers: dict[str, _Reader] = {}
+    # Every section is checked for unknown keys first: a typo is the likeliest mistake.
+    for name, known in _SECTIONS.items():
         value = document.get(name, {})
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: [{name}] must be a table")
-        return _Reader(source, name, value, _SECTIONS[name])
+        readers[name] = _Reader(source, name, value, known)
+
+    def table(name: str) -> _Reader:
+        return readers[name]
 
     def resolve(value: str) -> Path:
         candidate = Path(os.path.expanduser(value))

@@ -4,18 +4,19 @@ injects the faults and limits it is asked for."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import math
 import random
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
 import openai
 import pytest
+from multidict import CIMultiDict
 
 from geval_async.sim import (
     SimServer,
@@ -23,14 +24,13 @@ from geval_async.sim import (
     first_token_probs,
     prompt_tokens,
     rating_scale,
-    serve,
 )
 from geval_async.sim_limits import RateLimiter, draw_latency, format_duration
 
 PROMPT = "Evaluate coherence.\nText: {text}\nRate the coherence (1-5). Score:"
 
 
-def messages(text: str = "The cat sat on the mat.", scale: str = "(1-5)") -> list[dict]:
+def messages(text: str = "The cat sat on the mat.", scale: str = "(1-5)") -> list[Any]:
     return [{"role": "user", "content": PROMPT.format(text=text).replace("(1-5)", scale)}]
 
 
@@ -52,7 +52,7 @@ def client(srv: SimServer) -> Iterator[openai.OpenAI]:
 
 async def post(
     url: str, body: Any, headers: dict[str, str] | None = None
-) -> tuple[int, dict[str, str], bytes]:
+) -> tuple[int, CIMultiDict[str], bytes]:
     """One POST on a fresh connection: status, headers, raw body."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     headers = {"Content-Type": "application/json", **(headers or {})}
@@ -60,11 +60,17 @@ async def post(
         aiohttp.ClientSession() as session,
         session.post(url, data=raw, headers=headers) as resp,
     ):
-        return resp.status, dict(resp.headers), await resp.read()
+        return resp.status, resp.headers.copy(), await resp.read()
 
 
 def contents(body: bytes) -> list[str]:
     return [c["message"]["content"] for c in json.loads(body)["choices"]]
+
+
+def rating_in(text: str | None) -> int:
+    found = re.search(r"\d+", text or "")
+    assert found is not None, text
+    return int(found.group())
 
 
 # -- protocol ----------------------------------------------------------------------------
@@ -81,12 +87,13 @@ def test_sdk_parses_an_answer(client: openai.OpenAI, srv: SimServer) -> None:
     assert completion.system_fingerprint == "geval-async-simulated"
     assert [c.index for c in completion.choices] == [0, 1, 2]
     for choice in completion.choices:
-        rating = int(re.search(r"\d+", choice.message.content or "").group())  # type: ignore[union-attr]
-        assert 1 <= rating <= 5
+        assert 1 <= rating_in(choice.message.content) <= 5
         assert choice.finish_reason == "stop"
     assert completion.usage is not None
     assert completion.usage.prompt_tokens == prompt_tokens(messages())
-    assert completion.usage.total_tokens == 13 + completion.usage.completion_tokens
+    assert completion.usage.total_tokens == (
+        prompt_tokens(messages()) + completion.usage.completion_tokens
+    )
     assert srv.stats.by_status[200] == 1
 
 
@@ -131,7 +138,7 @@ async def test_ratings_stay_on_the_prompts_scale(srv: SimServer) -> None:
     for i in range(6):
         body = request(messages=messages(f"text {i}", "on a scale of 1 to 10"), n=32)
         for text in contents((await post(url, body))[2]):
-            seen.add(int(re.search(r"\d+", text).group()))  # type: ignore[union-attr]
+            seen.add(rating_in(text))
     assert min(seen) >= 1 and max(seen) <= 10
     assert max(seen) > 5  # the scale really is 10, not the default 5
 
@@ -167,7 +174,9 @@ def test_logprobs_look_like_openais(client: openai.OpenAI) -> None:
     )
     assert all(a.bytes == list(a.token.encode()) for a in alternatives)
     ratings = {str(r) for r in range(1, 11)}
-    assert ratings <= {a.token for a in alternatives}
+    best = int(first.token)
+    near = {str(r) for r in (best - 1, best, best + 1) if 1 <= r <= 10}
+    assert near <= {a.token for a in alternatives}
     assert " " + first.token in {a.token for a in alternatives}
     assert sum(math.exp(a.logprob) for a in alternatives if a.token in ratings) < 1
 
@@ -297,8 +306,9 @@ async def test_stall_outlasts_the_client(srv: SimServer) -> None:
     with pytest.raises(asyncio.TimeoutError):
         async with asyncio.timeout(0.2):
             await post(f"{srv.base_url}/chat/completions", request())
+    # The count is made on the server's thread when it notices the client left; poll it.
     async with asyncio.timeout(5):
-        while srv.stats.by_status[-1] != 1:
+        while srv.stats.by_status[-1] != 1:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
     assert srv.stats.faults["stall"] == 1 and srv.stats.in_flight == 0
 
@@ -440,17 +450,19 @@ async def test_peak_in_flight_shows_concurrency(srv: SimServer) -> None:
     assert srv.stats.peak_in_flight == 8 and srv.stats.in_flight == 0
 
 
-async def test_serve_prints_where_it_listens(capsys: pytest.CaptureFixture[str]) -> None:
-    task = asyncio.create_task(serve(SimSettings(), port=0))
+async def test_serve_prints_where_it_listens() -> None:
+    # A launcher reads the line from a pipe, where only the flush makes it arrive.
+    code = "import asyncio, geval_async.sim as s; asyncio.run(s.serve(s.SimSettings(), port=0))"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE
+    )
     try:
-        async with asyncio.timeout(5):
-            while "listening" not in (out := capsys.readouterr().out):
-                await asyncio.sleep(0.01)
-        match = re.fullmatch(r"simulated judge listening on (http://127\.0\.0\.1:\d+/v1)\n", out)
-        assert match is not None
+        async with asyncio.timeout(20):
+            line = (await proc.stdout.readline()).decode()  # type: ignore[union-attr]
+        match = re.fullmatch(r"simulated judge listening on (http://127\.0\.0\.1:\d+/v1)\n", line)
+        assert match is not None, line
         status, _, _ = await post(f"{match.group(1)}/chat/completions", request())
         assert status == 200
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        proc.terminate()
+        await proc.communicate()

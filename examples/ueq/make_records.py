@@ -83,8 +83,11 @@ USERS = [
         "role": "a retired teacher",
         "app": "the HomeBank app",
         "device": "your iPad",
-        "tasks": ["checking your balance", "paying your electricity bill",
-                  "setting up a standing order"],
+        "tasks": [
+            "checking your balance",
+            "paying your electricity bill",
+            "setting up a standing order",
+        ],
         "feature": "the bill-payment screen",
         "content": "your balance and recent payments",
         "goal": "managing your money without visiting a branch",
@@ -96,13 +99,20 @@ USERS = [
         "cost": "the time it took you to set it up",
         "peer": "friends of your age who no longer have a local branch",
         "extra": [
-            ("credible", "After yesterday's failed payment, how sure are you that the HomeBank "
-             "app shows the real status of a transfer?"),
-            ("usable", "How easy is it to correct a mistyped account number before a payment "
-             "is sent?"),
+            (
+                "credible",
+                "After yesterday's failed payment, how sure are you that the HomeBank "
+                "app shows the real status of a transfer?",
+            ),
+            (
+                "usable",
+                "How easy is it to correct a mistyped account number before a payment is sent?",
+            ),
         ],
-        "wrong": ("usable", "How easy is it to approve payments with your fingerprint on your "
-                  "Android phone?"),
+        "wrong": (
+            "usable",
+            "How easy is it to approve payments with your fingerprint on your Android phone?",
+        ),
     },
     {
         "info": "Jordan is a 24-year-old staff nurse who works 12-hour night shifts on a busy "
@@ -127,10 +137,15 @@ USERS = [
         "cost": "the monthly premium subscription",
         "peer": "colleagues on your ward",
         "extra": [
-            ("useful", "How well do FitTrack's sleep tips fit a schedule in which you sleep "
-             "during the day?"),
-            ("accessible", "Can you read the sleep summary at a glance on a moving bus without "
-             "zooming in?"),
+            (
+                "useful",
+                "How well do FitTrack's sleep tips fit a schedule in which you sleep "
+                "during the day?",
+            ),
+            (
+                "accessible",
+                "Can you read the sleep summary at a glance on a moving bus without zooming in?",
+            ),
         ],
         "wrong": ("useful", "How well does FitTrack adjust running plans to your asthma?"),
     },
@@ -145,8 +160,7 @@ USERS = [
         "role": "a software tester who relies on VoiceOver",
         "app": "QuickBite",
         "device": "your iPhone",
-        "tasks": ["ordering dinner", "checking the allergens in a dish",
-                  "tracking your delivery"],
+        "tasks": ["ordering dinner", "checking the allergens in a dish", "tracking your delivery"],
         "feature": "the checkout screen",
         "content": "the dish descriptions and allergen information",
         "goal": "ordering food independently",
@@ -158,16 +172,31 @@ USERS = [
         "cost": "the delivery fees",
         "peer": "other screen-reader users",
         "extra": [
-            ("accessible", "Does VoiceOver announce the allergen information for each dish "
-             "before you add it to your basket?"),
-            ("findable", "After the latest update, how easy is it to find the Place Order button "
-             "by swiping through the checkout screen?"),
+            (
+                "accessible",
+                "Does VoiceOver announce the allergen information for each dish "
+                "before you add it to your basket?",
+            ),
+            (
+                "findable",
+                "After the latest update, how easy is it to find the Place Order button "
+                "by swiping through the checkout screen?",
+            ),
         ],
-        "wrong": ("accessible", "How easy is it to read the small print on the QuickBite menu "
-                  "with your glasses on?"),
+        "wrong": (
+            "accessible",
+            "How easy is it to read the small print on the QuickBite menu with your glasses on?",
+        ),
         # Aisha is blind: leave out templates that assume she sees the screen.
-        "skip": ["look of", "visual style", "colour contrasts", "colours, icons", "text in",
-                 "text size", "size of the buttons"],
+        "skip": [
+            "look of",
+            "visual style",
+            "colour contrasts",
+            "colours, icons",
+            "text in",
+            "text size",
+            "size of the buttons",
+        ],
     },
     {
         "info": "Tomasz is a 45-year-old long-distance lorry driver who spends four nights a "
@@ -181,8 +210,11 @@ USERS = [
         "role": "a long-distance lorry driver",
         "app": "TruckRoute",
         "device": "your phone in the cab",
-        "tasks": ["finding overnight parking", "planning a route around low bridges",
-                  "checking your remaining driving time"],
+        "tasks": [
+            "finding overnight parking",
+            "planning a route around low bridges",
+            "checking your remaining driving time",
+        ],
         "feature": "the truck-parking map",
         "content": "parking availability and height restrictions",
         "goal": "reaching safe overnight parking before your driving hours run out",
@@ -194,13 +226,21 @@ USERS = [
         "cost": "the annual licence fee",
         "peer": "other drivers at your company",
         "extra": [
-            ("credible", "How much do you trust TruckRoute's warnings about low bridges and "
-             "weight limits on routes you do not know?"),
-            ("useful", "Does TruckRoute tell you whether a parking area is secure and has "
-             "showers before you drive there?"),
+            (
+                "credible",
+                "How much do you trust TruckRoute's warnings about low bridges and "
+                "weight limits on routes you do not know?",
+            ),
+            (
+                "useful",
+                "Does TruckRoute tell you whether a parking area is secure and has "
+                "showers before you drive there?",
+            ),
         ],
-        "wrong": ("useful", "How well does TruckRoute help you plan cycling routes to your "
-                  "office?"),
+        "wrong": (
+            "useful",
+            "How well does TruckRoute help you plan cycling routes to your office?",
+        ),
     },
     {
         "info": "Sophie is a 16-year-old secondary-school student with dyslexia. She uses a "
@@ -213,8 +253,11 @@ USERS = [
         "role": "a student preparing for an exam",
         "app": "Duolingo",
         "device": "your iPhone",
-        "tasks": ["practising French vocabulary", "doing a listening exercise",
-                  "reviewing your mistakes"],
+        "tasks": [
+            "practising French vocabulary",
+            "doing a listening exercise",
+            "reviewing your mistakes",
+        ],
         "feature": "the vocabulary practice",
         "content": "your lesson progress and weak words",
         "goal": "getting ready for your French exam",
@@ -226,13 +269,16 @@ USERS = [
         "cost": "the time you spend on it every day",
         "peer": "classmates taking the same exam",
         "extra": [
-            ("accessible", "Can you have the French sentences read aloud whenever reading them "
-             "feels hard?"),
-            ("valuable", "Has practising with Duolingo made you feel more confident about your "
-             "French exam?"),
+            (
+                "accessible",
+                "Can you have the French sentences read aloud whenever reading them feels hard?",
+            ),
+            (
+                "valuable",
+                "Has practising with Duolingo made you feel more confident about your French exam?",
+            ),
         ],
-        "wrong": ("valuable", "Is Duolingo worth the subscription that your employer pays "
-                  "for?"),
+        "wrong": ("valuable", "Is Duolingo worth the subscription that your employer pays for?"),
     },
     {
         "info": "Rajesh is a 52-year-old restaurant owner with type 2 diabetes. He wears a "
@@ -245,8 +291,11 @@ USERS = [
         "role": "a restaurant owner",
         "app": "GlucoLog",
         "device": "your Android phone",
-        "tasks": ["checking your glucose level", "logging a meal",
-                  "sharing a report with your diabetes nurse"],
+        "tasks": [
+            "checking your glucose level",
+            "logging a meal",
+            "sharing a report with your diabetes nurse",
+        ],
         "feature": "the glucose alert",
         "content": "your glucose readings and trends",
         "goal": "keeping your blood sugar stable on long working days",
@@ -258,13 +307,21 @@ USERS = [
         "cost": "the time it takes to log your meals",
         "peer": "other people with diabetes who run a business",
         "extra": [
-            ("usable", "How easy is it to silence a glucose alert during service without "
-             "unlocking your phone?"),
-            ("credible", "How far do you trust GlucoLog's readings when deciding whether to "
-             "eat something during service?"),
+            (
+                "usable",
+                "How easy is it to silence a glucose alert during service without "
+                "unlocking your phone?",
+            ),
+            (
+                "credible",
+                "How far do you trust GlucoLog's readings when deciding whether to "
+                "eat something during service?",
+            ),
         ],
-        "wrong": ("accessible", "Does GlucoLog work well with the screen reader you use "
-                  "because of your sight loss?"),
+        "wrong": (
+            "accessible",
+            "Does GlucoLog work well with the screen reader you use because of your sight loss?",
+        ),
     },
     {
         "info": "Elena is a 38-year-old freelance graphic designer. She has red-green colour "
@@ -276,8 +333,11 @@ USERS = [
         "role": "a freelance designer",
         "app": "Spendly",
         "device": "your iPhone",
-        "tasks": ["matching invoices to payments", "estimating your next tax payment",
-                  "categorising business expenses"],
+        "tasks": [
+            "matching invoices to payments",
+            "estimating your next tax payment",
+            "categorising business expenses",
+        ],
         "feature": "the monthly spending chart",
         "content": "your income, expenses and tax estimate",
         "goal": "putting aside enough for your quarterly tax bill",
@@ -289,13 +349,21 @@ USERS = [
         "cost": "the yearly subscription",
         "peer": "other freelancers",
         "extra": [
-            ("accessible", "Can you tell income from expenses in Spendly's charts without "
-             "relying on red and green?"),
-            ("desirable", "As a designer, how much do you like the typography and layout of "
-             "Spendly's reports?"),
+            (
+                "accessible",
+                "Can you tell income from expenses in Spendly's charts without "
+                "relying on red and green?",
+            ),
+            (
+                "desirable",
+                "As a designer, how much do you like the typography and layout of "
+                "Spendly's reports?",
+            ),
         ],
-        "wrong": ("usable", "How easy is it for you to use Spendly on your Windows tablet "
-                  "with a stylus?"),
+        "wrong": (
+            "usable",
+            "How easy is it for you to use Spendly on your Windows tablet with a stylus?",
+        ),
     },
     {
         "info": "Walter is an 81-year-old retired engineer and widower. He uses a large Android "
@@ -308,8 +376,11 @@ USERS = [
         "role": "a retired engineer",
         "app": "FamilyCall",
         "device": "your tablet",
-        "tasks": ["answering a video call", "connecting your hearing aids",
-                  "calling your granddaughter"],
+        "tasks": [
+            "answering a video call",
+            "connecting your hearing aids",
+            "calling your granddaughter",
+        ],
         "feature": "the incoming-call screen",
         "content": "your contacts and scheduled calls",
         "goal": "staying in touch with your family in Canada",
@@ -321,13 +392,21 @@ USERS = [
         "cost": "the time it took to learn",
         "peer": "friends of your age with family abroad",
         "extra": [
-            ("accessible", "Does the sound of a FamilyCall call come through your hearing aids "
-             "every time, without you changing any settings?"),
-            ("usable", "How easy is it to hit the green answer button despite the tremor in "
-             "your hand?"),
+            (
+                "accessible",
+                "Does the sound of a FamilyCall call come through your hearing aids "
+                "every time, without you changing any settings?",
+            ),
+            (
+                "usable",
+                "How easy is it to hit the green answer button despite the tremor in your hand?",
+            ),
         ],
-        "wrong": ("usable", "How easy is it to join FamilyCall calls from your laptop during "
-                  "your lunch break at work?"),
+        "wrong": (
+            "usable",
+            "How easy is it to join FamilyCall calls from your laptop during "
+            "your lunch break at work?",
+        ),
     },
     {
         "info": "Priya is a 29-year-old junior doctor in an acute medical unit. She uses an "
@@ -339,8 +418,11 @@ USERS = [
         "role": "a junior doctor",
         "app": "MedRef",
         "device": "your iPhone",
-        "tasks": ["looking up a drug dose", "checking a drug interaction",
-                  "calculating a dose by body weight"],
+        "tasks": [
+            "looking up a drug dose",
+            "checking a drug interaction",
+            "calculating a dose by body weight",
+        ],
         "feature": "the interaction checker",
         "content": "dosing guidance and interaction warnings",
         "goal": "prescribing safely under time pressure",
@@ -352,12 +434,17 @@ USERS = [
         "cost": "the subscription your hospital pays",
         "peer": "other junior doctors",
         "extra": [
-            ("credible", "Does MedRef show which guideline and which date its dosing advice "
-             "comes from?"),
+            (
+                "credible",
+                "Does MedRef show which guideline and which date its dosing advice comes from?",
+            ),
             ("findable", "How quickly can you find a drug when you only know its brand name?"),
         ],
-        "wrong": ("credible", "How much do you trust MedRef to check interactions with your "
-                  "own blood-pressure medication?"),
+        "wrong": (
+            "credible",
+            "How much do you trust MedRef to check interactions with your "
+            "own blood-pressure medication?",
+        ),
     },
     {
         "info": "Kwame is a 34-year-old delivery cyclist who works for several platforms, "
@@ -382,13 +469,16 @@ USERS = [
         "cost": "the battery and mobile data it uses",
         "peer": "other couriers",
         "extra": [
-            ("credible", "How clearly does RideDrop explain how the pay for each order is "
-             "calculated?"),
-            ("usable", "How easy is it to accept an order with a wet screen before the offer "
-             "runs out?"),
+            (
+                "credible",
+                "How clearly does RideDrop explain how the pay for each order is calculated?",
+            ),
+            (
+                "usable",
+                "How easy is it to accept an order with a wet screen before the offer runs out?",
+            ),
         ],
-        "wrong": ("usable", "How easy is it to accept orders from the driver's seat of your "
-                  "car?"),
+        "wrong": ("usable", "How easy is it to accept orders from the driver's seat of your car?"),
     },
     {
         "info": "Helen is a 59-year-old secondary-school headteacher who also rents out a "
@@ -401,8 +491,11 @@ USERS = [
         "role": "a headteacher with a rental flat",
         "app": "the TaxOnline portal",
         "device": "your Windows laptop",
-        "tasks": ["declaring your rental income", "saving a half-finished return",
-                  "checking what you owe"],
+        "tasks": [
+            "declaring your rental income",
+            "saving a half-finished return",
+            "checking what you owe",
+        ],
         "feature": "the rental income section",
         "content": "your tax calculation and deadlines",
         "goal": "filing your tax return correctly and on time",
@@ -414,13 +507,21 @@ USERS = [
         "cost": "the evenings you spend on it",
         "peer": "colleagues who also rent out property",
         "extra": [
-            ("findable", "How easy was it to find out which section of the return your rental "
-             "income belongs in?"),
-            ("accessible", "Does the layout of the TaxOnline portal stay readable when you "
-             "magnify it with Windows Magnifier?"),
+            (
+                "findable",
+                "How easy was it to find out which section of the return your rental "
+                "income belongs in?",
+            ),
+            (
+                "accessible",
+                "Does the layout of the TaxOnline portal stay readable when you "
+                "magnify it with Windows Magnifier?",
+            ),
         ],
-        "wrong": ("findable", "How easy is it to find the section for declaring your pension "
-                  "income as a retiree?"),
+        "wrong": (
+            "findable",
+            "How easy is it to find the section for declaring your pension income as a retiree?",
+        ),
     },
     {
         "info": "Lucas is a 22-year-old computer-science student with ADHD. He uses an "
@@ -432,8 +533,11 @@ USERS = [
         "role": "a student with ADHD",
         "app": "Spotify",
         "device": "your Android phone",
-        "tasks": ["starting a focus playlist", "blocking distracting notifications",
-                  "saving a playlist for offline use"],
+        "tasks": [
+            "starting a focus playlist",
+            "blocking distracting notifications",
+            "saving a playlist for offline use",
+        ],
         "feature": "the home feed",
         "content": "your playlists and recommendations",
         "goal": "staying focused during revision sessions",
@@ -445,13 +549,22 @@ USERS = [
         "cost": "the student subscription",
         "peer": "friends who also study with music",
         "extra": [
-            ("accessible", "Can you turn off autoplay and new-release notifications so they do "
-             "not break your concentration?"),
-            ("useful", "How well do Spotify's focus playlists help you stay on task for a full "
-             "revision session?"),
+            (
+                "accessible",
+                "Can you turn off autoplay and new-release notifications so they do "
+                "not break your concentration?",
+            ),
+            (
+                "useful",
+                "How well do Spotify's focus playlists help you stay on task for a full "
+                "revision session?",
+            ),
         ],
-        "wrong": ("desirable", "How much do you enjoy Spotify's podcast recommendations for "
-                  "parents of young children?"),
+        "wrong": (
+            "desirable",
+            "How much do you enjoy Spotify's podcast recommendations for "
+            "parents of young children?",
+        ),
     },
     {
         "info": "Fatima is a 41-year-old accountant and mother of three. Two of her children "
@@ -463,8 +576,11 @@ USERS = [
         "role": "a working parent",
         "app": "MediRefill",
         "device": "your iPhone",
-        "tasks": ["reordering an inhaler", "checking whether a prescription is ready",
-                  "managing your children's profiles"],
+        "tasks": [
+            "reordering an inhaler",
+            "checking whether a prescription is ready",
+            "managing your children's profiles",
+        ],
         "feature": "the repeat-prescription list",
         "content": "prescription status and collection times",
         "goal": "making sure your children never run out of their inhalers",
@@ -476,13 +592,21 @@ USERS = [
         "cost": "the few minutes it takes to keep your children's profiles up to date",
         "peer": "other parents of children with asthma",
         "extra": [
-            ("usable", "How quickly can you switch between your children's profiles to reorder "
-             "the right inhaler?"),
-            ("credible", "Do you trust MediRefill to tell you the truth about when a "
-             "prescription will be ready?"),
+            (
+                "usable",
+                "How quickly can you switch between your children's profiles to reorder "
+                "the right inhaler?",
+            ),
+            (
+                "credible",
+                "Do you trust MediRefill to tell you the truth about when a "
+                "prescription will be ready?",
+            ),
         ],
-        "wrong": ("useful", "How useful is MediRefill for managing your own insulin "
-                  "prescriptions?"),
+        "wrong": (
+            "useful",
+            "How useful is MediRefill for managing your own insulin prescriptions?",
+        ),
     },
     {
         "info": "George is a 73-year-old retired farmer who keeps a smallholding with "
@@ -495,8 +619,11 @@ USERS = [
         "role": "a smallholder",
         "app": "AgriWeather",
         "device": "your smartphone",
-        "tasks": ["checking tonight's frost risk", "reading the rain forecast",
-                  "setting a frost alert"],
+        "tasks": [
+            "checking tonight's frost risk",
+            "reading the rain forecast",
+            "setting a frost alert",
+        ],
         "feature": "the frost warning",
         "content": "the frost and rain forecast",
         "goal": "protecting your crops from frost",
@@ -508,13 +635,21 @@ USERS = [
         "cost": "the mobile data it uses",
         "peer": "neighbours who also grow vegetables",
         "extra": [
-            ("useful", "Does AgriWeather still show the latest forecast when you have no "
-             "signal in the field?"),
-            ("credible", "How often has AgriWeather's frost warning matched what actually "
-             "happened on your land?"),
+            (
+                "useful",
+                "Does AgriWeather still show the latest forecast when you have no "
+                "signal in the field?",
+            ),
+            (
+                "credible",
+                "How often has AgriWeather's frost warning matched what actually "
+                "happened on your land?",
+            ),
         ],
-        "wrong": ("accessible", "Does AgriWeather read forecasts aloud for you, since you "
-                  "cannot see the screen?"),
+        "wrong": (
+            "accessible",
+            "Does AgriWeather read forecasts aloud for you, since you cannot see the screen?",
+        ),
     },
     {
         "info": "Mei is a 27-year-old UX researcher who is deaf. She uses British Sign "
@@ -538,13 +673,20 @@ USERS = [
         "cost": "the course fee",
         "peer": "other deaf learners",
         "extra": [
-            ("accessible", "How accurate are the captions on LearnHub's lecture videos, "
-             "especially for technical terms?"),
-            ("desirable", "As a UX researcher, how much do you like the design of LearnHub's "
-             "course pages?"),
+            (
+                "accessible",
+                "How accurate are the captions on LearnHub's lecture videos, "
+                "especially for technical terms?",
+            ),
+            (
+                "desirable",
+                "As a UX researcher, how much do you like the design of LearnHub's course pages?",
+            ),
         ],
-        "wrong": ("accessible", "How clear is the audio of LearnHub's lectures through your "
-                  "headphones on the train?"),
+        "wrong": (
+            "accessible",
+            "How clear is the audio of LearnHub's lectures through your headphones on the train?",
+        ),
     },
     {
         "info": "Oliver is a 35-year-old stay-at-home father of eight-month-old twins. He uses "
@@ -556,8 +698,11 @@ USERS = [
         "role": "a parent of young twins",
         "app": "HomeHub",
         "device": "your Android phone",
-        "tasks": ["changing the nursery temperature", "checking the baby monitor",
-                  "reviewing your energy use"],
+        "tasks": [
+            "changing the nursery temperature",
+            "checking the baby monitor",
+            "reviewing your energy use",
+        ],
         "feature": "the baby-monitor view",
         "content": "room temperatures and energy use",
         "goal": "cutting your energy bills while keeping the twins comfortable",
@@ -569,13 +714,17 @@ USERS = [
         "cost": "the cost of the smart thermostat and cameras",
         "peer": "other new parents",
         "extra": [
-            ("usable", "How easy is it to turn up the nursery heating with one thumb in the "
-             "dark?"),
-            ("credible", "How confident are you that the baby-monitor footage is not seen by "
-             "anyone outside your family?"),
+            ("usable", "How easy is it to turn up the nursery heating with one thumb in the dark?"),
+            (
+                "credible",
+                "How confident are you that the baby-monitor footage is not seen by "
+                "anyone outside your family?",
+            ),
         ],
-        "wrong": ("valuable", "How much has HomeHub helped you manage the heating in your "
-                  "office building?"),
+        "wrong": (
+            "valuable",
+            "How much has HomeHub helped you manage the heating in your office building?",
+        ),
     },
     {
         "info": "Ana is a 48-year-old hospital cleaner who works split shifts and whose first "
@@ -600,11 +749,15 @@ USERS = [
         "peer": "colleagues who also travel by bus",
         "extra": [
             ("accessible", "Can you use CityMove in Portuguese, or with simple English?"),
-            ("useful", "When your bus is late, does CityMove suggest another way to get to "
-             "work on time?"),
+            (
+                "useful",
+                "When your bus is late, does CityMove suggest another way to get to work on time?",
+            ),
         ],
-        "wrong": ("useful", "How useful is CityMove for finding parking near the hospital "
-                  "for your car?"),
+        "wrong": (
+            "useful",
+            "How useful is CityMove for finding parking near the hospital for your car?",
+        ),
     },
     {
         "info": "Hiroshi is a 63-year-old architect close to retirement. He sketches and "
@@ -617,8 +770,11 @@ USERS = [
         "role": "an architect",
         "app": "SketchNote",
         "device": "your iPad Pro",
-        "tasks": ["annotating a site photo", "sharing a sketch with a client",
-                  "organising sketches by project"],
+        "tasks": [
+            "annotating a site photo",
+            "sharing a sketch with a client",
+            "organising sketches by project",
+        ],
         "feature": "the pencil tools",
         "content": "your sketches and project folders",
         "goal": "sharing design ideas with clients on the same day",
@@ -630,13 +786,17 @@ USERS = [
         "cost": "the price of the pro version",
         "peer": "other architects",
         "extra": [
-            ("desirable", "How much do you enjoy the feel of drawing with the Apple Pencil in "
-             "SketchNote?"),
-            ("findable", "How easy is it to find an old site sketch when a client asks about "
-             "it?"),
+            (
+                "desirable",
+                "How much do you enjoy the feel of drawing with the Apple Pencil in SketchNote?",
+            ),
+            ("findable", "How easy is it to find an old site sketch when a client asks about it?"),
         ],
-        "wrong": ("accessible", "Can you use SketchNote comfortably with the mouse you use "
-                  "because of your wrist injury?"),
+        "wrong": (
+            "accessible",
+            "Can you use SketchNote comfortably with the mouse you use "
+            "because of your wrist injury?",
+        ),
     },
     {
         "info": "Chloe is a 19-year-old first-year university student with social anxiety. "
@@ -648,8 +808,11 @@ USERS = [
         "role": "a first-year student",
         "app": "CalmMind",
         "device": "your iPhone",
-        "tasks": ["starting a breathing exercise", "writing in your mood journal",
-                  "playing a sleep story"],
+        "tasks": [
+            "starting a breathing exercise",
+            "writing in your mood journal",
+            "playing a sleep story",
+        ],
         "feature": "the sleep stories",
         "content": "your mood history and exercises",
         "goal": "managing your anxiety before presentations",
@@ -661,13 +824,17 @@ USERS = [
         "cost": "the annual subscription",
         "peer": "friends who also feel anxious",
         "extra": [
-            ("useful", "How much does a CalmMind breathing exercise help you calm down the "
-             "night before a presentation?"),
-            ("credible", "How comfortable are you writing private thoughts in the mood "
-             "journal?"),
+            (
+                "useful",
+                "How much does a CalmMind breathing exercise help you calm down the "
+                "night before a presentation?",
+            ),
+            ("credible", "How comfortable are you writing private thoughts in the mood journal?"),
         ],
-        "wrong": ("valuable", "Is CalmMind a good use of the wellbeing budget your employer "
-                  "gives you?"),
+        "wrong": (
+            "valuable",
+            "Is CalmMind a good use of the wellbeing budget your employer gives you?",
+        ),
     },
     {
         "info": "Marcus is a 55-year-old regional sales manager who flies several times a "
@@ -691,10 +858,15 @@ USERS = [
         "cost": "the booking fees",
         "peer": "colleagues who travel for work",
         "extra": [
-            ("usable", "How easy is it to choose a new flight with your tremor when the "
-             "buttons are close together?"),
-            ("valuable", "Has TripWise ever saved you from missing a meeting after a "
-             "cancellation?"),
+            (
+                "usable",
+                "How easy is it to choose a new flight with your tremor when the "
+                "buttons are close together?",
+            ),
+            (
+                "valuable",
+                "Has TripWise ever saved you from missing a meeting after a cancellation?",
+            ),
         ],
         "wrong": ("usable", "How easy is it to rebook with TripWise on your Android tablet?"),
     },
@@ -720,13 +892,10 @@ USERS = [
         "cost": "the time you spend waiting for holds",
         "peer": "members of your book club",
         "extra": [
-            ("findable", "How easy is it to find the large-print or audiobook edition of a "
-             "title?"),
-            ("useful", "Does Libby tell you clearly how long you will wait for a book on "
-             "hold?"),
+            ("findable", "How easy is it to find the large-print or audiobook edition of a title?"),
+            ("useful", "Does Libby tell you clearly how long you will wait for a book on hold?"),
         ],
-        "wrong": ("desirable", "How much do you like the look of Libby on your Kindle "
-                  "Paperwhite?"),
+        "wrong": ("desirable", "How much do you like the look of Libby on your Kindle Paperwhite?"),
     },
     {
         "info": "Yusuf is a 26-year-old who arrived in the country a year ago as a refugee and "
@@ -738,8 +907,11 @@ USERS = [
         "role": "a job seeker with a forklift licence",
         "app": "JobFinder",
         "device": "your shared phone",
-        "tasks": ["searching for warehouse jobs", "filling in an application",
-                  "uploading your forklift licence"],
+        "tasks": [
+            "searching for warehouse jobs",
+            "filling in an application",
+            "uploading your forklift licence",
+        ],
         "feature": "the application form",
         "content": "job adverts and application status",
         "goal": "finding a full-time warehouse job",
@@ -751,12 +923,16 @@ USERS = [
         "cost": "the time you spend on applications",
         "peer": "friends who are also looking for work",
         "extra": [
-            ("usable", "Can you save a half-finished application and continue later on the "
-             "shared phone?"),
+            (
+                "usable",
+                "Can you save a half-finished application and continue later on the shared phone?",
+            ),
             ("credible", "Do you feel safe uploading your identity documents to JobFinder?"),
         ],
-        "wrong": ("findable", "How easy is it to find graduate jobs that match your university "
-                  "degree?"),
+        "wrong": (
+            "findable",
+            "How easy is it to find graduate jobs that match your university degree?",
+        ),
     },
     {
         "info": "Beatriz is a 37-year-old physiotherapist who is recovering from knee surgery "
@@ -768,8 +944,11 @@ USERS = [
         "role": "a physiotherapist in rehabilitation",
         "app": "PhysioPlan",
         "device": "your Android phone",
-        "tasks": ["following an exercise video", "logging your pain level",
-                  "sending progress to your physiotherapist"],
+        "tasks": [
+            "following an exercise video",
+            "logging your pain level",
+            "sending progress to your physiotherapist",
+        ],
         "feature": "the exercise videos",
         "content": "your exercise plan and progress",
         "goal": "returning to running after knee surgery",
@@ -781,13 +960,20 @@ USERS = [
         "cost": "the time you spend on exercises each day",
         "peer": "other patients recovering from knee surgery",
         "extra": [
-            ("usable", "Can you pause or repeat an exercise video without getting up from the "
-             "floor?"),
-            ("credible", "As a physiotherapist yourself, how far do you trust the exercise "
-             "instructions in PhysioPlan?"),
+            (
+                "usable",
+                "Can you pause or repeat an exercise video without getting up from the floor?",
+            ),
+            (
+                "credible",
+                "As a physiotherapist yourself, how far do you trust the exercise "
+                "instructions in PhysioPlan?",
+            ),
         ],
-        "wrong": ("useful", "How well does PhysioPlan support the rehabilitation of your "
-                  "shoulder injury?"),
+        "wrong": (
+            "useful",
+            "How well does PhysioPlan support the rehabilitation of your shoulder injury?",
+        ),
     },
     {
         "info": "Samuel is a 44-year-old self-employed plumber. He uses the InvoiceNow app on "
@@ -812,12 +998,17 @@ USERS = [
         "cost": "the monthly fee",
         "peer": "other tradespeople",
         "extra": [
-            ("useful", "Can you add parts and labour to an invoice straight from the job "
-             "without going back to the van?"),
+            (
+                "useful",
+                "Can you add parts and labour to an invoice straight from the job "
+                "without going back to the van?",
+            ),
             ("valuable", "Since you started using InvoiceNow, do customers pay you sooner?"),
         ],
-        "wrong": ("accessible", "Does InvoiceNow work well with the dyslexia support tools "
-                  "you use?"),
+        "wrong": (
+            "accessible",
+            "Does InvoiceNow work well with the dyslexia support tools you use?",
+        ),
     },
 ]
 
@@ -834,8 +1025,7 @@ PERSONAL = {
         "How useful is {feature} to you?",
         "Is there anything you still have to do outside {app} when {task0}?",
         "How well does {app} fit into your daily routine as {role}?",
-        "Does {app} solve a real problem for you, or could you manage just as well without "
-        "it?",
+        "Does {app} solve a real problem for you, or could you manage just as well without it?",
         "How relevant are the features of {app} to {goal}?",
         "Which function of {app} do you rely on most for {task1}?",
         "Does {app} cover everything you need for {task2}?",
@@ -882,8 +1072,7 @@ PERSONAL = {
         "Is the text in {app} large and clear enough for you to read on {device}?",
         "Can you use {feature} comfortably on {device} {situation}?",
         "Are the colour contrasts in {app} strong enough for you on {device}?",
-        "Does {app} still work well if you change the text size or display settings on "
-        "{device}?",
+        "Does {app} still work well if you change the text size or display settings on {device}?",
         "Are sounds, vibrations and on-screen alerts in {app} noticeable enough for you?",
         "Does {app} give you enough time to finish {task1} before it times out?",
         "Are there parts of {app} that you cannot use because of {barrier}?",
@@ -896,10 +1085,8 @@ PERSONAL = {
         "Does the company behind {app} seem trustworthy to you?",
         "Would you rely on {app} for {task0} without double-checking elsewhere?",
         "Do you feel safe logging in to {app} on {device}?",
-        "Have you ever noticed information in {app} that turned out to be wrong or out of "
-        "date?",
-        "Do security messages and privacy settings in {app} make you feel your data is "
-        "protected?",
+        "Have you ever noticed information in {app} that turned out to be wrong or out of date?",
+        "Do security messages and privacy settings in {app} make you feel your data is protected?",
     ],
     "valuable": [
         "Overall, how much value does {app} add to {goal}?",
@@ -1081,9 +1268,7 @@ def choose_defects(rng: random.Random, n_users: int) -> dict[str, dict[int, list
     return plan
 
 
-def apply_slip(
-    sections: dict[str, list[str]], protected: set[str], rng: random.Random
-) -> str:
+def apply_slip(sections: dict[str, list[str]], protected: set[str], rng: random.Random) -> str:
     """Introduce one spelling or grammar slip into one question; return its defect tag."""
     kinds = ["spelling", "grammar"]
     rng.shuffle(kinds)
@@ -1136,16 +1321,19 @@ def build(
     templates = {f: list(bank[f]) for f in FACETS}
     if personal:
         skip = user.get("skip", [])
-        templates = {f: [q for q in ts if not any(s in q for s in skip)]
-                     for f, ts in templates.items()}
+        templates = {
+            f: [q for q in ts if not any(s in q for s in skip)] for f, ts in templates.items()
+        }
         for slot, cap in SLOT_CAP.items():
             using = [q for f in FACETS for q in templates[f] if "{" + slot + "}" in q]
             keep = set(rng.sample(using, min(cap, len(using))))
-            templates = {f: [q for q in ts if q in keep or "{" + slot + "}" not in q]
-                         for f, ts in templates.items()}
+            templates = {
+                f: [q for q in ts if q in keep or "{" + slot + "}" not in q]
+                for f, ts in templates.items()
+            }
 
     sections: dict[str, list[str]] = {}
-    unused: dict[str, list[str]] = {}
+    moved = ""  # the question planted as a misfile, taken out of its own facet's pool
     for facet in FACETS:
         if facet == few_facet:
             n = rng.randint(3, 4)
@@ -1156,8 +1344,10 @@ def build(
         own = [fill(q, slots) for q in extras[facet]][:n]
         pool = [fill(q, slots) for q in templates[facet]]
         rng.shuffle(pool)
+        if misfile and facet == misfile[0]:
+            moved = next(q for q in pool if not any(s in q for s in NOT_MOVABLE))
+            pool.remove(moved)
         picked = own + pool[: n - len(own)]
-        unused[facet] = pool[n - len(own):]
         if len(picked) < n:
             raise RuntimeError(f"template pool too small for {facet}")
         rng.shuffle(picked)
@@ -1169,10 +1359,9 @@ def build(
         defects.append(f"few_questions:{few_facet}")
     if misfile:
         src, dst = misfile
-        question = next(q for q in unused[src] if not any(s in q for s in NOT_MOVABLE))
         pos = rng.randint(0, len(sections[dst]))
-        sections[dst].insert(pos, question)
-        protected.add(question)
+        sections[dst].insert(pos, moved)
+        protected.add(moved)
         defects.append(f"misfiled:{src}->{dst}")
     if wrong_facet:
         question = user["wrong"][1]

@@ -138,7 +138,7 @@ class JudgeCache:
             ) from exc
 
     def get(self, key: str) -> CachedResponse | None:
-        """The entry for ``key``, or None when absent or corrupted (then listed in ``corrupted``)."""
+        """The entry for ``key``; None when absent or corrupted (then added to ``corrupted``)."""
         if self._cache is None:
             return None
         try:

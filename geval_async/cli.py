@@ -16,10 +16,12 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from . import __version__
 from .cache import JudgeCache
+from .cli_score import add_score_commands
 from .config import EvalConfig, apply_overrides, load_config
 from .coverage import coverage
 from .errors import CacheError, ConfigError, GevalError, RunStopped
@@ -81,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress line")
     run.set_defaults(handler=cmd_run)
 
+    demo = commands.add_parser("demo", help="the UEQ example end to end against the simulated "
+                                            "judge (no API key needed)")
+    demo.add_argument("--output", default="geval-demo",
+                      help="folder for the demo's cache and outputs (default: ./geval-demo)")
+    demo.add_argument("--fresh", action="store_true", help="empty the demo cache first")
+    demo.set_defaults(handler=cmd_demo)
+
     status = commands.add_parser("status", help="per criterion: answered, refused, missing")
     _study_arguments(status)
     status.set_defaults(handler=cmd_status)
@@ -102,8 +111,6 @@ def build_parser() -> argparse.ArgumentParser:
             )
             sim.add_argument(flag, type=kind, default=default, help=f"(default {default})")
     sim.set_defaults(handler=cmd_sim)
-
-    from .cli_score import add_score_commands
 
     add_score_commands(commands, _study_arguments)
     return parser
@@ -172,6 +179,8 @@ def _run_loop(study: Study, cache: JudgeCache, key: str | None, *, quiet: bool,
     def show(line: str) -> None:
         if interactive:
             print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     async def main() -> RunResult:
         stop = asyncio.Event()
@@ -229,6 +238,44 @@ def _dry_run(study: Study) -> int:
     print("estimated cost: " + (f"${cost:.2f}" if cost is not None
                                 else f"unknown (no price for {config.judge.model!r})"))
     print("dry run: nothing was sent")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .cli_score import write_report
+    from .demo import demo_config, demo_server
+    from .results import load_results
+    from .summary import SIMULATED_NOTE
+
+    print("geval-async demo: the UEQ study (examples/ueq) judged by the SIMULATED judge")
+    with demo_server() as server:
+        print(f"simulated judge listening on {server.base_url} (no API key needed)")
+        config = demo_config(Path(args.output), server.base_url, fresh=args.fresh)
+        study = prepare_study(config)
+        print(f"plan: {len(study.records)} records x {len(study.criteria)} criteria, "
+              f"n = {config.sampling.n} samples each; cache {config.cache_path}")
+        with JudgeCache(config.cache_path) as cache:
+            result = _run_loop(study, cache, None, quiet=False)
+        print(run_summary(result.counters, result.elapsed))
+    if not result.complete:
+        _say("the demo run did not finish; run `geval-async demo` again to resume")
+        return EXIT_INCOMPLETE
+    print("\nscoring from the cache (no network from here on)")
+    results = load_results(config)
+    try:
+        import matplotlib  # noqa: F401
+        plots = True
+    except ImportError:
+        plots = False
+        print("(no matplotlib: plots skipped; pip install 'geval-async[plots]')")
+    paths = write_report(results, plots=plots)
+    print("\ncomposite score (0-100), mean per condition:")
+    print(results.composite().loc[["Average"]].round(2).to_string())
+    print(f"\n{len(paths)} files under {config.output.path}:")
+    for path in paths:
+        if path.suffix in (".md", ".png") or path.name.endswith(("average.csv", "ttest.csv")):
+            print(f"  {path}")
+    print(f"\n{SIMULATED_NOTE}")
     return EXIT_OK
 
 

@@ -51,7 +51,12 @@ class RateLimited(TransportError):
     """HTTP 429 that will pass: wait ``retry_after`` seconds, then retry."""
 
     def __init__(
-        self, message: str, *, retry_after: float | None, status: int | None = 429, body: bytes = b""
+        self,
+        message: str,
+        *,
+        retry_after: float | None,
+        status: int | None = 429,
+        body: bytes = b"",
     ) -> None:
         super().__init__(message, status=status, body=body)
         self.retry_after = retry_after

@@ -86,7 +86,9 @@ class CoolDown:
 
     async def wait(self) -> None:
         """Return once no pause is in force."""
-        while (left := self._until - self._loop.time()) > 0:
+        # A plain sleep, not an Event: the deadline can move later while we sleep, and the
+        # loop re-checks it on waking.
+        while (left := self._until - self._loop.time()) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
 
 

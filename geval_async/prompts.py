@@ -70,7 +70,7 @@ def load_template(path: Path) -> Template:
 
 
 def check_fields(template: Template, fields: Mapping[str, str], criterion: str) -> None:
-    """Every placeholder must have a record field; raise ConfigError naming the first that has not."""
+    """Raise ConfigError naming the first placeholder that has no record field."""
     for name in template.placeholders:
         if name not in fields:
             raise ConfigError(

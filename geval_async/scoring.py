@@ -142,7 +142,7 @@ def tally(scores: list[ItemScore]) -> dict[str, CriterionTally]:
         t.valid_samples += score.valid
         t.invalid_samples += score.invalid
         if score.invalid and len(t.invalid_examples) < 5:
-            bad = [a for a, r in zip(score.answers, score.ratings) if r is None]
+            bad = [a for a, r in zip(score.answers, score.ratings, strict=True) if r is None]
             if bad:
                 t.invalid_examples.append(f"{score.record_id}: {bad[0]!r}")
     return out

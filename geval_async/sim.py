@@ -4,7 +4,8 @@ Tests, benchmarks and the demo talk HTTP to it exactly as to OpenAI or Azure Ope
 (``POST /v1/chat/completions``, ``POST /openai/deployments/{name}/chat/completions``).
 It answers deterministically from a hash of the request: every prompt has a hidden "true
 score" on the scale named in the prompt, and each choice is that score plus deterministic
-noise, written the ways real judges write ratings. On request it injects the faults a
+noise, written the ways real judges write ratings; with ``logprobs`` the first token carries
+a distribution over the ratings centred on the true score. On request it injects the faults a
 remote API shows (429s with retry-after, quota exhaustion, 5xx, resets, stalls, truncated
 bodies) and counts everything it received, so a test can assert what a client sent.
 
@@ -166,6 +167,7 @@ def _logprob_choice(
     t: float, top: int, invalid: bool, k: int, max_tokens: int | None
 ) -> tuple[str, dict[str, Any], bool]:
     probs = first_token_probs(t, top, invalid)
+    # Greedy, as judges asking for logprobs sample once at temperature 0.
     best, p_best = probs[0]
     first = _token(best, math.log(p_best))
     first["top_logprobs"] = [_token(tok, math.log(p)) for tok, p in probs[:k]]
@@ -277,9 +279,9 @@ class _Judge:
         s = self.settings
         if "deployment" in request.match_info and "api-version" not in request.query:
             return error(404, "Resource not found", "invalid_request_error", "404")
-        if s.api_key is not None and s.api_key not in (
-            request.headers.get("api-key"),
-            request.headers.get("Authorization", "").removeprefix("Bearer "),
+        if s.api_key is not None and (
+            request.headers.get("api-key") != s.api_key
+            and request.headers.get("Authorization") != f"Bearer {s.api_key}"
         ):
             message = "Incorrect API key provided. (sim)"
             return error(401, message, "invalid_request_error", "invalid_api_key")
@@ -311,6 +313,7 @@ class _Judge:
         if fault == "stall":
             await asyncio.sleep(s.stall_seconds)
 
+        # Without max_tokens OpenAI still charges some completion; 16 is its old default.
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens")) or 16
         cost = prompt + max_tokens * (body.get("n") or 1)
         verdict = self.limiter.admit(s.rpm, s.tpm, s.bucket_seconds, cost)
@@ -323,12 +326,13 @@ class _Judge:
             delay = draw_latency(s.latency_ms, s.latency_sigma, self.rng)
             if delay > 0:
                 await asyncio.sleep(delay)
-            return self._completion(body, digest, prompt, truncate=fault == "truncated")
+            model = body.get("model") or request.match_info.get("deployment") or MODEL
+            return self._completion(body, model, digest, prompt, truncate=fault == "truncated")
         finally:
             self.granted -= 1
 
     def _completion(
-        self, body: dict[str, Any], digest: str, prompt: int, truncate: bool
+        self, body: dict[str, Any], model: str, digest: str, prompt: int, truncate: bool
     ) -> web.Response:
         repeat = self.stats.answered[digest]
         choices, used, refusals = judge(body, self.settings, repeat)
@@ -338,7 +342,7 @@ class _Judge:
             "id": f"chatcmpl-sim-{hashlib.sha256(f'{digest}:{repeat}'.encode()).hexdigest()[:24]}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model") or MODEL,
+            "model": model,
             "system_fingerprint": FINGERPRINT,
             "choices": choices,
             "usage": {
@@ -414,7 +418,7 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
 
 
 # Stalled handlers are cancelled when their client leaves; at shutdown, wait this long.
-_SHUTDOWN_SECONDS = 1.0
+_SHUTDOWN_SECONDS = 0.5
 
 
 def _runner(app: web.Application) -> web.AppRunner:

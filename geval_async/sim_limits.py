@@ -22,9 +22,12 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
+if TYPE_CHECKING:
+    from geval_async.sim import SimSettings
 
 # Fault name -> the SimSettings attribute holding its fraction. Checked in this order
 # against one uniform draw, so the fractions simply add up.
@@ -45,7 +48,7 @@ SERVER_ERRORS = {
 }
 
 
-def draw_fault(settings: Any, rng: random.Random) -> str | None:
+def draw_fault(settings: SimSettings, rng: random.Random) -> str | None:
     """Pick at most one fault for a request, each with the probability ``settings`` gives."""
     u = rng.random()
     for name, attribute in FAULTS.items():
@@ -147,24 +150,22 @@ class RateLimiter:
             "requests": self._bucket("requests", rpm, bucket_seconds),
             "tokens": self._bucket("tokens", tpm, bucket_seconds),
         }
+        limits = {"requests": rpm, "tokens": tpm}
         for kind, bucket in buckets.items():
-            if bucket is None:
-                continue
-            wait = bucket.wait_for(costs[kind])
+            wait = 0.0 if bucket is None else bucket.wait_for(costs[kind])
             if math.isinf(wait):
                 message = (
-                    f"Request too large for sim-judge on {kind} per min: Limit "
-                    f"{rpm if kind == 'requests' else tpm}, Requested {costs[kind]}. (sim)"
+                    f"Request too large for sim-judge on {kind} per min: Limit {limits[kind]}, "
+                    f"Requested {costs[kind]}. (sim)"
                 )
-                return Verdict(kind, wait, message)
-            if wait > 0:
-                limit = rpm if kind == "requests" else tpm
+            elif wait > 0:
                 message = (
-                    f"Rate limit reached for {kind} per min: Limit {limit}, Used "
-                    f"{bucket.capacity - bucket.level:.0f}, Requested {costs[kind]}. "
-                    f"Please try again in {format_duration(wait)}. (sim)"
+                    f"Rate limit reached for {kind} per min: Limit {limits[kind]}, Requested "
+                    f"{costs[kind]}. Please try again in {format_duration(wait)}. (sim)"
                 )
-                return Verdict(kind, wait, message)
+            else:
+                continue
+            return Verdict(kind, wait, message)
         for kind, bucket in buckets.items():
             if bucket is not None:
                 bucket.level -= costs[kind]

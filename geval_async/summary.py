@@ -19,7 +19,8 @@ def table(header: list[str], rows: list[list[object]]) -> str:
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     lines = []
     for number, row in enumerate(cells):
-        parts = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+        rest = [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+        parts = [row[0].ljust(widths[0]), *rest]
         lines.append("  ".join(parts).rstrip())
         if number == 0:
             lines.append("  ".join("-" * w for w in widths))

@@ -381,8 +381,12 @@ async def test_azure_path_and_api_key_header(srv: SimServer) -> None:
     url = f"{srv.root_url}/openai/deployments/judge/chat/completions"
     status, _, body = await post(url, request(), {"api-key": "azure-key"})
     assert status == 404 and json.loads(body)["error"]["code"] == "404"
-    status, _, _ = await post(f"{url}?api-version=2024-06-01", request(), {"api-key": "azure-key"})
-    assert status == 200
+    # Azure requests need not name a model: the deployment is the model.
+    no_model = {k: v for k, v in request().items() if k != "model"}
+    status, _, body = await post(
+        f"{url}?api-version=2024-06-01", no_model, {"api-key": "azure-key"}
+    )
+    assert status == 200 and json.loads(body)["model"] == "judge"
 
 
 def test_content_filter_and_context_window(srv: SimServer, client: openai.OpenAI) -> None:

@@ -50,7 +50,7 @@ def write_atomic(path: Path, data: bytes) -> Path:
 
 
 def write_csv(path: Path, frame: pd.DataFrame, *, index: bool = True) -> Path:
-    return write_atomic(path, frame.to_csv(index=index, float_format="%.6g").encode())
+    return write_atomic(path, frame.to_csv(index=index).encode())
 
 
 def output_path(study: Study, folder: str, name: str) -> Path:

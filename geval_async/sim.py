@@ -87,6 +87,8 @@ class SimStats:
 
     ``by_status`` counts resets under 0 and requests whose client went away under -1.
     ``answered`` counts complete 200 answers (not truncated ones) by sha256 of the raw body.
+    ``events`` holds (arrival, response time, status) per request, on ``time.monotonic()``,
+    with the same 0 / -1 statuses as ``by_status``.
     """
 
     received: int = 0
@@ -95,6 +97,7 @@ class SimStats:
     peak_in_flight: int = 0
     answered: collections.Counter[str] = field(default_factory=collections.Counter)
     arrivals: list[tuple[float, str]] = field(default_factory=list)
+    events: list[tuple[float, float, int]] = field(default_factory=list)
     faults: collections.Counter[str] = field(default_factory=collections.Counter)
     rate_limited: int = 0
 
@@ -105,6 +108,7 @@ class SimStats:
         for counter in (self.by_status, self.answered, self.faults):
             counter.clear()
         self.arrivals.clear()
+        self.events.clear()
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-able summary; counter keys are strings so it survives a JSON round trip."""
@@ -257,20 +261,24 @@ class _Judge:
         digest = hashlib.sha256(raw).hexdigest()
         stats = self.stats
         stats.received += 1
-        stats.arrivals.append((time.monotonic(), digest))
+        arrived = time.monotonic()
+        stats.arrivals.append((arrived, digest))
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         try:
             response = await self._answer(request, raw, digest)
         except asyncio.CancelledError:
             stats.by_status[-1] += 1
+            stats.events.append((arrived, time.monotonic(), -1))
             raise
         finally:
             stats.in_flight -= 1
         if response is None:
             stats.by_status[0] += 1
+            stats.events.append((arrived, time.monotonic(), 0))
             return web.Response()  # never sent: the transport is gone
         stats.by_status[response.status] += 1
+        stats.events.append((arrived, time.monotonic(), response.status))
         s = self.settings
         response.headers.update(self.limiter.headers(s.rpm, s.tpm, s.bucket_seconds))
         return response

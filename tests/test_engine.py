@@ -18,6 +18,13 @@ def _run(study: StudyFiles, *extra: str, env: dict[str, str] | None = None):
     return run_cli("run", str(study.config), "--quiet", *extra, env=env)
 
 
+def _total_row(stdout: str) -> dict[str, int]:
+    """The run summary's total row: items, cached, new, refused, failed, missing."""
+    header = next(line for line in stdout.splitlines() if line.startswith("criterion"))
+    total = next(line for line in stdout.splitlines() if line.startswith("total"))
+    return dict(zip(header.split()[1:], map(int, total.split()[1:]), strict=True))
+
+
 def test_complete_run_then_rerun_sends_nothing(sim: SimServer, study: StudyFiles) -> None:
     study.write_config(sim.base_url)
     first = _run(study)
@@ -31,7 +38,8 @@ def test_complete_run_then_rerun_sends_nothing(sim: SimServer, study: StudyFiles
     assert second.returncode == 0, second.stderr
     assert sim.stats.received == items, "the rerun must not send a single request"
     assert cache_snapshot(study.cache) == before, "the rerun must leave the cache unchanged"
-    assert "cached" in second.stdout and f"{items}" in second.stdout
+    assert _total_row(second.stdout) == {"items": items, "cached": items, "new": 0,
+                                         "refused": 0, "failed": 0, "missing": 0}
 
 
 def test_status_counts_without_network(sim: SimServer, study: StudyFiles) -> None:
@@ -177,3 +185,29 @@ def test_api_key_is_never_written(sim: SimServer, study: StudyFiles) -> None:
     for path in study.root.rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), f"the key leaked into {path}"
+
+
+def test_server_rate_limits_are_honoured_without_failures(study: StudyFiles) -> None:
+    from geval_async.sim import SimSettings
+
+    # A tight server: 1,200 requests/min with only a one-second burst; the client is told
+    # nothing about it, so it must live on 429s and their retry-after-ms.
+    with SimServer(SimSettings(rpm=1200, bucket_seconds=1.0)) as server:
+        study.write_config(server.base_url, limits={"concurrency": 8})
+        result = _run(study)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert server.stats.rate_limited > 0, "the test must actually hit the limit"
+        assert len(server.stats.answered) == 2 * study.n_records
+        total = _total_row(result.stdout)
+        assert total["failed"] == 0 and total["new"] == 2 * study.n_records
+
+
+def test_configured_client_limits_keep_the_server_quiet(study: StudyFiles) -> None:
+    from geval_async.sim import SimSettings
+
+    with SimServer(SimSettings(rpm=3000, tpm=400_000)) as server:
+        study.write_config(server.base_url,
+                           limits={"concurrency": 8, "rpm": 3000, "tpm": 400_000})
+        result = _run(study)
+        assert result.returncode == 0, result.stderr
+        assert server.stats.rate_limited == 0

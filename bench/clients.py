@@ -1,0 +1,207 @@
+"""The contenders, each run in its own child process: ``python bench/clients.py NAME SPEC_JSON``.
+
+Every contender prints one JSON line at the end: its wall time for the work (imports and
+setup excluded), the CPU seconds that work took, the whole process's CPU seconds and peak RSS,
+and what it got back.
+
+* ``geval``      geval-async's library entry point, ``run_study`` inside ``asyncio.run``.
+* ``bare``       the floor: a bare aiohttp loop POSTing the same pre-encoded bodies with the same
+                 number of workers, reading each answer and nothing else.
+* ``sequential`` the original G-Eval loop, re-implemented: one request at a time with the
+                 ``openai`` SDK's sync client, 0.5 s pause after each answer, 2 s pause and retry
+                 on a rate-limit error, any other error skips the item; results written at the
+                 end. The SDK's own retries are off (``max_retries=0``) because the loop has its
+                 own policy, as the original (pre-1.0 SDK, no retries) had.
+* ``gather``     what most people write today: ``asyncio.gather`` over ``openai.AsyncOpenAI``
+                 calls under an ``asyncio.Semaphore(concurrency)``, the SDK's default retries
+                 (2, honouring retry-after), results written at the end.
+* ``lookup``     the floor of a rerun: hash the plan and look every key up in diskcache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+Spec = dict[str, Any]
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _bodies(spec: Spec) -> list[bytes]:
+    lines = Path(spec["bodies"]).read_bytes().splitlines()
+    limit = spec.get("limit")
+    return lines[:limit] if limit else lines
+
+
+# --- geval-async ------------------------------------------------------------------------------
+
+
+def geval(spec: Spec) -> dict[str, Any]:
+    from dataclasses import replace
+
+    from geval_async.cache import JudgeCache
+    from geval_async.config import apply_overrides, load_config
+    from geval_async.plan import prepare_study
+    from geval_async.runner import run_study
+
+    config = apply_overrides(load_config(spec["config"]), base_url=spec["base_url"],
+                             cache=spec.get("cache"))
+    limits = replace(config.limits, rpm=spec.get("rpm"), tpm=spec.get("tpm"),
+                     concurrency=spec.get("concurrency", config.limits.concurrency))
+    config = replace(config, limits=limits)
+    cpu0, t0 = _cpu(), time.perf_counter()
+    study = prepare_study(config)
+    with JudgeCache(config.cache_path) as cache:
+        result = asyncio.run(run_study(study, cache, api_key=None))
+    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+    total = result.counters.total()
+    return {
+        "wall": wall, "run_elapsed": result.elapsed, "cpu": cpu, "sent": result.counters.requests_sent,
+        "rate_limited": result.counters.rate_limited, "failed": total.failed + total.rejected,
+        "complete": result.complete, "cached": total.cached, "answered": total.answered,
+        "peak_in_flight": result.counters.peak_in_flight,
+        "retries": dict(result.counters.retries),
+    }
+
+
+# --- bare aiohttp ---------------------------------------------------------------------------
+
+
+def bare(spec: Spec) -> dict[str, Any]:
+    import aiohttp
+
+    bodies = _bodies(spec)
+    url = spec["base_url"] + "/chat/completions"
+    concurrency = spec["concurrency"]
+    statuses: Counter[int] = Counter()
+
+    async def main() -> None:
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        headers = {"Content-Type": "application/json"}
+        async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+            queue = iter(bodies)
+
+            async def worker() -> None:
+                for body in queue:
+                    async with session.post(url, data=body) as response:
+                        await response.read()
+                        statuses[response.status] += 1
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+    cpu0, t0 = _cpu(), time.perf_counter()
+    asyncio.run(main())
+    return {"wall": time.perf_counter() - t0, "cpu": _cpu() - cpu0, "sent": len(bodies),
+            "statuses": dict(statuses), "failed": len(bodies) - statuses[200]}
+
+
+# --- the original G-Eval loop ---------------------------------------------------------------
+
+
+def sequential(spec: Spec) -> dict[str, Any]:
+    import openai
+
+    bodies = [orjson.loads(b) for b in _bodies(spec)]
+    judge = openai.OpenAI(base_url=spec["base_url"], api_key="sk-bench", max_retries=0)
+    results, ignored, limited = [], 0, 0
+    cpu0, t0 = _cpu(), time.perf_counter()
+    for body in bodies:
+        while True:
+            try:
+                response = judge.chat.completions.create(**body)
+                time.sleep(0.5)
+                results.append([c.message.content for c in response.choices])
+                break
+            except Exception as exc:  # noqa: BLE001 - the original loop's policy
+                if "limit" in str(exc):
+                    limited += 1
+                    time.sleep(2)
+                else:
+                    ignored += 1
+                    break
+    Path(spec["output"]).write_text(json.dumps(results))
+    return {"wall": time.perf_counter() - t0, "cpu": _cpu() - cpu0, "sent": len(bodies),
+            "rate_limited": limited, "failed": ignored}
+
+
+# --- asyncio.gather over AsyncOpenAI ----------------------------------------------------------
+
+
+def gather(spec: Spec) -> dict[str, Any]:
+    import openai
+
+    bodies = [orjson.loads(b) for b in _bodies(spec)]
+
+    async def main() -> list[Any]:
+        judge = openai.AsyncOpenAI(base_url=spec["base_url"], api_key="sk-bench")
+        semaphore = asyncio.Semaphore(spec["concurrency"])
+
+        async def one(body: dict[str, Any]) -> Any:
+            async with semaphore:
+                response = await judge.chat.completions.create(**body)
+                return [c.message.content for c in response.choices]
+
+        try:
+            return await asyncio.gather(*(one(b) for b in bodies), return_exceptions=True)
+        finally:
+            await judge.close()
+
+    cpu0, t0 = _cpu(), time.perf_counter()
+    results = asyncio.run(main())
+    failed = [r for r in results if isinstance(r, BaseException)]
+    Path(spec["output"]).write_text(json.dumps([r for r in results if isinstance(r, list)]))
+    return {"wall": time.perf_counter() - t0, "cpu": _cpu() - cpu0, "sent": len(bodies),
+            "failed": len(failed),
+            "errors": dict(Counter(type(e).__name__ for e in failed))}
+
+
+# --- the floor of a rerun ---------------------------------------------------------------------
+
+
+def lookup(spec: Spec) -> dict[str, Any]:
+    import diskcache
+
+    from geval_async.config import load_config
+    from geval_async.plan import first_request, plan_items, prepare_study
+
+    cpu0, t0 = _cpu(), time.perf_counter()
+    study = prepare_study(load_config(spec["config"]))
+    t1 = time.perf_counter()
+    keys = [first_request(item, study.config).key for item in plan_items(study)]
+    t2 = time.perf_counter()
+    with diskcache.Cache(spec["cache"]) as cache:
+        found = sum(key in cache for key in keys)
+    t3 = time.perf_counter()
+    return {"wall": t3 - t0, "cpu": _cpu() - cpu0, "load": t1 - t0, "hash": t2 - t1,
+            "lookup": t3 - t2, "keys": len(keys), "found": found}
+
+
+CONTENDERS: dict[str, Callable[[Spec], dict[str, Any]]] = {
+    "geval": geval, "bare": bare, "sequential": sequential, "gather": gather, "lookup": lookup,
+}
+
+
+def main() -> None:
+    name, spec = sys.argv[1], json.loads(sys.argv[2])
+    report = CONTENDERS[name](spec)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    report.update(contender=name, process_cpu=usage.ru_utime + usage.ru_stime,
+                  maxrss_mb=usage.ru_maxrss / 1024)
+    print(json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    main()

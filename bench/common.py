@@ -1,0 +1,372 @@
+"""What every benchmark shares: the simulated judge in its own process, a synthetic study on
+disk, child processes for the contenders, and the small table each script prints.
+
+Each contender runs in a fresh child process (``bench/clients.py``) so its wall time, CPU
+seconds and peak RSS are its own; the simulated judge runs in another process, so client and
+server do not share an event loop (the machine may still share its cores between them, which is
+why the benchmarks report ratios of contenders measured in the same run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+PYTHON = sys.executable
+
+# G-Eval-style prompts (SummEval: a source document and its summary), written for the benchmarks.
+PROMPTS = {
+    "coh": ("Coherence", 5, """You will be given one summary written for a news article.
+
+Your task is to rate the summary on one metric.
+
+Evaluation Criteria:
+Coherence (1-5) - the collective quality of all sentences. The summary should be
+well-structured and well-organized, building from sentence to sentence to a coherent body of
+information about a topic.
+
+Evaluation Steps:
+1. Read the news article carefully and identify the main topic and key points.
+2. Read the summary and compare it to the news article.
+3. Assign a score for coherence on a scale of 1 to 5.
+
+Source Text:
+{{document}}
+
+Summary:
+{{summary}}
+
+Evaluation Form (scores ONLY):
+- Coherence (1-5):"""),
+    "con": ("Consistency", 5, """You will be given a news article and a summary of it.
+
+Your task is to rate the summary on one metric.
+
+Evaluation Criteria:
+Consistency (1-5) - the factual alignment between the summary and the source. A consistent
+summary contains only statements that are entailed by the source document.
+
+Evaluation Steps:
+1. Read the news article carefully and identify the main facts and details it presents.
+2. Read the summary and check whether it contains any factual errors.
+3. Assign a score for consistency on a scale of 1 to 5.
+
+Source Text:
+{{document}}
+
+Summary:
+{{summary}}
+
+Evaluation Form (scores ONLY):
+- Consistency (1-5):"""),
+    "flu": ("Fluency", 3, """You will be given one summary written for a news article.
+
+Your task is to rate the summary on one metric.
+
+Evaluation Criteria:
+Fluency (1-3): the quality of the summary in terms of grammar, spelling, punctuation, word
+choice and sentence structure.
+
+Summary:
+{{summary}}
+
+Evaluation Form (scores ONLY):
+- Fluency (1-3):"""),
+    "rel": ("Relevance", 5, """You will be given one summary written for a news article.
+
+Your task is to rate the summary on one metric.
+
+Evaluation Criteria:
+Relevance (1-5) - selection of important content from the source. The summary should include
+only important information from the source document.
+
+Evaluation Steps:
+1. Read the summary and the source document carefully.
+2. Compare the summary to the source document and identify its main points.
+3. Assign a relevance score from 1 to 5.
+
+Source Text:
+{{document}}
+
+Summary:
+{{summary}}
+
+Evaluation Form (scores ONLY):
+- Relevance (1-5):"""),
+}
+TINY_PROMPT = "Rate the text (1-5).\n\n{{summary}}\n\nScore (1-5):"
+_WORDS = (
+    "the council said on monday that new rules for river water would apply from next year after "
+    "months of talks with farmers town officials and a group of residents who had asked for "
+    "clear limits on what may be pumped into the stream during dry summer weeks while others "
+    "argued the plan came too late"
+).split()
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+# --- the simulated judge ---------------------------------------------------------------------
+
+
+class SimProcess:
+    """``python -m geval_async sim --port 0 ...`` in its own process; use as a context manager."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = settings
+        self.process: subprocess.Popen[str] | None = None
+        self.root_url = ""
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    def __enter__(self) -> SimProcess:
+        args = [PYTHON, "-m", "geval_async", "sim", "--port", "0"]
+        for name, value in self.settings.items():
+            flag = "--" + name.replace("_", "-")
+            if isinstance(value, bool):
+                args += [flag] if value else []
+            elif value is not None:
+                args += [flag, str(value)]
+        self.process = subprocess.Popen(
+            args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        found = re.search(r"listening on (http://\S+?)/v1", line)
+        if found is None:
+            self.process.kill()
+            raise RuntimeError(f"the simulated judge did not start: {line!r}")
+        self.root_url = found.group(1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def _call(self, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = None if payload is None else json.dumps(payload).encode()
+        request = urllib.request.Request(self.root_url + path, data=data,
+                                         method="GET" if data is None else "POST")
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return json.loads(response.read())  # type: ignore[no-any-return]
+
+    def stats(self) -> dict[str, Any]:
+        """The server's counts, without the per-body ``answered`` table (large on big runs)."""
+        stats = self._call("/sim/stats")
+        answered = stats.pop("answered")
+        stats["distinct_answered"] = len(answered)
+        stats["answered"] = sum(answered.values())
+        return stats
+
+
+def server_429s(stats: dict[str, Any]) -> int:
+    return int(stats["by_status"].get("429", 0))
+
+
+# --- a synthetic study -----------------------------------------------------------------------
+
+
+@dataclass
+class StudyFiles:
+    folder: Path
+    config: Path
+    cache: Path
+    records: int
+    criteria: tuple[str, ...]
+
+    @property
+    def requests(self) -> int:
+        return self.records * len(self.criteria)
+
+
+def write_study(folder: Path, records: int, *, criteria: Sequence[str] = ("coh", "con", "flu", "rel"),
+                n: int = 10, max_tokens: int = 5, document_words: int = 180,
+                summary_words: int = 45, tiny: bool = False, limits: dict[str, Any] | None = None,
+                base_url: str = "http://127.0.0.1:9/v1", seed: int = 7) -> StudyFiles:
+    """Write records, prompts and config.toml for a study of ``records`` x ``criteria``.
+
+    Every record's text is distinct (a number is part of it), so every request has its own key.
+    ``tiny`` makes one-line records and a one-line prompt (the memory benchmark).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    (folder / "prompts").mkdir(exist_ok=True)
+    for name, (_, _, text) in PROMPTS.items():
+        (folder / "prompts" / f"{name}.txt").write_text(TINY_PROMPT if tiny else text)
+    with (folder / "records.jsonl").open("w") as out:
+        for i in range(records):
+            if tiny:
+                row = {"id": f"r{i}", "g": f"g{i % 50}", "c": "AB"[i % 2], "summary": f"t{i}",
+                       "document": ""}
+            else:
+                document = " ".join(rng.choice(_WORDS) for _ in range(document_words))
+                summary = " ".join(rng.choice(_WORDS) for _ in range(summary_words))
+                row = {"id": f"r{i}", "g": f"g{i // 2}", "c": "AB"[i % 2],
+                       "document": f"Article {i}. {document}.", "summary": f"{summary}."}
+            out.write(json.dumps(row) + "\n")
+    lines = [
+        "[data]", 'path = "records.jsonl"', 'id = "id"', 'group = "g"', 'condition = "c"', "",
+        "[judge]", 'model = "sim-judge"', f"base_url = {json.dumps(base_url)}", "",
+        "[sampling]", 'mode = "samples"', f"n = {n}", f"max_tokens = {max_tokens}", "",
+        "[limits]",
+        *(f"{k} = {json.dumps(v)}" for k, v in (limits or {}).items()), "",
+        "[cache]", 'path = "cache"', "",
+        "[output]", 'path = "out"', 'prefix = "bench"', "",
+        "[stats]", 'conditions = ["A", "B"]', "",
+    ]
+    for name in criteria:
+        display, top, text = PROMPTS[name]
+        fields = ["summary"] if tiny or "{{document}}" not in text else ["document", "summary"]
+        lines += ["[[criteria]]", f'name = "{name}"', f'display_name = "{display}"',
+                  f'prompt = "prompts/{name}.txt"', f"scale = [1, {top}]",
+                  f"fields = {json.dumps(fields)}", ""]
+    config = folder / "config.toml"
+    config.write_text("\n".join(lines))
+    return StudyFiles(folder, config, folder / "cache", records, tuple(criteria))
+
+
+def plan_bodies(config: Path, out: Path) -> dict[str, int]:
+    """Write the plan's request bodies (one JSON per line) as geval-async would send them.
+
+    Returns the plan's size and its token cost as the server counts it (prompt tokens plus
+    ``max_tokens x n``).
+    """
+    from geval_async.config import load_config
+    from geval_async.plan import first_request, plan_items, prepare_study
+    from geval_async.sim_limits import prompt_tokens
+
+    study = prepare_study(load_config(config))
+    requests = tokens = 0
+    with out.open("wb") as handle:
+        import orjson
+
+        for item in plan_items(study):
+            body = first_request(item, study.config).body
+            handle.write(orjson.dumps(body) + b"\n")
+            requests += 1
+            tokens += prompt_tokens(body["messages"]) + body["max_tokens"] * body["n"]
+    return {"requests": requests, "tokens": tokens}
+
+
+# --- contenders in child processes ------------------------------------------------------------
+
+
+@dataclass
+class ChildRun:
+    returncode: int
+    wall: float
+    cpu: float
+    maxrss_mb: float
+    stdout: str
+    stderr: str
+
+    def report(self) -> dict[str, Any]:
+        """The JSON line a ``bench/clients.py`` contender printed last."""
+        for line in reversed(self.stdout.splitlines()):
+            if line.startswith("{"):
+                return json.loads(line)  # type: ignore[no-any-return]
+        raise RuntimeError(f"no report from the client (exit {self.returncode}):\n"
+                           f"{self.stdout[-2000:]}\n{self.stderr[-4000:]}")
+
+
+def run_child(args: Sequence[str], *, timeout: float = 3600, env: dict[str, str] | None = None
+              ) -> ChildRun:
+    """Run a command; its own wall time, CPU seconds and peak RSS (os.wait4 on its pid)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(list(args), cwd=ROOT, stdout=out, stderr=err,
+                                   env={**os.environ, **(env or {})})
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                process.kill()
+                pid, status, usage = os.wait4(process.pid, 0)
+                break
+            time.sleep(0.02)
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return ChildRun(process.returncode, wall, usage.ru_utime + usage.ru_stime,
+                        usage.ru_maxrss / 1024, out.read(), err.read())
+
+
+def client(name: str, **spec: Any) -> list[str]:
+    """The command that runs contender ``name`` of bench/clients.py with ``spec``."""
+    return [PYTHON, str(BENCH / "clients.py"), name, json.dumps(spec, default=str)]
+
+
+def self_usage() -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MB) of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+# --- output -----------------------------------------------------------------------------------
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """A plain text table of ``rows`` (dicts) restricted to ``columns``."""
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+        return "" if value is None else str(value)
+
+    cells = [[cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
+
+
+def save(name: str, payload: dict[str, Any]) -> Path:
+    """Write bench/results/NAME.json (with the machine and the command line)."""
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {"benchmark": name, "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+               "machine": machine(), "when": time.strftime("%Y-%m-%dT%H:%M:%S"), **payload}
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    return path
+
+
+@contextmanager
+def workdir(prefix: str) -> Iterator[Path]:
+    """A temporary folder for one benchmark's studies and caches."""
+    with tempfile.TemporaryDirectory(prefix=f"geval-bench-{prefix}-") as folder:
+        yield Path(folder)

@@ -1,0 +1,202 @@
+"""The scoring stage: from the cache alone to tables, composite, tests and the report.
+
+The expected figures are computed here independently: the cache read with diskcache directly,
+ratings read with a plain regex, then numpy, scipy and statsmodels called directly.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import diskcache
+import numpy as np
+import pytest
+from conftest import StudyFiles, run_cli
+from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
+
+from geval_async.cache import CachedResponse, JudgeCache
+from geval_async.config import load_config
+from geval_async.plan import first_request, plan_items, prepare_study
+from geval_async.results import load_results
+from geval_async.sim import SimServer, SimSettings
+
+SCALES = {"clar": 5, "fit": 3}
+
+
+def _judge(study: StudyFiles, **settings: object) -> None:
+    with SimServer(SimSettings(**settings)) as server:  # type: ignore[arg-type]
+        study.write_config(server.base_url)
+        result = run_cli("run", str(study.config), "--quiet")
+        assert result.returncode == 0, result.stderr
+    # The server is gone from here on: everything below reads the cache only.
+
+
+def _independent_scores(cache_path: Path) -> dict[tuple[str, str], float]:
+    """(record id, criterion) -> mean of the valid sampled ratings, straight from diskcache."""
+    ratings: dict[tuple[str, str], list[int]] = {}
+    with diskcache.Cache(str(cache_path)) as cache:
+        for key in cache.iterkeys():
+            entry = json.loads(cache[key])
+            body = json.loads(entry["body"])
+            for choice in body["choices"]:
+                match = re.search(r"\d+", choice["message"]["content"])
+                values = ratings.setdefault((entry["record_id"], entry["criterion"]), [])
+                if match and 1 <= int(match.group()) <= SCALES[entry["criterion"]]:
+                    values.append(int(match.group()))
+    return {k: float(np.mean(v)) for k, v in ratings.items() if v}
+
+
+def _read_table(path: Path) -> dict[str, dict[str, float]]:
+    with path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    first = next(iter(rows[0]))
+    return {row[first]: {k: float(v) for k, v in row.items() if k != first and v}
+            for row in rows}
+
+
+def test_offline_scores_equal_an_independent_computation(study: StudyFiles) -> None:
+    _judge(study, invalid_answers=0.05, seed=3)
+    expected = _independent_scores(study.cache)
+
+    for command in ("score", "average", "ttest", "report"):
+        result = run_cli(command, str(study.config))
+        assert result.returncode == 0, f"{command}: {result.stderr}"
+
+    out = study.output
+    # Per record: the long table.
+    with (out / "scores" / "t_long.csv").open() as handle:
+        long = {(r["record_id"], r["criterion"]): float(r["score"]) for r in csv.DictReader(handle)}
+    assert long.keys() == expected.keys()
+    for key, value in expected.items():
+        assert long[key] == pytest.approx(value, abs=1e-6)
+
+    # Per user and condition, with the Average row.
+    users = [f"u{u:03d}" for u in range(12)]
+    per_user = {c: {cond: [expected[(f"{u}-{cond}", c)] for u in users] for cond in "AB"}
+                for c in SCALES}
+    for criterion in SCALES:
+        table = _read_table(out / "scores" / f"t_{criterion}.csv")
+        for i, user in enumerate(users):
+            for cond in "AB":
+                assert table[user][cond] == pytest.approx(per_user[criterion][cond][i], abs=1e-6)
+        for cond in "AB":
+            assert table["Average"][cond] == pytest.approx(np.mean(per_user[criterion][cond]),
+                                                           abs=1e-6)
+
+    # The composite: mean(clar/5, fit/3) x 100.
+    composite = {cond: [(per_user["clar"][cond][i] / 5 + per_user["fit"][cond][i] / 3) / 2 * 100
+                        for i in range(len(users))] for cond in "AB"}
+    table = _read_table(out / "scores" / "t_average.csv")
+    for i, user in enumerate(users):
+        assert table[user]["A"] == pytest.approx(composite["A"][i], abs=1e-6)
+
+    # Welch per criterion, BH across the criteria, from the per-user values (not the Average).
+    with (out / "stats" / "t_ttest.csv").open() as handle:
+        tests = {r["criterion"]: r for r in csv.DictReader(handle)}
+    p_values = []
+    for criterion in SCALES:
+        t, p = sps.ttest_ind(per_user[criterion]["A"], per_user[criterion]["B"], equal_var=False)
+        assert float(tests[criterion]["statistic"]) == pytest.approx(t, rel=1e-6)
+        assert float(tests[criterion]["p"]) == pytest.approx(p, rel=1e-6)
+        p_values.append(p)
+    reject, adjusted, _, _ = multipletests(p_values, alpha=0.05, method="fdr_bh")
+    for criterion, p_adj in zip(SCALES, adjusted, strict=True):
+        assert float(tests[criterion]["p_adj"]) == pytest.approx(p_adj, rel=1e-6)
+    t, p = sps.ttest_ind(composite["A"], composite["B"], equal_var=False)
+    assert float(tests["composite"]["p"]) == pytest.approx(p, rel=1e-6)
+
+    # The report names the invalid samples and the simulated judge.
+    report = (out / "t_report.md").read_text()
+    coverage = report.split("## Coverage")[1].split("## ")[0]
+    invalid = sum(int(row.split("|")[8]) for row in coverage.splitlines()
+                  if row.startswith(("| clar ", "| fit ")))
+    assert invalid > 0
+    assert "simulated" in report.lower()
+    raw = json.loads((out / "raw" / "t_clar.json").read_text())
+    assert len(raw["items"]) == 24 and "{{reader}}" in raw["items"][0]["messages"][0]["content"]
+
+
+def test_invalid_samples_are_counted_not_scored_as_zero(study: StudyFiles) -> None:
+    _judge(study, invalid_answers=0.3, seed=5)
+    results = load_results(study.config)
+    for name, tally in results.tallies.items():
+        assert tally.invalid_samples > 0, name
+        assert tally.valid_samples + tally.invalid_samples == 24 * 3
+    scores = results.long["score"].dropna()
+    assert (scores >= 1).all(), "an invalid sample must never count as a 0 rating"
+
+
+def test_missing_items_are_reported_and_strict_refuses(study: StudyFiles) -> None:
+    with SimServer() as server:
+        study.write_config(server.base_url)
+        assert run_cli("run", str(study.config), "--quiet", "--limit", "10").returncode == 0
+    result = run_cli("score", str(study.config))
+    assert result.returncode == 0
+    assert "28 of 48 items have no answer" in result.stdout
+    strict = run_cli("score", str(study.config), "--strict")
+    assert strict.returncode == 2 and "28 of 48" in strict.stderr
+
+
+def _store(cache: JudgeCache, request, body: dict) -> None:  # type: ignore[no-untyped-def]
+    cache.put(CachedResponse(
+        key=request.key, status="ok", http_status=200, body=json.dumps(body), time=0.0,
+        latency_ms=0.0, attempts=1, n=request.n, draw=request.draw, model="m",
+        record_id=request.item.record.id, criterion=request.item.criterion.name,
+        received=len(body["choices"]),
+    ))
+
+
+def _logprob_body(top: list[tuple[str, float]]) -> dict:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": top[0][0]},
+                         "logprobs": {"content": [{"token": top[0][0], "logprob": top[0][1],
+                                                   "top_logprobs": [
+                                                       {"token": t, "logprob": lp}
+                                                       for t, lp in top]}]}}]}
+
+
+def test_logprob_scoring_from_hand_written_bodies(study: StudyFiles) -> None:
+    study.write_config("http://127.0.0.1:9/v1", sampling={"mode": "logprobs"})
+    config = load_config(study.config)
+    study_plan = prepare_study(config)
+    items = [i for i in plan_items(study_plan) if i.criterion.name == "clar"][:4]
+    ln = np.log
+    bodies = [
+        # duplicate rating tokens: " 4" and "4" add up; the exact duplicate "4" counts once
+        [("4", ln(0.4)), (" 4", ln(0.2)), ("4", ln(0.4)), ("3", ln(0.2)), ("The", ln(0.1))],
+        # ratings missing from top_logprobs: only 2 and 5 present
+        [("5", ln(0.3)), ("2", ln(0.1)), ("\n", ln(0.5))],
+        # no valid rating at all
+        [("The", ln(0.6)), ("I", ln(0.3))],
+        # tokens with spaces only
+        [(" 1", ln(0.5)), (" 2", ln(0.5))],
+    ]
+    with JudgeCache(config.cache_path) as cache:
+        for item, top in zip(items, bodies, strict=True):
+            _store(cache, first_request(item, config), _logprob_body(top))
+    results = load_results(study.config)
+    by_record = {(s.record_id, s.criterion): s for s in results.scores}
+    scores = [by_record[(item.record.id, "clar")] for item in items]
+    assert scores[0].weighted_score == pytest.approx((4 * 0.6 + 3 * 0.2) / 0.8)
+    assert scores[0].distribution.valid_mass == pytest.approx(0.8)
+    assert scores[1].weighted_score == pytest.approx((5 * 0.3 + 2 * 0.1) / 0.4)
+    assert scores[2].weighted_score is None and scores[2].status == "no valid rating"
+    assert scores[3].weighted_score == pytest.approx(1.5)
+    assert results.tallies["clar"].no_valid == 1
+    assert results.tallies["clar"].missing == 24 - 4
+
+
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    result = run_cli("demo", "--output", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SIMULATED" in result.stdout
+    out = tmp_path / "demo" / "out"
+    for name in ("scores/ueq_con.csv", "scores/ueq_average.csv", "stats/ueq_ttest.csv",
+                 "plots/ueq_composite.png", "ueq_report.md", "raw/ueq_ind.json"):
+        assert (out / name).is_file(), name
+    again = run_cli("demo", "--output", str(tmp_path / "demo"))
+    assert again.returncode == 0
+    assert re.search(r"total\s+192\s+192\s+0", again.stdout), "a rerun comes from the cache"

@@ -1,0 +1,193 @@
+"""SIGKILL at random points, then resume: nothing stored is ever asked again, nothing is lost.
+
+A 2,000-request run (1,000 records x 2 criteria, n = 3) against the simulated judge is killed
+with SIGKILL at 20 seeded random points (when the server has answered a random fraction of the
+plan) and resumed each time. The final cache must be complete and score exactly like an
+uninterrupted run in a separate cache, and every request the server answered twice must be
+explained by an answer that was in flight at a kill (answered but not yet in the cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import PROMPT_A, PROMPT_B, ROOT, StudyFiles, cache_snapshot, write_records
+
+from geval_async.cache import JudgeCache
+from geval_async.config import apply_overrides, load_config
+from geval_async.plan import Study, first_request, plan_items, prepare_study
+from geval_async.scoring import score_items
+from geval_async.sim import SimServer, SimSettings
+
+CONCURRENCY = 12
+KILLS = 20
+USERS = 500  # x 2 conditions = 1,000 records, x 2 criteria = 2,000 requests
+SETTINGS = {"latency_ms": 10.0, "latency_sigma": 0.4}
+
+
+def _big_study(root: Path, base_url: str) -> StudyFiles:
+    (root / "prompts").mkdir(parents=True)
+    (root / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
+    (root / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
+    records = root / "records.jsonl"
+    files = StudyFiles(root, root / "config.toml", records, root / "cache", root / "out",
+                       write_records(records, USERS))
+    files.write_config(base_url, limits={"concurrency": CONCURRENCY, "retries": 4, "timeout": 30})
+    return files
+
+
+def _load(config: Path, cache: Path) -> Study:
+    return prepare_study(apply_overrides(load_config(config), cache=str(cache)))
+
+
+def _digest_to_key(study: Study) -> dict[str, str]:
+    """sha256 of each request body as the transport sends it (what the sim counts) -> key."""
+    out = {}
+    for item in plan_items(study):
+        request = first_request(item, study.config)
+        out[hashlib.sha256(orjson.dumps(request.body)).hexdigest()] = request.key
+    return out
+
+
+def _start(config: Path, cache: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "geval_async", "run", str(config), "--quiet", "--cache", str(cache)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
+    )
+
+
+def _settle(server: SimServer) -> None:
+    """Wait until the server has finished every request of the killed process."""
+    deadline = time.monotonic() + 30
+    for _ in range(2):
+        while server.stats.in_flight or server.stats.received != len(server.stats.events):
+            assert time.monotonic() < deadline, "the server never settled after the kill"
+            time.sleep(0.002)
+        # A round trip through the server's loop: data the dead client left in the socket
+        # buffers has been read (and its handlers started) by the time this returns.
+        with urllib.request.urlopen(f"{server.root_url}/sim/stats", timeout=10) as response:
+            response.read()
+
+
+def _scores(study: Study) -> dict[tuple[str, str], tuple[str, float | None, tuple[str, ...]]]:
+    with JudgeCache(study.config.cache_path, create=False) as cache:
+        return {(s.record_id, s.criterion): (s.status, s.weighted_score, s.answers)
+                for s in score_items(study, cache)}
+
+
+@dataclass
+class Kill:
+    target: int
+    sim_in_flight: int
+    cancelled: int
+    lost: int
+    stored: int
+    duplicates_after_resume: int = 0
+
+
+@pytest.mark.slow
+def test_twenty_sigkills_then_resume_match_an_uninterrupted_run(tmp_path: Path) -> None:
+    rng = random.Random(20240611)
+    with SimServer(SimSettings(**SETTINGS)) as server:
+        files = _big_study(tmp_path / "study", server.base_url)
+        study = _load(files.config, files.cache)
+        digest_to_key = _digest_to_key(study)
+        total = len(digest_to_key)
+        assert total == 2 * 2 * USERS
+
+        kills: list[Kill] = []
+        lost_at: Counter[str] = Counter()  # digest -> kills at which its answer was lost
+        # Distinct percentages, so every resumed run gets some way before its kill.
+        for percent in sorted(rng.sample(range(3, 98), KILLS)):
+            before = Counter(server.stats.answered)
+            cancelled_before = server.stats.by_status[-1]
+            target = max(total * percent // 100, len(before) + 1)
+            process = _start(files.config, files.cache)
+            deadline = time.monotonic() + 120
+            while len(server.stats.answered) < target:
+                assert process.poll() is None, (
+                    f"the run ended before its kill: {process.stderr.read().decode()}"  # type: ignore[union-attr]
+                )
+                assert time.monotonic() < deadline, "the run made no progress"
+                time.sleep(0.001)
+            sim_in_flight = server.stats.in_flight
+            process.kill()
+            process.wait()
+            process.stderr.close()  # type: ignore[union-attr]
+            _settle(server)
+
+            stored = set(cache_snapshot(files.cache))
+            assert stored <= set(digest_to_key.values()), "the cache holds a key of no request"
+            after = server.stats.answered
+            answered_now = {d for d in after if after[d] > before[d]}
+            lost = {d for d in answered_now if digest_to_key[d] not in stored}
+            lost_at.update(lost)
+            cancelled = server.stats.by_status[-1] - cancelled_before
+            kills.append(Kill(target, sim_in_flight, cancelled, len(lost), len(stored)))
+            # The runner writes each answer the moment it arrives, and has at most
+            # `concurrency` requests out: only those can be lost (answered, never stored) or
+            # cut off at the server.
+            assert len(lost) + cancelled <= CONCURRENCY, kills[-1]
+            assert 0 < len(stored) < total, kills[-1]
+
+        duplicates = [sum(server.stats.answered.values()) - len(server.stats.answered)]
+        final = subprocess.run(
+            [sys.executable, "-m", "geval_async", "run", str(files.config), "--quiet"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+        )
+        assert final.returncode == 0, final.stdout + final.stderr
+        answered = server.stats.answered
+
+    # Duplicates per resume: the dups counted after kill k+1 minus those after kill k come from
+    # re-asking what kill k lost (answers that were in flight when it struck).
+    running = 0
+    for kill in kills:
+        running += kill.lost
+        kill.duplicates_after_resume = running
+    print("\nper kill (target, sim in flight, cancelled at server, answered-but-lost, stored):")
+    for kill in kills:
+        print(f"  {kill.target:5d} {kill.sim_in_flight:3d} {kill.cancelled:3d} {kill.lost:3d} "
+              f"{kill.stored:5d}")
+
+    assert set(answered) == set(digest_to_key), "every request of the plan was answered"
+    assert len(cache_snapshot(files.cache)) == total, "the final cache is complete"
+    # Every extra answer is one that a kill lost; nothing that reached the cache was re-asked.
+    for digest, count in answered.items():
+        assert count == 1 + lost_at[digest], (digest, count, lost_at[digest])
+    total_duplicates = sum(answered.values()) - len(answered)
+    assert total_duplicates == sum(k.lost for k in kills)
+    assert duplicates[0] <= total_duplicates
+    print(f"duplicates: {total_duplicates} over {KILLS} kills "
+          f"(max {max(k.lost for k in kills)} per kill; "
+          f"max sim in flight at a kill {max(k.sim_in_flight for k in kills)})")
+
+    # The same plan, uninterrupted, in its own cache against a server with the same settings.
+    reference_cache = tmp_path / "reference-cache"
+    with SimServer(SimSettings(**SETTINGS)) as reference_server:
+        files.write_config(reference_server.base_url,
+                           limits={"concurrency": CONCURRENCY, "retries": 4, "timeout": 30})
+        reference = subprocess.run(
+            [sys.executable, "-m", "geval_async", "run", str(files.config), "--quiet",
+             "--cache", str(reference_cache)],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+        )
+        assert reference.returncode == 0, reference.stdout + reference.stderr
+        assert sum(reference_server.stats.answered.values()) == total
+
+    resumed_scores = _scores(_load(files.config, files.cache))
+    reference_scores = _scores(_load(files.config, reference_cache))
+    assert len(resumed_scores) == total
+    assert all(status == "scored" for status, _, _ in resumed_scores.values())
+    assert resumed_scores == reference_scores

@@ -270,7 +270,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("(no matplotlib: plots skipped; pip install 'geval-async[plots]')")
     paths = write_report(results, plots=plots)
     print("\ncomposite score (0-100), mean per condition:")
-    print(results.composite().loc[["Average"]].round(2).to_string())
+    print(results.composite().loc[["Average"]].rename_axis(None).round(2).to_string())
     print(f"\n{len(paths)} files under {config.output.path}:")
     for path in paths:
         if path.suffix in (".md", ".png") or path.name.endswith(("average.csv", "ttest.csv")):

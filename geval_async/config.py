@@ -186,7 +186,7 @@ class EvalConfig:
 # --- loading -------------------------------------------------------------------------------
 
 _SECTIONS = {
-    "data": {"path", "id", "group", "condition"},
+    "data": {"path", "id", "group", "condition", "limit"},
     "judge": {
         "model", "provider", "base_url", "api_key_env", "azure_endpoint", "deployment",
         "api_version", "headers",
@@ -329,6 +329,7 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
     if duplicated:
         raise ConfigError(f"{source}: criterion name {duplicated[0]!r} is used twice")
 
+    data_limit = data_t.positive("limit", None, integer=True)
     cache_t = table("cache")
     output_t = table("output")
     output = OutputConfig(
@@ -365,6 +366,7 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
         output=output,
         composite=composite,
         stats=stats,
+        limit=data_limit,
     )
 
 

@@ -81,6 +81,10 @@ def _settle(server: SimServer) -> None:
             response.read()
 
 
+def _duplicates(answered: Counter[str]) -> int:
+    return sum(answered.values()) - len(answered)
+
+
 def _scores(study: Study) -> dict[tuple[str, str], tuple[str, float | None, tuple[str, ...]]]:
     with JudgeCache(study.config.cache_path, create=False) as cache:
         return {(s.record_id, s.criterion): (s.status, s.weighted_score, s.answers)
@@ -89,12 +93,14 @@ def _scores(study: Study) -> dict[tuple[str, str], tuple[str, float | None, tupl
 
 @dataclass
 class Kill:
-    target: int
-    sim_in_flight: int
-    cancelled: int
-    lost: int
-    stored: int
-    duplicates_after_resume: int = 0
+    """What one kill left behind, as the server saw it."""
+
+    target: int  # distinct requests answered when the kill was sent
+    sim_in_flight: int  # sim.stats.in_flight at the kill (requests inside a handler)
+    in_flight: int  # requests of the killed run the server received that never reached the cache
+    lost: int  # of those, answered by the server (paid for) but not stored: asked again later
+    stored: int  # cache entries after the kill
+    duplicates: int = 0  # sum(answered) - distinct, after this kill's resume
 
 
 @pytest.mark.slow
@@ -112,14 +118,13 @@ def test_twenty_sigkills_then_resume_match_an_uninterrupted_run(tmp_path: Path) 
         # Distinct percentages, so every resumed run gets some way before its kill.
         for percent in sorted(rng.sample(range(3, 98), KILLS)):
             before = Counter(server.stats.answered)
-            cancelled_before = server.stats.by_status[-1]
+            arrivals_before = len(server.stats.arrivals)
             target = max(total * percent // 100, len(before) + 1)
             process = _start(files.config, files.cache)
             deadline = time.monotonic() + 120
             while len(server.stats.answered) < target:
-                assert process.poll() is None, (
-                    f"the run ended before its kill: {process.stderr.read().decode()}"  # type: ignore[union-attr]
-                )
+                if process.poll() is not None:
+                    pytest.fail(f"the run ended before its kill: {process.stderr.read().decode()}")  # type: ignore[union-attr]
                 assert time.monotonic() < deadline, "the run made no progress"
                 time.sleep(0.001)
             sim_in_flight = server.stats.in_flight
@@ -127,51 +132,50 @@ def test_twenty_sigkills_then_resume_match_an_uninterrupted_run(tmp_path: Path) 
             process.wait()
             process.stderr.close()  # type: ignore[union-attr]
             _settle(server)
+            if kills:
+                kills[-1].duplicates = _duplicates(server.stats.answered)
 
             stored = set(cache_snapshot(files.cache))
             assert stored <= set(digest_to_key.values()), "the cache holds a key of no request"
+            received = {d for _, d in server.stats.arrivals[arrivals_before:]}
+            in_flight = {d for d in received if digest_to_key[d] not in stored}
             after = server.stats.answered
-            answered_now = {d for d in after if after[d] > before[d]}
-            lost = {d for d in answered_now if digest_to_key[d] not in stored}
+            lost = {d for d in in_flight if after[d] > before[d]}
             lost_at.update(lost)
-            cancelled = server.stats.by_status[-1] - cancelled_before
-            kills.append(Kill(target, sim_in_flight, cancelled, len(lost), len(stored)))
-            # The runner writes each answer the moment it arrives, and has at most
-            # `concurrency` requests out: only those can be lost (answered, never stored) or
-            # cut off at the server.
-            assert len(lost) + cancelled <= CONCURRENCY, kills[-1]
+            kills.append(Kill(target, sim_in_flight, len(in_flight), len(lost), len(stored)))
+            # Each answer is written the moment it arrives and at most `concurrency` requests
+            # are out, so a kill can only cost the requests in flight, never stored ones.
+            assert len(in_flight) <= CONCURRENCY, kills[-1]
             assert 0 < len(stored) < total, kills[-1]
 
-        duplicates = [sum(server.stats.answered.values()) - len(server.stats.answered)]
         final = subprocess.run(
             [sys.executable, "-m", "geval_async", "run", str(files.config), "--quiet"],
             cwd=ROOT, capture_output=True, text=True, timeout=300,
         )
         assert final.returncode == 0, final.stdout + final.stderr
         answered = server.stats.answered
+        kills[-1].duplicates = _duplicates(answered)
 
-    # Duplicates per resume: the dups counted after kill k+1 minus those after kill k come from
-    # re-asking what kill k lost (answers that were in flight when it struck).
-    running = 0
-    for kill in kills:
-        running += kill.lost
-        kill.duplicates_after_resume = running
-    print("\nper kill (target, sim in flight, cancelled at server, answered-but-lost, stored):")
-    for kill in kills:
-        print(f"  {kill.target:5d} {kill.sim_in_flight:3d} {kill.cancelled:3d} {kill.lost:3d} "
-              f"{kill.stored:5d}")
+    print("\nkill: target, sim in flight, in flight (sent, not stored), lost (answered, not "
+          "stored), stored, duplicates after the resume")
+    for number, kill in enumerate(kills, 1):
+        print(f"  {number:2d}: {kill.target:5d} {kill.sim_in_flight:3d} {kill.in_flight:3d} "
+              f"{kill.lost:3d} {kill.stored:5d} {kill.duplicates:4d}")
+    total_duplicates = _duplicates(answered)
+    print(f"duplicates: {total_duplicates} over {KILLS} kills")
 
     assert set(answered) == set(digest_to_key), "every request of the plan was answered"
     assert len(cache_snapshot(files.cache)) == total, "the final cache is complete"
-    # Every extra answer is one that a kill lost; nothing that reached the cache was re-asked.
+    # Every extra answer is one that was in flight at a kill; nothing in the cache was re-asked.
     for digest, count in answered.items():
         assert count == 1 + lost_at[digest], (digest, count, lost_at[digest])
-    total_duplicates = sum(answered.values()) - len(answered)
-    assert total_duplicates == sum(k.lost for k in kills)
-    assert duplicates[0] <= total_duplicates
-    print(f"duplicates: {total_duplicates} over {KILLS} kills "
-          f"(max {max(k.lost for k in kills)} per kill; "
-          f"max sim in flight at a kill {max(k.sim_in_flight for k in kills)})")
+    previous = 0
+    for kill in kills:
+        # The duplicates one resume adds re-ask what was in flight at its kill (plus, rarely, a
+        # re-ask of an earlier kill's that was itself cut off).
+        assert kill.duplicates - previous <= sum(k.lost for k in kills) - previous
+        previous = kill.duplicates
+    assert total_duplicates == sum(k.lost for k in kills) <= sum(k.in_flight for k in kills)
 
     # The same plan, uninterrupted, in its own cache against a server with the same settings.
     reference_cache = tmp_path / "reference-cache"

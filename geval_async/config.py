@@ -4,7 +4,8 @@ A config names the records file and its id/group/condition fields, the judge (Op
 form), how to sample (n draws or token logprobs), the rate limits, the criteria (prompt file,
 rating scale, which record fields each one receives), where the cache lives and where outputs
 go, and how to build the composite and the statistics. Relative paths resolve against the config
-file's folder. Command-line flags override the common settings through :func:`apply_overrides`.
+file's folder; criteria are parsed in :mod:`geval_async.criteria`. Command-line flags
+override the common settings through :func:`apply_overrides`.
 
 Everything is checked here, before any request is planned: unknown keys (typos), wrong types,
 missing prompt files. Problems are raised as :class:`~geval_async.errors.ConfigError` with the
@@ -21,11 +22,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .criteria import CriterionConfig, parse_criterion
 from .errors import ConfigError
-from .ratings import Scale
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-PARSER_MODES = ("lenient", "geval", "regex")
 SAMPLING_MODES = ("samples", "logprobs")
 NORMALIZATIONS = ("max", "minmax")
 TESTS = ("welch", "paired-t", "wilcoxon")
@@ -118,23 +118,6 @@ class LimitsConfig:
 
 
 @dataclass(frozen=True)
-class CriterionConfig:
-    """One criterion: a prompt template, a rating scale and the record fields it receives.
-
-    ``fields`` maps each template placeholder to the record field that fills it.
-    """
-
-    name: str
-    display_name: str
-    prompt: Path
-    scale: Scale
-    fields: Mapping[str, str]
-    role: str = "user"
-    parser: str = "lenient"
-    pattern: str | None = None
-
-
-@dataclass(frozen=True)
 class CompositeConfig:
     """The 100-point composite: which criteria, normalised how."""
 
@@ -149,6 +132,17 @@ class StatsConfig:
     conditions: tuple[str, ...] = ()
     alpha: float = 0.05
     test: str = "welch"
+
+
+@dataclass(frozen=True)
+class MetaConfig:
+    """Meta-evaluation: the record field (dotted path) holding each criterion's human score,
+    and the bootstrap over documents (see :mod:`geval_async.meta`)."""
+
+    human: Mapping[str, str] = field(default_factory=dict)
+    bootstrap: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -174,6 +168,7 @@ class EvalConfig:
     composite: CompositeConfig
     stats: StatsConfig
     limit: int | None = None
+    meta: MetaConfig = field(default_factory=MetaConfig)
 
     def criterion(self, name: str) -> CriterionConfig:
         """The criterion called ``name``."""
@@ -197,9 +192,7 @@ _SECTIONS = {
     "output": {"path", "prefix"},
     "composite": {"criteria", "normalize"},
     "stats": {"conditions", "alpha", "test"},
-}
-_CRITERION_KEYS = {
-    "name", "display_name", "prompt", "scale", "points", "fields", "role", "parser", "pattern",
+    "meta": {"human", "bootstrap", "seed", "confidence"},
 }
 
 
@@ -322,7 +315,7 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
     if not isinstance(raw_criteria, list) or not raw_criteria:
         raise ConfigError(f"{source}: no criteria: add at least one [[criteria]] table")
     criteria = tuple(
-        _parse_criterion(source, i, c, resolve) for i, c in enumerate(raw_criteria, start=1)
+        parse_criterion(source, i, c, resolve, _Reader) for i, c in enumerate(raw_criteria, start=1)
     )
     names = [c.name for c in criteria]
     duplicated = sorted({n for n in names if names.count(n) > 1})
@@ -367,6 +360,7 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
         composite=composite,
         stats=stats,
         limit=data_limit,
+        meta=_parse_meta(table("meta"), names),
     )
 
 
@@ -417,59 +411,22 @@ def _parse_sampling(t: _Reader) -> SamplingConfig:
     return sampling
 
 
-def _parse_criterion(source: Path, index: int, raw: Any, resolve: Any) -> CriterionConfig:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: [[criteria]] #{index} must be a table")
-    name = raw.get("name")
-    t = _Reader(source, f"criteria #{index}" + (f" {name!r}" if name else ""), raw,
-                _CRITERION_KEYS)
-    name = t.required("name", str)
-    if not name.replace("_", "").replace("-", "").isalnum():
-        raise t.error(f"'name' must be letters, digits, '-' or '_' (it names files), not {name!r}")
-    prompt = resolve(t.required("prompt", str))
-    if not prompt.is_file():
-        raise t.error(f"prompt file {prompt} not found")
-    scale_value = t.get("scale", list)
-    points_value = t.get("points", list)
-    if points_value is not None:
-        if not points_value or not all(
-            isinstance(p, int | float) and not isinstance(p, bool) for p in points_value
-        ):
-            raise t.error("'points' must be a non-empty list of numbers")
-        scale = Scale(tuple(sorted(float(p) for p in points_value)))
-    elif scale_value is not None:
-        if (
-            len(scale_value) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in scale_value)
-            or scale_value[0] >= scale_value[1]
-        ):
-            raise t.error("'scale' must be [lowest, highest] integers, e.g. [1, 5]")
-        scale = Scale.integer(scale_value[0], scale_value[1])
-    else:
-        raise t.error("give the rating 'scale' = [lo, hi] (or 'points' = [...])")
-    fields_value = t.get("fields", (list, dict), [])
-    if isinstance(fields_value, list):
-        if not all(isinstance(f, str) for f in fields_value):
-            raise t.error("'fields' must be a list of record field names")
-        fields = {f: f for f in fields_value}
-    else:
-        if not all(isinstance(v, str) for v in fields_value.values()):
-            raise t.error("'fields' must map placeholders to record field names")
-        fields = dict(fields_value)
-    parser = t.choice("parser", PARSER_MODES, "lenient")
-    pattern = t.get("pattern", str)
-    if parser == "regex" and not pattern:
-        raise t.error("parser = 'regex' needs a 'pattern' with one capturing group")
-    return CriterionConfig(
-        name=name,
-        display_name=t.get("display_name", str, name),
-        prompt=prompt,
-        scale=scale,
-        fields=fields,
-        role=t.choice("role", ("user", "system"), "user"),
-        parser=parser,
-        pattern=pattern,
-    )
+def _parse_meta(t: _Reader, criteria: list[str]) -> MetaConfig:
+    human = t.get("human", dict, {})
+    for name, path in human.items():
+        if name not in criteria:
+            raise t.error(f"'human' names {name!r}, which is not among the [[criteria]]")
+        if not isinstance(path, str) or not path.strip(". "):
+            raise t.error("'human' must map criterion names to record field paths, "
+                          f"e.g. {name} = \"scores.{name}\", not {path!r}")
+    bootstrap = t.get("bootstrap", int, 1000)
+    if bootstrap < 0:
+        raise t.error("'bootstrap' must be 0 (no intervals) or more")
+    confidence = t.get("confidence", (int, float), 0.95)
+    if not 0 < confidence < 1:
+        raise t.error(f"'confidence' must be between 0 and 1, not {confidence!r}")
+    return MetaConfig(human=dict(human), bootstrap=bootstrap, seed=t.get("seed", int, 0),
+                      confidence=float(confidence))
 
 
 def apply_overrides(config: EvalConfig, **overrides: Any) -> EvalConfig:

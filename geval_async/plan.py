@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import CriterionConfig, EvalConfig
+from .criteria import Rubric
+from .errors import ConfigError
 from .keys import request_key
 from .prompts import Template, check_fields, load_template
 from .records import Record, load_records
@@ -40,6 +42,11 @@ class PlannedCriterion:
     def name(self) -> str:
         return self.config.name
 
+    @property
+    def rubrics(self) -> tuple[Rubric | None, ...]:
+        """The rubrics asked separately, or (None,) for a single-question criterion."""
+        return self.config.rubrics or (None,)
+
 
 @dataclass(frozen=True)
 class Study:
@@ -51,8 +58,8 @@ class Study:
 
     @property
     def item_count(self) -> int:
-        """Items (record x criterion) in the plan."""
-        return len(self.selected_records) * len(self.criteria)
+        """Items (record x criterion x rubric) in the plan."""
+        return len(self.selected_records) * sum(len(c.rubrics) for c in self.criteria)
 
     @property
     def selected_records(self) -> list[Record]:
@@ -63,10 +70,12 @@ class Study:
 
 @dataclass(frozen=True, slots=True)
 class JudgeItem:
-    """One record judged on one criterion: needs ``choices_per_item`` answers."""
+    """One record judged on one criterion (or one rubric of it): needs ``choices_per_item``
+    answers."""
 
     record: Record
     criterion: PlannedCriterion
+    rubric: Rubric | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,16 +96,12 @@ def prepare_study(config: EvalConfig) -> Study:
     Raises:
         ConfigError: a prompt file or the records file is missing or invalid.
     """
-    criteria = []
-    for criterion in config.criteria:
-        template = load_template(criterion.prompt)
-        check_fields(template, criterion.fields, criterion.name)
-        criteria.append(PlannedCriterion(criterion, template))
+    criteria = [_plan_criterion(criterion, config) for criterion in config.criteria]
     required = {
-        criterion.fields[name]
+        planned.config.fields[name]
         for planned in criteria
-        for criterion in (planned.config,)
         for name in planned.template.placeholders
+        if name in planned.config.fields
     }
     records = load_records(
         config.data.path,
@@ -108,18 +113,47 @@ def prepare_study(config: EvalConfig) -> Study:
     return Study(config, records, tuple(criteria))
 
 
+def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCriterion:
+    """Load a criterion's template and fill its fixed parts; check what is left."""
+    template = load_template(criterion.prompt, criterion.style)
+    fixed = {"metric_name": criterion.display_name, "points": criterion.points_text(),
+             **criterion.parts}
+    template = template.fill({k: v for k, v in fixed.items() if k not in criterion.fields})
+    names = dict(criterion.fields)
+    if criterion.is_rubric:
+        if "rubric" not in template.placeholders:
+            raise ConfigError(
+                f"{criterion.prompt}: criterion {criterion.name!r} has rubrics, so its template "
+                "needs a {{rubric}} placeholder where each rubric's text goes"
+            )
+        names["rubric"] = "rubric"
+    check_fields(template, names, criterion.name)
+    points = criterion.answer_scale.points
+    if config.sampling.mode == "logprobs" and not all(float(p).is_integer() for p in points):
+        raise ConfigError(
+            f"{config.source}: criterion {criterion.name!r} has non-integer points, which are "
+            "not single tokens: logprobs mode needs answer = 'option' (or use samples mode)"
+        )
+    return PlannedCriterion(criterion, template)
+
+
 def plan_items(study: Study) -> Iterator[JudgeItem]:
-    """Yield every item of the plan, criterion by criterion."""
+    """Yield every item of the plan, criterion by criterion (and rubric by rubric)."""
     records = study.selected_records
     for criterion in study.criteria:
-        for record in records:
-            yield JudgeItem(record, criterion)
+        for rubric in criterion.rubrics:
+            for record in records:
+                yield JudgeItem(record, criterion, rubric)
 
 
 def render_messages(item: JudgeItem) -> list[dict[str, str]]:
     """The judge messages for an item (the template filled from the record)."""
     criterion = item.criterion
-    values = {name: item.record.fields[field] for name, field in criterion.config.fields.items()}
+    values: dict[str, Any] = {
+        name: item.record.fields[field] for name, field in criterion.config.fields.items()
+    }
+    if item.rubric is not None:
+        values["rubric"] = item.rubric.text
     return [{"role": criterion.config.role, "content": criterion.template.render(values)}]
 
 

@@ -68,7 +68,8 @@ class _Run:
         self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
         records = len(study.selected_records)
         self.counters = RunCounters(
-            criteria={c.name: CriterionCounts(items=records) for c in study.criteria}
+            criteria={c.name: CriterionCounts(items=records * len(c.rubrics))
+                      for c in study.criteria}
         )
         self.failures: Counter[str] = Counter()
         self.stopped: str | None = None

@@ -1,0 +1,229 @@
+"""A hostile judge: 5xx, resets, stalls, truncated bodies, 429s, quota loss, Ctrl-C.
+
+Every test drives the real CLI in a subprocess against the simulated judge, whose fault draws
+are seeded per arrival, so each run sees the same sequence of faults.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, write_records
+
+from geval_async.config import apply_overrides, load_config
+from geval_async.plan import first_request, plan_items, prepare_study
+from geval_async.sim import SimServer
+
+RETRIES = 6
+
+
+def _run(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("run", str(study.config), "--quiet", *extra)
+
+
+def _keys_by_digest(study: StudyFiles) -> dict[str, str]:
+    """sha256 of each request body as sent (what the sim counts) -> cache key."""
+    plan = prepare_study(load_config(study.config))
+    out = {}
+    for item in plan_items(plan):
+        request = first_request(item, plan.config)
+        out[hashlib.sha256(orjson.dumps(request.body)).hexdigest()] = request.key
+    return out
+
+
+def _retries(stdout: str) -> dict[str, int]:
+    """The "retries: kind N, kind N" part of the run summary."""
+    match = re.search(r"retries: (.*?), peak in flight", stdout)
+    assert match, stdout
+    if match.group(1) == "none":
+        return {}
+    return {kind: int(count) for kind, count in
+            (part.rsplit(" ", 1) for part in match.group(1).split(", "))}
+
+
+def _wait_for(condition, what: str, process: subprocess.Popen[bytes] | None = None,
+              timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process is None or process.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.002)
+
+
+def test_every_fault_kind_is_retried_counted_and_nothing_is_lost(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.n_records = write_records(study.records, 60)  # 120 records, 240 requests
+    s = sim.settings
+    s.error_500, s.error_503, s.reset, s.stall, s.truncated, s.spurious_429 = (
+        0.05, 0.05, 0.05, 0.02, 0.02, 0.05)
+    s.stall_seconds, s.retry_after_ms = 30.0, 20
+    study.write_config(sim.base_url, limits={
+        "concurrency": 8, "retries": RETRIES, "timeout": 0.5, "backoff": 0.01,
+        "max_backoff": 0.05,
+    })
+    result = _run(study)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    keys = _keys_by_digest(study)
+    assert set(sim.stats.answered) == set(keys), "every request answered"
+    assert set(cache_snapshot(study.cache)) == set(keys.values()), "every answer stored"
+    faults = sim.stats.faults
+    for kind in ("500", "503", "reset", "stall", "truncated", "429"):
+        assert faults[kind] > 0, f"the seeded draws gave no {kind!r}: {dict(faults)}"
+    # Bounded: no request was sent more than once per fault it met plus its final answer.
+    arrivals = Counter(digest for _, digest in sim.stats.arrivals)
+    assert sum(arrivals.values()) == len(keys) + sum(faults.values())
+    assert max(arrivals.values()) <= 1 + RETRIES + faults["429"]
+
+    retries = _retries(result.stdout)
+    print(f"\nfaults {dict(faults)}\nretries {retries}")
+    assert retries["http 500"] == faults["500"]
+    assert retries["http 503"] == faults["503"]
+    assert retries["connection"] == faults["reset"]
+    assert retries["timeout"] == faults["stall"]
+    assert retries["malformed body"] == faults["truncated"]
+    assert retries["429"] == faults["429"]
+    assert f"429s {faults['429']}," in result.stdout
+
+
+def test_retries_are_bounded_then_the_item_fails_and_a_rerun_resumes(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    sim.settings.error_503 = 1.0
+    study.write_config(sim.base_url, limits={"retries": 2, "backoff": 0.01, "max_backoff": 0.02})
+    result = _run(study, "--limit", "2")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert sim.stats.received == 2 * 2 * 3, "2 items x 2 criteria, each sent 1 + 2 times"
+    assert "failed" in result.stdout and "after 3 attempts" in result.stdout
+    assert "retried by running again" in result.stderr
+    assert cache_snapshot(study.cache) == {}, "a transient failure is never stored"
+
+    sim.settings.error_503 = 0.0
+    again = _run(study, "--limit", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(cache_snapshot(study.cache)) == 4
+
+
+def test_no_request_reaches_the_server_inside_a_429_pause(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    pause_ms, dispatched_ms = 300, 25
+    sim.settings.spurious_429 = 0.08
+    sim.settings.retry_after_ms = pause_ms
+    study.write_config(sim.base_url, limits={"concurrency": 8})
+    result = _run(study)
+    assert result.returncode == 0, result.stdout + result.stderr
+    events = sorted(sim.stats.events)
+    limited = [done for _, done, status in events if status == 429]
+    assert len(limited) >= 3, f"the seeded draws gave too few 429s: {len(limited)}"
+    late = []
+    for sent in limited:
+        # Requests the client dispatched before this 429 reached it may still arrive just
+        # after it; nothing else may arrive until the pause the server asked for is over.
+        inside = [arrival - sent for arrival, _, _ in events
+                  if sent + dispatched_ms / 1000 < arrival < sent + pause_ms / 1000]
+        late += inside
+    assert not late, f"requests arrived {[round(x * 1000) for x in late]} ms after a 429"
+    arrivals_after = [min((a - sent for a, _, _ in events if a > sent), default=None)
+                      for sent in limited]
+    print(f"\nfirst arrival after each 429 (ms): "
+          f"{[None if a is None else round(a * 1000, 1) for a in arrivals_after]}")
+
+
+def test_insufficient_quota_mid_run_stops_with_one_line_and_keeps_every_answer(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    sim.settings.quota_after = 20
+    sim.settings.latency_ms = 20
+    study.write_config(sim.base_url, limits={"concurrency": 8})
+    result = _run(study)
+    assert result.returncode == 1, result.stdout + result.stderr
+    stopped = [line for line in result.stderr.splitlines() if line.startswith("stopped:")]
+    assert len(stopped) == 1 and "quota" in stopped[0] and "insufficient_quota" in stopped[0]
+    assert "Traceback" not in result.stderr
+    assert "resume with: geval-async run" in result.stderr
+    assert sim.stats.by_status[200] == 20
+    assert len(cache_snapshot(study.cache)) == 20, "every answer the server gave is stored"
+
+    sim.settings.quota_after = None
+    again = _run(study)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sum(sim.stats.answered.values()) == len(sim.stats.answered) == 2 * study.n_records
+
+
+def _popen(study: StudyFiles, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "geval_async", "run", str(study.config)],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+            env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
+        )
+
+
+def test_ctrl_c_saves_answers_in_flight_and_prints_a_resume_command(
+    sim: SimServer, study: StudyFiles, tmp_path: Path
+) -> None:
+    sim.settings.latency_ms = 300
+    study.write_config(sim.base_url, limits={"concurrency": 8})
+    log = tmp_path / "run.log"
+    process = _popen(study, log)
+    try:
+        _wait_for(lambda: sim.stats.answered and sim.stats.in_flight >= 4, "requests in flight",
+                  process)
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    output = log.read_text()
+    assert code == 130, output
+    assert "resume with: geval-async run" in output, output
+    assert "Traceback" not in output
+
+    keys = _keys_by_digest(study)
+    stored = set(cache_snapshot(study.cache))
+    answered = {keys[d] for d in sim.stats.answered}
+    # Everything the server answered before the process ended is in the cache.
+    assert stored == answered
+    assert 0 < len(stored) < len(keys)
+
+    resumed = _run(study)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert sum(sim.stats.answered.values()) == len(sim.stats.answered) == len(keys), (
+        "the resumed run asked only for what was missing"
+    )
+
+
+def test_a_second_ctrl_c_quits_at_once(
+    sim: SimServer, study: StudyFiles, tmp_path: Path
+) -> None:
+    # Answers that take ten minutes: after the first Ctrl-C the run would wait for them.
+    sim.settings.latency_ms = 600_000
+    study.write_config(sim.base_url, limits={"concurrency": 4, "timeout": 900})
+    log = tmp_path / "run.log"
+    process = _popen(study, log)
+    try:
+        _wait_for(lambda: sim.stats.in_flight >= 4, "requests in flight", process)
+        process.send_signal(signal.SIGINT)
+        _wait_for(lambda: "stopping:" in log.read_text(), "the first Ctrl-C's message", process)
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    output = log.read_text()
+    assert code == 130, output
+    assert "Traceback" not in output
+    assert "interrupted" in output
+    assert sim.stats.by_status[200] == 0
+    assert len(cache_snapshot(study.cache)) == 0

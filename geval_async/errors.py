@@ -16,6 +16,8 @@ that touches the third-party library, with ``raise ... from exc``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class GevalError(Exception):
     """Root of every error geval-async raises on purpose."""
@@ -39,12 +41,16 @@ class TransportError(GevalError):
     Attributes:
         status: the HTTP status, or None when no response arrived.
         body: the response body as received (may be empty).
+        headers: the response headers ({} when no response arrived); the rate limits learn
+            from those of a 429.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, body: bytes = b"") -> None:
+    def __init__(self, message: str, *, status: int | None = None, body: bytes = b"",
+                 headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
+        self.headers: Mapping[str, str] = headers if headers is not None else {}
 
 
 class RateLimited(TransportError):
@@ -57,8 +63,9 @@ class RateLimited(TransportError):
         retry_after: float | None,
         status: int | None = 429,
         body: bytes = b"",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(message, status=status, body=body)
+        super().__init__(message, status=status, body=body, headers=headers)
         self.retry_after = retry_after
 
 

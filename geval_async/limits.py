@@ -112,11 +112,6 @@ class CoolDown:
         """Pause every worker for ``seconds`` from now (an earlier, longer pause stands)."""
         self.until = max(self.until, self._loop.time() + seconds)
 
-    async def wait(self) -> None:
-        """Return once no pause is in force."""
-        while (left := self.until - self._loop.time()) > 0:
-            await asyncio.sleep(left)
-
 
 class PacedBucket:
     """``per_minute`` units a minute, handed out at a steady pace with ``burst`` seconds of credit.

@@ -19,12 +19,13 @@ import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pandas as pd
 
 from .errors import ConfigError
-from .plan import Study, render_messages
+from .plan import JudgeItem, Study, render_messages
 from .scoring import CriterionTally, ItemScore
 from .stats import Comparison, comparisons_frame
 
@@ -62,21 +63,22 @@ def write_raw(study: Study, scores: Iterable[ItemScore]) -> list[Path]:
     items_by_criterion: dict[str, list[dict[str, object]]] = {c.name: [] for c in study.criteria}
     records = {r.id: r for r in study.records}
     criteria = {c.name: c for c in study.criteria}
-    from .plan import JudgeItem
-
     for score in scores:
-        item = JudgeItem(records[score.record_id], criteria[score.criterion])
-        items_by_criterion[score.criterion].append({
+        entry: dict[str, object] = {
             "record_id": score.record_id,
             "group": score.group,
             "condition": score.condition,
             "status": score.status,
-            "messages": render_messages(item),
-            "answers": list(score.answers),
-            "ratings": list(score.ratings),
-            "distribution": None if score.distribution is None else score.distribution.to_json(),
-            "weighted_score": score.weighted_score,
-        })
+        }
+        if score.parts:
+            entry["rubrics"] = [_raw_item(p, records, criteria) for p in score.parts]
+            if score.outcome is not None:
+                entry["judged"] = score.outcome.judged
+                entry["probability"] = score.outcome.probability
+            entry["score"] = score.weighted_score
+        else:
+            entry.update(_raw_item(score, records, criteria))
+        items_by_criterion[score.criterion].append(entry)
     paths = []
     for name, items in items_by_criterion.items():
         document = {
@@ -89,6 +91,22 @@ def write_raw(study: Study, scores: Iterable[ItemScore]) -> list[Path]:
         paths.append(write_atomic(output_path(study, "raw", f"{name}.json"),
                                   orjson.dumps(document, option=orjson.OPT_INDENT_2)))
     return paths
+
+
+def _raw_item(score: ItemScore, records: dict[str, Any], criteria: dict[str, Any]
+              ) -> dict[str, object]:
+    criterion = criteria[score.criterion]
+    rubric = next((r for r in criterion.config.rubrics if r.name == score.rubric), None)
+    item = JudgeItem(records[score.record_id], criterion, rubric)
+    return {
+        **({"rubric": score.rubric} if score.rubric else {}),
+        "status": score.status,
+        "messages": render_messages(item),
+        "answers": list(score.answers),
+        "ratings": list(score.ratings),
+        "distribution": None if score.distribution is None else score.distribution.to_json(),
+        "weighted_score": score.weighted_score,
+    }
 
 
 def stats_frame(comparisons: list[Comparison]) -> pd.DataFrame:

@@ -80,22 +80,23 @@ class _Run:
     # --- producer ------------------------------------------------------------------------
 
     async def produce(self) -> None:
-        try:
-            for item in plan_items(self.study):
-                if self.stop.is_set():
-                    break
-                first = first_request(item, self.config)
-                self.limits.check_request(first.est_tokens)
-                needed = self.missing_requests(first)
-                if needed is None:
-                    self.counters.criteria[item.criterion.name].rejected += 1
-                elif not needed:
-                    self.counters.criteria[item.criterion.name].cached += 1
-                else:
-                    await self.queue.put(_ItemWork(item, needed))
-        finally:
-            for _ in range(self.config.limits.concurrency):
-                await self.queue.put(None)
+        for item in plan_items(self.study):
+            if self.stop.is_set():
+                break
+            first = first_request(item, self.config)
+            self.limits.check_request(first.est_tokens)
+            needed = self.missing_requests(first)
+            if needed is None:
+                self.counters.criteria[item.criterion.name].rejected += 1
+            elif not needed:
+                self.counters.criteria[item.criterion.name].cached += 1
+            else:
+                await self.queue.put(_ItemWork(item, needed))
+        # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
+        # task group cancels the workers, and waiting here for room in a full queue nobody
+        # drains any more would hang the run.
+        for _ in range(self.config.limits.concurrency):
+            await self.queue.put(None)
 
     def cached(self, request: JudgeRequest) -> CachedResponse | None:
         """The usable cache entry of a request (a refusal counts unless --retry-failed)."""
@@ -157,6 +158,7 @@ class _Run:
                 self.counters.rate_limited += 1
                 self.counters.retries["429"] += 1
                 limited += 1
+                self.limits.observe(exc.headers)
                 if limited > _MAX_RATE_LIMITED:
                     return self.fail(request, f"rate-limited {limited} times in a row"), 0
                 self.limits.cooldown.pause(
@@ -179,6 +181,7 @@ class _Run:
                 return "stopped", 0
             finally:
                 self.counters.in_flight -= 1
+            self.limits.observe(answer.headers)
             self.store_answer(request, answer, attempts)
             return "ok", len(answer.choices)
 

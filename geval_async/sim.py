@@ -126,6 +126,9 @@ class SimStats:
 # -- judging: pure functions of the request ------------------------------------------------
 
 
+YES_NO_STYLES = ("{w}", " {w}", "{w}.", "Answer: {w}", "{w}, it does.")
+
+
 def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -134,6 +137,22 @@ def _units(*parts: Any) -> list[float]:
     """Four uniform numbers in [0, 1) drawn from a sha256 of ``parts``."""
     digest = hashlib.sha256(canonical(parts).encode()).digest()
     return [(int.from_bytes(digest[i : i + 8], "big") >> 11) / 2**53 for i in range(0, 32, 8)]
+
+
+YES_NO = re.compile(r"\byes\s*(?:or|/)\s*no\b", re.IGNORECASE)
+
+
+def asks_yes_no(text: str) -> bool:
+    """Whether the prompt's closing lines ask for a yes/no answer (a rubric question)."""
+    return bool(YES_NO.search(text[-400:]))
+
+
+def _yes_no(token: str) -> str:
+    """Rating 2 -> "Yes", 1 -> "No", keeping the token's surrounding whitespace."""
+    core = token.strip()
+    if core in ("1", "2"):
+        return token.replace(core, "Yes" if core == "2" else "No")
+    return token
 
 
 def rating_scale(text: str) -> int:
@@ -197,7 +216,10 @@ def judge(
             in ``ignore_n`` mode, where a real server would sample anew on every call.
     """
     messages = body["messages"]
-    top = rating_scale("\n".join(message_text(m) for m in messages))
+    prompt = "\n".join(message_text(m) for m in messages)
+    yes_no = asks_yes_no(prompt)
+    # A yes/no question is a two-point scale: 2 = "Yes", 1 = "No".
+    top = 2 if yes_no else rating_scale(prompt)
     t = true_score(messages, top, settings.seed)
     draw_key = canonical({k: v for k, v in body.items() if k != "n"})
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
@@ -211,12 +233,23 @@ def judge(
         if body.get("logprobs"):
             k = body.get("top_logprobs") or 0
             text, logprobs, cut = _logprob_choice(t, top, invalid, k, max_tokens)
+            if yes_no:
+                for token in logprobs["content"][:1]:
+                    token["token"] = _yes_no(token["token"])
+                    for alternative in token["top_logprobs"]:
+                        alternative["token"] = _yes_no(alternative["token"])
+                text = "".join(token["token"] for token in logprobs["content"])
             used += len(logprobs["content"])
         else:
             noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
             rating = min(top, max(1, math.floor(t + noise + 0.5)))
-            full = INVALID_ANSWER if invalid else STYLES[int(u4 * len(STYLES))]
-            full = full.format(r=rating, top=top)
+            if yes_no:
+                word = "Yes" if rating == 2 else "No"
+                full = INVALID_ANSWER if invalid else YES_NO_STYLES[int(u4 * len(YES_NO_STYLES))]
+                full = full.format(w=word)
+            else:
+                full = INVALID_ANSWER if invalid else STYLES[int(u4 * len(STYLES))]
+                full = full.format(r=rating, top=top)
             text = full[: None if max_tokens is None else max_tokens * 4]
             cut, logprobs = len(text) < len(full), None
             used += max(1, math.ceil(len(text) / 4))

@@ -142,7 +142,8 @@ def _failure(status: int, raw: bytes, headers: Mapping[str, str], url: str,
                 "the judge API says the quota is exhausted (insufficient_quota): add credit or "
                 "raise the limit on your account, then run the same command again to resume"
             )
-        return RateLimited(detail, retry_after=retry_after(headers, kind), body=raw)
+        return RateLimited(detail, retry_after=retry_after(headers, kind), body=raw,
+                           headers=headers)
     if status in (401, 403):
         return RunStopped(
             f"the judge refused the API key ({detail}): check ${key_env}, then run again"

@@ -118,7 +118,7 @@ def test_no_request_reaches_the_server_inside_a_429_pause(
     sim: SimServer, study: StudyFiles
 ) -> None:
     pause_ms, dispatched_ms = 300, 25
-    sim.settings.spurious_429 = 0.08
+    sim.settings.spurious_429 = 0.15
     sim.settings.retry_after_ms = pause_ms
     study.write_config(sim.base_url, limits={"concurrency": 8})
     result = _run(study)

@@ -211,3 +211,27 @@ def test_configured_client_limits_keep_the_server_quiet(study: StudyFiles) -> No
         result = _run(study)
         assert result.returncode == 0, result.stderr
         assert server.stats.rate_limited == 0
+
+
+def test_azure_form_with_api_key_header(sim: SimServer, study: StudyFiles) -> None:
+    sim.settings.api_key = "azure-test-key"
+    study.write_config(sim.base_url, judge={
+        "provider": "azure", "azure_endpoint": sim.root_url, "deployment": "judge-deploy",
+        "api_version": "2024-06-01", "api_key_env": "AZ_KEY", "model": "gpt-4o-mini",
+    })
+    # write_config always sets base_url; Azure ignores it, but unknown keys would fail, so
+    # drop it explicitly to show a clean Azure section.
+    text = study.config.read_text().replace(f'base_url = "{sim.base_url}"\n', "")
+    study.config.write_text(text)
+    result = _run(study, "--limit", "2", env={"AZ_KEY": "azure-test-key"})
+    assert result.returncode == 0, result.stderr
+    assert sim.stats.by_status[200] == 4
+
+
+def test_dry_run_sends_nothing_and_estimates(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url, judge={"model": "gpt-4o-mini"})
+    result = run_cli("run", str(study.config), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert sim.stats.received == 0 and not study.cache.exists()
+    assert f"requests to send: {2 * study.n_records}" in result.stdout
+    assert "estimated cost: $" in result.stdout

@@ -27,6 +27,7 @@ from .errors import CacheError
 
 ENTRY_VERSION = 1
 _PROBE_KEY = "geval-async:probe"
+_ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
 
 
 @dataclass(frozen=True)
@@ -142,13 +143,13 @@ class JudgeCache:
         if self._cache is None:
             return None
         try:
-            raw = self._cache.get(key)
+            raw = self._cache.get(key, default=_ABSENT)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
         except Exception:  # noqa: BLE001 - an undecodable pickle or file is damage, not a bug
             self.corrupted.add(key)
             return None
-        if raw is None:
+        if raw is _ABSENT:
             return None
         try:
             return CachedResponse.decode(raw)
@@ -167,7 +168,14 @@ class JudgeCache:
             if overwrite:
                 cache.set(entry.key, value)
                 return True
-            return bool(cache.add(entry.key, value))
+            if cache.add(entry.key, value):
+                return True
+            if self.get(entry.key) is not None:
+                return False  # another writer stored it first
+            # The key is there but unreadable (a value file gone): replace the damaged entry,
+            # or every later run would pay for this answer again and never store it.
+            cache.set(entry.key, value)
+            return True
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise CacheError(
                 f"{self.directory}: cannot write to the cache ({exc}); "

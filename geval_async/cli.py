@@ -153,7 +153,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     with JudgeCache(config.cache_path) as cache:
         result = _run_loop(study, cache, key, quiet=args.quiet, retry_failed=args.retry_failed)
+        corrupted = len(cache.corrupted)
     print(run_summary(result.counters, result.elapsed))
+    if corrupted:
+        print(f"{corrupted} corrupted cache entries were found, counted as missing "
+              "and asked for again")
     for message, count in result.failures.most_common(5):
         print(f"  {count} x {message}")
     resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])

@@ -69,6 +69,7 @@ __all__ = [
 
 PAIR_COLUMNS = ["record_id", "group", "condition", "criterion", "human", "judge"]
 _NAN = float("nan")
+_DIGITS = 12
 # Cells of a judge file that mean "no score" rather than a bad one.
 _EMPTY = {"", "nan", "na", "n/a", "null", "none"}
 
@@ -197,7 +198,9 @@ def summary_level(pairs: pd.DataFrame, judge: str, criterion: str,
 def system_level(pairs: pd.DataFrame, judge: str, criterion: str) -> list[Correlation]:
     """The per-system (condition) means of the human and judge scores, correlated."""
     scored = _scored(pairs)
-    means = scored.groupby("condition", sort=False)[["human", "judge"]].mean()
+    # Rounded so that means equal in exact arithmetic tie for the rank correlations, whatever
+    # order the floating-point sums ran in (0.1 + 0.2 + 0.3 != 0.6 + 0 + 0).
+    means = scored.groupby("condition", sort=False)[["human", "judge"]].mean().round(_DIGITS)
     missing = len(pairs) - len(scored)
     return [
         Correlation(judge, criterion, "system", method,

@@ -191,13 +191,14 @@ def test_server_rate_limits_are_honoured_without_failures(study: StudyFiles) -> 
     from geval_async.sim import SimSettings
 
     # A tight server: 1,200 requests/min with only a one-second burst; the client is told
-    # nothing about it, so it must live on 429s and their retry-after-ms.
+    # nothing about it, so it must learn the limit from the x-ratelimit-* headers or live on
+    # 429s and their retry-after-ms; either way nothing may fail and nothing may be lost.
     with SimServer(SimSettings(rpm=1200, bucket_seconds=1.0)) as server:
         study.write_config(server.base_url, limits={"concurrency": 8})
         result = _run(study)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert server.stats.rate_limited > 0, "the test must actually hit the limit"
         assert len(server.stats.answered) == 2 * study.n_records
+        assert server.stats.rate_limited <= study.n_records, "no storm of 429s"
         total = _total_row(result.stdout)
         assert total["failed"] == 0 and total["new"] == 2 * study.n_records
 

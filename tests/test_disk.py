@@ -1,0 +1,237 @@
+"""The cache folder under stress: two writers at once, a read-only or full disk, damaged entries.
+
+Everything runs the real CLI against the simulated judge and looks at the real cache folder
+(diskcache's sqlite file) afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, write_records
+
+from geval_async.cache import CachedResponse
+from geval_async.config import load_config
+from geval_async.plan import first_request, plan_items, prepare_study
+from geval_async.sim import SimServer
+
+
+def _run(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("run", str(study.config), "--quiet", *extra)
+
+
+def _keys_by_digest(study: StudyFiles) -> dict[str, str]:
+    """sha256 of each request body as sent (what the sim counts) -> cache key."""
+    plan = prepare_study(load_config(study.config))
+    out = {}
+    for item in plan_items(plan):
+        request = first_request(item, plan.config)
+        out[hashlib.sha256(orjson.dumps(request.body)).hexdigest()] = request.key
+    return out
+
+
+def _decoded(path: Path) -> dict[str, CachedResponse]:
+    """Every entry of a cache folder, decoded (raises if one does not decode)."""
+    return {key: CachedResponse.decode(value) for key, value in cache_snapshot(path).items()}
+
+
+# --- two processes, one cache ------------------------------------------------------------------
+
+
+def test_two_runs_of_one_plan_share_a_cache_safely(sim: SimServer, study: StudyFiles) -> None:
+    sim.settings.latency_ms = 5
+    study.n_records = write_records(study.records, 100)  # 200 records, 400 requests
+    study.write_config(sim.base_url, limits={"concurrency": 8})
+    command = [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"]
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    processes = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [process.communicate(timeout=120) for process in processes]
+    for process, (stdout, stderr) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, stdout + stderr
+
+    keys = _keys_by_digest(study)
+    entries = _decoded(study.cache)  # no entry is damaged
+    assert set(entries) == set(keys.values()), "the cache holds exactly the plan's requests"
+    with sqlite3.connect(study.cache / "cache.db") as db:
+        rows = db.execute("SELECT count(*), count(DISTINCT key) FROM Cache").fetchone()
+    assert rows == (len(keys), len(keys)), "each request is stored once"
+    answered = sim.stats.answered
+    for digest, key in keys.items():
+        # The stored body is one of the answers the server gave for that very request.
+        stored_id = orjson.loads(entries[key].body)["id"]
+        ids = {"chatcmpl-sim-" + hashlib.sha256(f"{digest}:{r}".encode()).hexdigest()[:24]
+               for r in range(answered[digest])}
+        assert stored_id in ids
+    duplicates = sum(answered.values()) - len(answered)
+    print(f"\ntwo processes, {len(keys)} requests: {duplicates} answered twice")
+    # Both walk the plan in the same order, so they race on the same missing keys; what is
+    # guaranteed is that each answer is stored once and the second copy is dropped.
+    assert duplicates <= len(keys)
+
+    status = run_cli("status", str(study.config))
+    assert status.returncode == 0, status.stderr
+    assert "corrupted" not in status.stdout
+    assert status.stdout.split("total")[1].split()[3] == "0", status.stdout  # nothing missing
+
+
+# --- a hostile disk ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[[Path, str], None]]:
+    """Mount a size-limited tmpfs (needs root with CAP_SYS_ADMIN); skips when impossible."""
+    mounted: list[Path] = []
+
+    def mount(path: Path, size: str) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755",
+                                 "tmpfs", str(path)], capture_output=True, text=True)
+        if result.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({result.stderr.strip()})")
+        mounted.append(path)
+
+    yield mount
+    for path in reversed(mounted):
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _remount(path: Path, options: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{options}", str(path)], check=True)
+
+
+def _chmod_stops_writes(folder: Path) -> bool:
+    probe = folder / "probe"
+    try:
+        probe.write_text("x")
+    except PermissionError:
+        return True
+    probe.unlink()
+    return False
+
+
+def test_read_only_cache_fails_before_any_request(
+    sim: SimServer, study: StudyFiles, mount_tmpfs: Callable[[Path, str], None]
+) -> None:
+    study.write_config(sim.base_url)
+    assert _run(study, "--limit", "3").returncode == 0
+    received = sim.stats.received
+    before = cache_snapshot(study.cache)
+
+    # chmod is the natural mechanism, but root ignores it: then the cache moves to a tmpfs
+    # that is remounted read-only.
+    cache = study.cache
+    paths = [cache, *cache.iterdir()]
+    for path in paths:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    mounted = None
+    if not _chmod_stops_writes(cache):
+        for path in paths:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        mounted = study.root / "ro"
+        mount_tmpfs(mounted, "8m")
+        cache = mounted / "cache"
+        subprocess.run(["cp", "-a", str(study.cache), str(cache)], check=True)
+        _remount(mounted, "ro")
+    try:
+        result = _run(study, "--cache", str(cache))
+        status = run_cli("status", str(study.config), "--cache", str(cache))
+    finally:
+        if mounted is None:
+            for path in paths:
+                path.chmod(0o755 if path.is_dir() else 0o644)
+        else:
+            _remount(mounted, "rw")
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "writable" in lines[0] and str(cache) in lines[0], lines
+    assert "Traceback" not in result.stderr
+    assert sim.stats.received == received, "no request may be sent"
+    assert cache_snapshot(cache) == before, "the cache is unchanged"
+    print(f"\nstatus on a read-only cache: exit {status.returncode}: "
+          f"{(status.stdout + status.stderr).strip().splitlines()[-1]}")
+
+
+def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
+    sim: SimServer, study: StudyFiles, mount_tmpfs: Callable[[Path, str], None]
+) -> None:
+    disk = study.root / "disk"
+    mount_tmpfs(disk, "300k")  # room for the empty cache and a dozen answers
+    study.write_config(sim.base_url, cache={"path": "disk/cache"}, limits={"concurrency": 4})
+    result = _run(study)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot write to the cache" in lines[0], lines
+    assert "run again to resume" in lines[0]
+    assert "Traceback" not in result.stderr
+
+    full_status = run_cli("status", str(study.config))
+    _remount(disk, "size=8m")  # free space (reading a diskcache folder writes to it, too)
+    stored = _decoded(study.root / "disk" / "cache")  # no partial entry
+    assert 0 < len(stored) < 2 * study.n_records, len(stored)
+    answered_keys = {key for digest, key in _keys_by_digest(study).items()
+                     if digest in sim.stats.answered}
+    assert set(stored) <= answered_keys
+    print(f"\n{len(stored)} answers stored before the disk was full; status on the full disk: "
+          f"exit {full_status.returncode}: {full_status.stderr.strip()}")
+
+    again = _run(study)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(_decoded(study.root / "disk" / "cache")) == 2 * study.n_records
+    # The rerun asked again only for answers the full disk had not stored.
+    keys = _keys_by_digest(study)
+    for digest, count in sim.stats.answered.items():
+        assert count == 1 or keys[digest] not in stored
+
+
+# --- damaged entries ---------------------------------------------------------------------------
+
+
+def test_damaged_entries_are_reported_treated_as_missing_and_fetched_again(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    assert _run(study).returncode == 0
+    received = sim.stats.received
+    before = cache_snapshot(study.cache)
+    keys = sorted(before)[:5]
+    good = before[keys[0]]
+    bad_body = orjson.loads(good)
+    bad_body["body"] = bad_body["body"][:20]  # the entry decodes, its response body does not
+    damage = [
+        ("value = ?", (b"\x00\xffnot an entry at all",)),  # garbage bytes
+        ("value = ?", (good[: len(good) // 2],)),  # cut in half
+        ("value = ?", (orjson.dumps(bad_body),)),
+        ("value = NULL", ()),  # a row that lost its value
+        ("mode = 4, value = ?", (b"\x80\x05garbage pickle",)),  # unpickling fails
+    ]
+    with sqlite3.connect(study.cache / "cache.db") as db:
+        for key, (assignment, values) in zip(keys, damage, strict=True):
+            db.execute(f"UPDATE Cache SET {assignment} WHERE key = ?", (*values, key))
+    db.close()
+
+    status = run_cli("status", str(study.config))
+    assert status.returncode == 0, status.stderr
+    assert "5 corrupted cache entries" in status.stdout, status.stdout
+    assert status.stdout.split("total")[1].split()[3] == "5", status.stdout  # missing
+
+    result = _run(study)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "5 corrupted cache entries" in result.stdout, result.stdout
+    assert sim.stats.received == received + 5, "exactly the damaged entries are fetched again"
+    after = _decoded(study.cache)
+    assert set(after) == set(before)
+    assert {k: v for k, v in cache_snapshot(study.cache).items() if k not in keys} == {
+        k: v for k, v in before.items() if k not in keys}, "the healthy entries are untouched"
+
+    clean = run_cli("status", str(study.config))
+    assert "corrupted" not in clean.stdout
+    assert clean.stdout.split("total")[1].split()[3] == "0", clean.stdout

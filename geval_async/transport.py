@@ -142,6 +142,10 @@ def _failure(status: int, raw: bytes, headers: Mapping[str, str], url: str,
                 "the judge API says the quota is exhausted (insufficient_quota): add credit or "
                 "raise the limit on your account, then run the same command again to resume"
             )
+        if "request too large" in message.lower():
+            # Bigger than the whole per-minute budget: no wait will ever let it through.
+            return Rejected(f"{detail} (raise the account's TPM limit or shorten the prompt)",
+                            status=status, body=raw)
         return RateLimited(detail, retry_after=retry_after(headers, kind), body=raw,
                            headers=headers)
     if status in (401, 403):

@@ -236,3 +236,15 @@ def test_dry_run_sends_nothing_and_estimates(sim: SimServer, study: StudyFiles) 
     assert sim.stats.received == 0 and not study.cache.exists()
     assert f"requests to send: {2 * study.n_records}" in result.stdout
     assert "estimated cost: $" in result.stdout
+
+
+def test_request_too_large_is_refused_not_retried(study: StudyFiles) -> None:
+    from geval_async.sim import SimSettings
+
+    # The server's whole token budget is smaller than one request: a 429 that will not pass.
+    with SimServer(SimSettings(tpm=60, bucket_seconds=60)) as server:
+        study.write_config(server.base_url)
+        result = _run(study, "--limit", "1")
+        assert result.returncode == 1
+        assert server.stats.received == 2, "each request is asked once, then stored as refused"
+        assert "too large" in result.stdout

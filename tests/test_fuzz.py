@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import PROMPT_A, PROMPT_B
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from geval_async.config import EvalConfig, apply_overrides, load_config
@@ -210,14 +210,18 @@ def test_any_config_document_loads_or_fails_cleanly(
 
         config = _fails_cleanly(lambda: load_config(config_path))
         if config is None:
+            event("refused: config")
             return
         assert isinstance(config, EvalConfig)
         config = _fails_cleanly(lambda: apply_overrides(config, **overrides))
         if config is None:
+            event("refused: overrides")
             return
         study = _fails_cleanly(lambda: prepare_study(config))
         if study is None:
+            event("refused: study")
             return
+        event("planned")
         for item in plan_items(study):
             request = first_request(item, config)
             assert request.key and request.est_tokens > 0
@@ -275,7 +279,8 @@ def test_any_200_body_is_an_answer_or_a_transport_error(raw: bytes,
 
 
 @FUZZ
-@given(status=st.integers(100, 599), raw=_body(), headers=_headers)
+@given(status=st.sampled_from([400, 401, 403, 404, 408, 413, 422, 429, 500, 503])
+       | st.integers(100, 599), raw=_body(), headers=_headers)
 def test_any_failure_maps_to_an_error_with_a_message(status: int, raw: bytes,
                                                      headers: dict[str, str]) -> None:
     error = _failure(status, raw, headers, "http://127.0.0.1:9/v1/chat/completions", "MY_KEY")

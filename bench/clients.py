@@ -69,7 +69,8 @@ def geval(spec: Spec) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
     total = result.counters.total()
     return {
-        "wall": wall, "run_elapsed": result.elapsed, "cpu": cpu, "sent": result.counters.requests_sent,
+        "wall": wall, "run_elapsed": result.elapsed, "cpu": cpu,
+        "sent": result.counters.requests_sent,
         "rate_limited": result.counters.rate_limited, "failed": total.failed + total.rejected,
         "complete": result.complete, "cached": total.cached, "answered": total.answered,
         "peak_in_flight": result.counters.peak_in_flight,

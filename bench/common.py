@@ -22,7 +22,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,13 +111,14 @@ Summary:
 Evaluation Form (scores ONLY):
 - Relevance (1-5):"""),
 }
-TINY_PROMPT = "Rate the text (1-5).\n\n{{summary}}\n\nScore (1-5):"
-_WORDS = (
+TINY_PROMPT = "Rate the {name} of the text (1-5).\n\n{{{{summary}}}}\n\nScore (1-5):"
+_TEXT = (
     "the council said on monday that new rules for river water would apply from next year after "
     "months of talks with farmers town officials and a group of residents who had asked for "
     "clear limits on what may be pumped into the stream during dry summer weeks while others "
     "argued the plan came too late"
-).split()
+)
+_WORDS = _TEXT.split(" ")
 
 
 def machine() -> dict[str, Any]:
@@ -211,9 +212,10 @@ class StudyFiles:
         return self.records * len(self.criteria)
 
 
-def write_study(folder: Path, records: int, *, criteria: Sequence[str] = ("coh", "con", "flu", "rel"),
-                n: int = 10, max_tokens: int = 5, document_words: int = 180,
-                summary_words: int = 45, tiny: bool = False, limits: dict[str, Any] | None = None,
+def write_study(folder: Path, records: int, *,
+                criteria: Sequence[str] = ("coh", "con", "flu", "rel"), n: int = 10,
+                max_tokens: int = 5, document_words: int = 180, summary_words: int = 45,
+                tiny: bool = False, limits: dict[str, Any] | None = None,
                 base_url: str = "http://127.0.0.1:9/v1", seed: int = 7) -> StudyFiles:
     """Write records, prompts and config.toml for a study of ``records`` x ``criteria``.
 
@@ -224,7 +226,8 @@ def write_study(folder: Path, records: int, *, criteria: Sequence[str] = ("coh",
     rng = random.Random(seed)
     (folder / "prompts").mkdir(exist_ok=True)
     for name, (_, _, text) in PROMPTS.items():
-        (folder / "prompts" / f"{name}.txt").write_text(TINY_PROMPT if tiny else text)
+        (folder / "prompts" / f"{name}.txt").write_text(
+            TINY_PROMPT.format(name=name) if tiny else text)
     with (folder / "records.jsonl").open("w") as out:
         for i in range(records):
             if tiny:
@@ -291,6 +294,7 @@ class ChildRun:
     maxrss_mb: float
     stdout: str
     stderr: str
+    rss_samples: list[tuple[float, float]] = field(default_factory=list)
 
     def report(self) -> dict[str, Any]:
         """The JSON line a ``bench/clients.py`` contender printed last."""
@@ -301,29 +305,50 @@ class ChildRun:
                            f"{self.stdout[-2000:]}\n{self.stderr[-4000:]}")
 
 
-def run_child(args: Sequence[str], *, timeout: float = 3600, env: dict[str, str] | None = None
-              ) -> ChildRun:
-    """Run a command; its own wall time, CPU seconds and peak RSS (os.wait4 on its pid)."""
+def _rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def run_child(args: Sequence[str], *, timeout: float = 3600, env: dict[str, str] | None = None,
+              rss_every: float | None = None) -> ChildRun:
+    """Run a command; its own wall time, CPU seconds and peak RSS (os.wait4 on its pid).
+
+    With ``rss_every`` the child's resident set is sampled that often (``rss_samples``).
+    """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         process = subprocess.Popen(list(args), cwd=ROOT, stdout=out, stderr=err,
                                    env={**os.environ, **(env or {})})
         deadline = started + timeout
+        samples: list[tuple[float, float]] = []
+        next_sample = started
         while True:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
-            if time.perf_counter() > deadline:
+            now = time.perf_counter()
+            if now > deadline:
                 process.kill()
                 pid, status, usage = os.wait4(process.pid, 0)
                 break
+            if rss_every is not None and now >= next_sample:
+                rss = _rss_mb(process.pid)
+                if rss is not None:
+                    samples.append((round(now - started, 2), round(rss, 1)))
+                next_sample = now + rss_every
             time.sleep(0.02)
         wall = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         return ChildRun(process.returncode, wall, usage.ru_utime + usage.ru_stime,
-                        usage.ru_maxrss / 1024, out.read(), err.read())
+                        usage.ru_maxrss / 1024, out.read(), err.read(), samples)
 
 
 def client(name: str, **spec: Any) -> list[str]:

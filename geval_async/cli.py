@@ -21,6 +21,7 @@ from typing import Any
 
 from . import __version__
 from .cache import JudgeCache
+from .cli_meta import add_meta_command
 from .cli_score import add_score_commands
 from .config import EvalConfig, apply_overrides, load_config
 from .coverage import coverage
@@ -58,7 +59,7 @@ def _study_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _OVERRIDES = ("base_url", "model", "cache", "output", "concurrency", "rpm", "tpm", "timeout",
-              "retries", "n", "mode", "criteria", "limit")
+              "retries", "n", "mode", "criteria", "limit", "max_cost")
 
 
 def _load(args: argparse.Namespace) -> EvalConfig:
@@ -78,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     _study_arguments(run)
     run.add_argument("--retry-failed", action="store_true",
                      help="ask again for requests the cache holds as refused")
+    run.add_argument("--max-cost", type=float, metavar="USD",
+                     help="stop before this run's estimated spend would pass USD (prompt "
+                          "estimate + max_tokens x n at the model's price; see [prices])")
     run.add_argument("--dry-run", action="store_true",
                      help="count requests, tokens and cost; send nothing")
     run.add_argument("--quiet", action="store_true", help="no progress line")
@@ -113,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(handler=cmd_sim)
 
     add_score_commands(commands, _study_arguments)
+    add_meta_command(commands, _study_arguments)
     return parser
 
 
@@ -232,7 +237,8 @@ def _dry_run(study: Study) -> int:
             requests += 1
             tokens += request.est_tokens
             prompt_tokens += request.est_tokens - completion_per_request
-    cost = estimate_cost(config.judge.model, prompt_tokens, requests * completion_per_request)
+    cost = estimate_cost(config.judge.model, prompt_tokens, requests * completion_per_request,
+                         config.price_table)
     print(f"items: {study.item_count} ({len(study.selected_records)} records x "
           f"{len(study.criteria)} criteria), {config.sampling.choices_per_item} answers each")
     print(f"already cached: {cached}; requests to send: {requests} "

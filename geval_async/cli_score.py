@@ -18,7 +18,8 @@ from .stats import comparisons_frame, format_table
 from .summary import SIMULATED_NOTE
 from .tables import COMPOSITE
 
-_OVERRIDES = ("cache", "output", "criteria", "limit")
+# Everything that decides cache keys (model, n, mode) or what is read (cache, criteria, limit).
+_OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode")
 
 
 def add_score_commands(commands: Any, study_arguments: Callable[[argparse.ArgumentParser],

@@ -14,6 +14,7 @@ file and the key in the message.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from urllib.parse import urlsplit
 
 from .criteria import CriterionConfig, parse_criterion
 from .errors import ConfigError
+from .pricing import PRICES, price_of
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 SAMPLING_MODES = ("samples", "logprobs")
@@ -169,6 +171,13 @@ class EvalConfig:
     stats: StatsConfig
     limit: int | None = None
     meta: MetaConfig = field(default_factory=MetaConfig)
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    max_cost: float | None = None
+
+    @property
+    def price_table(self) -> dict[str, tuple[float, float]]:
+        """Built-in prices with the config's ``[prices]`` added (model prefix -> in, out)."""
+        return {**PRICES, **self.prices}
 
     def criterion(self, name: str) -> CriterionConfig:
         """The criterion called ``name``."""
@@ -229,8 +238,9 @@ class _Reader:
 
     def positive(self, key: str, default: float | None, *, integer: bool = False) -> Any:
         value = self.get(key, int if integer else (int, float), default)
-        if value is not None and value <= 0:
-            raise self.error(f"{key!r} must be positive, not {value!r}")
+        # NaN passes a `<= 0` test, and inf is no limit or timeout anyone can wait for.
+        if value is not None and (value <= 0 or not math.isfinite(value)):
+            raise self.error(f"{key!r} must be a positive number, not {value!r}")
         return value
 
     def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
@@ -267,11 +277,11 @@ def load_config(path: str | os.PathLike[str]) -> EvalConfig:
 def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
     """Build an :class:`EvalConfig` from a parsed TOML document (paths relative to ``source``)."""
     folder = source.resolve().parent
-    unknown = sorted(set(document) - set(_SECTIONS) - {"criteria"})
+    unknown = sorted(set(document) - set(_SECTIONS) - {"criteria", "prices"})
     if unknown:
         raise ConfigError(
             f"{source}: unknown section [{unknown[0]}] "
-            f"(known: {', '.join(sorted([*_SECTIONS, 'criteria']))})"
+            f"(known: {', '.join(sorted([*_SECTIONS, 'criteria', 'prices']))})"
         )
 
     readers: dict[str, _Reader] = {}
@@ -361,7 +371,27 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
         stats=stats,
         limit=data_limit,
         meta=_parse_meta(table("meta"), names),
+        prices=_parse_prices(source, document.get("prices", {})),
     )
+
+
+def _parse_prices(source: Path, table: Any) -> dict[str, tuple[float, float]]:
+    """``[prices]``: model (prefix) -> [input, output] USD per million tokens."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [prices] must be a table of model = [input, output]")
+    prices = {}
+    for model, value in table.items():
+        if not (
+            isinstance(value, list) and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            and all(math.isfinite(v) and v >= 0 for v in value)
+        ):
+            raise ConfigError(
+                f"{source}: [prices] {model!r} must be [input, output] USD per million "
+                f"tokens, two numbers of 0 or more, not {value!r}"
+            )
+        prices[model] = (float(value[0]), float(value[1]))
+    return prices
 
 
 def _parse_judge(t: _Reader) -> JudgeConfig:
@@ -433,7 +463,7 @@ def apply_overrides(config: EvalConfig, **overrides: Any) -> EvalConfig:
     """Apply command-line overrides (None means "not given").
 
     Known names: base_url, model, cache, concurrency, rpm, tpm, n, mode, criteria (a
-    comma-separated list or a list of names), limit, timeout, retries, output.
+    comma-separated list or a list of names), limit, timeout, retries, output, max_cost.
     """
     o = {k: v for k, v in overrides.items() if v is not None}
     judge, sampling, limits = config.judge, config.sampling, config.limits
@@ -451,7 +481,8 @@ def apply_overrides(config: EvalConfig, **overrides: Any) -> EvalConfig:
         sampling = replace(sampling, n=o["n"])
     for name in ("concurrency", "rpm", "tpm", "timeout", "retries"):
         if name in o:
-            if o[name] < 0 or (o[name] == 0 and name != "retries"):
+            if (o[name] < 0 or (o[name] == 0 and name != "retries")
+                    or not math.isfinite(o[name])):
                 raise ConfigError(f"--{name} must be positive")
             limits = replace(limits, **{name: o[name]})
     criteria = config.criteria
@@ -465,7 +496,16 @@ def apply_overrides(config: EvalConfig, **overrides: Any) -> EvalConfig:
     limit = o.get("limit", config.limit)
     if limit is not None and limit < 1:
         raise ConfigError("--limit must be at least 1")
+    max_cost = o.get("max_cost", config.max_cost)
+    if max_cost is not None:
+        if not (math.isfinite(max_cost) and max_cost > 0):
+            raise ConfigError("--max-cost must be a positive amount of USD")
+        if price_of(judge.model, config.price_table) is None:
+            raise ConfigError(
+                f"--max-cost needs the price of model {judge.model!r}: add it to {config.source} "
+                f'as [prices] "{judge.model}" = [input, output] (USD per million tokens)'
+            )
     return replace(
         config, judge=judge, sampling=sampling, limits=limits, criteria=criteria,
-        cache_path=cache_path, output=output, limit=limit,
+        cache_path=cache_path, output=output, limit=limit, max_cost=max_cost,
     )

@@ -39,6 +39,7 @@ from .errors import ConfigError
 from .plan import prepare_study
 from .records import Record
 from .report import write_atomic, write_csv
+from .results import load_results
 
 METHODS = ("spearman", "kendall", "pearson")
 LEVELS = ("summary", "system", "dataset")
@@ -86,7 +87,7 @@ class Correlation:
         n: documents averaged (summary), systems (system) or summaries (dataset).
         skipped: summary level: documents without a correlation (constant human or judge
             scores, or fewer than two scored summaries).
-        missing: items left out because the judge (or human) score is missing.
+        missing: items with a human score but no judge score, left out.
     """
 
     judge: str
@@ -530,8 +531,6 @@ def meta_evaluate(config: EvalConfig | str | os.PathLike[str],
     judges: dict[str, pd.DataFrame] = {}
     origins: dict[str, str] = {}
     if use_cache:
-        from .results import load_results
-
         results = load_results(config)
         study = results.study
         own = judge_scores(results.long)

@@ -23,10 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .cache import CachedResponse, JudgeCache
+from .config import EvalConfig
 from .coverage import item_state
-from .errors import GevalError, RateLimited, Rejected, RunStopped, Transient
+from .errors import ConfigError, GevalError, RateLimited, Rejected, RunStopped, Transient
 from .limits import RateLimits
 from .plan import JudgeItem, JudgeRequest, Study, first_request, followup_requests, plan_items
+from .pricing import Budget, price_of
 from .progress import CriterionCounts, RunCounters, render_progress
 from .transport import JudgeAnswer, Transport
 
@@ -73,6 +75,7 @@ class _Run:
         )
         self.failures: Counter[str] = Counter()
         self.stopped: str | None = None
+        self.budget = _budget(self.config)
         self.queue: asyncio.Queue[_ItemWork | None] = asyncio.Queue(
             maxsize=2 * self.config.limits.concurrency
         )
@@ -148,6 +151,10 @@ class _Run:
             await self.limits.acquire(request.est_tokens)
             if self.stop.is_set():
                 return "stopped", 0
+            cost = 0.0 if self.budget is None else _cost(self.budget, request)
+            if self.budget is not None and not self.budget.charge(cost):
+                self.stop.set()  # the reason is written at the end, with the final estimate
+                return "stopped", 0
             attempts += 1
             self.counters.in_flight += 1
             self.counters.peak_in_flight = max(self.counters.peak_in_flight,
@@ -158,6 +165,8 @@ class _Run:
                 self.counters.rate_limited += 1
                 self.counters.retries["429"] += 1
                 limited += 1
+                if self.budget is not None:
+                    self.budget.refund(cost)
                 self.limits.observe(exc.headers)
                 if limited > _MAX_RATE_LIMITED:
                     return self.fail(request, f"rate-limited {limited} times in a row"), 0
@@ -231,6 +240,23 @@ class _Run:
         self.cache.put(entry, overwrite=overwrite)
 
 
+def _budget(config: EvalConfig) -> Budget | None:
+    """The ``--max-cost`` budget of a run, or None without a cap."""
+    if config.max_cost is None:
+        return None
+    price = price_of(config.judge.model, config.price_table)
+    if price is None:
+        raise ConfigError(f"--max-cost needs the price of model {config.judge.model!r}: "
+                          "add it to the config's [prices] table")
+    return Budget(config.max_cost, price)
+
+
+def _cost(budget: Budget, request: JudgeRequest) -> float:
+    """The most a request can cost: its prompt estimate plus max_tokens x n completion."""
+    completion = int(request.body.get("max_tokens") or 0) * int(request.body.get("n") or 1)
+    return budget.cost(request.est_tokens - completion, completion)
+
+
 def _kind(exc: Transient) -> str:
     """A short name for a transient failure, for the retry counts in the summary."""
     if exc.status and exc.status >= 500:
@@ -299,10 +325,13 @@ async def run_study(
                 # of this task (a second Ctrl-C) is not swallowed here.
                 await asyncio.wait([reporter])
                 on_progress(render_progress(run.counters))  # type: ignore[misc]
+    stopped = run.stopped
+    if stopped is None and run.budget is not None and run.budget.refused:
+        stopped = run.budget.reached()
     return RunResult(
         counters=run.counters,
-        stopped=run.stopped,
-        interrupted=stop.is_set() and run.stopped is None,
+        stopped=stopped,
+        interrupted=stop.is_set() and stopped is None,
         failures=run.failures,
         elapsed=time.monotonic() - started,
     )

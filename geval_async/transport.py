@@ -11,6 +11,7 @@ header and nowhere else: it never appears in an error message.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -146,8 +147,10 @@ def _failure(status: int, raw: bytes, headers: Mapping[str, str], url: str,
             # Bigger than the whole per-minute budget: no wait will ever let it through.
             return Rejected(f"{detail} (raise the account's TPM limit or shorten the prompt)",
                             status=status, body=raw)
-        return RateLimited(detail, retry_after=retry_after(headers, kind), body=raw,
-                           headers=headers)
+        wait = retry_after(headers, kind)
+        if wait is not None and not math.isfinite(wait):
+            wait = None  # "inf" or "1e400": nobody can wait that out; back off instead
+        return RateLimited(detail, retry_after=wait, body=raw, headers=headers)
     if status in (401, 403):
         return RunStopped(
             f"the judge refused the API key ({detail}): check ${key_env}, then run again"

@@ -6,8 +6,10 @@ Everything runs the real CLI against the simulated judge and looks at the real c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -108,14 +110,52 @@ def _remount(path: Path, options: str) -> None:
     subprocess.run(["mount", "-o", f"remount,{options}", str(path)], check=True)
 
 
-def _chmod_stops_writes(folder: Path) -> bool:
+def _writable(folder: Path) -> bool:
     probe = folder / "probe"
     try:
         probe.write_text("x")
-    except PermissionError:
-        return True
+    except OSError:
+        return False
     probe.unlink()
-    return False
+    return True
+
+
+@contextlib.contextmanager
+def _read_only(cache: Path, mount: Callable[[Path, str], None]) -> Iterator[tuple[Path, str]]:
+    """The cache folder made read-only by the first mechanism that works here.
+
+    chmod, unless we are root (root ignores permission bits); then the immutable attribute
+    (chattr +i, needs CAP_LINUX_IMMUTABLE and ext4/xfs/btrfs); then a copy on a tmpfs
+    remounted read-only (needs CAP_SYS_ADMIN). Yields (folder, mechanism).
+    """
+    paths = [cache, *cache.iterdir()]
+    for path in paths:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        if not _writable(cache):
+            yield cache, "chmod"
+            return
+    finally:
+        for path in paths:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    chattr = shutil.which("chattr")
+    if chattr and subprocess.run([chattr, "+i", *map(str, paths)],
+                                 capture_output=True).returncode == 0:
+        try:
+            if not _writable(cache):
+                yield cache, "chattr +i"
+                return
+        finally:
+            subprocess.run([chattr, "-i", *map(str, paths)], check=True)
+    disk = cache.parent / "ro-disk"
+    mount(disk, "8m")  # skips the test when no tmpfs can be mounted
+    copy = disk / "cache"
+    shutil.copytree(cache, copy)
+    _remount(disk, "ro")
+    try:
+        yield copy, "read-only tmpfs"
+    finally:
+        _remount(disk, "rw")
 
 
 def test_read_only_cache_fails_before_any_request(
@@ -126,37 +166,16 @@ def test_read_only_cache_fails_before_any_request(
     received = sim.stats.received
     before = cache_snapshot(study.cache)
 
-    # chmod is the natural mechanism, but root ignores it: then the cache moves to a tmpfs
-    # that is remounted read-only.
-    cache = study.cache
-    paths = [cache, *cache.iterdir()]
-    for path in paths:
-        path.chmod(0o555 if path.is_dir() else 0o444)
-    mounted = None
-    if not _chmod_stops_writes(cache):
-        for path in paths:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        mounted = study.root / "ro"
-        mount_tmpfs(mounted, "8m")
-        cache = mounted / "cache"
-        subprocess.run(["cp", "-a", str(study.cache), str(cache)], check=True)
-        _remount(mounted, "ro")
-    try:
+    with _read_only(study.cache, mount_tmpfs) as (cache, mechanism):
         result = _run(study, "--cache", str(cache))
         status = run_cli("status", str(study.config), "--cache", str(cache))
-    finally:
-        if mounted is None:
-            for path in paths:
-                path.chmod(0o755 if path.is_dir() else 0o644)
-        else:
-            _remount(mounted, "rw")
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "writable" in lines[0] and str(cache) in lines[0], lines
     assert "Traceback" not in result.stderr
     assert sim.stats.received == received, "no request may be sent"
     assert cache_snapshot(cache) == before, "the cache is unchanged"
-    print(f"\nstatus on a read-only cache: exit {status.returncode}: "
+    print(f"\nread-only by {mechanism}: {lines[0]}\nstatus on it: exit {status.returncode}: "
           f"{(status.stdout + status.stderr).strip().splitlines()[-1]}")
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, write_records
 
-from geval_async.config import apply_overrides, load_config
+from geval_async.config import load_config
 from geval_async.plan import first_request, plan_items, prepare_study
 from geval_async.sim import SimServer
 

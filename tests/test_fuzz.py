@@ -14,11 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import PROMPT_A, PROMPT_B
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from geval_async.config import EvalConfig, apply_overrides, load_config
+from geval_async.config import _SECTIONS, EvalConfig, apply_overrides, load_config
+from geval_async.criteria import CRITERION_KEYS
 from geval_async.errors import GevalError, RateLimited
 from geval_async.plan import first_request, plan_items, prepare_study
 from geval_async.records import load_records
@@ -26,6 +28,8 @@ from geval_async.transport import JudgeAnswer, _answer, _failure
 
 FUZZ = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# Pure functions, a few milliseconds an example: look harder.
+FUZZ_MORE = settings(FUZZ, max_examples=400)
 
 # JSON-like values, with what JSON writers emit but strict parsers refuse (huge ints, NaN).
 _scalars = (st.none() | st.booleans() | st.integers() | st.floats()
@@ -82,17 +86,22 @@ def test_any_records_file_loads_or_fails_cleanly(content: bytes, group: str | No
 # --- config documents --------------------------------------------------------------------------
 
 
+def _toml_string(text: str) -> str:
+    # JSON's escapes are TOML's, but TOML also wants DEL escaped.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return repr(value).replace("inf", "inf").replace("nan", "nan")
+        return repr(value)  # inf, -inf and nan are TOML too
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return _toml_string(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}"
+        return "{" + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}"
                                for k, v in value.items()) + "}"
     raise TypeError(value)
 
@@ -100,15 +109,16 @@ def _toml_value(value: Any) -> str:
 def _toml(document: dict[str, Any]) -> str:
     lines = []
     for name, table in document.items():
-        if name == "criteria" and isinstance(table, list):
+        if name == "criteria" and isinstance(table, list) and all(
+                isinstance(c, dict) for c in table):
             for criterion in table:
                 lines.append("[[criteria]]")
-                lines += [f"{json.dumps(k)} = {_toml_value(v)}" for k, v in criterion.items()]
+                lines += [f"{_toml_string(k)} = {_toml_value(v)}" for k, v in criterion.items()]
         elif isinstance(table, dict):
             lines.append(f"[{name}]")
-            lines += [f"{json.dumps(k)} = {_toml_value(v)}" for k, v in table.items()]
+            lines += [f"{_toml_string(k)} = {_toml_value(v)}" for k, v in table.items()]
         else:
-            lines.insert(0, f"{json.dumps(name)} = {_toml_value(table)}")
+            lines.insert(0, f"{_toml_string(name)} = {_toml_value(table)}")
     return "\n".join(lines) + "\n"
 
 
@@ -139,27 +149,28 @@ _toml_values = st.recursive(
                       max_size=3),
     max_leaves=6,
 )
+# Values that sit on the edges of what the checks accept. Scale spans stay below 10**5 and
+# integers inside 64 bits: criteria.py builds every point of an integer scale (a [1, 10**12]
+# scale never finishes loading) and float() of a > 1e308 integer in 'points' raises
+# OverflowError; both are reported, and the second is pinned by the xfail test below.
 _interesting = st.sampled_from([
-    0, -1, 1, 10**12, 0.0, math.inf, math.nan, "", "clar", "logprobs", "azure", "regex",
-    [1, 10**12], [5, 1], [], ["clar"], ["A", "B", "C"], {"x": 1}, "../../etc/passwd", "a\x00b",
+    0, -1, 1, 10**4, 0.0, -0.0, math.inf, math.nan, "", "clar", "fit", "logprobs", "samples",
+    "azure", "regex", "likert", "weighted", "and", "(\\d)", "([", [1, 10**4], [5, 1], [1, 5, 9],
+    [], ["clar"], ["A", "B", "C"], ["text", "nope"], {"x": 1}, {"text": "text"},
+    "../../etc/passwd", "a\x00b", "~nobody/x", [-1.0, 2.0], [1.0, math.nan],
 ])
-_keys = st.sampled_from([
-    "path", "id", "group", "condition", "model", "provider", "base_url", "headers", "mode", "n",
-    "temperature", "top_p", "max_tokens", "top_logprobs", "seed", "rpm", "tpm", "concurrency",
-    "retries", "timeout", "backoff", "max_backoff", "prefix", "criteria", "normalize",
-    "conditions", "alpha", "test", "name", "prompt", "scale", "points", "fields", "role",
-    "parser", "pattern", "display_name", "sim-judge", "deployment", "unknown_key",
-])
-_sections = st.sampled_from(["data", "judge", "sampling", "limits", "cache", "output",
-                             "composite", "stats", "prices", "criteria", "bogus"])
+_section_keys = {name: sorted(keys) for name, keys in _SECTIONS.items()}
+_section_keys["criteria"] = sorted(CRITERION_KEYS)
+_section_keys["prices"] = ["sim-judge", "gpt-4o", ""]
+_sections = st.sampled_from(sorted(_section_keys))
 
 
 @st.composite
 def _config_document(draw: st.DrawFn) -> dict[str, Any]:
     document = _base_document()
-    for _ in range(draw(st.integers(1, 5))):
+    for _ in range(draw(st.integers(0, 3))):
         section = draw(_sections)
-        action = draw(st.sampled_from(["set", "set", "delete", "replace section"]))
+        action = draw(st.sampled_from(["set", "set", "set", "delete", "replace section"]))
         if action == "replace section":
             document[section] = draw(_toml_values)
             continue
@@ -170,7 +181,7 @@ def _config_document(draw: st.DrawFn) -> dict[str, Any]:
             table = table[draw(st.integers(0, len(table) - 1))]
         if not isinstance(table, dict):
             continue
-        key = draw(_keys)
+        key = draw(st.sampled_from([*_section_keys[section], "", "typo"]))
         if action == "delete":
             table.pop(key, None)
         else:
@@ -178,21 +189,22 @@ def _config_document(draw: st.DrawFn) -> dict[str, Any]:
     return document
 
 
+_amounts = st.sampled_from([math.nan, math.inf, -1.0, 0.0, 0.5, 60.0]) | st.floats()
 _overrides = st.fixed_dictionaries({}, optional={
-    "concurrency": st.integers(-2, 64), "rpm": st.floats(-1, 1e6), "n": st.integers(-1, 30),
-    "retries": st.integers(-1, 10), "timeout": st.floats(-1, 100), "limit": st.integers(-1, 50),
+    "concurrency": st.integers(0, 64), "rpm": _amounts, "tpm": _amounts,
+    "n": st.integers(0, 30), "retries": st.integers(-1, 10), "timeout": _amounts,
+    "limit": st.integers(0, 50),
     "criteria": st.sampled_from(["clar", "fit,clar", "nope", ",", ""]),
     "mode": st.sampled_from(["samples", "logprobs", "bogus"]),
-    "max_cost": st.floats(-1, 100) | st.just(math.nan),
+    "max_cost": _amounts,
     "model": st.sampled_from(["sim-judge", "gpt-4o-mini", "unknown-model"]),
 })
 
 
-@FUZZ
-@given(document=_config_document(), overrides=_overrides, raw_text=st.booleans(),
-       noise=st.text(max_size=40))
+@settings(FUZZ, max_examples=300)
+@given(document=_config_document(), overrides=_overrides, noise=st.text(max_size=40))
 def test_any_config_document_loads_or_fails_cleanly(
-    document: dict[str, Any], overrides: dict[str, Any], raw_text: bool, noise: str
+    document: dict[str, Any], overrides: dict[str, Any], noise: str
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -203,7 +215,7 @@ def test_any_config_document_loads_or_fails_cleanly(
             '{"id": "b", "user": "u", "condition": "B", "text": "t2", "reader": "r"}\n')
         config_path = root / "config.toml"
         text = _toml(document)
-        if raw_text:  # a hand-edited file: stray text somewhere in it
+        if len(noise) > 30:  # now and then a hand-edited file: stray text somewhere in it
             cut = len(noise) % (len(text) + 1)
             text = text[:cut] + noise + text[cut:]
         config_path.write_bytes(text.encode("utf-8", "surrogatepass"))
@@ -217,6 +229,12 @@ def test_any_config_document_loads_or_fails_cleanly(
         if config is None:
             event("refused: overrides")
             return
+        # What was accepted is usable: limits the runner can wait on, a cap it can compare.
+        limits = config.limits
+        for value in (limits.rpm, limits.tpm, config.max_cost):
+            assert value is None or (math.isfinite(value) and value > 0), limits
+        for value in (limits.timeout, limits.backoff, limits.max_backoff):
+            assert math.isfinite(value) and value > 0, limits
         study = _fails_cleanly(lambda: prepare_study(config))
         if study is None:
             event("refused: study")
@@ -225,6 +243,21 @@ def test_any_config_document_loads_or_fails_cleanly(
         for item in plan_items(study):
             request = first_request(item, config)
             assert request.key and request.est_tokens > 0
+
+
+@pytest.mark.xfail(strict=True, raises=OverflowError,
+                   reason="criteria.py: float() of a 400-digit integer in 'points' escapes as "
+                          "OverflowError instead of a ConfigError")
+def test_a_huge_integer_point_is_a_config_error(tmp_path: Path) -> None:
+    document = _base_document()
+    document["criteria"][0] = {"name": "clar", "prompt": "clar.txt", "kind": "likert",
+                               "points": [0, 10**400], "fields": ["text"]}
+    (tmp_path / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
+    (tmp_path / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text(_toml(document), encoding="utf-8")
+    with pytest.raises(GevalError):
+        load_config(config)
 
 
 # --- response bodies ---------------------------------------------------------------------------
@@ -262,13 +295,13 @@ def _body(draw: st.DrawFn) -> bytes:
 _header_values = st.sampled_from(
     ["1", "0", "-5", "1.5", "250", "nan", "inf", "-inf", "1e400", "6m0s", "1m30.5s", "120ms",
      "soon", "", "Wed, 21 Oct 2015 07:28:00 GMT"]) | st.text(max_size=10)
-_headers = st.dictionaries(
-    st.sampled_from(["retry-after-ms", "Retry-After", "retry-after", "x-ratelimit-reset-requests",
-                     "x-ratelimit-reset-tokens", "x-geval-simulated", "content-type"]),
-    _header_values, max_size=4)
+_headers = st.fixed_dictionaries({}, optional={
+    name: _header_values for name in
+    ["retry-after-ms", "Retry-After", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens",
+     "x-geval-simulated", "content-type"]})
 
 
-@FUZZ
+@FUZZ_MORE
 @given(raw=_body(), headers=_headers)
 def test_any_200_body_is_an_answer_or_a_transport_error(raw: bytes,
                                                         headers: dict[str, str]) -> None:
@@ -278,8 +311,8 @@ def test_any_200_body_is_an_answer_or_a_transport_error(raw: bytes,
         assert answer.choices and all(isinstance(c["message"], dict) for c in answer.choices)
 
 
-@FUZZ
-@given(status=st.sampled_from([400, 401, 403, 404, 408, 413, 422, 429, 500, 503])
+@FUZZ_MORE
+@given(status=st.sampled_from([400, 401, 403, 404, 408, 413, 422, 429, 429, 429, 500, 503])
        | st.integers(100, 599), raw=_body(), headers=_headers)
 def test_any_failure_maps_to_an_error_with_a_message(status: int, raw: bytes,
                                                      headers: dict[str, str]) -> None:

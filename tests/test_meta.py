@@ -14,19 +14,20 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import ROOT, run_cli
 from scipy import stats as sps
 
 from geval_async.errors import ConfigError
-from geval_async.meta import METHODS, meta_evaluate
+from geval_async.meta import METHODS, meta_evaluate, system_level
 from geval_async.sim import SimServer
 
 DATA_DIR = ROOT.parent / "shared" / "data" / "summeval"
 DATA = DATA_DIR / "summeval.jsonl"
-pytestmark = pytest.mark.skipif(
+needs_summeval = pytest.mark.skipif(
     not DATA_DIR.is_dir(),
-    reason="SummEval is not at ../shared/data/summeval (it lives beside the repository, never in it)",
+    reason="no SummEval at ../shared/data/summeval (it lives beside the repository, never in it)",
 )
 
 HUMAN = {"coh": "coherence", "con": "consistency", "flu": "fluency", "rel": "relevance"}
@@ -117,6 +118,7 @@ def _expected(records: list[dict], judge: dict[int, dict[str, float | None]], cr
     return out
 
 
+@needs_summeval
 def test_summary_system_and_dataset_levels_equal_scipy(tmp_path: Path) -> None:
     records = _records()
     judge = _known_judge(records)
@@ -140,15 +142,17 @@ def test_summary_system_and_dataset_levels_equal_scipy(tmp_path: Path) -> None:
         assert summary.n + summary.skipped == 100
         assert found[(criterion, "system", "pearson")].n == 16
         assert found[(criterion, "dataset", "pearson")].n == 1600 - expected["missing"]
-    # Four documents have equal expert consistency scores for all 16 summaries, and one
-    # document has equal judge scores: both kinds are skipped and counted.
+    # Consistency: four documents have equal expert scores for all 16 summaries, a fifth once
+    # its one unscored summary (an empty cell) is left out, and one document has equal judge
+    # scores: all are skipped and counted. Coherence has only the judge's constant document.
     assert found[("coh", "summary", "kendall")].skipped == 1
-    assert found[("con", "summary", "kendall")].skipped == 5
+    assert found[("con", "summary", "kendall")].skipped == 6
     notes = "\n".join(evaluation.notes)
-    assert "noisy con: 5 of 100 documents skipped" in notes
+    assert "noisy con: 6 of 100 documents skipped" in notes
     assert f"noisy coh: {expected['missing']} of 1600 items have no judge score" in notes
 
 
+@needs_summeval
 def test_bootstrap_interval_holds_the_estimate_and_follows_the_seed(tmp_path: Path) -> None:
     judge_file = _write_csv(tmp_path / "noisy.csv", _known_judge(_records()))
 
@@ -175,6 +179,7 @@ def test_bootstrap_interval_holds_the_estimate_and_follows_the_seed(tmp_path: Pa
     assert all(math.isnan(c.ci_low) for c in evaluation.correlations)
 
 
+@needs_summeval
 def test_cli_compares_judge_files_and_writes_csv_and_json(tmp_path: Path) -> None:
     records = _records()
     judge = _known_judge(records)
@@ -189,7 +194,7 @@ def test_cli_compares_judge_files_and_writes_csv_and_json(tmp_path: Path) -> Non
     result = run_cli("meta", str(config), "--no-cache", "--judge-file", f"noisy={noisy}",
                      "--judge-file", f"flipped={other}")
     assert result.returncode == 0, result.stderr
-    assert "noisy con: 5 of 100 documents skipped" in result.stdout
+    assert "noisy con: 6 of 100 documents skipped" in result.stdout
     assert "flipped: no scores for con, flu (left out)" in result.stdout
 
     meta_csv = tmp_path / "out" / "meta" / "t_meta.csv"
@@ -213,6 +218,7 @@ def test_cli_compares_judge_files_and_writes_csv_and_json(tmp_path: Path) -> Non
     assert line.count("[") == 3
 
 
+@needs_summeval
 @pytest.mark.parametrize(
     ("header", "row", "message"),
     [
@@ -235,6 +241,7 @@ def test_bad_judge_file_is_one_line_and_exit_2(tmp_path: Path, header: str, row:
     assert str(bad) in lines[0] and message in lines[0]
 
 
+@needs_summeval
 def test_bad_jsonl_score_names_the_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"index": 0, "coh": 3}\n\n{"index": 1, "coh": [3]}\n')
@@ -242,10 +249,11 @@ def test_bad_jsonl_score_names_the_line(tmp_path: Path) -> None:
         meta_evaluate(_write_config(tmp_path), {"bad": bad}, use_cache=False)
 
 
+@needs_summeval
 def test_meta_config_is_checked(tmp_path: Path) -> None:
+    config = _write_config(tmp_path)
+    config.write_text(config.read_text() + "bootstrp = 5\n")
     with pytest.raises(ConfigError, match=r"\[meta\] unknown key 'bootstrp'"):
-        config = _write_config(tmp_path)
-        config.write_text(config.read_text() + "bootstrp = 5\n")
         meta_evaluate(config, use_cache=False)
     with pytest.raises(ConfigError, match=r"'human' names 'cohesion', which is not among"):
         meta_evaluate(_write_config(tmp_path, human='cohesion = "scores.coherence"'))
@@ -257,6 +265,7 @@ def test_meta_config_is_checked(tmp_path: Path) -> None:
     assert "holds no scores for this study" in result.stderr
 
 
+@needs_summeval
 def test_cache_judge_equals_scipy_on_its_weighted_scores(tmp_path: Path) -> None:
     """The tool's own judge: scores from the cache (via load_results), then scipy directly."""
     from geval_async.results import load_results
@@ -281,3 +290,19 @@ def test_cache_judge_equals_scipy_on_its_weighted_scores(tmp_path: Path) -> None
         j = part["score"].tolist()
         for method, f in SCIPY.items():
             assert rows[(criterion, "dataset", method)] == pytest.approx(f(h, j), abs=1e-9)
+
+
+def test_system_means_equal_in_exact_arithmetic_tie() -> None:
+    # System a's judge mean is (0.1 + 0.2 + 0.3) / 3, b's (0.6 + 0 + 0) / 3: equal, although
+    # the float sums differ in the last bit. Ranked as a tie, as a person would rank them.
+    judge = {"a": [0.1, 0.2, 0.3], "b": [0.6, 0.0, 0.0], "c": [1.0, 1.0, 1.0]}
+    human = {"a": [1, 1, 1], "b": [2, 2, 2], "c": [3, 3, 3]}
+    assert np.mean(judge["a"]) != np.mean(judge["b"])
+    pairs = pd.DataFrame([
+        {"record_id": f"{s}{i}", "group": f"d{i}", "condition": s, "criterion": "x",
+         "human": human[s][i], "judge": judge[s][i]}
+        for s in judge for i in range(3)
+    ])
+    found = {c.method: c.value for c in system_level(pairs, "j", "x")}
+    assert found["spearman"] == pytest.approx(sps.spearmanr([1, 2, 3], [0.2, 0.2, 1]).statistic)
+    assert found["kendall"] == pytest.approx(sps.kendalltau([1, 2, 3], [0.2, 0.2, 1]).statistic)

@@ -1,0 +1,61 @@
+"""Benchmark 5, memory: a 400,000-request plan runs in under 300 MB (peak RSS of the client).
+
+100,000 tiny records x 4 criteria, n = 1, against a zero-latency unlimited simulated judge, with
+``geval-async run CONFIG --quiet`` as a user runs it (a fresh process; its peak RSS from
+``os.wait4``). The resident set is sampled every 2 s to show whether it grows with the plan,
+and the RSS of a process that only imports the CLI is reported alongside (what the run itself
+adds is the difference).
+
+    .venv/bin/python bench/memory.py [--quick] [--records 100000] [--concurrency 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import PYTHON, SimProcess, run_child, save, table, workdir, write_study
+
+FLOOR_MB = 300
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--quick", action="store_true", help="5,000 records (20,000 requests)")
+    args = parser.parse_args()
+    if args.quick:
+        args.records = 5_000
+
+    imports = run_child([PYTHON, "-c", "import geval_async.cli"])
+    with workdir("memory") as folder, SimProcess() as sim:
+        study = write_study(folder / "study", args.records, n=1, max_tokens=2, tiny=True)
+        run = run_child([PYTHON, "-m", "geval_async", "run", str(study.config), "--quiet",
+                         "--base-url", sim.base_url, "--concurrency", str(args.concurrency)],
+                        rss_every=2.0, timeout=7200)
+        stats = sim.stats()
+        cache_mb = sum(p.stat().st_size for p in study.cache.rglob("*") if p.is_file()) / 2**20
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert stats["received"] == study.requests, stats
+    samples = run.rss_samples
+    quarter = [samples[min(len(samples) - 1, int(len(samples) * q))][1] for q in
+               (0.25, 0.5, 0.75, 1.0)] if samples else []
+    row = {
+        "requests": study.requests, "wall_s": run.wall, "req_per_s": study.requests / run.wall,
+        "peak_rss_mb": run.maxrss_mb, "floor_mb": FLOOR_MB, "passed": run.maxrss_mb < FLOOR_MB,
+        "import_only_rss_mb": imports.maxrss_mb,
+        "run_adds_mb": run.maxrss_mb - imports.maxrss_mb,
+        "rss_at_25_50_75_100pct": quarter, "cpu_s": run.cpu, "cache_mb": round(cache_mb, 1),
+    }
+    print(table([row], [k for k in row if k != "rss_at_25_50_75_100pct"]))
+    print(f"RSS at 25/50/75/100 % of the run (MB): {quarter}")
+    path = save("memory", {"settings": vars(args), "result": row, "rss_samples": samples})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

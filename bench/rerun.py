@@ -1,0 +1,80 @@
+"""Benchmark 3, full rerun: a plan whose every answer is cached sends nothing, and how fast.
+
+For a 1,920-request plan (480 records x 4 criteria) and a 100,000-request plan (25,000 x 4),
+the cache is filled by a first run against a zero-latency simulated judge; then the same
+command runs again. The server's ``/sim/stats`` must show no new request. The rerun's time is
+set against the floor of any rerun: load the study, hash every request of the plan into its
+key and look each key up directly in diskcache (``key in cache``), in a fresh process too.
+
+* ``rerun (CLI)``: ``python -m geval_async run CONFIG --quiet``, the whole process, interpreter
+  start and imports included, as a user runs it;
+* ``rerun (run_study)``: the library call only (study loading included, imports excluded);
+* ``hash + lookup``: the floor, split into loading the study, hashing and looking up.
+
+    .venv/bin/python bench/rerun.py [--quick] [--sizes 480,25000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import PYTHON, SimProcess, client, run_child, save, table, workdir, write_study
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="480,25000", help="records per plan (x 4 criteria)")
+    parser.add_argument("--quick", action="store_true", help="480 and 2,500 records")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes = "480,2500"
+
+    rows = []
+    import_only = run_child([PYTHON, "-c", "import geval_async.cli"])
+    with workdir("rerun") as folder, SimProcess() as sim:
+        for records in (int(s) for s in args.sizes.split(",")):
+            study = write_study(folder / f"study-{records}", records)
+            common = {"config": study.config, "base_url": sim.base_url, "cache": study.cache,
+                      "concurrency": 32}
+            fill = run_child(client("geval", **common)).report()
+            assert fill["complete"], fill
+            before = sim.stats()["received"]
+            cli = run_child([PYTHON, "-m", "geval_async", "run", str(study.config), "--quiet",
+                             "--base-url", sim.base_url, "--cache", str(study.cache)])
+            assert cli.returncode == 0, cli.stderr
+            library = run_child(client("geval", **common)).report()
+            floor = run_child(client("lookup", **common)).report()
+            sent = sim.stats()["received"] - before
+            assert sent == 0, f"the rerun sent {sent} requests"
+            assert library["cached"] == study.requests and library["sent"] == 0, library
+            assert floor["found"] == study.requests, floor
+            row = {
+                "requests": study.requests, "sent_on_rerun": sent,
+                "first_run_s": fill["wall"],
+                "rerun_cli_s": cli.wall, "rerun_run_study_s": library["wall"],
+                "floor_s": floor["wall"], "floor_load_s": floor["load"],
+                "floor_hash_s": floor["hash"], "floor_lookup_s": floor["lookup"],
+                "cli_x_floor": cli.wall / floor["wall"],
+                "run_study_x_floor": library["wall"] / floor["wall"],
+                "cli_maxrss_mb": cli.maxrss_mb,
+            }
+            rows.append(row)
+            print(table([row], list(row)), flush=True)
+
+    print()
+    print(f"python -c 'import geval_async.cli': {import_only.wall:.2f} s")
+    print(table(rows, ["requests", "sent_on_rerun", "first_run_s", "rerun_cli_s",
+                       "rerun_run_study_s", "floor_s", "cli_x_floor", "run_study_x_floor"]))
+    print(table(rows, ["requests", "floor_load_s", "floor_hash_s", "floor_lookup_s",
+                       "cli_maxrss_mb"]))
+    path = save("rerun", {"settings": vars(args), "import_cli_s": import_only.wall,
+                          "runs": rows})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

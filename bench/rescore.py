@@ -1,0 +1,83 @@
+"""Benchmark 4, re-scoring: ``geval-async report CONFIG`` on a full cache, with and without imports.
+
+480 records x 4 criteria x 10 sampled ratings (1,920 cached answers, 19,200 ratings), the cache
+filled first against a zero-latency simulated judge. ``report`` reads the cache only (scores,
+composite, Welch tests with FDR, Markdown report; no plots). Each command runs ``--repeat``
+times in a fresh process and the median is kept; the time of a process that only imports the
+CLI (``python -c 'import geval_async.cli'``) is subtracted to give the work itself, and
+``python -X importtime`` names the heaviest imports.
+
+    .venv/bin/python bench/rescore.py [--quick] [--records 480] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import PYTHON, SimProcess, client, run_child, save, table, workdir, write_study
+
+
+def _heaviest_imports(count: int = 6) -> list[tuple[str, float]]:
+    """The top-level-ish modules with the largest cumulative import time (seconds)."""
+    run = run_child([PYTHON, "-X", "importtime", "-c", "import geval_async.cli"])
+    found = []
+    for line in run.stderr.splitlines():
+        match = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
+        if match and len(match.group(2)) <= 3:  # shallow entries only
+            found.append((match.group(3), int(match.group(1)) / 1e6))
+    return sorted(found, key=lambda x: -x[1])[:count]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=480)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="48 records, one repeat")
+    args = parser.parse_args()
+    if args.quick:
+        args.records, args.repeat = 48, 1
+
+    with workdir("rescore") as folder:
+        study = write_study(folder / "study", args.records, n=10)
+        with SimProcess() as sim:
+            fill = run_child(client("geval", config=study.config, base_url=sim.base_url,
+                                    cache=study.cache, concurrency=32)).report()
+        assert fill["complete"], fill
+        # The judge is gone: report must not need it.
+        imports, reports = [], []
+        for _ in range(args.repeat):
+            imports.append(run_child([PYTHON, "-c", "import geval_async.cli"]))
+            reports.append(run_child([PYTHON, "-m", "geval_async", "report",
+                                      str(study.config)]))
+            assert reports[-1].returncode == 0, reports[-1].stdout + reports[-1].stderr
+        outputs = sorted(p.name for p in (study.folder / "out").rglob("*") if p.is_file())
+
+    report_s = statistics.median(r.wall for r in reports)
+    import_s = statistics.median(r.wall for r in imports)
+    row = {
+        "records": args.records, "criteria": len(study.criteria), "samples_per_item": 10,
+        "cached_answers": study.requests, "report_s": report_s, "import_cli_s": import_s,
+        "report_minus_import_s": report_s - import_s,
+        "import_share": import_s / report_s,
+        "report_cpu_s": statistics.median(r.cpu for r in reports),
+        "report_maxrss_mb": max(r.maxrss_mb for r in reports),
+    }
+    heaviest = _heaviest_imports()
+    print(table([row], list(row)))
+    print("heaviest imports of geval_async.cli (cumulative s): "
+          + ", ".join(f"{name} {seconds:.2f}" for name, seconds in heaviest))
+    path = save("rescore", {"settings": vars(args), "result": row, "heaviest_imports": heaviest,
+                            "outputs": outputs,
+                            "walls": {"report": [r.wall for r in reports],
+                                      "import": [r.wall for r in imports]}})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Run every benchmark, one after the other (never in parallel: they would share the cores).
+
+    .venv/bin/python bench/run_all.py            # the default sizes (about 25 minutes on 2 cores)
+    .venv/bin/python bench/run_all.py --quick    # a smoke run (about 3 minutes)
+    .venv/bin/python bench/run_all.py rate_limits overhead   # some of them
+
+Each script prints its table and writes bench/results/<name>.json; this one then prints the
+headline figure of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ORDER = ("overhead", "rate_limits", "rerun", "rescore", "memory", "peers")
+
+
+def headline(name: str) -> str:
+    path = BENCH / "results" / f"{name}.json"
+    if not path.exists():
+        return "no results"
+    data = json.loads(path.read_text())
+    if name == "overhead":
+        s = data["summary"]
+        return (f"geval-async / bare aiohttp throughput {s['throughput_ratio']:.2f} (floor 0.5), "
+                f"CPU per request {s['cpu_per_request_ratio']:.2f} x bare")
+    if name == "rate_limits":
+        return "; ".join(
+            f"{r['bucket_s']:g}s bucket, {r['variant']}, {r['client_limits']}: "
+            f"{r['wall/bound']:.3f} x bound, {r['429s']} 429s" for r in data["runs"])
+    if name == "rerun":
+        return "; ".join(
+            f"{r['requests']} requests: sent {r['sent_on_rerun']}, run_study "
+            f"{r['run_study_x_floor']:.2f} x hash+lookup, CLI {r['rerun_cli_s']:.2f} s"
+            for r in data["runs"])
+    if name == "rescore":
+        r = data["result"]
+        return (f"report {r['report_s']:.2f} s, of which importing the CLI "
+                f"{r['import_cli_s']:.2f} s")
+    if name == "memory":
+        r = data["result"]
+        return f"{r['requests']} requests, peak RSS {r['peak_rss_mb']:.0f} MB (floor 300)"
+    if name == "peers":
+        return "; ".join(
+            f"{r['bucket_s']:g}s {r['contender']}: {r['wall_s']:.1f} s, {r['429s']} 429s, "
+            f"{r['failed_items']} failed" for r in data["runs"])
+    return ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help=f"some of: {', '.join(ORDER)}")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    unknown = sorted(set(args.names) - set(ORDER))
+    if unknown:
+        parser.error(f"unknown benchmark {unknown[0]!r} (known: {', '.join(ORDER)})")
+    names = args.names or list(ORDER)
+    failed = []
+    for name in names:
+        print(f"\n=== {name} ===", flush=True)
+        started = time.perf_counter()
+        command = [sys.executable, str(BENCH / f"{name}.py")] + (["--quick"] if args.quick else [])
+        if subprocess.run(command).returncode != 0:
+            failed.append(name)
+        print(f"({name}: {time.perf_counter() - started:.0f} s)", flush=True)
+    print("\n=== headlines ===")
+    for name in names:
+        print(f"{name}: {'FAILED' if name in failed else headline(name)}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

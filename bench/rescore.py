@@ -24,14 +24,15 @@ from common import PYTHON, SimProcess, client, run_child, save, table, workdir, 
 
 
 def _heaviest_imports(count: int = 6) -> list[tuple[str, float]]:
-    """The top-level-ish modules with the largest cumulative import time (seconds)."""
+    """Seconds spent importing each top-level package (sum of its modules' own times)."""
     run = run_child([PYTHON, "-X", "importtime", "-c", "import geval_async.cli"])
-    found = []
+    spent: dict[str, float] = {}
     for line in run.stderr.splitlines():
-        match = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
-        if match and len(match.group(2)) <= 3:  # shallow entries only
-            found.append((match.group(3), int(match.group(1)) / 1e6))
-    return sorted(found, key=lambda x: -x[1])[:count]
+        match = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", line)
+        if match:
+            package = match.group(2).split(".")[0]
+            spent[package] = spent.get(package, 0.0) + int(match.group(1)) / 1e6
+    return sorted(spent.items(), key=lambda x: -x[1])[:count]
 
 
 def main() -> None:
@@ -70,7 +71,7 @@ def main() -> None:
     }
     heaviest = _heaviest_imports()
     print(table([row], list(row)))
-    print("heaviest imports of geval_async.cli (cumulative s): "
+    print("import time of geval_async.cli by package (s): "
           + ", ".join(f"{name} {seconds:.2f}" for name, seconds in heaviest))
     path = save("rescore", {"settings": vars(args), "result": row, "heaviest_imports": heaviest,
                             "outputs": outputs,

@@ -3,7 +3,8 @@
 A config names the records file and its id/group/condition fields, the judge (OpenAI or Azure
 form), how to sample (n draws or token logprobs), the rate limits, the criteria (prompt file,
 rating scale, which record fields each one receives), where the cache lives and where outputs
-go, and how to build the composite and the statistics. Relative paths resolve against the config
+go, how to build the composite and the statistics, and (``[prices]``) what models cost, for
+``--dry-run`` estimates and the ``--max-cost`` cap. Relative paths resolve against the config
 file's folder; criteria are parsed in :mod:`geval_async.criteria`. Command-line flags
 override the common settings through :func:`apply_overrides`.
 

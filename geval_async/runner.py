@@ -10,7 +10,9 @@ Retries: a 429 pauses every worker for as long as the server asked; a transient 
 retried with capped exponential backoff and full jitter, up to ``limits.retries`` times; a
 refusal is stored and not retried; a failure no retry can fix (quota, key) stops the run.
 Setting the ``stop`` event (the CLI does on Ctrl-C) stops dispatching: no new request is sent,
-answers already in flight are still saved, and the run returns its counts.
+answers already in flight are still saved, and the run returns its counts. A ``--max-cost`` cap
+(:class:`~geval_async.pricing.Budget`) stops the run the same way, before the request that
+would take the run's estimated spend past it.
 """
 
 from __future__ import annotations

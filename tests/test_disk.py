@@ -76,8 +76,9 @@ def test_two_runs_of_one_plan_share_a_cache_safely(sim: SimServer, study: StudyF
     duplicates = sum(answered.values()) - len(answered)
     print(f"\ntwo processes, {len(keys)} requests: {duplicates} answered twice")
     # Both walk the plan in the same order, so they race on the same missing keys; what is
-    # guaranteed is that each answer is stored once and the second copy is dropped.
-    assert duplicates <= len(keys)
+    # guaranteed is that each answer is stored once, the second copy is dropped, and neither
+    # process asks for a request twice.
+    assert max(answered.values()) <= 2
 
     status = run_cli("status", str(study.config))
     assert status.returncode == 0, status.stderr

@@ -7,6 +7,7 @@ are seeded per arrival, so each run sees the same sequence of faults.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import signal
@@ -80,20 +81,22 @@ def test_every_fault_kind_is_retried_counted_and_nothing_is_lost(
     faults = sim.stats.faults
     for kind in ("500", "503", "reset", "stall", "truncated", "429"):
         assert faults[kind] > 0, f"the seeded draws gave no {kind!r}: {dict(faults)}"
-    # Bounded: no request was sent more than once per fault it met plus its final answer.
-    arrivals = Counter(digest for _, digest in sim.stats.arrivals)
-    assert sum(arrivals.values()) == len(keys) + sum(faults.values())
-    assert max(arrivals.values()) <= 1 + RETRIES + faults["429"]
-
     retries = _retries(result.stdout)
     print(f"\nfaults {dict(faults)}\nretries {retries}")
+    # The summary names every kind, with the count the server injected.
     assert retries["http 500"] == faults["500"]
     assert retries["http 503"] == faults["503"]
     assert retries["connection"] == faults["reset"]
-    assert retries["timeout"] == faults["stall"]
     assert retries["malformed body"] == faults["truncated"]
     assert retries["429"] == faults["429"]
     assert f"429s {faults['429']}," in result.stdout
+    # A loaded machine may time out an answer that was not stalled, never the reverse.
+    assert retries["timeout"] >= faults["stall"]
+    # Bounded: every request was sent once plus once per failed attempt the summary counts,
+    # and none more often than its retries allow (429s are waits, not failures).
+    arrivals = Counter(digest for _, digest in sim.stats.arrivals)
+    assert sum(arrivals.values()) == len(keys) + sum(retries.values())
+    assert max(arrivals.values()) <= 1 + RETRIES + faults["429"]
 
 
 def test_retries_are_bounded_then_the_item_fails_and_a_rerun_resumes(
@@ -117,28 +120,34 @@ def test_retries_are_bounded_then_the_item_fails_and_a_rerun_resumes(
 def test_no_request_reaches_the_server_inside_a_429_pause(
     sim: SimServer, study: StudyFiles
 ) -> None:
-    pause_ms, dispatched_ms = 300, 25
+    pause_ms, concurrency = 300, 8
     study.n_records = write_records(study.records, 24)
     sim.settings.spurious_429 = 0.15
     sim.settings.retry_after_ms = pause_ms
-    study.write_config(sim.base_url, limits={"concurrency": 8})
+    study.write_config(sim.base_url, limits={"concurrency": concurrency})
     result = _run(study)
     assert result.returncode == 0, result.stdout + result.stderr
     events = sorted(sim.stats.events)
-    limited = [done for _, done, status in events if status == 429]
+    digest_at = dict(sim.stats.arrivals)  # events and arrivals share the arrival time
+    limited = [(digest_at[arrival], done) for arrival, done, status in events if status == 429]
     assert len(limited) >= 5, f"the seeded draws gave too few 429s: {len(limited)}"
-    late = []
-    for sent in limited:
-        # Requests the client dispatched before this 429 reached it may still arrive just
-        # after it; nothing else may arrive until the pause the server asked for is over.
-        inside = [arrival - sent for arrival, _, _ in events
-                  if sent + dispatched_ms / 1000 < arrival < sent + pause_ms / 1000]
-        late += inside
-    assert not late, f"requests arrived {[round(x * 1000) for x in late]} ms after a 429"
-    arrivals_after = [min((a - sent for a, _, _ in events if a > sent), default=None)
-                      for sent in limited]
-    print(f"\nfirst arrival after each 429 (ms): "
-          f"{[None if a is None else round(a * 1000, 1) for a in arrivals_after]}")
+    pause = pause_ms / 1000
+    for digest, sent in limited:
+        # The refused request comes back only after the pause the server asked for ...
+        retry = min(a for a, d in sim.stats.arrivals if d == digest and a > sent)
+        assert retry >= sent + pause, f"retried {(retry - sent) * 1000:.1f} ms after its 429"
+        # ... and meanwhile nobody else starts one: what arrives inside the pause was already
+        # on its way when the 429 reached the client (one per other worker, maybe two when a
+        # worker's answer was read just before the 429). Timestamps are the server's, so
+        # this holds however slow the machine is.
+        inside = [a for a, _, _ in events if sent < a < sent + pause]
+        assert len(inside) <= 2 * (concurrency - 1), (
+            f"{len(inside)} requests arrived inside a {pause_ms} ms pause: "
+            f"{[round((a - sent) * 1000, 1) for a in inside]} ms after the 429")
+    first_after = [min((a - sent for a, _, _ in events if a > sent), default=math.nan)
+                   for _, sent in limited]
+    print(f"\n{len(limited)} 429s; first arrival after each (ms): "
+          f"{[round(a * 1000, 1) for a in first_after]}")
 
 
 def test_insufficient_quota_mid_run_stops_with_one_line_and_keeps_every_answer(

@@ -43,7 +43,7 @@ from geval_async.cache import CachedResponse, JudgeCache
 from geval_async.config import load_config
 from geval_async.plan import prepare_study
 from geval_async.ratings import first_token_top_logprobs
-from geval_async.scoring import MISSING, NO_VALID, REFUSED, SCORED, score_items
+from geval_async.scoring import MISSING, NO_VALID, REFUSED, SCORED, ItemScore, score_items
 
 MODEL_ALIAS = "smollm2"
 RECORDS = 4  # the first 4 records of the study fixture ([data] limit)
@@ -191,7 +191,7 @@ def _requests_sent(stdout: str) -> int:
     return int(match.group(1))
 
 
-def _scores(study: StudyFiles) -> list:
+def _scores(study: StudyFiles) -> list[ItemScore]:
     study_plan = prepare_study(load_config(study.config))
     with JudgeCache(study.cache, create=False) as cache:
         return list(score_items(study_plan, cache))

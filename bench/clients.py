@@ -57,6 +57,8 @@ def geval(spec: Spec) -> dict[str, Any]:
     from geval_async.plan import prepare_study
     from geval_async.runner import run_study
 
+    if spec.get("limits_module"):
+        _use_limits_module(spec["limits_module"])
     config = apply_overrides(load_config(spec["config"]), base_url=spec["base_url"],
                              cache=spec.get("cache"))
     limits = replace(config.limits, rpm=spec.get("rpm"), tpm=spec.get("tpm"),
@@ -76,6 +78,21 @@ def geval(spec: Spec) -> dict[str, Any]:
         "peak_in_flight": result.counters.peak_in_flight,
         "retries": dict(result.counters.retries),
     }
+
+
+def _use_limits_module(path: str) -> None:
+    """Run with another version of geval_async/limits.py (a before/after comparison)."""
+    import importlib.util
+
+    from geval_async import runner
+
+    module_spec = importlib.util.spec_from_file_location("geval_async._bench_limits", path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    if not hasattr(module.RateLimits, "observe"):  # before header learning existed
+        module.RateLimits.observe = lambda self, headers: None
+    runner.RateLimits = module.RateLimits  # type: ignore[attr-defined]
 
 
 # --- bare aiohttp ---------------------------------------------------------------------------

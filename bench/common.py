@@ -260,27 +260,44 @@ def write_study(folder: Path, records: int, *,
     return StudyFiles(folder, config, folder / "cache", records, tuple(criteria))
 
 
-def plan_bodies(config: Path, out: Path) -> dict[str, int]:
+def plan_bodies(config: Path, out: Path) -> dict[str, Any]:
     """Write the plan's request bodies (one JSON per line) as geval-async would send them.
 
     Returns the plan's size and its token cost as the server counts it (prompt tokens plus
-    ``max_tokens x n``).
+    ``max_tokens x n``), in total and per criterion in plan order (``phases``).
     """
+    import orjson
+
     from geval_async.config import load_config
     from geval_async.plan import first_request, plan_items, prepare_study
     from geval_async.sim_limits import prompt_tokens
 
     study = prepare_study(load_config(config))
-    requests = tokens = 0
+    phases: dict[str, dict[str, int]] = {}
     with out.open("wb") as handle:
-        import orjson
-
         for item in plan_items(study):
             body = first_request(item, study.config).body
             handle.write(orjson.dumps(body) + b"\n")
-            requests += 1
-            tokens += prompt_tokens(body["messages"]) + body["max_tokens"] * body["n"]
-    return {"requests": requests, "tokens": tokens}
+            phase = phases.setdefault(item.criterion.name, {"requests": 0, "tokens": 0})
+            phase["requests"] += 1
+            phase["tokens"] += prompt_tokens(body["messages"]) + body["max_tokens"] * body["n"]
+    return {"requests": sum(p["requests"] for p in phases.values()),
+            "tokens": sum(p["tokens"] for p in phases.values()), "phases": phases}
+
+
+def bounds(plan: dict[str, Any], rpm: float, tpm: float) -> tuple[float, float]:
+    """Seconds the limits allow at best: for the plan as a whole, and sent in plan order.
+
+    The plan goes criterion by criterion; when criteria differ in prompt size, one limit binds
+    in some criteria and the other elsewhere, so a client sending in plan order needs the sum of
+    the per-criterion bounds, a little more than the whole plan's bound.
+    """
+    def bound(requests: float, tokens: float) -> float:
+        return max(requests / rpm, tokens / tpm) * 60
+
+    whole = bound(plan["requests"], plan["tokens"])
+    in_order = sum(bound(p["requests"], p["tokens"]) for p in plan["phases"].values())
+    return whole, in_order
 
 
 # --- contenders in child processes ------------------------------------------------------------

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (
     SimProcess,
+    bounds,
     client,
     plan_bodies,
     run_child,
@@ -64,7 +65,7 @@ def main() -> None:
         plan = plan_bodies(study.config, bodies)
         # Tokens loose (they would take 0.6 x the requests' time): the requests limit binds.
         tpm = int(plan["tokens"] / (0.6 * plan["requests"] / args.rpm))
-        bound = max(plan["requests"] / args.rpm, plan["tokens"] / tpm) * 60
+        bound, _ = bounds(plan, args.rpm, tpm)
         for bucket in (float(b) for b in args.buckets.split(",")):
             contenders = [
                 ("geval-async (limits configured)", "geval",
@@ -90,6 +91,7 @@ def main() -> None:
                     "wall_s": report["wall"] * scale, "wall/bound": report["wall"] * scale / bound,
                     "429s": int(server_429s(stats) * scale),
                     "failed_items": int(report["failed"] * scale),
+                    "answered": int((sent - report["failed"]) * scale),
                     "cpu_s": report["cpu"] * scale,
                     "extrapolated": scale != 1,
                 }
@@ -102,7 +104,7 @@ def main() -> None:
         row["wall_x_geval"] = row["wall_s"] / base["wall_s"]
         row["cpu_x_geval"] = row["cpu_s"] / base["cpu_s"] if base["cpu_s"] else None
     columns = ["bucket_s", "contender", "measured_on", "wall_s", "wall/bound", "wall_x_geval",
-               "429s", "failed_items", "cpu_s", "cpu_x_geval", "extrapolated"]
+               "429s", "answered", "failed_items", "cpu_s", "cpu_x_geval", "extrapolated"]
     print()
     print(f"plan: {plan['requests']} requests, {plan['tokens']} tokens; limits {args.rpm} rpm, "
           f"{tpm} tpm; bound {bound:.1f} s")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .report import markdown_report, output_path, write_atomic, write_csv, write_raw
-from .results import StudyResults, load_results
-from .stats import comparisons_frame, format_table
 from .summary import SIMULATED_NOTE
-from .tables import COMPOSITE
+
+if TYPE_CHECKING:
+    from .results import StudyResults
+
+# pandas and scipy load inside the commands, not at import: `geval-async run` never needs them.
 
 # Everything that decides cache keys (model, n, mode) or what is read (cache, criteria, limit).
 _OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode")
@@ -46,6 +47,8 @@ def add_score_commands(commands: Any, study_arguments: Callable[[argparse.Argume
 
 
 def _results(args: argparse.Namespace) -> StudyResults:
+    from .results import load_results
+
     overrides = {k: getattr(args, k, None) for k in _OVERRIDES}
     results = load_results(args.config, strict=args.strict, **overrides)
     _coverage_note(results)
@@ -68,6 +71,8 @@ def _coverage_note(results: StudyResults) -> None:
 
 
 def write_scores(results: StudyResults) -> list[Path]:
+    from .report import output_path, write_csv, write_raw
+
     study = results.study
     paths = [write_csv(output_path(study, "scores", f"{c.name}.csv"), results.table(c.name))
              for c in study.criteria]
@@ -77,10 +82,15 @@ def write_scores(results: StudyResults) -> list[Path]:
 
 
 def write_average(results: StudyResults) -> Path:
+    from .report import output_path, write_csv
+
     return write_csv(output_path(results.study, "scores", "average.csv"), results.composite())
 
 
 def write_tests(results: StudyResults, test: str | None) -> list[Path]:
+    from .report import output_path, write_csv
+    from .stats import comparisons_frame, format_table
+
     study = results.study
     comparisons = results.comparisons(test)
     print(format_table(comparisons))
@@ -98,6 +108,8 @@ def write_tests(results: StudyResults, test: str | None) -> list[Path]:
 
 def write_plots(results: StudyResults) -> dict[str, Path]:
     from .plots import box_plot
+    from .report import output_path
+    from .tables import COMPOSITE
 
     study = results.study
     plots = {}
@@ -155,6 +167,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def write_report(results: StudyResults, *, test: str | None = None,
                  plots: bool = False) -> list[Path]:
     """Every output file plus the Markdown report; returns the paths written."""
+    from .report import markdown_report, write_atomic
+
     study = results.study
     paths = write_scores(results)
     paths.append(write_average(results))

@@ -439,6 +439,10 @@ def _parse_sampling(t: _Reader) -> SamplingConfig:
         raise t.error("'top_logprobs' must be between 0 and 20 (the OpenAI maximum)")
     if not 0 <= sampling.temperature <= 2:
         raise t.error("'temperature' must be between 0 and 2")
+    if not 0 < sampling.top_p <= 1:
+        raise t.error("'top_p' must be above 0 and at most 1")
+    if sampling.n > 128:
+        raise t.error("'n' must be at most 128 (the OpenAI maximum)")
     return sampling
 
 

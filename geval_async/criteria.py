@@ -193,6 +193,8 @@ def _scale(t: Any, kind: str, rubrics: tuple[Rubric, ...]) -> Scale:
             isinstance(p, int | float) and not isinstance(p, bool) for p in points_value
         ):
             raise t.error("'points' must be a non-empty list of numbers")
+        if not all(abs(p) < 1e15 for p in points_value):
+            raise t.error("'points' must be ordinary numbers (below 1e15 in size)")
         return Scale(tuple(sorted(float(p) for p in points_value)))
     if kind == "likert":
         raise t.error("kind = 'likert' needs 'points' = [...] (e.g. [0, 0.5, 1])")

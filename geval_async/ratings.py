@@ -37,6 +37,9 @@ __all__ = [
 
 PARSER_MODES = ("geval", "lenient", "regex")
 
+# A rating scale longer than this is a typo, not a scale (and would be slow to build).
+MAX_SCALE_POINTS = 1000
+
 # How close a parsed number must be to a scale point to count as that point.
 _TOLERANCE = 1e-9
 
@@ -53,7 +56,7 @@ class Scale:
     def __post_init__(self) -> None:
         try:
             points = tuple(sorted({float(p) for p in self.points}))
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ConfigError(f"scale points must be numbers, got {self.points!r}") from exc
         if not points:
             raise ConfigError("a scale needs at least one point")
@@ -66,6 +69,11 @@ class Scale:
         """The integer scale lo, lo+1, ..., hi (both ends included)."""
         if lo > hi:
             raise ConfigError(f"scale lower end {lo} is above upper end {hi}")
+        if hi - lo > MAX_SCALE_POINTS:
+            raise ConfigError(
+                f"scale [{lo}, {hi}] has more than {MAX_SCALE_POINTS} points: a judge rating "
+                "scale is short (e.g. [1, 5] or [1, 10])"
+            )
         return cls(tuple(float(v) for v in range(lo, hi + 1)))
 
     @property
@@ -297,11 +305,14 @@ def distribution_from_logprobs(
     of "0.5" is "0".
     """
     best: dict[str, float] = {}
-    for entry in top_logprobs:
+    for entry in top_logprobs if isinstance(top_logprobs, list) else ():
+        if not isinstance(entry, dict):
+            continue  # a malformed alternative is skipped, not fatal
         token, logprob = entry.get("token"), entry.get("logprob")
         if not isinstance(token, str) or not isinstance(logprob, int | float):
             continue
-        if math.isnan(logprob):
+        # A log-probability is at most 0; NaN or a positive value is a broken answer.
+        if math.isnan(logprob) or logprob > 0:
             continue
         best[token] = max(logprob, best.get(token, -math.inf))
 

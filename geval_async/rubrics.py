@@ -46,9 +46,12 @@ def yes_no_from_logprobs(top_logprobs: Sequence[Mapping[str, Any]]) -> RatingDis
     Distinct tokens are disjoint events and add up; the same token listed twice counts once.
     """
     best: dict[str, float] = {}
-    for entry in top_logprobs:
+    for entry in top_logprobs if isinstance(top_logprobs, list) else ():
+        if not isinstance(entry, dict):
+            continue
         token, logprob = entry.get("token"), entry.get("logprob")
-        if isinstance(token, str) and isinstance(logprob, int | float) and not math.isnan(logprob):
+        if isinstance(token, str) and isinstance(logprob, int | float) \
+                and not math.isnan(logprob) and logprob <= 0:
             best[token] = max(float(logprob), best.get(token, -math.inf))
     mass = {0.0: 0.0, 1.0: 0.0}
     for token, logprob in best.items():

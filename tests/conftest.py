@@ -141,6 +141,29 @@ def run_cli(*args: str, env: dict[str, str] | None = None,
     )
 
 
+def run_study(study: StudyFiles, *extra: str, env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    """``geval-async run CONFIG --quiet EXTRA`` for a test study."""
+    return run_cli("run", str(study.config), "--quiet", *extra, env=env)
+
+
+def keys_by_digest(study: StudyFiles) -> dict[str, str]:
+    """sha256 of each draw-0 request body as sent (what the sim counts) -> its cache key."""
+    import hashlib
+
+    import orjson
+
+    from geval_async.config import load_config
+    from geval_async.plan import first_request, plan_items, prepare_study
+
+    plan = prepare_study(load_config(study.config))
+    out = {}
+    for item in plan_items(plan):
+        request = first_request(item, plan.config)
+        out[hashlib.sha256(orjson.dumps(request.body)).hexdigest()] = request.key
+    return out
+
+
 def cache_snapshot(path: Path) -> dict[str, bytes]:
     """Every key and stored value of a cache folder (to compare before/after)."""
     import diskcache

@@ -18,26 +18,18 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, write_records
+from conftest import (
+    ROOT,
+    StudyFiles,
+    cache_snapshot,
+    keys_by_digest,
+    run_cli,
+    run_study,
+    write_records,
+)
 
 from geval_async.cache import CachedResponse
-from geval_async.config import load_config
-from geval_async.plan import first_request, plan_items, prepare_study
 from geval_async.sim import SimServer
-
-
-def _run(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("run", str(study.config), "--quiet", *extra)
-
-
-def _keys_by_digest(study: StudyFiles) -> dict[str, str]:
-    """sha256 of each request body as sent (what the sim counts) -> cache key."""
-    plan = prepare_study(load_config(study.config))
-    out = {}
-    for item in plan_items(plan):
-        request = first_request(item, plan.config)
-        out[hashlib.sha256(orjson.dumps(request.body)).hexdigest()] = request.key
-    return out
 
 
 def _decoded(path: Path) -> dict[str, CachedResponse]:
@@ -60,7 +52,7 @@ def test_two_runs_of_one_plan_share_a_cache_safely(sim: SimServer, study: StudyF
     for process, (stdout, stderr) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, stdout + stderr
 
-    keys = _keys_by_digest(study)
+    keys = keys_by_digest(study)
     entries = _decoded(study.cache)  # no entry is damaged
     assert set(entries) == set(keys.values()), "the cache holds exactly the plan's requests"
     with sqlite3.connect(study.cache / "cache.db") as db:
@@ -163,12 +155,12 @@ def test_read_only_cache_fails_before_any_request(
     sim: SimServer, study: StudyFiles, mount_tmpfs: Callable[[Path, str], None]
 ) -> None:
     study.write_config(sim.base_url)
-    assert _run(study, "--limit", "3").returncode == 0
+    assert run_study(study, "--limit", "3").returncode == 0
     received = sim.stats.received
     before = cache_snapshot(study.cache)
 
     with _read_only(study.cache, mount_tmpfs) as (cache, mechanism):
-        result = _run(study, "--cache", str(cache))
+        result = run_study(study, "--cache", str(cache))
         status = run_cli("status", str(study.config), "--cache", str(cache))
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
@@ -186,7 +178,7 @@ def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
     disk = study.root / "disk"
     mount_tmpfs(disk, "300k")  # room for the empty cache and a dozen answers
     study.write_config(sim.base_url, cache={"path": "disk/cache"}, limits={"concurrency": 4})
-    result = _run(study)
+    result = run_study(study)
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot write to the cache" in lines[0], lines
@@ -197,17 +189,17 @@ def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
     _remount(disk, "size=8m")  # free space (reading a diskcache folder writes to it, too)
     stored = _decoded(study.root / "disk" / "cache")  # no partial entry
     assert 0 < len(stored) < 2 * study.n_records, len(stored)
-    answered_keys = {key for digest, key in _keys_by_digest(study).items()
+    answered_keys = {key for digest, key in keys_by_digest(study).items()
                      if digest in sim.stats.answered}
     assert set(stored) <= answered_keys
     print(f"\n{len(stored)} answers stored before the disk was full; status on the full disk: "
           f"exit {full_status.returncode}: {full_status.stderr.strip()}")
 
-    again = _run(study)
+    again = run_study(study)
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(_decoded(study.root / "disk" / "cache")) == 2 * study.n_records
     # The rerun asked again only for answers the full disk had not stored.
-    keys = _keys_by_digest(study)
+    keys = keys_by_digest(study)
     for digest, count in sim.stats.answered.items():
         assert count == 1 or keys[digest] not in stored
 
@@ -219,7 +211,7 @@ def test_damaged_entries_are_reported_treated_as_missing_and_fetched_again(
     sim: SimServer, study: StudyFiles
 ) -> None:
     study.write_config(sim.base_url)
-    assert _run(study).returncode == 0
+    assert run_study(study).returncode == 0
     received = sim.stats.received
     before = cache_snapshot(study.cache)
     keys = sorted(before)[:5]
@@ -243,7 +235,7 @@ def test_damaged_entries_are_reported_treated_as_missing_and_fetched_again(
     assert "5 corrupted cache entries" in status.stdout, status.stdout
     assert status.stdout.split("total")[1].split()[3] == "5", status.stdout  # missing
 
-    result = _run(study)
+    result = run_study(study)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "5 corrupted cache entries" in result.stdout, result.stdout
     assert sim.stats.received == received + 5, "exactly the damaged entries are fetched again"

@@ -10,13 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import ROOT, StudyFiles, cache_snapshot, run_cli
+from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, run_study
 
 from geval_async.sim import SimServer
-
-
-def _run(study: StudyFiles, *extra: str, env: dict[str, str] | None = None):
-    return run_cli("run", str(study.config), "--quiet", *extra, env=env)
 
 
 def _total_row(stdout: str) -> dict[str, int]:
@@ -29,14 +25,14 @@ def _total_row(stdout: str) -> dict[str, int]:
 
 def test_complete_run_then_rerun_sends_nothing(sim: SimServer, study: StudyFiles) -> None:
     study.write_config(sim.base_url)
-    first = _run(study)
+    first = run_study(study)
     assert first.returncode == 0, first.stderr
     items = study.n_records * 2
     assert sim.stats.received == items  # n = 3 honoured: one request per item
     before = cache_snapshot(study.cache)
     assert len(before) == items
 
-    second = _run(study)
+    second = run_study(study)
     assert second.returncode == 0, second.stderr
     assert sim.stats.received == items, "the rerun must not send a single request"
     assert cache_snapshot(study.cache) == before, "the rerun must leave the cache unchanged"
@@ -46,7 +42,7 @@ def test_complete_run_then_rerun_sends_nothing(sim: SimServer, study: StudyFiles
 
 def test_status_counts_without_network(sim: SimServer, study: StudyFiles) -> None:
     study.write_config(sim.base_url)
-    assert _run(study, "--limit", "5").returncode == 0
+    assert run_study(study, "--limit", "5").returncode == 0
     received = sim.stats.received
     status = run_cli("status", str(study.config))
     assert status.returncode == 0, status.stderr
@@ -62,11 +58,11 @@ def test_editing_one_prompt_rerequests_exactly_that_criterion(
     sim: SimServer, study: StudyFiles
 ) -> None:
     study.write_config(sim.base_url)
-    assert _run(study).returncode == 0
+    assert run_study(study).returncode == 0
     received = sim.stats.received
     prompt = study.root / "prompts" / "fit.txt"
     prompt.write_text(prompt.read_text().replace("how well it fits", "how well it suits"))
-    result = _run(study)
+    result = run_study(study)
     assert result.returncode == 0, result.stderr
     assert sim.stats.received - received == study.n_records  # every fit item, no clar item
 
@@ -76,17 +72,17 @@ def test_server_ignoring_n_gets_the_rest_as_further_draws(
 ) -> None:
     sim.settings.ignore_n = True
     study.write_config(sim.base_url, sampling={"n": 4})
-    result = _run(study, "--limit", "3")
+    result = run_study(study, "--limit", "3")
     assert result.returncode == 0, result.stderr
     assert sim.stats.received == 3 * 2 * 4  # 1 + 3 further draws per item
-    again = _run(study, "--limit", "3")
+    again = run_study(study, "--limit", "3")
     assert again.returncode == 0
     assert sim.stats.received == 3 * 2 * 4
 
 
 def test_logprobs_mode_sends_one_request_per_item(sim: SimServer, study: StudyFiles) -> None:
     study.write_config(sim.base_url, sampling={"mode": "logprobs", "top_logprobs": 5})
-    result = _run(study)
+    result = run_study(study)
     assert result.returncode == 0, result.stderr
     assert sim.stats.received == 2 * study.n_records
 
@@ -99,7 +95,7 @@ def test_transient_faults_are_retried_and_the_run_completes(
     sim.settings.reset = 0.1
     sim.settings.truncated = 0.05
     study.write_config(sim.base_url, limits={"retries": 10, "concurrency": 4, "backoff": 0.01})
-    result = _run(study)
+    result = run_study(study)
     assert result.returncode == 0, result.stdout + result.stderr
     assert sum(sim.stats.faults.values()) > 0
     status = run_cli("status", str(study.config))
@@ -114,7 +110,7 @@ def test_transient_faults_are_retried_and_the_run_completes(
 def test_insufficient_quota_stops_with_one_clear_line(sim: SimServer, study: StudyFiles) -> None:
     sim.settings.quota_after = 5
     study.write_config(sim.base_url, limits={"concurrency": 2})
-    result = _run(study)
+    result = run_study(study)
     assert result.returncode == 1
     lines = [line for line in result.stderr.splitlines() if line.startswith("stopped:")]
     assert len(lines) == 1 and "quota" in lines[0]
@@ -122,7 +118,7 @@ def test_insufficient_quota_stops_with_one_clear_line(sim: SimServer, study: Stu
     # The five answers that arrived are kept; a rerun after the quota is raised completes.
     assert len(cache_snapshot(study.cache)) == 5
     sim.settings.quota_after = None
-    assert _run(study).returncode == 0
+    assert run_study(study).returncode == 0
 
 
 def test_refusals_are_stored_and_not_paid_for_twice(sim: SimServer, study: StudyFiles) -> None:
@@ -130,14 +126,14 @@ def test_refusals_are_stored_and_not_paid_for_twice(sim: SimServer, study: Study
     rows[0] = rows[0].replace("Text 0A", "Text 0A [[FILTER]]")
     study.records.write_text("\n".join(rows) + "\n")
     study.write_config(sim.base_url)
-    first = _run(study)
+    first = run_study(study)
     assert first.returncode == 1  # two items (both criteria of record 0) are refused
     assert "refused" in first.stdout
     received = sim.stats.received
-    second = _run(study)
+    second = run_study(study)
     assert second.returncode == 1
     assert sim.stats.received == received, "a stored refusal is not asked again"
-    third = _run(study, "--retry-failed")
+    third = run_study(study, "--retry-failed")
     assert sim.stats.received == received + 2
     assert third.returncode == 1
 
@@ -165,7 +161,7 @@ def test_sigkill_then_resume_answers_each_request_once(tmp_path: Path, study: St
         stored = len(cache_snapshot(study.cache))
         assert 0 < stored < items
 
-        result = _run(study)
+        result = run_study(study)
         assert result.returncode == 0, result.stderr
         assert len(cache_snapshot(study.cache)) == items
         answered = server.stats.answered
@@ -179,10 +175,10 @@ def test_api_key_is_never_written(sim: SimServer, study: StudyFiles) -> None:
     key = "sk-test-SECRET-4d1f9a"
     sim.settings.api_key = key
     study.write_config(sim.base_url, judge={"api_key_env": "MY_JUDGE_KEY"})
-    missing = _run(study)
+    missing = run_study(study)
     assert missing.returncode == 1 and "MY_JUDGE_KEY" in missing.stderr
     assert key not in missing.stderr
-    result = _run(study, env={"MY_JUDGE_KEY": key})
+    result = run_study(study, env={"MY_JUDGE_KEY": key})
     assert result.returncode == 0, result.stderr
     assert key not in result.stdout + result.stderr
     for path in study.root.rglob("*"):
@@ -198,7 +194,7 @@ def test_server_rate_limits_are_honoured_without_failures(study: StudyFiles) -> 
     # 429s and their retry-after-ms; either way nothing may fail and nothing may be lost.
     with SimServer(SimSettings(rpm=1200, bucket_seconds=1.0)) as server:
         study.write_config(server.base_url, limits={"concurrency": 8})
-        result = _run(study)
+        result = run_study(study)
         assert result.returncode == 0, result.stdout + result.stderr
         assert len(server.stats.answered) == 2 * study.n_records
         assert server.stats.rate_limited <= study.n_records, "no storm of 429s"
@@ -212,7 +208,7 @@ def test_configured_client_limits_keep_the_server_quiet(study: StudyFiles) -> No
     with SimServer(SimSettings(rpm=3000, tpm=400_000)) as server:
         study.write_config(server.base_url,
                            limits={"concurrency": 8, "rpm": 3000, "tpm": 400_000})
-        result = _run(study)
+        result = run_study(study)
         assert result.returncode == 0, result.stderr
         assert server.stats.rate_limited == 0
 
@@ -227,7 +223,7 @@ def test_azure_form_with_api_key_header(sim: SimServer, study: StudyFiles) -> No
     # drop it explicitly to show a clean Azure section.
     text = study.config.read_text().replace(f'base_url = "{sim.base_url}"\n', "")
     study.config.write_text(text)
-    result = _run(study, "--limit", "2", env={"AZ_KEY": "azure-test-key"})
+    result = run_study(study, "--limit", "2", env={"AZ_KEY": "azure-test-key"})
     assert result.returncode == 0, result.stderr
     assert sim.stats.by_status[200] == 4
 
@@ -247,7 +243,7 @@ def test_request_too_large_is_refused_not_retried(study: StudyFiles) -> None:
     # The server's whole token budget is smaller than one request: a 429 that will not pass.
     with SimServer(SimSettings(tpm=60, bucket_seconds=60)) as server:
         study.write_config(server.base_url)
-        result = _run(study, "--limit", "1")
+        result = run_study(study, "--limit", "1")
         assert result.returncode == 1
         assert server.stats.received == 2, "each request is asked once, then stored as refused"
         assert "too large" in result.stdout

@@ -6,7 +6,6 @@ are seeded per arrival, so each run sees the same sequence of faults.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -17,28 +16,18 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import orjson
-from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, write_records
+from conftest import (
+    ROOT,
+    StudyFiles,
+    cache_snapshot,
+    keys_by_digest,
+    run_study,
+    write_records,
+)
 
-from geval_async.config import load_config
-from geval_async.plan import first_request, plan_items, prepare_study
 from geval_async.sim import SimServer
 
 RETRIES = 6
-
-
-def _run(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("run", str(study.config), "--quiet", *extra)
-
-
-def _keys_by_digest(study: StudyFiles) -> dict[str, str]:
-    """sha256 of each request body as sent (what the sim counts) -> cache key."""
-    plan = prepare_study(load_config(study.config))
-    out = {}
-    for item in plan_items(plan):
-        request = first_request(item, plan.config)
-        out[hashlib.sha256(orjson.dumps(request.body)).hexdigest()] = request.key
-    return out
 
 
 def _retries(stdout: str) -> dict[str, int]:
@@ -72,10 +61,10 @@ def test_every_fault_kind_is_retried_counted_and_nothing_is_lost(
         "concurrency": 8, "retries": RETRIES, "timeout": 0.5, "backoff": 0.01,
         "max_backoff": 0.05,
     })
-    result = _run(study)
+    result = run_study(study)
     assert result.returncode == 0, result.stdout + result.stderr
 
-    keys = _keys_by_digest(study)
+    keys = keys_by_digest(study)
     assert set(sim.stats.answered) == set(keys), "every request answered"
     assert set(cache_snapshot(study.cache)) == set(keys.values()), "every answer stored"
     faults = sim.stats.faults
@@ -104,7 +93,7 @@ def test_retries_are_bounded_then_the_item_fails_and_a_rerun_resumes(
 ) -> None:
     sim.settings.error_503 = 1.0
     study.write_config(sim.base_url, limits={"retries": 2, "backoff": 0.01, "max_backoff": 0.02})
-    result = _run(study, "--limit", "2")
+    result = run_study(study, "--limit", "2")
     assert result.returncode == 1, result.stdout + result.stderr
     assert sim.stats.received == 2 * 2 * 3, "2 items x 2 criteria, each sent 1 + 2 times"
     assert "failed" in result.stdout and "after 3 attempts" in result.stdout
@@ -112,7 +101,7 @@ def test_retries_are_bounded_then_the_item_fails_and_a_rerun_resumes(
     assert cache_snapshot(study.cache) == {}, "a transient failure is never stored"
 
     sim.settings.error_503 = 0.0
-    again = _run(study, "--limit", "2")
+    again = run_study(study, "--limit", "2")
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(cache_snapshot(study.cache)) == 4
 
@@ -125,7 +114,7 @@ def test_no_request_reaches_the_server_inside_a_429_pause(
     sim.settings.spurious_429 = 0.15
     sim.settings.retry_after_ms = pause_ms
     study.write_config(sim.base_url, limits={"concurrency": concurrency})
-    result = _run(study)
+    result = run_study(study)
     assert result.returncode == 0, result.stdout + result.stderr
     events = sorted(sim.stats.events)
     digest_at = dict(sim.stats.arrivals)  # events and arrivals share the arrival time
@@ -156,7 +145,7 @@ def test_insufficient_quota_mid_run_stops_with_one_line_and_keeps_every_answer(
     sim.settings.quota_after = 20
     sim.settings.latency_ms = 20
     study.write_config(sim.base_url, limits={"concurrency": 8})
-    result = _run(study)
+    result = run_study(study)
     assert result.returncode == 1, result.stdout + result.stderr
     stopped = [line for line in result.stderr.splitlines() if line.startswith("stopped:")]
     assert len(stopped) == 1 and "quota" in stopped[0] and "insufficient_quota" in stopped[0]
@@ -166,7 +155,7 @@ def test_insufficient_quota_mid_run_stops_with_one_line_and_keeps_every_answer(
     assert len(cache_snapshot(study.cache)) == 20, "every answer the server gave is stored"
 
     sim.settings.quota_after = None
-    again = _run(study)
+    again = run_study(study)
     assert again.returncode == 0, again.stdout + again.stderr
     assert sum(sim.stats.answered.values()) == len(sim.stats.answered) == 2 * study.n_records
 
@@ -201,7 +190,7 @@ def test_ctrl_c_saves_answers_in_flight_and_prints_a_resume_command(
     assert "resume with: geval-async run" in output, output
     assert "Traceback" not in output
 
-    keys = _keys_by_digest(study)
+    keys = keys_by_digest(study)
     stored = set(cache_snapshot(study.cache))
     answered = {keys[d] for d in sim.stats.answered}
     # The requests in flight at Ctrl-C were answered after it, and everything the server
@@ -210,7 +199,7 @@ def test_ctrl_c_saves_answers_in_flight_and_prints_a_resume_command(
     assert stored == answered
     assert 0 < len(stored) < len(keys)
 
-    resumed = _run(study)
+    resumed = run_study(study)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert sum(sim.stats.answered.values()) == len(sim.stats.answered) == len(keys), (
         "the resumed run asked only for what was missing"

@@ -32,7 +32,7 @@ from .limits import RateLimits
 from .plan import JudgeItem, JudgeRequest, Study, first_request, followup_requests, plan_items
 from .pricing import Budget, price_of
 from .progress import CriterionCounts, RunCounters, render_progress
-from .transport import JudgeAnswer, Transport
+from .transport import JudgeAnswer, Transport, refuses_n
 
 # A request that keeps getting 429s is not failing, it is waiting; but not forever.
 _MAX_RATE_LIMITED = 100
@@ -76,6 +76,8 @@ class _Run:
                       for c in study.criteria}
         )
         self.failures: Counter[str] = Counter()
+        # Set once the server refuses n > 1: items then ask for one choice per request.
+        self.single_choice = False
         self.stopped: str | None = None
         self.budget = _budget(self.config)
         self.queue: asyncio.Queue[_ItemWork | None] = asyncio.Queue(
@@ -161,8 +163,30 @@ class _Run:
             self.counters.in_flight += 1
             self.counters.peak_in_flight = max(self.counters.peak_in_flight,
                                                self.counters.in_flight)
+            body = request.body
+            if self.single_choice and request.n > 1:
+                body = {**body, "n": 1}
             try:
-                answer = await self.transport.complete(request.body)
+                answer = await self.transport.complete(body)
+            except (Rejected, Transient) as exc:
+                if body["n"] > 1 and refuses_n(exc):
+                    # The server will not return several choices: from now on every item asks
+                    # for one, and the rest come as further draws (stored as draw 0's answer,
+                    # as from a server that ignores n).
+                    self.single_choice = True
+                    self.counters.retries["n refused"] += 1
+                    if self.budget is not None:
+                        self.budget.refund(cost)
+                    continue
+                if isinstance(exc, Rejected):
+                    self.store_refusal(request, exc, attempts)
+                    return "rejected", 0
+                transient += 1
+                self.counters.retries[_kind(exc)] += 1
+                if transient > self.config.limits.retries:
+                    return self.fail(request, f"{exc} (after {attempts} attempts)"), 0
+                await self.sleep_unless_stopped(self.delay(transient))
+                continue
             except RateLimited as exc:
                 self.counters.rate_limited += 1
                 self.counters.retries["429"] += 1
@@ -176,16 +200,6 @@ class _Run:
                     exc.retry_after if exc.retry_after is not None else self.delay(limited)
                 )
                 continue
-            except Transient as exc:
-                transient += 1
-                self.counters.retries[_kind(exc)] += 1
-                if transient > self.config.limits.retries:
-                    return self.fail(request, f"{exc} (after {attempts} attempts)"), 0
-                await self.sleep_unless_stopped(self.delay(transient))
-                continue
-            except Rejected as exc:
-                self.store_refusal(request, exc, attempts)
-                return "rejected", 0
             except RunStopped as exc:
                 self.stopped = str(exc)
                 self.stop.set()

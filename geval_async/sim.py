@@ -75,6 +75,7 @@ class SimSettings:
     quota_after: int | None = None
     invalid_answers: float = 0.0
     ignore_n: bool = False
+    max_n: int | None = None         # llama-server-style: n above this -> 400 "Field 'n': ..."
     api_key: str | None = None
     context_window: int = 128_000
     content_filter_marker: str = "[[FILTER]]"
@@ -334,6 +335,11 @@ class _Judge:
         if problem is not None:
             message, code = problem
             return error(400, message, "invalid_request_error", code)
+        if s.max_n is not None and (body.get("n") or 1) > s.max_n:
+            # The words llama.cpp's llama-server uses when n exceeds its slots.
+            message = (f"Field 'n': Value must be between 1 <= value <= {s.max_n}, "
+                       f"but got {body.get('n')} (sim)")
+            return error(400, message, "invalid_request_error", None)
         prompt = prompt_tokens(body["messages"])
 
         if self.rng_seed != s.seed:

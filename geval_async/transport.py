@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,7 +22,14 @@ import aiohttp
 import orjson
 
 from .config import JudgeConfig
-from .errors import RateLimited, Rejected, RunStopped, Transient, is_retryable_status
+from .errors import (
+    RateLimited,
+    Rejected,
+    RunStopped,
+    Transient,
+    TransportError,
+    is_retryable_status,
+)
 from .limits import retry_after
 
 _REJECT_CODES = ("context_length_exceeded", "content_filter", "string_above_max_length")
@@ -103,6 +111,26 @@ class Transport:
         raise _failure(status, raw, headers, self._url, self._judge.api_key_env)
 
 
+_REFUSES_N = re.compile(
+    r"""field\s+['"`]?n['"`]?\b|['"`]n['"`]\s+(must|should|is)|\bn\s+must\b|only one completion"""
+    r"""|\bcompletion choices?\b|\bn\s*(>|must be)\s*1\b""",
+    re.IGNORECASE,
+)
+
+
+def refuses_n(exc: TransportError) -> bool:
+    """Whether a failure says the server will not return several choices (``n`` > 1).
+
+    Some servers ignore ``n`` (llama_cpp.server); others refuse it: llama.cpp's llama-server
+    answers 400 "Field 'n': Value must be between 1 <= value <= 4" (its slot count), older
+    builds 500 "Only one completion choice is allowed".
+    """
+    if exc.status not in (400, 422, 500):
+        return False
+    _, _, message = _error_fields(exc.body)
+    return bool(_REFUSES_N.search(message or str(exc)))
+
+
 def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: float) -> JudgeAnswer:
     try:
         parsed = orjson.loads(raw)
@@ -136,7 +164,8 @@ def _error_fields(raw: bytes) -> tuple[str, str, str]:
 def _failure(status: int, raw: bytes, headers: Mapping[str, str], url: str,
              key_env: str) -> Exception:
     code, kind, message = _error_fields(raw)
-    detail = f"HTTP {status}" + (f" {code}" if code else "") + (f": {message}" if message else "")
+    shown_code = f" {code}" if code and code != str(status) else ""
+    detail = f"HTTP {status}{shown_code}" + (f": {message}" if message else "")
     if status == 429:
         if "insufficient_quota" in (code, kind):
             return RunStopped(

@@ -247,3 +247,20 @@ def test_request_too_large_is_refused_not_retried(study: StudyFiles) -> None:
         assert result.returncode == 1
         assert server.stats.received == 2, "each request is asked once, then stored as refused"
         assert "too large" in result.stdout
+
+
+def test_server_refusing_n_falls_back_to_single_draws(sim: SimServer, study: StudyFiles) -> None:
+    sim.settings.max_n = 1  # llama-server with one slot: 400 "Field 'n': ..." for n > 1
+    study.write_config(sim.base_url, sampling={"n": 3}, limits={"concurrency": 1})
+    result = run_study(study, "--limit", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    items = 2 * 2
+    assert sim.stats.by_status[400] == 1, "one refusal teaches the run to ask for one choice"
+    assert sim.stats.by_status[200] == items * 3
+    assert "n refused 1" in result.stdout
+    from geval_async.results import load_results
+
+    results = load_results(study.config, limit=2)
+    assert all(s.valid + s.invalid == 3 for s in results.scores if s.status != "missing")
+    again = run_study(study, "--limit", "2")
+    assert again.returncode == 0 and sim.stats.received == 1 + items * 3

@@ -92,7 +92,7 @@ def _use_limits_module(path: str) -> None:
     module_spec.loader.exec_module(module)
     if not hasattr(module.RateLimits, "observe"):  # before header learning existed
         module.RateLimits.observe = lambda self, headers: None
-    runner.RateLimits = module.RateLimits  # type: ignore[attr-defined]
+    runner.RateLimits = module.RateLimits  # type: ignore[misc]
 
 
 # --- bare aiohttp ---------------------------------------------------------------------------

@@ -121,6 +121,16 @@ _TEXT = (
 _WORDS = _TEXT.split(" ")
 
 
+def revision() -> str:
+    """The git commit measured, with "+dirty" when the working tree differs from it."""
+    def git(*args: str) -> str:
+        run = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return run.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+dirty" if git("status", "--porcelain", "--", "geval_async") else "")
+
+
 def machine() -> dict[str, Any]:
     """What the numbers were measured on."""
     cpu = "unknown"
@@ -397,12 +407,19 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def results_path(name: str, quick: bool) -> Path:
+    """bench/results/NAME.json, or NAME.quick.json for a smoke run (kept apart)."""
+    return RESULTS / f"{name}{'.quick' if quick else ''}.json"
+
+
 def save(name: str, payload: dict[str, Any]) -> Path:
-    """Write bench/results/NAME.json (with the machine and the command line)."""
+    """Write the results of benchmark NAME (with the machine, revision and command line)."""
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
+    path = results_path(name, "--quick" in sys.argv[1:])
     payload = {"benchmark": name, "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-               "machine": machine(), "when": time.strftime("%Y-%m-%dT%H:%M:%S"), **payload}
+               "machine": machine(), "revision": revision(),
+               "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+               "load_average": os.getloadavg(), **payload}
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return path
 

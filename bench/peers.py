@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -57,7 +58,7 @@ def main() -> None:
         args.requests, args.slice, args.buckets = 600, 10, "2"
     criteria = ("coh", "con", "flu", "rel")
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     with workdir("peers") as folder:
         study = write_study(folder / "study", -(-args.requests // len(criteria)),
                             criteria=criteria)

@@ -29,6 +29,7 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -57,8 +58,9 @@ def main() -> None:
     parser.add_argument("--buckets", default="2,60", help="server bucket sizes in seconds")
     parser.add_argument("--quick", action="store_true", help="600 requests, 2 s bucket only")
     parser.add_argument("--baseline", metavar="REV",
-                        help="also run the configured variant with geval_async/limits.py as of "
-                             "git revision REV (e.g. e4999e0, before this benchmark's changes)")
+                        help="compare the configured variant with geval_async/limits.py as of "
+                             "git revision REV (e4999e0: before this benchmark's changes); "
+                             "writes results/rate_limits_baseline.json")
     args = parser.parse_args()
     if args.quick:
         args.requests, args.buckets = 600, "2"
@@ -66,7 +68,7 @@ def main() -> None:
     criteria = ("coh", "con", "flu", "rel")
 
     modes = ["configured", "learned"]
-    rows = []
+    rows: list[dict[str, Any]] = []
     with workdir("rate") as folder:
         old_limits = None
         if args.baseline:
@@ -74,7 +76,7 @@ def main() -> None:
             old_limits.write_bytes(subprocess.run(
                 ["git", "show", f"{args.baseline}:geval_async/limits.py"], cwd=ROOT,
                 check=True, capture_output=True).stdout)
-            modes.append(f"configured, limits.py@{args.baseline}")
+            modes = ["configured", f"configured, limits.py@{args.baseline}"]
         study = write_study(folder / "study", -(-args.requests // len(criteria)),
                             criteria=criteria)
         plan = plan_bodies(study.config, folder / "bodies.jsonl")
@@ -127,7 +129,7 @@ def main() -> None:
                "peak_in_flight", "passed"]
     print()
     print(table(rows, columns))
-    path = save("rate_limits", {
+    path = save("rate_limits_baseline" if args.baseline else "rate_limits", {
         "settings": {**vars(args), "latency_ms": LATENCY_MS, "latency_sigma": SIGMA},
         "plan": plan, "runs": rows,
     })

@@ -4,8 +4,8 @@
     .venv/bin/python bench/run_all.py --quick    # a smoke run (about 3 minutes)
     .venv/bin/python bench/run_all.py rate_limits overhead   # some of them
 
-Each script prints its table and writes bench/results/<name>.json; this one then prints the
-headline figure of each.
+Each script prints its table and writes bench/results/<name>.json (<name>.quick.json with
+--quick); this one then prints the headline figure of each.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ BENCH = Path(__file__).resolve().parent
 ORDER = ("overhead", "rate_limits", "rerun", "rescore", "memory", "peers")
 
 
-def headline(name: str) -> str:
-    path = BENCH / "results" / f"{name}.json"
+def headline(name: str, quick: bool) -> str:
+    path = BENCH / "results" / f"{name}{'.quick' if quick else ''}.json"
     if not path.exists():
         return "no results"
     data = json.loads(path.read_text())
@@ -72,7 +72,7 @@ def main() -> None:
         print(f"({name}: {time.perf_counter() - started:.0f} s)", flush=True)
     print("\n=== headlines ===")
     for name in names:
-        print(f"{name}: {'FAILED' if name in failed else headline(name)}")
+        print(f"{name}: {'FAILED' if name in failed else headline(name, args.quick)}")
     sys.exit(1 if failed else 0)
 
 

@@ -134,10 +134,6 @@ class PacedBucket:
         self._full_at = max(self._full_at, start) + cost * self._interval
         return start
 
-    def credit(self, now: float) -> float:
-        """Units that could be spent at once at ``now``."""
-        return max(0.0, (now + self.burst - max(self._full_at, now)) / self._interval)
-
     def set_rate(self, per_minute: float, now: float) -> None:
         """Change the rate, keeping the debt (in units) the bucket holds."""
         debt = max(0.0, self._full_at - now) / self._interval
@@ -178,8 +174,9 @@ class RateLimits:
 
     async def acquire(self, tokens: int) -> None:
         """Wait for the cool-down and for this request's slot in both buckets."""
-        requests, token_bucket = self.buckets.get("requests"), self.buckets.get("tokens")
         while True:
+            # Read the buckets on every pass: observe() may have created one meanwhile.
+            requests, token_bucket = self.buckets.get("requests"), self.buckets.get("tokens")
             now = self._loop.time()
             start = max(now, self.cooldown.until)
             if requests is not None:

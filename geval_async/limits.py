@@ -9,13 +9,12 @@ The limits come from the config (``rpm``/``tpm``) or, when a limit is not config
 every answer and every 429); when both exist the lower one holds. Until the first answer
 arrives nothing is known, so the first ``concurrency`` requests go out unpaced.
 
-Pacing, not bursting: a bucket lets a request through at the steady rate with at most
-:data:`BURST_SECONDS` of credit, even when the server would take a minute's worth at once.
-Providers enforce their per-minute limits over much shorter windows, so a client that empties
-a minute of quota in its first seconds meets 429s there. ``x-ratelimit-remaining-*`` keeps the
-buckets honest: a bucket never believes it has more credit than the server says remains (another
-process sharing the key shows up there), and ``x-ratelimit-reset-*`` tells how deep the
-server's bucket is, so the burst stays within half of it.
+Pacing, not bursting: each bucket is an aiolimiter ``AsyncLimiter`` that holds at most
+:data:`BURST_SECONDS` of credit, so requests go out at the steady rate even when the server
+would take a minute's worth at once. Providers enforce their per-minute limits over much shorter
+windows, so a client that empties a minute of quota in its first seconds meets 429s there.
+``x-ratelimit-remaining-*`` with ``x-ratelimit-reset-*`` tells how deep the server's bucket is,
+and the burst stays within half of it.
 
 A 429 pauses every worker, not just the one that got it: all of them wait on one shared
 :class:`CoolDown` until the time the server asked for (``retry-after-ms``, ``retry-after`` or
@@ -32,6 +31,8 @@ import asyncio
 import math
 import re
 from collections.abc import Mapping
+
+from aiolimiter import AsyncLimiter
 
 from .errors import ConfigError
 
@@ -114,35 +115,37 @@ class CoolDown:
 
 
 class PacedBucket:
-    """``per_minute`` units a minute, handed out at a steady pace with ``burst`` seconds of credit.
+    """``per_minute`` units a minute at a steady pace, holding ``burst`` seconds of credit.
 
-    A generic cell rate algorithm: ``_full_at`` is when the bucket would hold no debt. A caller
-    reserves its slot at once (first come, first served, O(1)) and sleeps until it; a request
-    bigger than the credit passes once the bucket is full enough and the debt it leaves slows
-    the requests after it, so the rate holds for any mix of sizes.
+    An :class:`aiolimiter.AsyncLimiter` whose period is the burst, not the minute: a limiter of
+    ``max_rate = per_minute`` per 60 s would let a whole minute of quota out at once, which
+    providers (who enforce their per-minute limits over much shorter windows) answer with 429s.
+    A cost bigger than the credit (one long prompt against a small TPM) is taken in steps of the
+    credit, so it waits as long as its size asks and the rate holds for any mix of sizes.
     """
 
-    def __init__(self, per_minute: float, now: float, burst: float = BURST_SECONDS) -> None:
+    def __init__(self, per_minute: float, burst: float = BURST_SECONDS) -> None:
         self.per_minute = per_minute
         self.burst = burst
-        self._interval = 60.0 / per_minute  # seconds per unit
-        self._full_at = now
+        self.limiter = self._limiter()
 
-    def reserve(self, cost: float, not_before: float) -> float:
-        """Book ``cost`` units; returns the loop time at which they may be spent."""
-        start = max(not_before, self._full_at - self.burst)
-        self._full_at = max(self._full_at, start) + cost * self._interval
-        return start
+    def _limiter(self) -> AsyncLimiter:
+        per_second = self.per_minute / 60.0
+        return AsyncLimiter(per_second * self.burst, self.burst)
 
-    def set_rate(self, per_minute: float, now: float) -> None:
-        """Change the rate, keeping the debt (in units) the bucket holds."""
-        debt = max(0.0, self._full_at - now) / self._interval
-        self.per_minute, self._interval = per_minute, 60.0 / per_minute
-        self._full_at = now + debt * self._interval
+    async def acquire(self, cost: float) -> None:
+        """Wait until ``cost`` units may be spent, and spend them."""
+        limiter = self.limiter
+        while cost > 0:
+            step = min(cost, limiter.max_rate)
+            await limiter.acquire(step)
+            cost -= step
 
-    def limit_credit(self, units: float, now: float) -> None:
-        """Hold no more than ``units`` of credit (what the server says remains)."""
-        self._full_at = max(self._full_at, now + self.burst - units * self._interval)
+    def reshape(self, per_minute: float, burst: float) -> None:
+        """Change the rate or the burst; requests already waiting finish at the old pace."""
+        if (per_minute, burst) != (self.per_minute, self.burst):
+            self.per_minute, self.burst = per_minute, burst
+            self.limiter = self._limiter()
 
 
 class RateLimits:
@@ -154,13 +157,11 @@ class RateLimits:
     """
 
     def __init__(self, rpm: float | None, tpm: float | None) -> None:
-        self._loop = asyncio.get_running_loop()
-        now = self._loop.time()
         self.rpm, self.tpm = rpm, tpm
         self.configured: dict[str, float | None] = {"requests": rpm, "tokens": tpm}
         self.learned: dict[str, float] = {}
         self.buckets: dict[str, PacedBucket] = {
-            kind: PacedBucket(limit, now) for kind, limit in self.configured.items() if limit
+            kind: PacedBucket(limit) for kind, limit in self.configured.items() if limit
         }
         self.cooldown = CoolDown()
 
@@ -173,29 +174,29 @@ class RateLimits:
             )
 
     async def acquire(self, tokens: int) -> None:
-        """Wait for the cool-down and for this request's slot in both buckets."""
+        """Wait for the cool-down and for this request's share of both buckets."""
         while True:
-            # Read the buckets on every pass: observe() may have created one meanwhile.
-            requests, token_bucket = self.buckets.get("requests"), self.buckets.get("tokens")
-            now = self._loop.time()
-            start = max(now, self.cooldown.until)
-            if requests is not None:
-                start = requests.reserve(1, start)
-            if token_bucket is not None:
-                start = token_bucket.reserve(tokens, start)
-            if start > now:
-                await asyncio.sleep(start - now)
-            # A 429 that arrived while this worker waited makes its slot stale: queue again,
-            # behind the pause, at the paced rate.
-            if self.cooldown.until <= max(start, self._loop.time()):
+            await self._pause()
+            for kind, cost in (("requests", 1), ("tokens", tokens)):
+                bucket = self.buckets.get(kind)
+                if bucket is not None:
+                    await bucket.acquire(cost)
+            # A 429 that arrived while this worker waited in the buckets: wait out the pause,
+            # then queue again, so the workers leave it at the paced rate, not all at once.
+            if self.cooldown.remaining <= 0:
                 return
+
+    async def _pause(self) -> None:
+        # A plain sleep, not an Event: the pause can grow while we sleep; re-check on waking.
+        while (left := self.cooldown.remaining) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(left)
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Learn from the ``x-ratelimit-*`` headers of an answer or a 429.
 
         ``limit`` sets the rate of a limit that is not configured (or is configured higher);
-        ``remaining`` caps the credit a bucket holds; ``reset`` (time until the server's bucket
-        is full again) with ``remaining`` and the rate tells the server's burst capacity.
+        ``remaining`` plus ``reset`` (time until the server's bucket is full again) x the rate
+        tells how deep the server's bucket is, and the client's burst stays within half of it.
         """
         found: dict[str, str] = {}
         for name, value in headers.items():
@@ -203,29 +204,29 @@ class RateLimits:
                 found[name.lower()] = value
         if not found:
             return
-        now = self._loop.time()
         for kind in _KINDS:
             limit = _number(found.get(f"x-ratelimit-limit-{kind}"))
             bucket = self.buckets.get(kind)
+            rate = bucket.per_minute if bucket is not None else None
             if limit:
                 configured = self.configured[kind]
                 rate = min(limit, configured) if configured else limit
-                if bucket is None:
-                    bucket = self.buckets[kind] = PacedBucket(rate, now)
-                elif bucket.per_minute != rate:
-                    bucket.set_rate(rate, now)
                 if rate != configured:
                     self.learned[kind] = rate
-            if bucket is None:
+            if rate is None:
                 continue
+            burst = bucket.burst if bucket is not None else BURST_SECONDS
             remaining = _number(found.get(f"x-ratelimit-remaining-{kind}"))
-            if remaining is None:
-                continue
             reset = found.get(f"x-ratelimit-reset-{kind}")
             refill = parse_duration(reset) if reset is not None else None
-            if refill is not None:
-                # The server's bucket holds remaining + refill x rate when full; bursting more
-                # than half of that would leave no room for the jitter of arrivals.
-                depth = (remaining + refill * bucket.per_minute / 60.0) * 60.0 / bucket.per_minute
-                bucket.burst = min(BURST_SECONDS, depth / 2)
-            bucket.limit_credit(remaining, now)
+            if remaining is not None and refill is not None:
+                depth = remaining * 60.0 / rate + refill
+                # Bursting more than half the server's bucket leaves no room for the jitter of
+                # arrivals. Only a clearly smaller depth reshapes the bucket (which starts it
+                # afresh), so the noise of successive headers does not.
+                if depth / 2 < burst * 0.8:
+                    burst = depth / 2
+            if bucket is None:
+                self.buckets[kind] = PacedBucket(rate, burst)
+            else:
+                bucket.reshape(rate, burst)

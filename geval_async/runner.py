@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .cache import CachedResponse, JudgeCache
+from .claims import Claims
 from .config import EvalConfig
 from .coverage import item_state
 from .errors import ConfigError, GevalError, RateLimited, Rejected, RunStopped, Transient
@@ -33,6 +34,9 @@ from .plan import JudgeItem, JudgeRequest, Study, first_request, followup_reques
 from .pricing import Budget, price_of
 from .progress import CriterionCounts, RunCounters, render_progress
 from .transport import JudgeAnswer, Transport, refuses_n
+
+# How often a worker looks for an answer another process is fetching (seconds).
+_CLAIM_POLL = 0.2
 
 # A request that keeps getting 429s is not failing, it is waiting; but not forever.
 _MAX_RATE_LIMITED = 100
@@ -64,10 +68,10 @@ class _ItemWork:
 class _Run:
     """The state one run shares between its producer and workers."""
 
-    def __init__(self, study: Study, cache: JudgeCache, transport: Transport, *,
-                 stop: asyncio.Event, retry_failed: bool, backoff: float) -> None:
+    def __init__(self, study: Study, cache: JudgeCache, transport: Transport, claims: Claims,
+                 *, stop: asyncio.Event, retry_failed: bool, backoff: float) -> None:
         self.study, self.config = study, study.config
-        self.cache, self.transport = cache, transport
+        self.cache, self.transport, self.claims = cache, transport, claims
         self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
         self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
         records = len(study.selected_records)
@@ -136,7 +140,7 @@ class _Run:
         pending = list(work.requests)
         while pending:
             request = pending.pop(0)
-            outcome, received = await self.fetch(request)
+            outcome, received = await self.fetch_claimed(request)
             if outcome != "ok":
                 return outcome
             if request.draw == 0 and received < request.n:
@@ -147,6 +151,24 @@ class _Run:
                     if self.cached(r) is None
                 ]
         return "ok"
+
+    async def fetch_claimed(self, request: JudgeRequest) -> tuple[str, int]:
+        """Fetch a request unless another process (or item) is asking: then await its answer."""
+        while not self.claims.claim(request.key):
+            await self.sleep_unless_stopped(_CLAIM_POLL)
+            if self.stop.is_set():
+                return "stopped", 0
+            entry = self.cached(request)
+            if entry is not None:
+                return ("ok" if entry.ok else "rejected"), entry.received
+        try:
+            # The holder may have stored the answer just before it let go of the claim.
+            entry = self.cached(request)
+            if entry is not None:
+                return ("ok" if entry.ok else "rejected"), entry.received
+            return await self.fetch(request)
+        finally:
+            self.claims.release(request.key)
 
     async def fetch(self, request: JudgeRequest) -> tuple[str, int]:
         """Send one request until it is answered, refused or out of retries."""
@@ -160,6 +182,7 @@ class _Run:
                 self.stop.set()  # the reason is written at the end, with the final estimate
                 return "stopped", 0
             attempts += 1
+            self.claims.renew(request.key)
             self.counters.in_flight += 1
             self.counters.peak_in_flight = max(self.counters.peak_in_flight,
                                                self.counters.in_flight)
@@ -316,9 +339,22 @@ async def run_study(
     stop = stop if stop is not None else asyncio.Event()
     limits = study.config.limits
     started = time.monotonic()
+    # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
+    claim_ttl = limits.timeout + 30.0
+    with Claims(cache.directory, claim_ttl) as claims:
+        return await _run(study, cache, claims, api_key=api_key, stop=stop,
+                          retry_failed=retry_failed, on_progress=on_progress,
+                          progress_interval=progress_interval, started=started)
+
+
+async def _run(study: Study, cache: JudgeCache, claims: Claims, *, api_key: str | None,
+               stop: asyncio.Event, retry_failed: bool,
+               on_progress: Callable[[str], None] | None, progress_interval: float,
+               started: float) -> RunResult:
+    limits = study.config.limits
     async with Transport(study.config.judge, api_key, concurrency=limits.concurrency,
                          timeout=limits.timeout) as transport:
-        run = _Run(study, cache, transport, stop=stop, retry_failed=retry_failed,
+        run = _Run(study, cache, transport, claims, stop=stop, retry_failed=retry_failed,
                    backoff=limits.backoff)
         reporter = None
         if on_progress is not None:

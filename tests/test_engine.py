@@ -264,3 +264,18 @@ def test_server_refusing_n_falls_back_to_single_draws(sim: SimServer, study: Stu
     assert all(s.valid + s.invalid == 3 for s in results.scores if s.status != "missing")
     again = run_study(study, "--limit", "2")
     assert again.returncode == 0 and sim.stats.received == 1 + items * 3
+
+
+def test_identical_requests_are_sent_once(sim: SimServer, study: StudyFiles) -> None:
+    import json
+
+    rows = [{"id": f"r{i}", "user": f"u{i}", "condition": "A", "reader": "same reader",
+             "text": "the very same text"} for i in range(6)]
+    study.records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sim.settings.latency_ms = 50  # keep the first answer in flight while the others queue
+    study.write_config(sim.base_url, limits={"concurrency": 6})
+    result = run_study(study)
+    assert result.returncode == 0, result.stderr
+    assert sim.stats.received == 2, "one request per criterion, whatever the number of copies"
+    total = _total_row(result.stdout)
+    assert total["items"] == 12 and total["missing"] == 0 and total["failed"] == 0

@@ -4,7 +4,9 @@ A producer walks the plan lazily and looks every request up in the cache; a hit 
 never touches a limiter. Items with something missing go onto a bounded queue, where N workers
 take them. A worker waits for the shared cool-down and the RPM/TPM buckets, sends one attempt
 (under the transport's timeout), and writes the answer to the cache at once. Resuming is then
-simply running again.
+simply running again. Before sending, a worker claims the request (:mod:`geval_async.claims`);
+a request another process, or another item of this run, is already asking for is not sent
+twice: the worker waits for its answer in the cache.
 
 Retries: a 429 pauses every worker for as long as the server asked; a transient failure is
 retried with capped exponential backoff and full jitter, up to ``limits.retries`` times; a

@@ -27,7 +27,7 @@ import pandas as pd
 from .errors import ConfigError
 from .plan import JudgeItem, Study, render_messages
 from .scoring import CriterionTally, ItemScore
-from .stats import Comparison, comparisons_frame
+from .stats import Comparison
 
 
 def write_atomic(path: Path, data: bytes) -> Path:
@@ -107,10 +107,6 @@ def _raw_item(score: ItemScore, records: dict[str, Any], criteria: dict[str, Any
         "distribution": None if score.distribution is None else score.distribution.to_json(),
         "weighted_score": score.weighted_score,
     }
-
-
-def stats_frame(comparisons: list[Comparison]) -> pd.DataFrame:
-    return comparisons_frame(comparisons)
 
 
 def markdown_report(

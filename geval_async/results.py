@@ -21,7 +21,7 @@ import pandas as pd
 from .cache import JudgeCache
 from .config import EvalConfig, apply_overrides, load_config
 from .errors import ConfigError
-from .plan import Study, prepare_study
+from .plan import Study, first_request, plan_items, prepare_study
 from .scoring import CriterionTally, ItemScore, score_items, tally
 from .stats import Comparison
 from .tables import compare, composite, design_is_paired, long_frame, per_group, with_average
@@ -104,7 +104,7 @@ def load_results(config: EvalConfig | str | os.PathLike[str], *, strict: bool = 
     with JudgeCache(config.cache_path, create=False) as cache:
         scores = list(score_items(study, cache))
         corrupted = len(cache.corrupted)
-        simulated = _simulated(study, cache, scores)
+        simulated = _simulated(study, cache)
     results = StudyResults(study, scores, simulated, corrupted)
     if strict and results.missing:
         raise ConfigError(
@@ -115,10 +115,8 @@ def load_results(config: EvalConfig | str | os.PathLike[str], *, strict: bool = 
     return results
 
 
-def _simulated(study: Study, cache: JudgeCache, scores: list[ItemScore]) -> bool:
+def _simulated(study: Study, cache: JudgeCache) -> bool:
     # One entry tells: a study is judged by one server.
-    from .plan import first_request, plan_items
-
     for item in plan_items(study):
         entry = cache.get(first_request(item, study.config).key)
         if entry is not None:

@@ -52,17 +52,22 @@ def _bodies(spec: Spec) -> list[bytes]:
 def geval(spec: Spec) -> dict[str, Any]:
     from dataclasses import replace
 
-    from geval_async.cache import JudgeCache
-    from geval_async.config import apply_overrides, load_config
-    from geval_async.plan import prepare_study
-    from geval_async.runner import run_study
+    from geval_async.judging.cache import JudgeCache
+    from geval_async.judging.plan import prepare_study
+    from geval_async.judging.runner import run_study
+    from geval_async.study.config import apply_overrides, load_config
 
     if spec.get("limits_module"):
         _use_limits_module(spec["limits_module"])
-    config = apply_overrides(load_config(spec["config"]), base_url=spec["base_url"],
-                             cache=spec.get("cache"))
-    limits = replace(config.limits, rpm=spec.get("rpm"), tpm=spec.get("tpm"),
-                     concurrency=spec.get("concurrency", config.limits.concurrency))
+    config = apply_overrides(
+        load_config(spec["config"]), base_url=spec["base_url"], cache=spec.get("cache")
+    )
+    limits = replace(
+        config.limits,
+        rpm=spec.get("rpm"),
+        tpm=spec.get("tpm"),
+        concurrency=spec.get("concurrency", config.limits.concurrency),
+    )
     config = replace(config, limits=limits)
     cpu0, t0 = _cpu(), time.perf_counter()
     study = prepare_study(config)
@@ -71,10 +76,15 @@ def geval(spec: Spec) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
     total = result.counters.total()
     return {
-        "wall": wall, "run_elapsed": result.elapsed, "cpu": cpu,
+        "wall": wall,
+        "run_elapsed": result.elapsed,
+        "cpu": cpu,
         "sent": result.counters.requests_sent,
-        "rate_limited": result.counters.rate_limited, "failed": total.failed + total.rejected,
-        "complete": result.complete, "cached": total.cached, "answered": total.answered,
+        "rate_limited": result.counters.rate_limited,
+        "failed": total.failed + total.rejected,
+        "complete": result.complete,
+        "cached": total.cached,
+        "answered": total.answered,
         "peak_in_flight": result.counters.peak_in_flight,
         "retries": dict(result.counters.retries),
     }
@@ -122,8 +132,13 @@ def bare(spec: Spec) -> dict[str, Any]:
 
     cpu0, t0 = _cpu(), time.perf_counter()
     asyncio.run(main())
-    return {"wall": time.perf_counter() - t0, "cpu": _cpu() - cpu0, "sent": len(bodies),
-            "statuses": dict(statuses), "failed": len(bodies) - statuses[200]}
+    return {
+        "wall": time.perf_counter() - t0,
+        "cpu": _cpu() - cpu0,
+        "sent": len(bodies),
+        "statuses": dict(statuses),
+        "failed": len(bodies) - statuses[200],
+    }
 
 
 # --- the original G-Eval loop ---------------------------------------------------------------
@@ -151,8 +166,13 @@ def sequential(spec: Spec) -> dict[str, Any]:
                     ignored += 1
                     break
     Path(spec["output"]).write_text(json.dumps(results))
-    return {"wall": time.perf_counter() - t0, "cpu": _cpu() - cpu0, "sent": len(bodies),
-            "rate_limited": limited, "failed": ignored}
+    return {
+        "wall": time.perf_counter() - t0,
+        "cpu": _cpu() - cpu0,
+        "sent": len(bodies),
+        "rate_limited": limited,
+        "failed": ignored,
+    }
 
 
 # --- asyncio.gather over AsyncOpenAI ----------------------------------------------------------
@@ -181,9 +201,13 @@ def gather(spec: Spec) -> dict[str, Any]:
     results = asyncio.run(main())
     failed = [r for r in results if isinstance(r, BaseException)]
     Path(spec["output"]).write_text(json.dumps([r for r in results if isinstance(r, list)]))
-    return {"wall": time.perf_counter() - t0, "cpu": _cpu() - cpu0, "sent": len(bodies),
-            "failed": len(failed),
-            "errors": dict(Counter(type(e).__name__ for e in failed))}
+    return {
+        "wall": time.perf_counter() - t0,
+        "cpu": _cpu() - cpu0,
+        "sent": len(bodies),
+        "failed": len(failed),
+        "errors": dict(Counter(type(e).__name__ for e in failed)),
+    }
 
 
 # --- the floor of a rerun ---------------------------------------------------------------------
@@ -192,8 +216,8 @@ def gather(spec: Spec) -> dict[str, Any]:
 def lookup(spec: Spec) -> dict[str, Any]:
     import diskcache
 
-    from geval_async.config import load_config
-    from geval_async.plan import first_request, plan_items, prepare_study
+    from geval_async.judging.plan import first_request, plan_items, prepare_study
+    from geval_async.study.config import load_config
 
     cpu0, t0 = _cpu(), time.perf_counter()
     study = prepare_study(load_config(spec["config"]))
@@ -203,12 +227,23 @@ def lookup(spec: Spec) -> dict[str, Any]:
     with diskcache.Cache(spec["cache"]) as cache:
         found = sum(key in cache for key in keys)
     t3 = time.perf_counter()
-    return {"wall": t3 - t0, "cpu": _cpu() - cpu0, "load": t1 - t0, "hash": t2 - t1,
-            "lookup": t3 - t2, "keys": len(keys), "found": found}
+    return {
+        "wall": t3 - t0,
+        "cpu": _cpu() - cpu0,
+        "load": t1 - t0,
+        "hash": t2 - t1,
+        "lookup": t3 - t2,
+        "keys": len(keys),
+        "found": found,
+    }
 
 
 CONTENDERS: dict[str, Callable[[Spec], dict[str, Any]]] = {
-    "geval": geval, "bare": bare, "sequential": sequential, "gather": gather, "lookup": lookup,
+    "geval": geval,
+    "bare": bare,
+    "sequential": sequential,
+    "gather": gather,
+    "lookup": lookup,
 }
 
 
@@ -216,8 +251,11 @@ def main() -> None:
     name, spec = sys.argv[1], json.loads(sys.argv[2])
     report = CONTENDERS[name](spec)
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    report.update(contender=name, process_cpu=usage.ru_utime + usage.ru_stime,
-                  maxrss_mb=usage.ru_maxrss / 1024)
+    report.update(
+        contender=name,
+        process_cpu=usage.ru_utime + usage.ru_stime,
+        maxrss_mb=usage.ru_maxrss / 1024,
+    )
     print(json.dumps(report), flush=True)
 
 

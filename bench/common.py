@@ -33,7 +33,10 @@ PYTHON = sys.executable
 
 # G-Eval-style prompts (SummEval: a source document and its summary), written for the benchmarks.
 PROMPTS = {
-    "coh": ("Coherence", 5, """You will be given one summary written for a news article.
+    "coh": (
+        "Coherence",
+        5,
+        """You will be given one summary written for a news article.
 
 Your task is to rate the summary on one metric.
 
@@ -54,8 +57,12 @@ Summary:
 {{summary}}
 
 Evaluation Form (scores ONLY):
-- Coherence (1-5):"""),
-    "con": ("Consistency", 5, """You will be given a news article and a summary of it.
+- Coherence (1-5):""",
+    ),
+    "con": (
+        "Consistency",
+        5,
+        """You will be given a news article and a summary of it.
 
 Your task is to rate the summary on one metric.
 
@@ -75,8 +82,12 @@ Summary:
 {{summary}}
 
 Evaluation Form (scores ONLY):
-- Consistency (1-5):"""),
-    "flu": ("Fluency", 3, """You will be given one summary written for a news article.
+- Consistency (1-5):""",
+    ),
+    "flu": (
+        "Fluency",
+        3,
+        """You will be given one summary written for a news article.
 
 Your task is to rate the summary on one metric.
 
@@ -88,8 +99,12 @@ Summary:
 {{summary}}
 
 Evaluation Form (scores ONLY):
-- Fluency (1-3):"""),
-    "rel": ("Relevance", 5, """You will be given one summary written for a news article.
+- Fluency (1-3):""",
+    ),
+    "rel": (
+        "Relevance",
+        5,
+        """You will be given one summary written for a news article.
 
 Your task is to rate the summary on one metric.
 
@@ -109,7 +124,8 @@ Summary:
 {{summary}}
 
 Evaluation Form (scores ONLY):
-- Relevance (1-5):"""),
+- Relevance (1-5):""",
+    ),
 }
 TINY_PROMPT = "Rate the {name} of the text (1-5).\n\n{{{{summary}}}}\n\nScore (1-5):"
 _TEXT = (
@@ -123,6 +139,7 @@ _WORDS = _TEXT.split(" ")
 
 def revision() -> str:
     """The git commit measured, with "+dirty" when the working tree differs from it."""
+
     def git(*args: str) -> str:
         run = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
         return run.stdout.strip()
@@ -141,8 +158,12 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"cpus": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
-            "platform": platform.platform()}
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 # --- the simulated judge ---------------------------------------------------------------------
@@ -188,8 +209,9 @@ class SimProcess:
 
     def _call(self, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         data = None if payload is None else json.dumps(payload).encode()
-        request = urllib.request.Request(self.root_url + path, data=data,
-                                         method="GET" if data is None else "POST")
+        request = urllib.request.Request(
+            self.root_url + path, data=data, method="GET" if data is None else "POST"
+        )
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read())  # type: ignore[no-any-return]
 
@@ -222,11 +244,20 @@ class StudyFiles:
         return self.records * len(self.criteria)
 
 
-def write_study(folder: Path, records: int, *,
-                criteria: Sequence[str] = ("coh", "con", "flu", "rel"), n: int = 10,
-                max_tokens: int = 5, document_words: int = 180, summary_words: int = 45,
-                tiny: bool = False, limits: dict[str, Any] | None = None,
-                base_url: str = "http://127.0.0.1:9/v1", seed: int = 7) -> StudyFiles:
+def write_study(
+    folder: Path,
+    records: int,
+    *,
+    criteria: Sequence[str] = ("coh", "con", "flu", "rel"),
+    n: int = 10,
+    max_tokens: int = 5,
+    document_words: int = 180,
+    summary_words: int = 45,
+    tiny: bool = False,
+    limits: dict[str, Any] | None = None,
+    base_url: str = "http://127.0.0.1:9/v1",
+    seed: int = 7,
+) -> StudyFiles:
     """Write records, prompts and config.toml for a study of ``records`` x ``criteria``.
 
     Every record's text is distinct (a number is part of it), so every request has its own key.
@@ -237,34 +268,71 @@ def write_study(folder: Path, records: int, *,
     (folder / "prompts").mkdir(exist_ok=True)
     for name, (_, _, text) in PROMPTS.items():
         (folder / "prompts" / f"{name}.txt").write_text(
-            TINY_PROMPT.format(name=name) if tiny else text)
+            TINY_PROMPT.format(name=name) if tiny else text
+        )
     with (folder / "records.jsonl").open("w") as out:
         for i in range(records):
             if tiny:
-                row = {"id": f"r{i}", "g": f"g{i % 50}", "c": "AB"[i % 2], "summary": f"t{i}",
-                       "document": ""}
+                row = {
+                    "id": f"r{i}",
+                    "g": f"g{i % 50}",
+                    "c": "AB"[i % 2],
+                    "summary": f"t{i}",
+                    "document": "",
+                }
             else:
                 document = " ".join(rng.choice(_WORDS) for _ in range(document_words))
                 summary = " ".join(rng.choice(_WORDS) for _ in range(summary_words))
-                row = {"id": f"r{i}", "g": f"g{i // 2}", "c": "AB"[i % 2],
-                       "document": f"Article {i}. {document}.", "summary": f"{summary}."}
+                row = {
+                    "id": f"r{i}",
+                    "g": f"g{i // 2}",
+                    "c": "AB"[i % 2],
+                    "document": f"Article {i}. {document}.",
+                    "summary": f"{summary}.",
+                }
             out.write(json.dumps(row) + "\n")
     lines = [
-        "[data]", 'path = "records.jsonl"', 'id = "id"', 'group = "g"', 'condition = "c"', "",
-        "[judge]", 'model = "sim-judge"', f"base_url = {json.dumps(base_url)}", "",
-        "[sampling]", 'mode = "samples"', f"n = {n}", f"max_tokens = {max_tokens}", "",
+        "[data]",
+        'path = "records.jsonl"',
+        'id = "id"',
+        'group = "g"',
+        'condition = "c"',
+        "",
+        "[judge]",
+        'model = "sim-judge"',
+        f"base_url = {json.dumps(base_url)}",
+        "",
+        "[sampling]",
+        'mode = "samples"',
+        f"n = {n}",
+        f"max_tokens = {max_tokens}",
+        "",
         "[limits]",
-        *(f"{k} = {json.dumps(v)}" for k, v in (limits or {}).items()), "",
-        "[cache]", 'path = "cache"', "",
-        "[output]", 'path = "out"', 'prefix = "bench"', "",
-        "[stats]", 'conditions = ["A", "B"]', "",
+        *(f"{k} = {json.dumps(v)}" for k, v in (limits or {}).items()),
+        "",
+        "[cache]",
+        'path = "cache"',
+        "",
+        "[output]",
+        'path = "out"',
+        'prefix = "bench"',
+        "",
+        "[stats]",
+        'conditions = ["A", "B"]',
+        "",
     ]
     for name in criteria:
         display, top, text = PROMPTS[name]
         fields = ["summary"] if tiny or "{{document}}" not in text else ["document", "summary"]
-        lines += ["[[criteria]]", f'name = "{name}"', f'display_name = "{display}"',
-                  f'prompt = "prompts/{name}.txt"', f"scale = [1, {top}]",
-                  f"fields = {json.dumps(fields)}", ""]
+        lines += [
+            "[[criteria]]",
+            f'name = "{name}"',
+            f'display_name = "{display}"',
+            f'prompt = "prompts/{name}.txt"',
+            f"scale = [1, {top}]",
+            f"fields = {json.dumps(fields)}",
+            "",
+        ]
     config = folder / "config.toml"
     config.write_text("\n".join(lines))
     return StudyFiles(folder, config, folder / "cache", records, tuple(criteria))
@@ -278,9 +346,9 @@ def plan_bodies(config: Path, out: Path) -> dict[str, Any]:
     """
     import orjson
 
-    from geval_async.config import load_config
-    from geval_async.plan import first_request, plan_items, prepare_study
-    from geval_async.sim_limits import prompt_tokens
+    from geval_async.judging.plan import first_request, plan_items, prepare_study
+    from geval_async.sim.limits import prompt_tokens
+    from geval_async.study.config import load_config
 
     study = prepare_study(load_config(config))
     phases: dict[str, dict[str, int]] = {}
@@ -291,8 +359,11 @@ def plan_bodies(config: Path, out: Path) -> dict[str, Any]:
             phase = phases.setdefault(item.criterion.name, {"requests": 0, "tokens": 0})
             phase["requests"] += 1
             phase["tokens"] += prompt_tokens(body["messages"]) + body["max_tokens"] * body["n"]
-    return {"requests": sum(p["requests"] for p in phases.values()),
-            "tokens": sum(p["tokens"] for p in phases.values()), "phases": phases}
+    return {
+        "requests": sum(p["requests"] for p in phases.values()),
+        "tokens": sum(p["tokens"] for p in phases.values()),
+        "phases": phases,
+    }
 
 
 def bounds(plan: dict[str, Any], rpm: float, tpm: float) -> tuple[float, float]:
@@ -302,6 +373,7 @@ def bounds(plan: dict[str, Any], rpm: float, tpm: float) -> tuple[float, float]:
     in some criteria and the other elsewhere, so a client sending in plan order needs the sum of
     the per-criterion bounds, a little more than the whole plan's bound.
     """
+
     def bound(requests: float, tokens: float) -> float:
         return max(requests / rpm, tokens / tpm) * 60
 
@@ -328,8 +400,10 @@ class ChildRun:
         for line in reversed(self.stdout.splitlines()):
             if line.startswith("{"):
                 return json.loads(line)  # type: ignore[no-any-return]
-        raise RuntimeError(f"no report from the client (exit {self.returncode}):\n"
-                           f"{self.stdout[-2000:]}\n{self.stderr[-4000:]}")
+        raise RuntimeError(
+            f"no report from the client (exit {self.returncode}):\n"
+            f"{self.stdout[-2000:]}\n{self.stderr[-4000:]}"
+        )
 
 
 def _rss_mb(pid: int) -> float | None:
@@ -342,16 +416,22 @@ def _rss_mb(pid: int) -> float | None:
     return None
 
 
-def run_child(args: Sequence[str], *, timeout: float = 3600, env: dict[str, str] | None = None,
-              rss_every: float | None = None) -> ChildRun:
+def run_child(
+    args: Sequence[str],
+    *,
+    timeout: float = 3600,
+    env: dict[str, str] | None = None,
+    rss_every: float | None = None,
+) -> ChildRun:
     """Run a command; its own wall time, CPU seconds and peak RSS (os.wait4 on its pid).
 
     With ``rss_every`` the child's resident set is sampled that often (``rss_samples``).
     """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(list(args), cwd=ROOT, stdout=out, stderr=err,
-                                   env={**os.environ, **(env or {})})
+        process = subprocess.Popen(
+            list(args), cwd=ROOT, stdout=out, stderr=err, env={**os.environ, **(env or {})}
+        )
         deadline = started + timeout
         samples: list[tuple[float, float]] = []
         next_sample = started
@@ -374,8 +454,15 @@ def run_child(args: Sequence[str], *, timeout: float = 3600, env: dict[str, str]
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return ChildRun(process.returncode, wall, usage.ru_utime + usage.ru_stime,
-                        usage.ru_maxrss / 1024, out.read(), err.read(), samples)
+        return ChildRun(
+            process.returncode,
+            wall,
+            usage.ru_utime + usage.ru_stime,
+            usage.ru_maxrss / 1024,
+            out.read(),
+            err.read(),
+            samples,
+        )
 
 
 def client(name: str, **spec: Any) -> list[str]:
@@ -394,6 +481,7 @@ def self_usage() -> tuple[float, float]:
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     """A plain text table of ``rows`` (dicts) restricted to ``columns``."""
+
     def cell(value: Any) -> str:
         if isinstance(value, float):
             return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
@@ -416,10 +504,15 @@ def save(name: str, payload: dict[str, Any]) -> Path:
     """Write the results of benchmark NAME (with the machine, revision and command line)."""
     RESULTS.mkdir(exist_ok=True)
     path = results_path(name, "--quick" in sys.argv[1:])
-    payload = {"benchmark": name, "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-               "machine": machine(), "revision": revision(),
-               "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
-               "load_average": os.getloadavg(), **payload}
+    payload = {
+        "benchmark": name,
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "machine": machine(),
+        "revision": revision(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "load_average": os.getloadavg(),
+        **payload,
+    }
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return path
 

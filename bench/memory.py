@@ -31,25 +31,47 @@ def main() -> None:
     if args.quick:
         args.records = 5_000
 
-    imports = run_child([PYTHON, "-c", "import geval_async.cli"])
+    imports = run_child([PYTHON, "-c", "import geval_async.cli.main"])
     with workdir("memory") as folder, SimProcess() as sim:
         study = write_study(folder / "study", args.records, n=1, max_tokens=2, tiny=True)
-        run = run_child([PYTHON, "-m", "geval_async", "run", str(study.config), "--quiet",
-                         "--base-url", sim.base_url, "--concurrency", str(args.concurrency)],
-                        rss_every=2.0, timeout=7200)
+        run = run_child(
+            [
+                PYTHON,
+                "-m",
+                "geval_async",
+                "run",
+                str(study.config),
+                "--quiet",
+                "--base-url",
+                sim.base_url,
+                "--concurrency",
+                str(args.concurrency),
+            ],
+            rss_every=2.0,
+            timeout=7200,
+        )
         stats = sim.stats()
         cache_mb = sum(p.stat().st_size for p in study.cache.rglob("*") if p.is_file()) / 2**20
     assert run.returncode == 0, run.stdout + run.stderr
     assert stats["received"] == study.requests, stats
     samples = run.rss_samples
-    quarter = [samples[min(len(samples) - 1, int(len(samples) * q))][1] for q in
-               (0.25, 0.5, 0.75, 1.0)] if samples else []
+    quarter = (
+        [samples[min(len(samples) - 1, int(len(samples) * q))][1] for q in (0.25, 0.5, 0.75, 1.0)]
+        if samples
+        else []
+    )
     row = {
-        "requests": study.requests, "wall_s": run.wall, "req_per_s": study.requests / run.wall,
-        "peak_rss_mb": run.maxrss_mb, "floor_mb": FLOOR_MB, "passed": run.maxrss_mb < FLOOR_MB,
+        "requests": study.requests,
+        "wall_s": run.wall,
+        "req_per_s": study.requests / run.wall,
+        "peak_rss_mb": run.maxrss_mb,
+        "floor_mb": FLOOR_MB,
+        "passed": run.maxrss_mb < FLOOR_MB,
         "import_only_rss_mb": imports.maxrss_mb,
         "run_adds_mb": run.maxrss_mb - imports.maxrss_mb,
-        "rss_at_25_50_75_100pct": quarter, "cpu_s": run.cpu, "cache_mb": round(cache_mb, 1),
+        "rss_at_25_50_75_100pct": quarter,
+        "cpu_s": run.cpu,
+        "cache_mb": round(cache_mb, 1),
     }
     print(table([row], [k for k in row if k != "rss_at_25_50_75_100pct"]))
     print(f"RSS at 25/50/75/100 % of the run (MB): {quarter}")

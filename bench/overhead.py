@@ -44,21 +44,30 @@ def main() -> None:
             order = ("bare", "geval") if round_ % 2 == 0 else ("geval", "bare")
             for name in order:
                 with SimProcess() as sim:
-                    spec = {"base_url": sim.base_url, "concurrency": args.concurrency,
-                            "bodies": bodies, "config": study.config,
-                            "cache": folder / f"cache-{round_}"}
+                    spec = {
+                        "base_url": sim.base_url,
+                        "concurrency": args.concurrency,
+                        "bodies": bodies,
+                        "config": study.config,
+                        "cache": folder / f"cache-{round_}",
+                    }
                     child = run_child(client(name, **spec))
                     report = child.report()
                     stats = sim.stats()
                 assert stats["received"] == plan["requests"], (name, stats)
                 assert report["failed"] == 0, report
-                rows.append({
-                    "round": round_, "contender": name, "requests": plan["requests"],
-                    "wall_s": report["wall"], "req_per_s": plan["requests"] / report["wall"],
-                    "cpu_s": report["cpu"],
-                    "cpu_ms_per_req": 1000 * report["cpu"] / plan["requests"],
-                    "maxrss_mb": report["maxrss_mb"],
-                })
+                rows.append(
+                    {
+                        "round": round_,
+                        "contender": name,
+                        "requests": plan["requests"],
+                        "wall_s": report["wall"],
+                        "req_per_s": plan["requests"] / report["wall"],
+                        "cpu_s": report["cpu"],
+                        "cpu_ms_per_req": 1000 * report["cpu"] / plan["requests"],
+                        "maxrss_mb": report["maxrss_mb"],
+                    }
+                )
                 print(table([rows[-1]], list(rows[-1])), flush=True)
 
     def median(name: str, column: str) -> float:
@@ -67,18 +76,35 @@ def main() -> None:
     ratio = median("geval", "req_per_s") / median("bare", "req_per_s")
     cpu_ratio = median("geval", "cpu_ms_per_req") / median("bare", "cpu_ms_per_req")
     summary = {
-        "throughput_ratio": ratio, "floor": 0.5, "passed": ratio >= 0.5,
+        "throughput_ratio": ratio,
+        "floor": 0.5,
+        "passed": ratio >= 0.5,
         "cpu_per_request_ratio": cpu_ratio,
         "geval_req_per_s": median("geval", "req_per_s"),
         "bare_req_per_s": median("bare", "req_per_s"),
     }
     print()
-    print(table(rows, ["round", "contender", "requests", "wall_s", "req_per_s", "cpu_ms_per_req",
-                       "maxrss_mb"]))
-    print(f"\ngeval-async / bare aiohttp throughput: {ratio:.2f} (floor 0.5); "
-          f"client CPU per request: {cpu_ratio:.2f} x bare")
-    path = save("overhead", {"settings": vars(args), "plan": plan, "runs": rows,
-                             "summary": summary})
+    print(
+        table(
+            rows,
+            [
+                "round",
+                "contender",
+                "requests",
+                "wall_s",
+                "req_per_s",
+                "cpu_ms_per_req",
+                "maxrss_mb",
+            ],
+        )
+    )
+    print(
+        f"\ngeval-async / bare aiohttp throughput: {ratio:.2f} (floor 0.5); "
+        f"client CPU per request: {cpu_ratio:.2f} x bare"
+    )
+    path = save(
+        "overhead", {"settings": vars(args), "plan": plan, "runs": rows, "summary": summary}
+    )
     print(f"wrote {path}")
 
 

@@ -49,8 +49,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3_000)
     parser.add_argument("--rpm", type=int, default=6_000)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--slice", type=int, default=100,
-                        help="requests the sequential loop is timed on")
+    parser.add_argument(
+        "--slice", type=int, default=100, help="requests the sequential loop is timed on"
+    )
     parser.add_argument("--buckets", default="2,60")
     parser.add_argument("--quick", action="store_true", help="600 requests, slice 10, 2 s bucket")
     args = parser.parse_args()
@@ -60,8 +61,7 @@ def main() -> None:
 
     rows: list[dict[str, Any]] = []
     with workdir("peers") as folder:
-        study = write_study(folder / "study", -(-args.requests // len(criteria)),
-                            criteria=criteria)
+        study = write_study(folder / "study", -(-args.requests // len(criteria)), criteria=criteria)
         bodies = folder / "bodies.jsonl"
         plan = plan_bodies(study.config, bodies)
         # Tokens loose (they would take 0.6 x the requests' time): the requests limit binds.
@@ -69,27 +69,39 @@ def main() -> None:
         bound, _ = bounds(plan, args.rpm, tpm)
         for bucket in (float(b) for b in args.buckets.split(",")):
             contenders = [
-                ("geval-async (limits configured)", "geval",
-                 {"rpm": args.rpm, "tpm": tpm}),
+                ("geval-async (limits configured)", "geval", {"rpm": args.rpm, "tpm": tpm}),
                 ("geval-async (limits learned)", "geval", {}),
                 ("asyncio.gather + AsyncOpenAI", "gather", {}),
             ]
             if bucket == float(args.buckets.split(",")[0]):
                 contenders.append(("original G-Eval loop", "sequential", {"limit": args.slice}))
             for label, name, extra in contenders:
-                with SimProcess(latency_ms=LATENCY_MS, latency_sigma=SIGMA, rpm=args.rpm,
-                                tpm=tpm, bucket_seconds=bucket) as sim:
-                    spec = {"config": study.config, "base_url": sim.base_url,
-                            "bodies": bodies, "concurrency": args.concurrency,
-                            "cache": folder / f"cache-{len(rows)}",
-                            "output": folder / f"out-{len(rows)}.json", **extra}
+                with SimProcess(
+                    latency_ms=LATENCY_MS,
+                    latency_sigma=SIGMA,
+                    rpm=args.rpm,
+                    tpm=tpm,
+                    bucket_seconds=bucket,
+                ) as sim:
+                    spec = {
+                        "config": study.config,
+                        "base_url": sim.base_url,
+                        "bodies": bodies,
+                        "concurrency": args.concurrency,
+                        "cache": folder / f"cache-{len(rows)}",
+                        "output": folder / f"out-{len(rows)}.json",
+                        **extra,
+                    }
                     report = run_child(client(name, **spec), timeout=7200).report()
                     stats = sim.stats()
                 sent = report["sent"] if name != "geval" else plan["requests"]
                 scale = plan["requests"] / sent
                 row = {
-                    "bucket_s": bucket, "contender": label, "measured_on": sent,
-                    "wall_s": report["wall"] * scale, "wall/bound": report["wall"] * scale / bound,
+                    "bucket_s": bucket,
+                    "contender": label,
+                    "measured_on": sent,
+                    "wall_s": report["wall"] * scale,
+                    "wall/bound": report["wall"] * scale / bound,
                     "429s": int(server_429s(stats) * scale),
                     "failed_items": int(report["failed"] * scale),
                     "answered": int((sent - report["failed"]) * scale),
@@ -104,16 +116,40 @@ def main() -> None:
         base = ours[row["bucket_s"]]
         row["wall_x_geval"] = row["wall_s"] / base["wall_s"]
         row["cpu_x_geval"] = row["cpu_s"] / base["cpu_s"] if base["cpu_s"] else None
-    columns = ["bucket_s", "contender", "measured_on", "wall_s", "wall/bound", "wall_x_geval",
-               "429s", "answered", "failed_items", "cpu_s", "cpu_x_geval", "extrapolated"]
+    columns = [
+        "bucket_s",
+        "contender",
+        "measured_on",
+        "wall_s",
+        "wall/bound",
+        "wall_x_geval",
+        "429s",
+        "answered",
+        "failed_items",
+        "cpu_s",
+        "cpu_x_geval",
+        "extrapolated",
+    ]
     print()
-    print(f"plan: {plan['requests']} requests, {plan['tokens']} tokens; limits {args.rpm} rpm, "
-          f"{tpm} tpm; bound {bound:.1f} s")
+    print(
+        f"plan: {plan['requests']} requests, {plan['tokens']} tokens; limits {args.rpm} rpm, "
+        f"{tpm} tpm; bound {bound:.1f} s"
+    )
     print(table(rows, columns))
-    path = save("peers", {
-        "settings": {**vars(args), "tpm": tpm, "latency_ms": LATENCY_MS, "latency_sigma": SIGMA},
-        "plan": plan, "bound_s": bound, "runs": rows,
-    })
+    path = save(
+        "peers",
+        {
+            "settings": {
+                **vars(args),
+                "tpm": tpm,
+                "latency_ms": LATENCY_MS,
+                "latency_sigma": SIGMA,
+            },
+            "plan": plan,
+            "bound_s": bound,
+            "runs": rows,
+        },
+    )
     print(f"wrote {path}")
 
 

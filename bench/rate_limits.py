@@ -57,10 +57,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--buckets", default="2,60", help="server bucket sizes in seconds")
     parser.add_argument("--quick", action="store_true", help="600 requests, 2 s bucket only")
-    parser.add_argument("--baseline", metavar="REV",
-                        help="compare the configured variant with geval_async/limits.py as of "
-                             "git revision REV (e4999e0: before this benchmark's changes); "
-                             "writes results/rate_limits_baseline.json")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="compare the configured variant with geval_async/limits.py as of "
+        "git revision REV (e4999e0: before this benchmark's changes); "
+        "writes results/rate_limits_baseline.json",
+    )
     args = parser.parse_args()
     if args.quick:
         args.requests, args.buckets = 600, "2"
@@ -73,12 +76,16 @@ def main() -> None:
         old_limits = None
         if args.baseline:
             old_limits = folder / "limits_baseline.py"
-            old_limits.write_bytes(subprocess.run(
-                ["git", "show", f"{args.baseline}:geval_async/limits.py"], cwd=ROOT,
-                check=True, capture_output=True).stdout)
+            old_limits.write_bytes(
+                subprocess.run(
+                    ["git", "show", f"{args.baseline}:geval_async/limits.py"],
+                    cwd=ROOT,
+                    check=True,
+                    capture_output=True,
+                ).stdout
+            )
             modes = ["configured", f"configured, limits.py@{args.baseline}"]
-        study = write_study(folder / "study", -(-args.requests // len(criteria)),
-                            criteria=criteria)
+        study = write_study(folder / "study", -(-args.requests // len(criteria)), criteria=criteria)
         plan = plan_bodies(study.config, folder / "bodies.jsonl")
         requests_bound = plan["requests"] / args.rpm * 60
         variants = {
@@ -92,47 +99,85 @@ def main() -> None:
                 bound, in_order = bounds(plan, args.rpm, tpm)
                 for mode in modes:
                     configured = mode.startswith("configured")
-                    with SimProcess(latency_ms=LATENCY_MS, latency_sigma=SIGMA, rpm=args.rpm,
-                                    tpm=tpm, bucket_seconds=bucket) as sim:
-                        spec = {"config": study.config, "base_url": sim.base_url,
-                                "cache": folder / f"cache-{len(rows)}",
-                                "concurrency": args.concurrency,
-                                "rpm": args.rpm if configured else None,
-                                "tpm": tpm if configured else None,
-                                "limits_module": old_limits if "@" in mode else None}
+                    with SimProcess(
+                        latency_ms=LATENCY_MS,
+                        latency_sigma=SIGMA,
+                        rpm=args.rpm,
+                        tpm=tpm,
+                        bucket_seconds=bucket,
+                    ) as sim:
+                        spec = {
+                            "config": study.config,
+                            "base_url": sim.base_url,
+                            "cache": folder / f"cache-{len(rows)}",
+                            "concurrency": args.concurrency,
+                            "rpm": args.rpm if configured else None,
+                            "tpm": tpm if configured else None,
+                            "limits_module": old_limits if "@" in mode else None,
+                        }
                         report = run_child(client("geval", **spec)).report()
                         stats = sim.stats()
                     limited = server_429s(stats)
                     floor = 1.05 if configured else 1.15
                     ratio = report["wall"] / bound
                     row = {
-                        "bucket_s": bucket, "variant": variant, "client_limits": mode,
-                        "requests": plan["requests"], "tokens": plan["tokens"],
-                        "rpm": args.rpm, "tpm": tpm, "bound_s": bound,
-                        "in_order_bound_s": in_order, "wall_s": report["wall"],
-                        "wall/bound": ratio, "wall/in_order": report["wall"] / in_order,
-                        "floor": floor, "429s": limited,
+                        "bucket_s": bucket,
+                        "variant": variant,
+                        "client_limits": mode,
+                        "requests": plan["requests"],
+                        "tokens": plan["tokens"],
+                        "rpm": args.rpm,
+                        "tpm": tpm,
+                        "bound_s": bound,
+                        "in_order_bound_s": in_order,
+                        "wall_s": report["wall"],
+                        "wall/bound": ratio,
+                        "wall/in_order": report["wall"] / in_order,
+                        "floor": floor,
+                        "429s": limited,
                         "429_pct": 100 * limited / plan["requests"],
                         "failed": report["failed"],
                         "peak_in_flight": report["peak_in_flight"],
                         "client_cpu_s": report["cpu"],
                     }
                     row["passed"] = (
-                        ratio <= floor and report["complete"]
-                        and (not configured or row["429_pct"] <= 1.0)
-                    ) if bucket < 60 else None  # the 60 s bucket is reported, not judged
+                        (
+                            ratio <= floor
+                            and report["complete"]
+                            and (not configured or row["429_pct"] <= 1.0)
+                        )
+                        if bucket < 60
+                        else None
+                    )  # the 60 s bucket is reported, not judged
                     rows.append(row)
                     print(table([row], list(row)), flush=True)
 
-    columns = ["bucket_s", "variant", "client_limits", "bound_s", "in_order_bound_s", "wall_s",
-               "wall/bound", "wall/in_order", "floor", "429s", "429_pct", "failed",
-               "peak_in_flight", "passed"]
+    columns = [
+        "bucket_s",
+        "variant",
+        "client_limits",
+        "bound_s",
+        "in_order_bound_s",
+        "wall_s",
+        "wall/bound",
+        "wall/in_order",
+        "floor",
+        "429s",
+        "429_pct",
+        "failed",
+        "peak_in_flight",
+        "passed",
+    ]
     print()
     print(table(rows, columns))
-    path = save("rate_limits_baseline" if args.baseline else "rate_limits", {
-        "settings": {**vars(args), "latency_ms": LATENCY_MS, "latency_sigma": SIGMA},
-        "plan": plan, "runs": rows,
-    })
+    path = save(
+        "rate_limits_baseline" if args.baseline else "rate_limits",
+        {
+            "settings": {**vars(args), "latency_ms": LATENCY_MS, "latency_sigma": SIGMA},
+            "plan": plan,
+            "runs": rows,
+        },
+    )
     print(f"wrote {path}")
 
 

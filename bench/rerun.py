@@ -34,17 +34,33 @@ def main() -> None:
         args.sizes = "480,2500"
 
     rows = []
-    import_only = run_child([PYTHON, "-c", "import geval_async.cli"])
+    import_only = run_child([PYTHON, "-c", "import geval_async.cli.main"])
     with workdir("rerun") as folder, SimProcess() as sim:
         for records in (int(s) for s in args.sizes.split(",")):
             study = write_study(folder / f"study-{records}", records)
-            common = {"config": study.config, "base_url": sim.base_url, "cache": study.cache,
-                      "concurrency": 32}
+            common = {
+                "config": study.config,
+                "base_url": sim.base_url,
+                "cache": study.cache,
+                "concurrency": 32,
+            }
             fill = run_child(client("geval", **common)).report()
             assert fill["complete"], fill
             before = sim.stats()["received"]
-            cli = run_child([PYTHON, "-m", "geval_async", "run", str(study.config), "--quiet",
-                             "--base-url", sim.base_url, "--cache", str(study.cache)])
+            cli = run_child(
+                [
+                    PYTHON,
+                    "-m",
+                    "geval_async",
+                    "run",
+                    str(study.config),
+                    "--quiet",
+                    "--base-url",
+                    sim.base_url,
+                    "--cache",
+                    str(study.cache),
+                ]
+            )
             assert cli.returncode == 0, cli.stderr
             library = run_child(client("geval", **common)).report()
             floor = run_child(client("lookup", **common)).report()
@@ -53,11 +69,15 @@ def main() -> None:
             assert library["cached"] == study.requests and library["sent"] == 0, library
             assert floor["found"] == study.requests, floor
             row = {
-                "requests": study.requests, "sent_on_rerun": sent,
+                "requests": study.requests,
+                "sent_on_rerun": sent,
                 "first_run_s": fill["wall"],
-                "rerun_cli_s": cli.wall, "rerun_run_study_s": library["wall"],
-                "floor_s": floor["wall"], "floor_load_s": floor["load"],
-                "floor_hash_s": floor["hash"], "floor_lookup_s": floor["lookup"],
+                "rerun_cli_s": cli.wall,
+                "rerun_run_study_s": library["wall"],
+                "floor_s": floor["wall"],
+                "floor_load_s": floor["load"],
+                "floor_hash_s": floor["hash"],
+                "floor_lookup_s": floor["lookup"],
                 "cli_x_floor": cli.wall / floor["wall"],
                 "run_study_x_floor": library["wall"] / floor["wall"],
                 "cli_maxrss_mb": cli.maxrss_mb,
@@ -66,13 +86,26 @@ def main() -> None:
             print(table([row], list(row)), flush=True)
 
     print()
-    print(f"python -c 'import geval_async.cli': {import_only.wall:.2f} s")
-    print(table(rows, ["requests", "sent_on_rerun", "first_run_s", "rerun_cli_s",
-                       "rerun_run_study_s", "floor_s", "cli_x_floor", "run_study_x_floor"]))
-    print(table(rows, ["requests", "floor_load_s", "floor_hash_s", "floor_lookup_s",
-                       "cli_maxrss_mb"]))
-    path = save("rerun", {"settings": vars(args), "import_cli_s": import_only.wall,
-                          "runs": rows})
+    print(f"python -c 'import geval_async.cli.main': {import_only.wall:.2f} s")
+    print(
+        table(
+            rows,
+            [
+                "requests",
+                "sent_on_rerun",
+                "first_run_s",
+                "rerun_cli_s",
+                "rerun_run_study_s",
+                "floor_s",
+                "cli_x_floor",
+                "run_study_x_floor",
+            ],
+        )
+    )
+    print(
+        table(rows, ["requests", "floor_load_s", "floor_hash_s", "floor_lookup_s", "cli_maxrss_mb"])
+    )
+    path = save("rerun", {"settings": vars(args), "import_cli_s": import_only.wall, "runs": rows})
     print(f"wrote {path}")
 
 

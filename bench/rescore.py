@@ -4,7 +4,7 @@
 filled first against a zero-latency simulated judge. ``report`` reads the cache only (scores,
 composite, Welch tests with FDR, Markdown report; no plots). Each command runs ``--repeat``
 times in a fresh process and the median is kept; the time of a process that only imports the
-CLI (``python -c 'import geval_async.cli'``) is subtracted to give the work itself, and
+CLI (``python -c 'import geval_async.cli.main'``) is subtracted to give the work itself, and
 ``python -X importtime`` names the heaviest imports.
 
     .venv/bin/python bench/rescore.py [--quick] [--records 480] [--repeat 3]
@@ -25,7 +25,7 @@ from common import PYTHON, SimProcess, client, run_child, save, table, workdir, 
 
 def _heaviest_imports(count: int = 6) -> list[tuple[str, float]]:
     """Seconds spent importing each top-level package (sum of its modules' own times)."""
-    run = run_child([PYTHON, "-X", "importtime", "-c", "import geval_async.cli"])
+    run = run_child([PYTHON, "-X", "importtime", "-c", "import geval_async.cli.main"])
     spent: dict[str, float] = {}
     for line in run.stderr.splitlines():
         match = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", line)
@@ -47,23 +47,33 @@ def main() -> None:
     with workdir("rescore") as folder:
         study = write_study(folder / "study", args.records, n=10)
         with SimProcess() as sim:
-            fill = run_child(client("geval", config=study.config, base_url=sim.base_url,
-                                    cache=study.cache, concurrency=32)).report()
+            fill = run_child(
+                client(
+                    "geval",
+                    config=study.config,
+                    base_url=sim.base_url,
+                    cache=study.cache,
+                    concurrency=32,
+                )
+            ).report()
         assert fill["complete"], fill
         # The judge is gone: report must not need it.
         imports, reports = [], []
         for _ in range(args.repeat):
-            imports.append(run_child([PYTHON, "-c", "import geval_async.cli"]))
-            reports.append(run_child([PYTHON, "-m", "geval_async", "report",
-                                      str(study.config)]))
+            imports.append(run_child([PYTHON, "-c", "import geval_async.cli.main"]))
+            reports.append(run_child([PYTHON, "-m", "geval_async", "report", str(study.config)]))
             assert reports[-1].returncode == 0, reports[-1].stdout + reports[-1].stderr
         outputs = sorted(p.name for p in (study.folder / "out").rglob("*") if p.is_file())
 
     report_s = statistics.median(r.wall for r in reports)
     import_s = statistics.median(r.wall for r in imports)
     row = {
-        "records": args.records, "criteria": len(study.criteria), "samples_per_item": 10,
-        "cached_answers": study.requests, "report_s": report_s, "import_cli_s": import_s,
+        "records": args.records,
+        "criteria": len(study.criteria),
+        "samples_per_item": 10,
+        "cached_answers": study.requests,
+        "report_s": report_s,
+        "import_cli_s": import_s,
         "report_minus_import_s": report_s - import_s,
         "import_share": import_s / report_s,
         "report_cpu_s": statistics.median(r.cpu for r in reports),
@@ -71,12 +81,20 @@ def main() -> None:
     }
     heaviest = _heaviest_imports()
     print(table([row], list(row)))
-    print("import time of geval_async.cli by package (s): "
-          + ", ".join(f"{name} {seconds:.2f}" for name, seconds in heaviest))
-    path = save("rescore", {"settings": vars(args), "result": row, "heaviest_imports": heaviest,
-                            "outputs": outputs,
-                            "walls": {"report": [r.wall for r in reports],
-                                      "import": [r.wall for r in imports]}})
+    print(
+        "import time of geval_async.cli.main by package (s): "
+        + ", ".join(f"{name} {seconds:.2f}" for name, seconds in heaviest)
+    )
+    path = save(
+        "rescore",
+        {
+            "settings": vars(args),
+            "result": row,
+            "heaviest_imports": heaviest,
+            "outputs": outputs,
+            "walls": {"report": [r.wall for r in reports], "import": [r.wall for r in imports]},
+        },
+    )
     print(f"wrote {path}")
 
 

@@ -28,28 +28,34 @@ def headline(name: str, quick: bool) -> str:
     data = json.loads(path.read_text())
     if name == "overhead":
         s = data["summary"]
-        return (f"geval-async / bare aiohttp throughput {s['throughput_ratio']:.2f} (floor 0.5), "
-                f"CPU per request {s['cpu_per_request_ratio']:.2f} x bare")
+        return (
+            f"geval-async / bare aiohttp throughput {s['throughput_ratio']:.2f} (floor 0.5), "
+            f"CPU per request {s['cpu_per_request_ratio']:.2f} x bare"
+        )
     if name == "rate_limits":
         return "; ".join(
             f"{r['bucket_s']:g}s bucket, {r['variant']}, {r['client_limits']}: "
-            f"{r['wall/bound']:.3f} x bound, {r['429s']} 429s" for r in data["runs"])
+            f"{r['wall/bound']:.3f} x bound, {r['429s']} 429s"
+            for r in data["runs"]
+        )
     if name == "rerun":
         return "; ".join(
             f"{r['requests']} requests: sent {r['sent_on_rerun']}, run_study "
             f"{r['run_study_x_floor']:.2f} x hash+lookup, CLI {r['rerun_cli_s']:.2f} s"
-            for r in data["runs"])
+            for r in data["runs"]
+        )
     if name == "rescore":
         r = data["result"]
-        return (f"report {r['report_s']:.2f} s, of which importing the CLI "
-                f"{r['import_cli_s']:.2f} s")
+        return f"report {r['report_s']:.2f} s, of which importing the CLI {r['import_cli_s']:.2f} s"
     if name == "memory":
         r = data["result"]
         return f"{r['requests']} requests, peak RSS {r['peak_rss_mb']:.0f} MB (floor 300)"
     if name == "peers":
         return "; ".join(
             f"{r['bucket_s']:g}s {r['contender']}: {r['wall_s']:.1f} s, {r['429s']} 429s, "
-            f"{r['failed_items']} failed" for r in data["runs"])
+            f"{r['failed_items']} failed"
+            for r in data["runs"]
+        )
     return ""
 
 

@@ -14,15 +14,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .cache import JudgeCache
-from .config import EvalConfig, apply_overrides, load_config
 from .errors import ConfigError
-from .plan import prepare_study
-from .runner import RunResult, run_study
+from .judging.cache import JudgeCache
+from .judging.plan import prepare_study
+from .judging.runner import RunResult, run_study
+from .study.config import EvalConfig, apply_overrides, load_config
 
 
-async def judge(config: EvalConfig | str | os.PathLike[str], *, retry_failed: bool = False,
-                **overrides: Any) -> RunResult:
+async def judge(
+    config: EvalConfig | str | os.PathLike[str], *, retry_failed: bool = False, **overrides: Any
+) -> RunResult:
     """Run the judge stage of a study: every request the cache lacks is sent and stored.
 
     Args:

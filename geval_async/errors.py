@@ -45,8 +45,14 @@ class TransportError(GevalError):
             from those of a 429.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, body: bytes = b"",
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.body = body

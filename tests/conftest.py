@@ -49,8 +49,14 @@ Evaluation Form (scores ONLY):
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY",
-                 "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION", "GEVAL_DEBUG"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "AZURE_OPENAI_API_KEY",
+        "AZURE_OPENAI_ENDPOINT",
+        "OPENAI_API_VERSION",
+        "GEVAL_DEBUG",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -75,8 +81,12 @@ class StudyFiles:
     def write_config(self, base_url: str, **sections: dict[str, object]) -> Path:
         """(Re)write config.toml pointing at ``base_url``; ``sections`` replace defaults."""
         defaults: dict[str, dict[str, object]] = {
-            "data": {"path": "records.jsonl", "id": "id", "group": "user",
-                     "condition": "condition"},
+            "data": {
+                "path": "records.jsonl",
+                "id": "id",
+                "group": "user",
+                "condition": "condition",
+            },
             "judge": {"model": "sim-judge", "base_url": base_url},
             "sampling": {"mode": "samples", "n": 3, "temperature": 1.0, "max_tokens": 5},
             "limits": {"concurrency": 4, "retries": 4, "timeout": 5},
@@ -92,10 +102,20 @@ class StudyFiles:
             lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
             lines.append("")
         lines += [
-            "[[criteria]]", 'name = "clar"', 'display_name = "Clarity"',
-            'prompt = "prompts/clar.txt"', "scale = [1, 5]", 'fields = ["text"]', "",
-            "[[criteria]]", 'name = "fit"', 'display_name = "Fit"',
-            'prompt = "prompts/fit.txt"', "scale = [1, 3]", 'fields = ["reader", "text"]', "",
+            "[[criteria]]",
+            'name = "clar"',
+            'display_name = "Clarity"',
+            'prompt = "prompts/clar.txt"',
+            "scale = [1, 5]",
+            'fields = ["text"]',
+            "",
+            "[[criteria]]",
+            'name = "fit"',
+            'display_name = "Fit"',
+            'prompt = "prompts/fit.txt"',
+            "scale = [1, 3]",
+            'fields = ["reader", "text"]',
+            "",
         ]
         self.config.write_text("\n".join(lines), encoding="utf-8")
         return self.config
@@ -105,14 +125,16 @@ def write_records(path: Path, n_users: int) -> int:
     rows = []
     for user in range(n_users):
         for condition in ("A", "B"):
-            rows.append({
-                "id": f"u{user:03d}-{condition}",
-                "user": f"u{user:03d}",
-                "condition": condition,
-                "reader": f"reader {user} who likes {'tables' if user % 2 else 'lists'}",
-                "text": f"Text {user}{condition}: literal {{{{reader}}}} and {{x}} stay as is. "
-                        + "word " * (user % 7),
-            })
+            rows.append(
+                {
+                    "id": f"u{user:03d}-{condition}",
+                    "user": f"u{user:03d}",
+                    "condition": condition,
+                    "reader": f"reader {user} who likes {'tables' if user % 2 else 'lists'}",
+                    "text": f"Text {user}{condition}: literal {{{{reader}}}} and {{x}} stay as is. "
+                    + "word " * (user % 7),
+                }
+            )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return len(rows)
 
@@ -125,24 +147,34 @@ def study(tmp_path: Path) -> StudyFiles:
     (tmp_path / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
     records = tmp_path / "records.jsonl"
     count = write_records(records, 12)
-    return StudyFiles(tmp_path, tmp_path / "config.toml", records, tmp_path / "cache",
-                      tmp_path / "out", count)
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m geval_async ARGS`` in a fresh process, as a user would."""
-    full_env = {k: v for k, v in os.environ.items()
-                if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")}
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "geval_async", *args],
-        capture_output=True, text=True, env=full_env, timeout=timeout, cwd=ROOT,
+    return StudyFiles(
+        tmp_path, tmp_path / "config.toml", records, tmp_path / "cache", tmp_path / "out", count
     )
 
 
-def run_study(study: StudyFiles, *extra: str, env: dict[str, str] | None = None
-              ) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m geval_async ARGS`` in a fresh process, as a user would."""
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")
+    }
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "geval_async", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def run_study(
+    study: StudyFiles, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``geval-async run CONFIG --quiet EXTRA`` for a test study."""
     return run_cli("run", str(study.config), "--quiet", *extra, env=env)
 
@@ -153,8 +185,8 @@ def keys_by_digest(study: StudyFiles) -> dict[str, str]:
 
     import orjson
 
-    from geval_async.config import load_config
-    from geval_async.plan import first_request, plan_items, prepare_study
+    from geval_async.judging.plan import first_request, plan_items, prepare_study
+    from geval_async.study.config import load_config
 
     plan = prepare_study(load_config(study.config))
     out = {}

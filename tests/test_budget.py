@@ -15,17 +15,20 @@ import orjson
 import pytest
 from conftest import StudyFiles, cache_snapshot, run_cli
 
-from geval_async.config import load_config
-from geval_async.plan import first_request, plan_items, prepare_study
-from geval_async.pricing import usd
+from geval_async.judging.plan import first_request, plan_items, prepare_study
 from geval_async.sim import SimServer
+from geval_async.study.config import load_config
+from geval_async.study.pricing import usd
 
 PRICE_IN, PRICE_OUT = 10_000.0, 20_000.0  # USD per million tokens
 
 
 def _write(study: StudyFiles, sim: SimServer) -> None:
-    study.write_config(sim.base_url, prices={"sim-judge": [PRICE_IN, PRICE_OUT]},
-                       limits={"concurrency": 4, "backoff": 0.01})
+    study.write_config(
+        sim.base_url,
+        prices={"sim-judge": [PRICE_IN, PRICE_OUT]},
+        limits={"concurrency": 4, "backoff": 0.01},
+    )
 
 
 def _plan_costs(study: StudyFiles) -> list[tuple[str, float]]:
@@ -66,8 +69,10 @@ def test_the_run_stops_before_the_cap_and_a_higher_cap_resumes(
     result = _run(study, "--max-cost", f"{cap:.6f}")
     assert result.returncode == 1, result.stdout + result.stderr
     line = _stopped_line(result)
-    assert line == (f"stopped: budget cap {usd(round(cap, 6))} reached after "
-                    f"{usd(prefix[fits - 1])} estimated; raise --max-cost to continue"), line
+    assert line == (
+        f"stopped: budget cap {usd(round(cap, 6))} reached after "
+        f"{usd(prefix[fits - 1])} estimated; raise --max-cost to continue"
+    ), line
     assert "resume with: geval-async run" in result.stderr
     # Exactly the requests that fit, in plan order: none past the cap, none held back early.
     sent = [digest for _, digest in sim.stats.arrivals]
@@ -113,12 +118,15 @@ def test_unknown_price_is_a_config_error_before_anything_happens(
     assert _run(study, "--model", "mystery-judge-7b", "--limit", "1").returncode == 0
 
 
-@pytest.mark.parametrize("value, needle", [
-    ("[1.0]", "two numbers"),
-    ('["cheap", 1]', "two numbers"),
-    ("[-1, 2]", "0 or more"),
-    ("5", "[input, output]"),
-])
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        ("[1.0]", "two numbers"),
+        ('["cheap", 1]', "two numbers"),
+        ("[-1, 2]", "0 or more"),
+        ("5", "[input, output]"),
+    ],
+)
 def test_bad_prices_are_config_errors(
     sim: SimServer, study: StudyFiles, value: str, needle: str
 ) -> None:

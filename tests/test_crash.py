@@ -24,11 +24,11 @@ import orjson
 import pytest
 from conftest import PROMPT_A, PROMPT_B, ROOT, StudyFiles, cache_snapshot, write_records
 
-from geval_async.cache import JudgeCache
-from geval_async.config import apply_overrides, load_config
-from geval_async.plan import Study, first_request, plan_items, prepare_study
-from geval_async.scoring import score_items
+from geval_async.judging.cache import JudgeCache
+from geval_async.judging.plan import Study, first_request, plan_items, prepare_study
+from geval_async.scoring.scores import score_items
 from geval_async.sim import SimServer, SimSettings
+from geval_async.study.config import apply_overrides, load_config
 
 CONCURRENCY = 12
 KILLS = 20
@@ -41,8 +41,14 @@ def _big_study(root: Path, base_url: str) -> StudyFiles:
     (root / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
     (root / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
     records = root / "records.jsonl"
-    files = StudyFiles(root, root / "config.toml", records, root / "cache", root / "out",
-                       write_records(records, USERS))
+    files = StudyFiles(
+        root,
+        root / "config.toml",
+        records,
+        root / "cache",
+        root / "out",
+        write_records(records, USERS),
+    )
     files.write_config(base_url, limits={"concurrency": CONCURRENCY, "retries": 4, "timeout": 30})
     return files
 
@@ -63,7 +69,9 @@ def _digest_to_key(study: Study) -> dict[str, str]:
 def _start(config: Path, cache: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "geval_async", "run", str(config), "--quiet", "--cache", str(cache)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
     )
 
@@ -87,8 +95,10 @@ def _duplicates(answered: Counter[str]) -> int:
 
 def _scores(study: Study) -> dict[tuple[str, str], tuple[str, float | None, tuple[str, ...]]]:
     with JudgeCache(study.config.cache_path, create=False) as cache:
-        return {(s.record_id, s.criterion): (s.status, s.weighted_score, s.answers)
-                for s in score_items(study, cache)}
+        return {
+            (s.record_id, s.criterion): (s.status, s.weighted_score, s.answers)
+            for s in score_items(study, cache)
+        }
 
 
 @dataclass
@@ -145,8 +155,16 @@ def test_twenty_sigkills_then_resume_match_an_uninterrupted_run(tmp_path: Path) 
             lost = {d for d in in_flight if after[d] > before[d]}
             lost_at.update(lost)
             pending = {d for d in pending if after[d] == before[d]}
-            kills.append(Kill(target, sim_in_flight, len(in_flight), len(lost), len(stored),
-                              carried=len(pending)))
+            kills.append(
+                Kill(
+                    target,
+                    sim_in_flight,
+                    len(in_flight),
+                    len(lost),
+                    len(stored),
+                    carried=len(pending),
+                )
+            )
             pending |= lost
             # Each answer is written the moment it arrives and at most `concurrency` requests
             # are out, so a kill can only cost the requests in flight, never stored ones.
@@ -155,17 +173,24 @@ def test_twenty_sigkills_then_resume_match_an_uninterrupted_run(tmp_path: Path) 
 
         final = subprocess.run(
             [sys.executable, "-m", "geval_async", "run", str(files.config), "--quiet"],
-            cwd=ROOT, capture_output=True, text=True, timeout=300,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert final.returncode == 0, final.stdout + final.stderr
         answered = server.stats.answered
         kills[-1].duplicates = _duplicates(answered)
 
-    print("\nkill: target, sim in flight, in flight (sent, not stored), lost (answered, not "
-          "stored), stored, carried, duplicates after the resume")
+    print(
+        "\nkill: target, sim in flight, in flight (sent, not stored), lost (answered, not "
+        "stored), stored, carried, duplicates after the resume"
+    )
     for number, kill in enumerate(kills, 1):
-        print(f"  {number:2d}: {kill.target:5d} {kill.sim_in_flight:3d} {kill.in_flight:3d} "
-              f"{kill.lost:3d} {kill.stored:5d} {kill.carried:2d} {kill.duplicates:4d}")
+        print(
+            f"  {number:2d}: {kill.target:5d} {kill.sim_in_flight:3d} {kill.in_flight:3d} "
+            f"{kill.lost:3d} {kill.stored:5d} {kill.carried:2d} {kill.duplicates:4d}"
+        )
     total_duplicates = _duplicates(answered)
     print(f"duplicates: {total_duplicates} over {KILLS} kills")
 
@@ -185,12 +210,25 @@ def test_twenty_sigkills_then_resume_match_an_uninterrupted_run(tmp_path: Path) 
     # The same plan, uninterrupted, in its own cache against a server with the same settings.
     reference_cache = tmp_path / "reference-cache"
     with SimServer(SimSettings(**SETTINGS)) as reference_server:
-        files.write_config(reference_server.base_url,
-                           limits={"concurrency": CONCURRENCY, "retries": 4, "timeout": 30})
+        files.write_config(
+            reference_server.base_url,
+            limits={"concurrency": CONCURRENCY, "retries": 4, "timeout": 30},
+        )
         reference = subprocess.run(
-            [sys.executable, "-m", "geval_async", "run", str(files.config), "--quiet",
-             "--cache", str(reference_cache)],
-            cwd=ROOT, capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "geval_async",
+                "run",
+                str(files.config),
+                "--quiet",
+                "--cache",
+                str(reference_cache),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert reference.returncode == 0, reference.stdout + reference.stderr
         assert sum(reference_server.stats.answered.values()) == total

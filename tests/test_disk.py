@@ -28,7 +28,7 @@ from conftest import (
     write_records,
 )
 
-from geval_async.cache import CachedResponse
+from geval_async.judging.cache import CachedResponse
 from geval_async.sim import SimServer
 
 
@@ -46,8 +46,12 @@ def test_two_runs_of_one_plan_share_a_cache_safely(sim: SimServer, study: StudyF
     study.write_config(sim.base_url, limits={"concurrency": 8})
     command = [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"]
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    processes = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    processes = [
+        subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outputs = [process.communicate(timeout=120) for process in processes]
     for process, (stdout, stderr) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, stdout + stderr
@@ -62,8 +66,10 @@ def test_two_runs_of_one_plan_share_a_cache_safely(sim: SimServer, study: StudyF
     for digest, key in keys.items():
         # The stored body is one of the answers the server gave for that very request.
         stored_id = orjson.loads(entries[key].body)["id"]
-        ids = {"chatcmpl-sim-" + hashlib.sha256(f"{digest}:{r}".encode()).hexdigest()[:24]
-               for r in range(answered[digest])}
+        ids = {
+            "chatcmpl-sim-" + hashlib.sha256(f"{digest}:{r}".encode()).hexdigest()[:24]
+            for r in range(answered[digest])
+        }
         assert stored_id in ids
     # Both walk the plan in the same order and race on the same missing keys; a claim on each
     # request in flight (geval_async/claims.py) makes the other process wait for the answer
@@ -88,8 +94,11 @@ def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[[Path, str], None]]:
 
     def mount(path: Path, size: str) -> None:
         path.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755",
-                                 "tmpfs", str(path)], capture_output=True, text=True)
+        result = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+            capture_output=True,
+            text=True,
+        )
         if result.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here ({result.stderr.strip()})")
         mounted.append(path)
@@ -132,8 +141,10 @@ def _read_only(cache: Path, mount: Callable[[Path, str], None]) -> Iterator[tupl
         for path in paths:
             path.chmod(0o755 if path.is_dir() else 0o644)
     chattr = shutil.which("chattr")
-    if chattr and subprocess.run([chattr, "+i", *map(str, paths)],
-                                 capture_output=True).returncode == 0:
+    if (
+        chattr
+        and subprocess.run([chattr, "+i", *map(str, paths)], capture_output=True).returncode == 0
+    ):
         try:
             if not _writable(cache):
                 yield cache, "chattr +i"
@@ -168,8 +179,10 @@ def test_read_only_cache_fails_before_any_request(
     assert "Traceback" not in result.stderr
     assert sim.stats.received == received, "no request may be sent"
     assert cache_snapshot(cache) == before, "the cache is unchanged"
-    print(f"\nread-only by {mechanism}: {lines[0]}\nstatus on it: exit {status.returncode}: "
-          f"{(status.stdout + status.stderr).strip().splitlines()[-1]}")
+    print(
+        f"\nread-only by {mechanism}: {lines[0]}\nstatus on it: exit {status.returncode}: "
+        f"{(status.stdout + status.stderr).strip().splitlines()[-1]}"
+    )
 
 
 def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
@@ -189,11 +202,14 @@ def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
     _remount(disk, "size=8m")  # free space (reading a diskcache folder writes to it, too)
     stored = _decoded(study.root / "disk" / "cache")  # no partial entry
     assert 0 < len(stored) < 2 * study.n_records, len(stored)
-    answered_keys = {key for digest, key in keys_by_digest(study).items()
-                     if digest in sim.stats.answered}
+    answered_keys = {
+        key for digest, key in keys_by_digest(study).items() if digest in sim.stats.answered
+    }
     assert set(stored) <= answered_keys
-    print(f"\n{len(stored)} answers stored before the disk was full; status on the full disk: "
-          f"exit {full_status.returncode}: {full_status.stderr.strip()}")
+    print(
+        f"\n{len(stored)} answers stored before the disk was full; status on the full disk: "
+        f"exit {full_status.returncode}: {full_status.stderr.strip()}"
+    )
 
     again = run_study(study)
     assert again.returncode == 0, again.stdout + again.stderr
@@ -242,7 +258,8 @@ def test_damaged_entries_are_reported_treated_as_missing_and_fetched_again(
     after = _decoded(study.cache)
     assert set(after) == set(before)
     assert {k: v for k, v in cache_snapshot(study.cache).items() if k not in keys} == {
-        k: v for k, v in before.items() if k not in keys}, "the healthy entries are untouched"
+        k: v for k, v in before.items() if k not in keys
+    }, "the healthy entries are untouched"
 
     clean = run_cli("status", str(study.config))
     assert "corrupted" not in clean.stdout

@@ -36,8 +36,14 @@ def test_complete_run_then_rerun_sends_nothing(sim: SimServer, study: StudyFiles
     assert second.returncode == 0, second.stderr
     assert sim.stats.received == items, "the rerun must not send a single request"
     assert cache_snapshot(study.cache) == before, "the rerun must leave the cache unchanged"
-    assert _total_row(second.stdout) == {"items": items, "cached": items, "new": 0,
-                                         "refused": 0, "failed": 0, "missing": 0}
+    assert _total_row(second.stdout) == {
+        "items": items,
+        "cached": items,
+        "new": 0,
+        "refused": 0,
+        "failed": 0,
+        "missing": 0,
+    }
 
 
 def test_status_counts_without_network(sim: SimServer, study: StudyFiles) -> None:
@@ -47,8 +53,11 @@ def test_status_counts_without_network(sim: SimServer, study: StudyFiles) -> Non
     status = run_cli("status", str(study.config))
     assert status.returncode == 0, status.stderr
     assert sim.stats.received == received
-    lines = {line.split()[0]: line.split()[1:] for line in status.stdout.splitlines()
-             if line and line.split()[0] in ("clar", "fit", "total")}
+    lines = {
+        line.split()[0]: line.split()[1:]
+        for line in status.stdout.splitlines()
+        if line and line.split()[0] in ("clar", "fit", "total")
+    }
     # items, answered, refused, missing
     assert lines["clar"] == [str(study.n_records), "5", "0", str(study.n_records - 5)]
     assert lines["total"] == [str(2 * study.n_records), "10", "0", str(2 * study.n_records - 10)]
@@ -99,9 +108,12 @@ def test_transient_faults_are_retried_and_the_run_completes(
     assert result.returncode == 0, result.stdout + result.stderr
     assert sum(sim.stats.faults.values()) > 0
     status = run_cli("status", str(study.config))
-    assert _total_row(status.stdout) == {"items": 2 * study.n_records,
-                                         "answered": 2 * study.n_records, "refused": 0,
-                                         "missing": 0}
+    assert _total_row(status.stdout) == {
+        "items": 2 * study.n_records,
+        "answered": 2 * study.n_records,
+        "refused": 0,
+        "missing": 0,
+    }
     # Every item answered: exactly one 200 per distinct request body.
     assert len(sim.stats.answered) == 2 * study.n_records
     assert re.search(r"retries: .*(http 50[03]|connection)", result.stdout)
@@ -147,7 +159,9 @@ def test_sigkill_then_resume_answers_each_request_once(tmp_path: Path, study: St
         items = 2 * study.n_records
         process = subprocess.Popen(
             [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
         )
         deadline = time.monotonic() + 60
@@ -206,8 +220,7 @@ def test_configured_client_limits_keep_the_server_quiet(study: StudyFiles) -> No
     from geval_async.sim import SimSettings
 
     with SimServer(SimSettings(rpm=3000, tpm=400_000)) as server:
-        study.write_config(server.base_url,
-                           limits={"concurrency": 8, "rpm": 3000, "tpm": 400_000})
+        study.write_config(server.base_url, limits={"concurrency": 8, "rpm": 3000, "tpm": 400_000})
         result = run_study(study)
         assert result.returncode == 0, result.stderr
         assert server.stats.rate_limited == 0
@@ -215,10 +228,17 @@ def test_configured_client_limits_keep_the_server_quiet(study: StudyFiles) -> No
 
 def test_azure_form_with_api_key_header(sim: SimServer, study: StudyFiles) -> None:
     sim.settings.api_key = "azure-test-key"
-    study.write_config(sim.base_url, judge={
-        "provider": "azure", "azure_endpoint": sim.root_url, "deployment": "judge-deploy",
-        "api_version": "2024-06-01", "api_key_env": "AZ_KEY", "model": "gpt-4o-mini",
-    })
+    study.write_config(
+        sim.base_url,
+        judge={
+            "provider": "azure",
+            "azure_endpoint": sim.root_url,
+            "deployment": "judge-deploy",
+            "api_version": "2024-06-01",
+            "api_key_env": "AZ_KEY",
+            "model": "gpt-4o-mini",
+        },
+    )
     # write_config always sets base_url; Azure ignores it, but unknown keys would fail, so
     # drop it explicitly to show a clean Azure section.
     text = study.config.read_text().replace(f'base_url = "{sim.base_url}"\n', "")
@@ -258,7 +278,7 @@ def test_server_refusing_n_falls_back_to_single_draws(sim: SimServer, study: Stu
     assert sim.stats.by_status[400] == 1, "one refusal teaches the run to ask for one choice"
     assert sim.stats.by_status[200] == items * 3
     assert "n refused 1" in result.stdout
-    from geval_async.results import load_results
+    from geval_async.scoring.results import load_results
 
     results = load_results(study.config, limit=2)
     assert all(s.valid + s.invalid == 3 for s in results.scores if s.status != "missing")
@@ -269,8 +289,16 @@ def test_server_refusing_n_falls_back_to_single_draws(sim: SimServer, study: Stu
 def test_identical_requests_are_sent_once(sim: SimServer, study: StudyFiles) -> None:
     import json
 
-    rows = [{"id": f"r{i}", "user": f"u{i}", "condition": "A", "reader": "same reader",
-             "text": "the very same text"} for i in range(6)]
+    rows = [
+        {
+            "id": f"r{i}",
+            "user": f"u{i}",
+            "condition": "A",
+            "reader": "same reader",
+            "text": "the very same text",
+        }
+        for i in range(6)
+    ]
     study.records.write_text("".join(json.dumps(r) + "\n" for r in rows))
     sim.settings.latency_ms = 50  # keep the first answer in flight while the others queue
     study.write_config(sim.base_url, limits={"concurrency": 6})

@@ -36,12 +36,15 @@ def _retries(stdout: str) -> dict[str, int]:
     assert match, stdout
     if match.group(1) == "none":
         return {}
-    return {kind: int(count) for kind, count in
-            (part.rsplit(" ", 1) for part in match.group(1).split(", "))}
+    return {
+        kind: int(count)
+        for kind, count in (part.rsplit(" ", 1) for part in match.group(1).split(", "))
+    }
 
 
-def _wait_for(condition, what: str, process: subprocess.Popen[bytes] | None = None,
-              timeout: float = 60) -> None:
+def _wait_for(
+    condition, what: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 60
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert process is None or process.poll() is None, f"the run ended before {what}"
@@ -55,12 +58,24 @@ def test_every_fault_kind_is_retried_counted_and_nothing_is_lost(
     study.n_records = write_records(study.records, 60)  # 120 records, 240 requests
     s = sim.settings
     s.error_500, s.error_503, s.reset, s.stall, s.truncated, s.spurious_429 = (
-        0.05, 0.05, 0.05, 0.02, 0.02, 0.05)
+        0.05,
+        0.05,
+        0.05,
+        0.02,
+        0.02,
+        0.05,
+    )
     s.stall_seconds, s.retry_after_ms = 30.0, 20
-    study.write_config(sim.base_url, limits={
-        "concurrency": 8, "retries": RETRIES, "timeout": 0.5, "backoff": 0.01,
-        "max_backoff": 0.05,
-    })
+    study.write_config(
+        sim.base_url,
+        limits={
+            "concurrency": 8,
+            "retries": RETRIES,
+            "timeout": 0.5,
+            "backoff": 0.01,
+            "max_backoff": 0.05,
+        },
+    )
     result = run_study(study)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -132,11 +147,15 @@ def test_no_request_reaches_the_server_inside_a_429_pause(
         inside = [a for a, _, _ in events if sent < a < sent + pause]
         assert len(inside) <= 2 * (concurrency - 1), (
             f"{len(inside)} requests arrived inside a {pause_ms} ms pause: "
-            f"{[round((a - sent) * 1000, 1) for a in inside]} ms after the 429")
-    first_after = [min((a - sent for a, _, _ in events if a > sent), default=math.nan)
-                   for _, sent in limited]
-    print(f"\n{len(limited)} 429s; first arrival after each (ms): "
-          f"{[round(a * 1000, 1) for a in first_after]}")
+            f"{[round((a - sent) * 1000, 1) for a in inside]} ms after the 429"
+        )
+    first_after = [
+        min((a - sent for a, _, _ in events if a > sent), default=math.nan) for _, sent in limited
+    ]
+    print(
+        f"\n{len(limited)} 429s; first arrival after each (ms): "
+        f"{[round(a * 1000, 1) for a in first_after]}"
+    )
 
 
 def test_insufficient_quota_mid_run_stops_with_one_line_and_keeps_every_answer(
@@ -164,7 +183,9 @@ def _popen(study: StudyFiles, log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "geval_async", "run", str(study.config)],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
         )
 
@@ -177,8 +198,9 @@ def test_ctrl_c_saves_answers_in_flight_and_prints_a_resume_command(
     log = tmp_path / "run.log"
     process = _popen(study, log)
     try:
-        _wait_for(lambda: sim.stats.answered and sim.stats.in_flight >= 4, "requests in flight",
-                  process)
+        _wait_for(
+            lambda: sim.stats.answered and sim.stats.in_flight >= 4, "requests in flight", process
+        )
         answered_before, in_flight = len(sim.stats.answered), sim.stats.in_flight
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=60)
@@ -206,9 +228,7 @@ def test_ctrl_c_saves_answers_in_flight_and_prints_a_resume_command(
     )
 
 
-def test_a_second_ctrl_c_quits_at_once(
-    sim: SimServer, study: StudyFiles, tmp_path: Path
-) -> None:
+def test_a_second_ctrl_c_quits_at_once(sim: SimServer, study: StudyFiles, tmp_path: Path) -> None:
     # Answers that take ten minutes: after the first Ctrl-C the run would wait for them.
     sim.settings.latency_ms = 600_000
     study.write_config(sim.base_url, limits={"concurrency": 4, "timeout": 900})

@@ -19,23 +19,36 @@ from conftest import PROMPT_A, PROMPT_B
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from geval_async.config import _SECTIONS, EvalConfig, apply_overrides, load_config
-from geval_async.criteria import CRITERION_KEYS
 from geval_async.errors import GevalError, RateLimited
-from geval_async.plan import first_request, plan_items, prepare_study
-from geval_async.records import load_records
-from geval_async.transport import JudgeAnswer, _answer, _failure
+from geval_async.judging.plan import first_request, plan_items, prepare_study
+from geval_async.judging.transport import JudgeAnswer, _answer, _failure
+from geval_async.study.config import _SECTIONS, EvalConfig, apply_overrides, load_config
+from geval_async.study.criteria import CRITERION_KEYS
+from geval_async.study.records import load_records
 
-FUZZ = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 # Pure functions, a few milliseconds an example: look harder.
 FUZZ_MORE = settings(FUZZ, max_examples=400)
 
 # JSON-like values, with what JSON writers emit but strict parsers refuse (huge ints, NaN).
-_scalars = (st.none() | st.booleans() | st.integers() | st.floats()
-            | st.text(st.characters(exclude_categories=("Cs",)), max_size=20))
-_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
-                     | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 _names = st.sampled_from(["id", "user", "condition", "text", "reader", "other", ""])
 
 
@@ -67,16 +80,26 @@ def _records_file(draw: st.DrawFn) -> bytes:
 
 
 @FUZZ
-@given(content=_records_file(), group=st.sampled_from([None, "user"]),
-       condition=st.sampled_from([None, "condition"]))
-def test_any_records_file_loads_or_fails_cleanly(content: bytes, group: str | None,
-                                                 condition: str | None) -> None:
+@given(
+    content=_records_file(),
+    group=st.sampled_from([None, "user"]),
+    condition=st.sampled_from([None, "condition"]),
+)
+def test_any_records_file_loads_or_fails_cleanly(
+    content: bytes, group: str | None, condition: str | None
+) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "records.jsonl"
         path.write_bytes(content)
-        records = _fails_cleanly(lambda: load_records(
-            path, id_field="id", group_field=group, condition_field=condition,
-            required_fields=["text"]))
+        records = _fails_cleanly(
+            lambda: load_records(
+                path,
+                id_field="id",
+                group_field=group,
+                condition_field=condition,
+                required_fields=["text"],
+            )
+        )
     if records is not None:
         assert records and len({r.id for r in records}) == len(records)
         for record in records:
@@ -101,16 +124,20 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}"
-                               for k, v in value.items()) + "}"
+        return (
+            "{" + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+        )
     raise TypeError(value)
 
 
 def _toml(document: dict[str, Any]) -> str:
     lines = []
     for name, table in document.items():
-        if name == "criteria" and isinstance(table, list) and all(
-                isinstance(c, dict) for c in table):
+        if (
+            name == "criteria"
+            and isinstance(table, list)
+            and all(isinstance(c, dict) for c in table)
+        ):
             for criterion in table:
                 lines.append("[[criteria]]")
                 lines += [f"{_toml_string(k)} = {_toml_value(v)}" for k, v in criterion.items()]
@@ -140,23 +167,62 @@ def _base_document() -> dict[str, Any]:
     }
 
 
-_toml_scalars = (st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats()
-                 | st.text(st.characters(exclude_categories=("Cs",)), max_size=12))
+_toml_scalars = (
+    st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats()
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+)
 _toml_values = st.recursive(
     _toml_scalars,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=6), inner,
-                      max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.text(st.characters(exclude_categories=("Cs",)), max_size=6), inner, max_size=3
+        )
+    ),
     max_leaves=6,
 )
 # Values that sit on the edges of what the checks accept.
-_interesting = st.sampled_from([
-    0, -1, 1, 10**4, 0.0, -0.0, math.inf, math.nan, "", "clar", "fit", "logprobs", "samples",
-    "azure", "regex", "likert", "weighted", "and", "(\\d)", "([", [1, 10**4], [1, 10**12],
-    [5, 1], [1, 5, 9],
-    [], ["clar"], ["A", "B", "C"], ["text", "nope"], {"x": 1}, {"text": "text"},
-    "../../etc/passwd", "a\x00b", "~nobody/x", [-1.0, 2.0], [1.0, math.nan],
-])
+_interesting = st.sampled_from(
+    [
+        0,
+        -1,
+        1,
+        10**4,
+        0.0,
+        -0.0,
+        math.inf,
+        math.nan,
+        "",
+        "clar",
+        "fit",
+        "logprobs",
+        "samples",
+        "azure",
+        "regex",
+        "likert",
+        "weighted",
+        "and",
+        "(\\d)",
+        "([",
+        [1, 10**4],
+        [1, 10**12],
+        [5, 1],
+        [1, 5, 9],
+        [],
+        ["clar"],
+        ["A", "B", "C"],
+        ["text", "nope"],
+        {"x": 1},
+        {"text": "text"},
+        "../../etc/passwd",
+        "a\x00b",
+        "~nobody/x",
+        [-1.0, 2.0],
+        [1.0, math.nan],
+    ]
+)
 _section_keys = {name: sorted(keys) for name, keys in _SECTIONS.items()}
 _section_keys["criteria"] = sorted(CRITERION_KEYS)
 _section_keys["prices"] = ["sim-judge", "gpt-4o", ""]
@@ -188,15 +254,22 @@ def _config_document(draw: st.DrawFn) -> dict[str, Any]:
 
 
 _amounts = st.sampled_from([math.nan, math.inf, -1.0, 0.0, 0.5, 60.0]) | st.floats()
-_overrides = st.fixed_dictionaries({}, optional={
-    "concurrency": st.integers(0, 64), "rpm": _amounts, "tpm": _amounts,
-    "n": st.integers(0, 30), "retries": st.integers(-1, 10), "timeout": _amounts,
-    "limit": st.integers(0, 50),
-    "criteria": st.sampled_from(["clar", "fit,clar", "nope", ",", ""]),
-    "mode": st.sampled_from(["samples", "logprobs", "bogus"]),
-    "max_cost": _amounts,
-    "model": st.sampled_from(["sim-judge", "gpt-4o-mini", "unknown-model"]),
-})
+_overrides = st.fixed_dictionaries(
+    {},
+    optional={
+        "concurrency": st.integers(0, 64),
+        "rpm": _amounts,
+        "tpm": _amounts,
+        "n": st.integers(0, 30),
+        "retries": st.integers(-1, 10),
+        "timeout": _amounts,
+        "limit": st.integers(0, 50),
+        "criteria": st.sampled_from(["clar", "fit,clar", "nope", ",", ""]),
+        "mode": st.sampled_from(["samples", "logprobs", "bogus"]),
+        "max_cost": _amounts,
+        "model": st.sampled_from(["sim-judge", "gpt-4o-mini", "unknown-model"]),
+    },
+)
 
 
 @settings(FUZZ, max_examples=300)
@@ -210,7 +283,8 @@ def test_any_config_document_loads_or_fails_cleanly(
         (root / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
         (root / "records.jsonl").write_text(
             '{"id": "a", "user": "u", "condition": "A", "text": "t", "reader": "r"}\n'
-            '{"id": "b", "user": "u", "condition": "B", "text": "t2", "reader": "r"}\n')
+            '{"id": "b", "user": "u", "condition": "B", "text": "t2", "reader": "r"}\n'
+        )
         config_path = root / "config.toml"
         text = _toml(document)
         if len(noise) > 30:  # now and then a hand-edited file: stray text somewhere in it
@@ -245,8 +319,13 @@ def test_any_config_document_loads_or_fails_cleanly(
 
 def test_a_huge_integer_point_is_a_config_error(tmp_path: Path) -> None:
     document = _base_document()
-    document["criteria"][0] = {"name": "clar", "prompt": "clar.txt", "kind": "likert",
-                               "points": [0, 10**400], "fields": ["text"]}
+    document["criteria"][0] = {
+        "name": "clar",
+        "prompt": "clar.txt",
+        "kind": "likert",
+        "points": [0, 10**400],
+        "fields": ["text"],
+    }
     (tmp_path / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
     (tmp_path / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
     config = tmp_path / "config.toml"
@@ -257,21 +336,49 @@ def test_a_huge_integer_point_is_a_config_error(tmp_path: Path) -> None:
 
 # --- response bodies ---------------------------------------------------------------------------
 
-_message = st.fixed_dictionaries({}, optional={
-    "role": _json, "content": st.text(max_size=20) | _json, "refusal": _json})
-_choice = st.fixed_dictionaries({}, optional={
-    "index": _json, "message": _message | _json, "finish_reason":
-    st.sampled_from(["stop", "length", "content_filter"]) | _json, "logprobs": _json})
-_completion = st.fixed_dictionaries({}, optional={
-    "id": _json, "choices": st.lists(_choice | _json, max_size=3) | _json, "usage": _json,
-    "model": _json})
-_error = st.fixed_dictionaries({}, optional={
-    "error": st.fixed_dictionaries({}, optional={
-        "message": _json, "type": st.sampled_from(["requests", "tokens",
-                                                   "insufficient_quota"]) | _json,
-        "code": st.sampled_from(["insufficient_quota", "content_filter",
-                                 "context_length_exceeded", "rate_limit_exceeded"]) | _json,
-    }) | _json})
+_message = st.fixed_dictionaries(
+    {}, optional={"role": _json, "content": st.text(max_size=20) | _json, "refusal": _json}
+)
+_choice = st.fixed_dictionaries(
+    {},
+    optional={
+        "index": _json,
+        "message": _message | _json,
+        "finish_reason": st.sampled_from(["stop", "length", "content_filter"]) | _json,
+        "logprobs": _json,
+    },
+)
+_completion = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": _json,
+        "choices": st.lists(_choice | _json, max_size=3) | _json,
+        "usage": _json,
+        "model": _json,
+    },
+)
+_error = st.fixed_dictionaries(
+    {},
+    optional={
+        "error": st.fixed_dictionaries(
+            {},
+            optional={
+                "message": _json,
+                "type": st.sampled_from(["requests", "tokens", "insufficient_quota"]) | _json,
+                "code": st.sampled_from(
+                    [
+                        "insufficient_quota",
+                        "content_filter",
+                        "context_length_exceeded",
+                        "rate_limit_exceeded",
+                    ]
+                )
+                | _json,
+            },
+        )
+        | _json
+    },
+)
 
 
 @st.composite
@@ -279,8 +386,9 @@ def _body(draw: st.DrawFn) -> bytes:
     kind = draw(st.sampled_from(["completion", "error", "json", "bytes", "cut"]))
     if kind == "bytes":
         return draw(st.binary(max_size=300))
-    value = draw({"completion": _completion, "error": _error, "json": _json, "cut": _completion}
-                 [kind])
+    value = draw(
+        {"completion": _completion, "error": _error, "json": _json, "cut": _completion}[kind]
+    )
     raw = json.dumps(value).encode()
     if kind == "cut":
         raw = raw[: draw(st.integers(0, len(raw)))]
@@ -288,18 +396,45 @@ def _body(draw: st.DrawFn) -> bytes:
 
 
 _header_values = st.sampled_from(
-    ["1", "0", "-5", "1.5", "250", "nan", "inf", "-inf", "1e400", "6m0s", "1m30.5s", "120ms",
-     "soon", "", "Wed, 21 Oct 2015 07:28:00 GMT"]) | st.text(max_size=10)
-_headers = st.fixed_dictionaries({}, optional={
-    name: _header_values for name in
-    ["retry-after-ms", "Retry-After", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens",
-     "x-geval-simulated", "content-type"]})
+    [
+        "1",
+        "0",
+        "-5",
+        "1.5",
+        "250",
+        "nan",
+        "inf",
+        "-inf",
+        "1e400",
+        "6m0s",
+        "1m30.5s",
+        "120ms",
+        "soon",
+        "",
+        "Wed, 21 Oct 2015 07:28:00 GMT",
+    ]
+) | st.text(max_size=10)
+_headers = st.fixed_dictionaries(
+    {},
+    optional={
+        name: _header_values
+        for name in [
+            "retry-after-ms",
+            "Retry-After",
+            "x-ratelimit-reset-requests",
+            "x-ratelimit-reset-tokens",
+            "x-geval-simulated",
+            "content-type",
+        ]
+    },
+)
 
 
 @FUZZ_MORE
 @given(raw=_body(), headers=_headers)
-def test_any_200_body_is_an_answer_or_a_transport_error(raw: bytes,
-                                                        headers: dict[str, str]) -> None:
+def test_any_200_body_is_an_answer_or_a_transport_error(
+    raw: bytes, headers: dict[str, str]
+) -> None:
     answer = _fails_cleanly(lambda: _answer(200, raw, headers, 12.5))
     if answer is not None:
         assert isinstance(answer, JudgeAnswer)
@@ -307,10 +442,15 @@ def test_any_200_body_is_an_answer_or_a_transport_error(raw: bytes,
 
 
 @FUZZ_MORE
-@given(status=st.sampled_from([400, 401, 403, 404, 408, 413, 422, 429, 429, 429, 500, 503])
-       | st.integers(100, 599), raw=_body(), headers=_headers)
-def test_any_failure_maps_to_an_error_with_a_message(status: int, raw: bytes,
-                                                     headers: dict[str, str]) -> None:
+@given(
+    status=st.sampled_from([400, 401, 403, 404, 408, 413, 422, 429, 429, 429, 500, 503])
+    | st.integers(100, 599),
+    raw=_body(),
+    headers=_headers,
+)
+def test_any_failure_maps_to_an_error_with_a_message(
+    status: int, raw: bytes, headers: dict[str, str]
+) -> None:
     error = _failure(status, raw, headers, "http://127.0.0.1:9/v1/chat/completions", "MY_KEY")
     assert isinstance(error, GevalError), type(error)
     assert str(error).strip()

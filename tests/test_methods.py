@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
-from geval_async.cache import CachedResponse, JudgeCache
-from geval_async.config import load_config
-from geval_async.plan import first_request, plan_items, prepare_study
-from geval_async.results import load_results
+from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.plan import first_request, plan_items, prepare_study
+from geval_async.scoring.results import load_results
 from geval_async.sim import SimServer
+from geval_async.study.config import load_config
 
 RUBRIC = "Statement: {{rubric}}\nReply: {{reply}}\nDoes it hold? Answer Yes or No."
 LIKERT = "Options:\n{{points}}\nReply: {{reply}}\nAnswer with the option number (1-3):"
@@ -73,24 +73,43 @@ def _study(tmp_path: Path, mode: str) -> Path:
     (tmp_path / "rubric.txt").write_text(RUBRIC)
     (tmp_path / "likert.txt").write_text(LIKERT)
     (tmp_path / "replies.jsonl").write_text(
-        json.dumps({"id": "r1", "conversation": "c1", "bot": "A", "reply": "Hello"}) + "\n")
+        json.dumps({"id": "r1", "conversation": "c1", "bot": "A", "reply": "Hello"}) + "\n"
+    )
     config = tmp_path / "config.toml"
     config.write_text(CONFIG.format(mode=mode))
     return config
 
 
 def _body_samples(texts: list[str]) -> dict:
-    return {"choices": [{"index": i, "message": {"role": "assistant", "content": t}}
-                        for i, t in enumerate(texts)]}
+    return {
+        "choices": [
+            {"index": i, "message": {"role": "assistant", "content": t}}
+            for i, t in enumerate(texts)
+        ]
+    }
 
 
 def _body_logprobs(top: dict[str, float]) -> dict:
     best = max(top, key=top.get)  # type: ignore[arg-type]
-    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": best},
-                         "logprobs": {"content": [{
-                             "token": best, "logprob": math.log(top[best]),
-                             "top_logprobs": [{"token": t, "logprob": math.log(p)}
-                                              for t, p in top.items()]}]}}]}
+    return {
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": best},
+                "logprobs": {
+                    "content": [
+                        {
+                            "token": best,
+                            "logprob": math.log(top[best]),
+                            "top_logprobs": [
+                                {"token": t, "logprob": math.log(p)} for t, p in top.items()
+                            ],
+                        }
+                    ]
+                },
+            }
+        ]
+    }
 
 
 def _store(config_path: Path, answers: dict[tuple[str, str | None], dict]) -> None:
@@ -101,10 +120,23 @@ def _store(config_path: Path, answers: dict[tuple[str, str | None], dict]) -> No
             rubric = item.rubric.name if item.rubric else None
             body = answers[(item.criterion.name, rubric)]
             request = first_request(item, config)
-            cache.put(CachedResponse(
-                key=request.key, status="ok", http_status=200, body=json.dumps(body), time=0,
-                latency_ms=0, attempts=1, n=request.n, draw=0, model="m", record_id="r1",
-                criterion=item.criterion.name, received=len(body["choices"])))
+            cache.put(
+                CachedResponse(
+                    key=request.key,
+                    status="ok",
+                    http_status=200,
+                    body=json.dumps(body),
+                    time=0,
+                    latency_ms=0,
+                    attempts=1,
+                    n=request.n,
+                    draw=0,
+                    model="m",
+                    record_id="r1",
+                    criterion=item.criterion.name,
+                    received=len(body["choices"]),
+                )
+            )
 
 
 def _scores(config: Path) -> dict[str, object]:
@@ -116,20 +148,23 @@ def _scores(config: Path) -> dict[str, object]:
 def test_samples_mode_by_hand(tmp_path: Path) -> None:
     config = _study(tmp_path, "samples")
     yes, no = "Yes", "No"
-    _store(config, {
-        # options 3, 3, 2 and an unparseable answer: points 1, 1, 0.5 -> mean 2.5/3
-        ("empathy", None): _body_samples(["3", "Option 3.", " 2", "hmm"]),
-        # AND: a holds 3/4 (judged true), b holds 2/4 (not > 0.5) -> FALSE; P = 0.75 * 0.5
-        ("fair", "a"): _body_samples([yes, yes, " yes.", no]),
-        ("fair", "b"): _body_samples([yes, no, yes, "No."]),
-        # OR: a 1/4, b 3/4 -> TRUE; P = 1 - 0.75 * 0.25
-        ("hate", "a"): _body_samples([no, no, no, yes]),
-        ("hate", "b"): _body_samples([yes, yes, yes, no]),
-        # weighted: a 4/4 (0.4), b 1/4 (no), c 3/4 (0.3) -> 0.7; expectation 0.4 + 0.075 + 0.225
-        ("clear", "a"): _body_samples([yes] * 4),
-        ("clear", "b"): _body_samples([no, no, no, yes]),
-        ("clear", "c"): _body_samples([yes, yes, no, "TRUE"]),
-    })
+    _store(
+        config,
+        {
+            # options 3, 3, 2 and an unparseable answer: points 1, 1, 0.5 -> mean 2.5/3
+            ("empathy", None): _body_samples(["3", "Option 3.", " 2", "hmm"]),
+            # AND: a holds 3/4 (judged true), b holds 2/4 (not > 0.5) -> FALSE; P = 0.75 * 0.5
+            ("fair", "a"): _body_samples([yes, yes, " yes.", no]),
+            ("fair", "b"): _body_samples([yes, no, yes, "No."]),
+            # OR: a 1/4, b 3/4 -> TRUE; P = 1 - 0.75 * 0.25
+            ("hate", "a"): _body_samples([no, no, no, yes]),
+            ("hate", "b"): _body_samples([yes, yes, yes, no]),
+            # weighted: a 4/4 (0.4), b 1/4 (no), c 3/4 (0.3) -> 0.7; expectation 0.4 + 0.075 + 0.225
+            ("clear", "a"): _body_samples([yes] * 4),
+            ("clear", "b"): _body_samples([no, no, no, yes]),
+            ("clear", "c"): _body_samples([yes, yes, no, "TRUE"]),
+        },
+    )
     s = _scores(config)
     assert s["empathy"].weighted_score == pytest.approx(2.5 / 3)
     assert s["empathy"].invalid == 1 and s["empathy"].valid == 3
@@ -144,18 +179,23 @@ def test_samples_mode_by_hand(tmp_path: Path) -> None:
 
 def test_logprobs_mode_by_hand(tmp_path: Path) -> None:
     config = _study(tmp_path, "logprobs")
-    _store(config, {
-        # option tokens "1", "2", " 2", "3" and a non-rating token: renormalised over 1-3
-        ("empathy", None): _body_logprobs({"1": 0.1, "2": 0.3, " 2": 0.1, "3": 0.4, "The": 0.1}),
-        # "Yes" and " yes" add up; "No" -> p(a) = 0.6 / 0.9; b: 0.2 / 0.8
-        ("fair", "a"): _body_logprobs({"Yes": 0.5, " yes": 0.1, "No": 0.3, "I": 0.1}),
-        ("fair", "b"): _body_logprobs({"Yes": 0.2, "No": 0.6, "\n": 0.2}),
-        ("hate", "a"): _body_logprobs({"Yes": 0.2, "No": 0.6}),
-        ("hate", "b"): _body_logprobs({"Yes": 0.1, "No": 0.7}),
-        ("clear", "a"): _body_logprobs({"Yes": 0.9, "No": 0.1}),
-        ("clear", "b"): _body_logprobs({"Yes": 0.6, "No": 0.3}),
-        ("clear", "c"): _body_logprobs({"Yes": 0.2, "No": 0.6}),
-    })
+    _store(
+        config,
+        {
+            # option tokens "1", "2", " 2", "3" and a non-rating token: renormalised over 1-3
+            ("empathy", None): _body_logprobs(
+                {"1": 0.1, "2": 0.3, " 2": 0.1, "3": 0.4, "The": 0.1}
+            ),
+            # "Yes" and " yes" add up; "No" -> p(a) = 0.6 / 0.9; b: 0.2 / 0.8
+            ("fair", "a"): _body_logprobs({"Yes": 0.5, " yes": 0.1, "No": 0.3, "I": 0.1}),
+            ("fair", "b"): _body_logprobs({"Yes": 0.2, "No": 0.6, "\n": 0.2}),
+            ("hate", "a"): _body_logprobs({"Yes": 0.2, "No": 0.6}),
+            ("hate", "b"): _body_logprobs({"Yes": 0.1, "No": 0.7}),
+            ("clear", "a"): _body_logprobs({"Yes": 0.9, "No": 0.1}),
+            ("clear", "b"): _body_logprobs({"Yes": 0.6, "No": 0.3}),
+            ("clear", "c"): _body_logprobs({"Yes": 0.2, "No": 0.6}),
+        },
+    )
     s = _scores(config)
     p = {0.0: 0.1 / 0.9, 0.5: 0.4 / 0.9, 1.0: 0.4 / 0.9}
     assert s["empathy"].weighted_score == pytest.approx(sum(k * v for k, v in p.items()))
@@ -165,8 +205,7 @@ def test_logprobs_mode_by_hand(tmp_path: Path) -> None:
     assert s["hate"].weighted_score == 0.0  # neither holds
     assert s["hate"].outcome.probability == pytest.approx(1 - (1 - 0.25) * (1 - 0.125))
     assert s["clear"].weighted_score == pytest.approx(0.4 + 0.3)  # a and b hold, c does not
-    assert s["clear"].outcome.probability == pytest.approx(0.4 * 0.9 + 0.3 * 0.6 / 0.9
-                                                           + 0.3 * 0.25)
+    assert s["clear"].outcome.probability == pytest.approx(0.4 * 0.9 + 0.3 * 0.6 / 0.9 + 0.3 * 0.25)
 
 
 def test_chatbot_example_end_to_end_and_rubric_edit(tmp_path: Path) -> None:
@@ -175,22 +214,30 @@ def test_chatbot_example_end_to_end_and_rubric_edit(tmp_path: Path) -> None:
         (tmp_path / name).write_text((example / name).read_text())
     prompts = tmp_path / "prompts"
     prompts.mkdir()
-    config_text = (tmp_path / "config.toml").read_text().replace("../../prompts/chatbot/",
-                                                                 "prompts/")
+    config_text = (
+        (tmp_path / "config.toml").read_text().replace("../../prompts/chatbot/", "prompts/")
+    )
     for prompt in (ROOT / "prompts" / "chatbot").iterdir():
         (prompts / prompt.name).write_text(prompt.read_text())
     (tmp_path / "config.toml").write_text(config_text.replace("../../cache/chatbot", "cache"))
     with SimServer() as server:
-        run = run_cli("run", str(tmp_path / "config.toml"), "--quiet", "--base-url",
-                      server.base_url)
+        run = run_cli(
+            "run", str(tmp_path / "config.toml"), "--quiet", "--base-url", server.base_url
+        )
         assert run.returncode == 0, run.stderr
         assert server.stats.received == 24 * (1 + 1 + 3 + 3 + 5)
         # Editing one rubric's text re-asks exactly that rubric, for every record.
-        edited = (tmp_path / "config.toml").read_text().replace(
-            "It uses plain words a non-expert understands.", "It uses plain, everyday words.")
+        edited = (
+            (tmp_path / "config.toml")
+            .read_text()
+            .replace(
+                "It uses plain words a non-expert understands.", "It uses plain, everyday words."
+            )
+        )
         (tmp_path / "config.toml").write_text(edited)
-        again = run_cli("run", str(tmp_path / "config.toml"), "--quiet", "--base-url",
-                        server.base_url)
+        again = run_cli(
+            "run", str(tmp_path / "config.toml"), "--quiet", "--base-url", server.base_url
+        )
         assert again.returncode == 0
         assert server.stats.received == 24 * 13 + 24
     report = run_cli("report", str(tmp_path / "config.toml"))

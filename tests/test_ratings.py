@@ -1,4 +1,4 @@
-"""Tests for geval_async.ratings: parsing judge answers and building rating distributions."""
+"""Tests for scoring.ratings: parsing judge answers and building rating distributions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from geval_async.errors import ConfigError
-from geval_async.ratings import (
+from geval_async.scoring.ratings import (
     RatingParser,
     Scale,
     distribution_from_logprobs,

@@ -18,11 +18,11 @@ from conftest import StudyFiles, run_cli
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from geval_async.cache import CachedResponse, JudgeCache
-from geval_async.config import load_config
-from geval_async.plan import first_request, plan_items, prepare_study
-from geval_async.results import load_results
+from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.plan import first_request, plan_items, prepare_study
+from geval_async.scoring.results import load_results
 from geval_async.sim import SimServer, SimSettings
+from geval_async.study.config import load_config
 
 SCALES = {"clar": 5, "fit": 3}
 
@@ -54,8 +54,7 @@ def _read_table(path: Path) -> dict[str, dict[str, float]]:
     with path.open() as handle:
         rows = list(csv.DictReader(handle))
     first = next(iter(rows[0]))
-    return {row[first]: {k: float(v) for k, v in row.items() if k != first and v}
-            for row in rows}
+    return {row[first]: {k: float(v) for k, v in row.items() if k != first and v} for row in rows}
 
 
 def test_offline_scores_equal_an_independent_computation(study: StudyFiles) -> None:
@@ -76,20 +75,27 @@ def test_offline_scores_equal_an_independent_computation(study: StudyFiles) -> N
 
     # Per user and condition, with the Average row.
     users = [f"u{u:03d}" for u in range(12)]
-    per_user = {c: {cond: [expected[(f"{u}-{cond}", c)] for u in users] for cond in "AB"}
-                for c in SCALES}
+    per_user = {
+        c: {cond: [expected[(f"{u}-{cond}", c)] for u in users] for cond in "AB"} for c in SCALES
+    }
     for criterion in SCALES:
         table = _read_table(out / "scores" / f"t_{criterion}.csv")
         for i, user in enumerate(users):
             for cond in "AB":
                 assert table[user][cond] == pytest.approx(per_user[criterion][cond][i], abs=1e-6)
         for cond in "AB":
-            assert table["Average"][cond] == pytest.approx(np.mean(per_user[criterion][cond]),
-                                                           abs=1e-6)
+            assert table["Average"][cond] == pytest.approx(
+                np.mean(per_user[criterion][cond]), abs=1e-6
+            )
 
     # The composite: mean(clar/5, fit/3) x 100.
-    composite = {cond: [(per_user["clar"][cond][i] / 5 + per_user["fit"][cond][i] / 3) / 2 * 100
-                        for i in range(len(users))] for cond in "AB"}
+    composite = {
+        cond: [
+            (per_user["clar"][cond][i] / 5 + per_user["fit"][cond][i] / 3) / 2 * 100
+            for i in range(len(users))
+        ]
+        for cond in "AB"
+    }
     table = _read_table(out / "scores" / "t_average.csv")
     for i, user in enumerate(users):
         assert table[user]["A"] == pytest.approx(composite["A"][i], abs=1e-6)
@@ -112,8 +118,11 @@ def test_offline_scores_equal_an_independent_computation(study: StudyFiles) -> N
     # The report names the invalid samples and the simulated judge.
     report = (out / "t_report.md").read_text()
     coverage = report.split("## Coverage")[1].split("## ")[0]
-    invalid = sum(int(row.split("|")[8]) for row in coverage.splitlines()
-                  if row.startswith(("| clar ", "| fit ")))
+    invalid = sum(
+        int(row.split("|")[8])
+        for row in coverage.splitlines()
+        if row.startswith(("| clar ", "| fit "))
+    )
     assert invalid > 0
     assert "simulated" in report.lower()
     raw = json.loads((out / "raw" / "t_clar.json").read_text())
@@ -142,20 +151,43 @@ def test_missing_items_are_reported_and_strict_refuses(study: StudyFiles) -> Non
 
 
 def _store(cache: JudgeCache, request, body: dict) -> None:  # type: ignore[no-untyped-def]
-    cache.put(CachedResponse(
-        key=request.key, status="ok", http_status=200, body=json.dumps(body), time=0.0,
-        latency_ms=0.0, attempts=1, n=request.n, draw=request.draw, model="m",
-        record_id=request.item.record.id, criterion=request.item.criterion.name,
-        received=len(body["choices"]),
-    ))
+    cache.put(
+        CachedResponse(
+            key=request.key,
+            status="ok",
+            http_status=200,
+            body=json.dumps(body),
+            time=0.0,
+            latency_ms=0.0,
+            attempts=1,
+            n=request.n,
+            draw=request.draw,
+            model="m",
+            record_id=request.item.record.id,
+            criterion=request.item.criterion.name,
+            received=len(body["choices"]),
+        )
+    )
 
 
 def _logprob_body(top: list[tuple[str, float]]) -> dict:
-    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": top[0][0]},
-                         "logprobs": {"content": [{"token": top[0][0], "logprob": top[0][1],
-                                                   "top_logprobs": [
-                                                       {"token": t, "logprob": lp}
-                                                       for t, lp in top]}]}}]}
+    return {
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": top[0][0]},
+                "logprobs": {
+                    "content": [
+                        {
+                            "token": top[0][0],
+                            "logprob": top[0][1],
+                            "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top],
+                        }
+                    ]
+                },
+            }
+        ]
+    }
 
 
 def test_logprob_scoring_from_hand_written_bodies(study: StudyFiles) -> None:
@@ -194,8 +226,14 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SIMULATED" in result.stdout
     out = tmp_path / "demo" / "out"
-    for name in ("scores/ueq_con.csv", "scores/ueq_average.csv", "stats/ueq_ttest.csv",
-                 "plots/ueq_composite.png", "ueq_report.md", "raw/ueq_ind.json"):
+    for name in (
+        "scores/ueq_con.csv",
+        "scores/ueq_average.csv",
+        "stats/ueq_ttest.csv",
+        "plots/ueq_composite.png",
+        "ueq_report.md",
+        "raw/ueq_ind.json",
+    ):
         assert (out / name).is_file(), name
     again = run_cli("demo", "--output", str(tmp_path / "demo"))
     assert again.returncode == 0

@@ -18,14 +18,9 @@ import openai
 import pytest
 from multidict import CIMultiDict
 
-from geval_async.sim import (
-    SimServer,
-    SimSettings,
-    first_token_probs,
-    prompt_tokens,
-    rating_scale,
-)
-from geval_async.sim_limits import RateLimiter, draw_latency, format_duration
+from geval_async.sim import SimServer, SimSettings
+from geval_async.sim.answers import first_token_probs, rating_scale
+from geval_async.sim.limits import RateLimiter, draw_latency, format_duration, prompt_tokens
 
 PROMPT = "Evaluate coherence.\nText: {text}\nRate the coherence (1-5). Score:"
 

@@ -1,4 +1,4 @@
-"""Tests for geval_async.stats against scipy/statsmodels called directly and formulas by hand."""
+"""Tests for scoring.stats against scipy/statsmodels called directly and formulas by hand."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from geval_async.errors import ConfigError
-from geval_async.stats import (
+from geval_async.scoring.stats import (
     Comparison,
     adjust_fdr,
     comparisons_frame,

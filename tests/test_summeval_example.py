@@ -17,9 +17,9 @@ import pytest
 from conftest import ROOT, run_cli
 
 import geval_async as ga
-from geval_async.config import load_config, parse_config
-from geval_async.plan import plan_items, prepare_study, render_messages
+from geval_async.judging.plan import plan_items, prepare_study, render_messages
 from geval_async.sim import SimServer
+from geval_async.study.config import load_config, parse_config
 
 EXAMPLE = ROOT / "examples" / "summeval"
 DATA_DIR = ROOT.parent / "shared" / "data" / "summeval"
@@ -39,8 +39,10 @@ def test_the_slice_is_ten_whole_articles() -> None:
     for record in study.selected_records:
         articles.setdefault(str(record.group), []).append(str(record.condition))
     assert len(articles) == 10
-    assert all(sorted(systems) == sorted(set(systems)) and len(systems) == 16
-               for systems in articles.values())
+    assert all(
+        sorted(systems) == sorted(set(systems)) and len(systems) == 16
+        for systems in articles.values()
+    )
     # No summary of these articles lies beyond the slice.
     assert not [r for r in study.records[160:] if r.group in articles]
 
@@ -78,15 +80,16 @@ def test_slice_runs_end_to_end_against_the_simulated_judge(tmp_path: Path) -> No
     with (out / "meta" / "summeval_slice_meta.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert {(r["criterion"], r["level"]) for r in rows} == {
-        (c, level) for c in CRITERIA for level in ("summary", "system", "dataset")}
+        (c, level) for c in CRITERIA for level in ("summary", "system", "dataset")
+    }
     assert {r["n"] for r in rows if r["level"] == "system"} == {"16"}
 
 
-@pytest.mark.parametrize(("name", "items"), [("config", 6400), ("slice", 640),
-                                             ("cookbook", 6400)])
+@pytest.mark.parametrize(("name", "items"), [("config", 6400), ("slice", 640), ("cookbook", 6400)])
 def test_example_configs_plan_without_sending(tmp_path: Path, name: str, items: int) -> None:
-    result = run_cli("run", str(EXAMPLE / f"{name}.toml"), "--dry-run",
-                     "--cache", str(tmp_path / "cache"))
+    result = run_cli(
+        "run", str(EXAMPLE / f"{name}.toml"), "--dry-run", "--cache", str(tmp_path / "cache")
+    )
     assert result.returncode == 0, result.stderr
     assert f"items: {items} " in result.stdout and "nothing was sent" in result.stdout
 
@@ -110,14 +113,19 @@ def test_cookbook_prompts_fill_every_part() -> None:
 def compare_records(tmp_path: Path) -> Path:
     """compare.jsonl as make_compare.py writes it, but in tmp_path."""
     records = tmp_path / "compare.jsonl"
-    made = subprocess.run([sys.executable, str(EXAMPLE / "make_compare.py"), "--output",
-                           str(records)], capture_output=True, text=True, check=False)
+    made = subprocess.run(
+        [sys.executable, str(EXAMPLE / "make_compare.py"), "--output", str(records)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert made.returncode == 0, made.stderr
     return records
 
 
-async def test_compare_example_is_a_paired_two_system_study(tmp_path: Path,
-                                                            compare_records: Path) -> None:
+async def test_compare_example_is_a_paired_two_system_study(
+    tmp_path: Path, compare_records: Path
+) -> None:
     records = compare_records
     rows = [json.loads(line) for line in records.read_text().splitlines()]
     assert len(rows) == 200
@@ -129,11 +137,20 @@ async def test_compare_example_is_a_paired_two_system_study(tmp_path: Path,
     document["data"]["path"] = str(records)  # the generated file, here in tmp_path
     config = parse_config(document, source)
     with SimServer() as server:
-        run = await ga.judge(config, base_url=server.base_url, model="sim-judge", n=2,
-                             limit=16, cache=str(tmp_path / "cache"), rpm=1e6, tpm=1e9)
+        run = await ga.judge(
+            config,
+            base_url=server.base_url,
+            model="sim-judge",
+            n=2,
+            limit=16,
+            cache=str(tmp_path / "cache"),
+            rpm=1e6,
+            tpm=1e9,
+        )
         assert run.complete
-    results = ga.load_results(config, model="sim-judge", n=2, limit=16,
-                              cache=str(tmp_path / "cache"))
+    results = ga.load_results(
+        config, model="sim-judge", n=2, limit=16, cache=str(tmp_path / "cache")
+    )
     assert results.paired_design
     comparisons = results.comparisons()
     assert [c.criterion for c in comparisons] == [*CRITERIA, "composite"]

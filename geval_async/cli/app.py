@@ -1,0 +1,384 @@
+"""The command line: ``geval-async run | status | sim | ...``.
+
+The event loop starts here, once (``asyncio.run``), and errors are caught here only: a user sees
+one line that says what to do next. Exit codes: 0 done, 1 the run is incomplete or had to stop,
+2 bad input (config, records, prompts, cache folder), 130 interrupted. Set ``GEVAL_DEBUG=1`` for
+full tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import CacheError, ConfigError, GevalError, RunStopped
+from ..judging.cache import JudgeCache
+from ..judging.coverage import coverage
+from ..judging.plan import Study, first_request, plan_items, prepare_study
+from ..judging.runner import RunResult, run_study
+from ..study.config import EvalConfig, apply_overrides, load_config
+from .meta import add_meta_command
+from .score import add_score_commands
+from .summary import coverage_table, run_summary
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- arguments ---------------------------------------------------------------------------------
+
+
+def _study_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="the study's TOML config file")
+    group = parser.add_argument_group("overrides (take precedence over the config)")
+    group.add_argument(
+        "--base-url", help="chat-completions base URL, e.g. http://127.0.0.1:8000/v1"
+    )
+    group.add_argument("--model", help="judge model name")
+    group.add_argument("--cache", help="cache folder")
+    group.add_argument("--output", help="output folder")
+    group.add_argument("--concurrency", type=int, help="requests in flight at most")
+    group.add_argument("--rpm", type=float, help="requests per minute limit")
+    group.add_argument("--tpm", type=float, help="tokens per minute limit")
+    group.add_argument("--timeout", type=float, help="seconds per attempt")
+    group.add_argument("--retries", type=int, help="retries per request after a transient failure")
+    group.add_argument("--n", type=int, help="sampled ratings per item (samples mode)")
+    group.add_argument("--mode", choices=["samples", "logprobs"], help="sampling mode")
+    group.add_argument("--criteria", help="comma-separated criteria to use (default: all)")
+    group.add_argument("--limit", type=int, help="use only the first N records")
+
+
+_OVERRIDES = (
+    "base_url",
+    "model",
+    "cache",
+    "output",
+    "concurrency",
+    "rpm",
+    "tpm",
+    "timeout",
+    "retries",
+    "n",
+    "mode",
+    "criteria",
+    "limit",
+    "max_cost",
+)
+
+
+def _load(args: argparse.Namespace) -> EvalConfig:
+    config = load_config(args.config)
+    return apply_overrides(config, **{k: getattr(args, k, None) for k in _OVERRIDES})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="geval-async",
+        description="Concurrent, rate-limited, resumable G-Eval judge runs with offline scoring.",
+    )
+    parser.add_argument("--version", action="version", version=f"geval-async {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="judge every item the cache does not hold yet")
+    _study_arguments(run)
+    run.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="ask again for requests the cache holds as refused",
+    )
+    run.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="stop before this run's estimated spend would pass USD (prompt "
+        "estimate + max_tokens x n at the model's price; see [prices])",
+    )
+    run.add_argument(
+        "--dry-run", action="store_true", help="count requests, tokens and cost; send nothing"
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.set_defaults(handler=cmd_run)
+
+    demo = commands.add_parser(
+        "demo", help="the UEQ example end to end against the simulated judge (no API key needed)"
+    )
+    demo.add_argument(
+        "--output",
+        default="geval-demo",
+        help="folder for the demo's cache and outputs (default: ./geval-demo)",
+    )
+    demo.add_argument("--fresh", action="store_true", help="empty the demo cache first")
+    demo.set_defaults(handler=cmd_demo)
+
+    status = commands.add_parser("status", help="per criterion: answered, refused, missing")
+    _study_arguments(status)
+    status.set_defaults(handler=cmd_status)
+
+    from ..sim.server import SimSettings
+
+    sim = commands.add_parser("sim", help="serve the simulated OpenAI-compatible judge")
+    sim.add_argument("--host", default="127.0.0.1")
+    sim.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    for f in dataclasses.fields(SimSettings):
+        default = f.default
+        flag = "--" + f.name.replace("_", "-")
+        if isinstance(default, bool):
+            sim.add_argument(flag, action="store_true", help=f"(default {default})")
+        else:
+            kind: Callable[[str], Any] = (
+                type(default) if default is not None and not isinstance(default, bool) else _number
+            )
+            sim.add_argument(flag, type=kind, default=default, help=f"(default {default})")
+    sim.set_defaults(handler=cmd_sim)
+
+    add_score_commands(commands, _study_arguments)
+    add_meta_command(commands, _study_arguments)
+    return parser
+
+
+def _number(text: str) -> float | int | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    study = prepare_study(_load(args))
+    with JudgeCache(study.config.cache_path, create=False) as cache:
+        counts = coverage(study, cache)
+        corrupted = len(cache.corrupted)
+    print(coverage_table(counts))
+    print(f"cache: {study.config.cache_path}")
+    if corrupted:
+        print(f"{corrupted} corrupted cache entries were found and count as missing")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = _load(args)
+    study = prepare_study(config)
+    if args.dry_run:
+        return _dry_run(study)
+    key = config.judge.api_key()
+    if key is None and not config.judge.is_local:
+        raise ConfigError(
+            f"no API key: set the environment variable {config.judge.api_key_env} "
+            f"(named by [judge] api_key_env in {config.source})"
+        )
+    with JudgeCache(config.cache_path) as cache:
+        result = _run_loop(study, cache, key, quiet=args.quiet, retry_failed=args.retry_failed)
+        corrupted = len(cache.corrupted)
+    print(run_summary(result.counters, result.elapsed))
+    if corrupted:
+        print(
+            f"{corrupted} corrupted cache entries were found, counted as missing "
+            "and asked for again"
+        )
+    for message, count in result.failures.most_common(5):
+        print(f"  {count} x {message}")
+    resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if result.stopped:
+        _say(f"stopped: {result.stopped}")
+        _say(f"resume with: {resume}")
+        return EXIT_INCOMPLETE
+    if result.interrupted:
+        _say(f"interrupted: answers received so far are saved; resume with: {resume}")
+        return EXIT_INTERRUPTED
+    if not result.complete:
+        _say(
+            "some items have no answer (see refused/failed above); "
+            f"failed ones are retried by running again: {resume}"
+            + ("" if args.retry_failed else " (add --retry-failed to re-ask refused ones)")
+        )
+        return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def _run_loop(
+    study: Study, cache: JudgeCache, key: str | None, *, quiet: bool, retry_failed: bool = False
+) -> RunResult:
+    interactive = sys.stderr.isatty()
+
+    def show(line: str) -> None:
+        if interactive:
+            print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    async def main() -> RunResult:
+        stop = asyncio.Event()
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+
+        def on_interrupt() -> None:
+            if stop.is_set():
+                assert task is not None
+                task.cancel()  # second Ctrl-C: quit now
+                return
+            stop.set()
+            _say("\nstopping: no new requests; saving answers in flight (Ctrl-C again to quit now)")
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_interrupt)
+        try:
+            return await run_study(
+                study,
+                cache,
+                api_key=key,
+                stop=stop,
+                retry_failed=retry_failed,
+                on_progress=None if quiet else show,
+                progress_interval=0.5 if interactive else 5.0,
+            )
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+            if interactive and not quiet:
+                print(file=sys.stderr)
+
+    return asyncio.run(main())
+
+
+def _dry_run(study: Study) -> int:
+    from ..study.pricing import estimate_cost
+
+    config = study.config
+    requests = tokens = prompt_tokens = cached = 0
+    completion_per_request = config.sampling.max_tokens * config.sampling.choices_per_item
+    with JudgeCache(config.cache_path, create=False) as cache:
+        for item in plan_items(study):
+            request = first_request(item, config)
+            if cache.get(request.key) is not None:
+                cached += 1
+                continue
+            requests += 1
+            tokens += request.est_tokens
+            prompt_tokens += request.est_tokens - completion_per_request
+    cost = estimate_cost(
+        config.judge.model, prompt_tokens, requests * completion_per_request, config.price_table
+    )
+    print(
+        f"items: {study.item_count} ({len(study.selected_records)} records x "
+        f"{len(study.criteria)} criteria), {config.sampling.choices_per_item} answers each"
+    )
+    print(f"already cached: {cached}; requests to send: {requests} (more if the server ignores n)")
+    print(
+        f"estimated tokens: {tokens} ({prompt_tokens} prompt + "
+        f"{requests * completion_per_request} completion at most)"
+    )
+    print(
+        "estimated cost: "
+        + (f"${cost:.2f}" if cost is not None else f"unknown (no price for {config.judge.model!r})")
+    )
+    print("dry run: nothing was sent")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ..scoring.results import load_results
+    from .demo import demo_config, demo_server
+    from .score import write_report
+    from .summary import SIMULATED_NOTE
+
+    print("geval-async demo: the UEQ study (examples/ueq) judged by the SIMULATED judge")
+    with demo_server() as server:
+        print(f"simulated judge listening on {server.base_url} (no API key needed)")
+        config = demo_config(Path(args.output), server.base_url, fresh=args.fresh)
+        study = prepare_study(config)
+        print(
+            f"plan: {len(study.records)} records x {len(study.criteria)} criteria, "
+            f"n = {config.sampling.n} samples each; cache {config.cache_path}"
+        )
+        with JudgeCache(config.cache_path) as cache:
+            result = _run_loop(study, cache, None, quiet=False)
+        print(run_summary(result.counters, result.elapsed))
+    if not result.complete:
+        _say("the demo run did not finish; run `geval-async demo` again to resume")
+        return EXIT_INCOMPLETE
+    print("\nscoring from the cache (no network from here on)")
+    results = load_results(config)
+    try:
+        import matplotlib  # noqa: F401
+
+        plots = True
+    except ImportError:
+        plots = False
+        print("(no matplotlib: plots skipped; pip install 'geval-async[plots]')")
+    paths = write_report(results, plots=plots)
+    print("\ncomposite score (0-100), mean per condition:")
+    print(results.composite().loc[["Average"]].rename_axis(None).round(2).to_string())
+    print(f"\n{len(paths)} files under {config.output.path}:")
+    for path in paths:
+        if path.suffix in (".md", ".png") or path.name.endswith(("average.csv", "ttest.csv")):
+            print(f"  {path}")
+    print(f"\n{SIMULATED_NOTE}")
+    return EXIT_OK
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from ..sim.server import SimSettings, serve
+
+    settings = SimSettings(
+        **{f.name: getattr(args, f.name) for f in dataclasses.fields(SimSettings)}
+    )
+    _say("geval-async simulated judge: synthetic ratings for tests and demos, not an LLM")
+    try:
+        asyncio.run(serve(settings, args.host, args.port))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+# --- entry point -------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (also used by ``python -m geval_async``)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except (ConfigError, CacheError) as exc:
+        _debug()
+        _say(f"error: {exc}")
+        return EXIT_USAGE
+    except RunStopped as exc:
+        _debug()
+        _say(f"stopped: {exc}")
+        return EXIT_INCOMPLETE
+    except GevalError as exc:
+        _debug()
+        _say(f"error: {exc}")
+        return EXIT_INCOMPLETE
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        _say("interrupted: answers received so far are saved; run the same command to resume")
+        return EXIT_INTERRUPTED
+
+
+def _debug() -> None:
+    if os.environ.get("GEVAL_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

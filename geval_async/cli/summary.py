@@ -1,0 +1,60 @@
+"""Text a person reads after a command: the run summary, the coverage table, the dry-run estimate.
+
+Pure formatting from counts; nothing here touches the network or the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..judging.coverage import Coverage
+from ..judging.progress import RunCounters
+
+SIMULATED_NOTE = "judge: geval-async's SIMULATED server (ratings are synthetic, not an LLM's)"
+
+
+def table(header: list[str], rows: list[list[object]]) -> str:
+    """A fixed-width table, first column left-aligned, the rest right-aligned."""
+    cells = [header] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = []
+    for number, row in enumerate(cells):
+        rest = [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+        parts = [row[0].ljust(widths[0]), *rest]
+        lines.append("  ".join(parts).rstrip())
+        if number == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def run_summary(counters: RunCounters, elapsed: float) -> str:
+    """Per-criterion outcomes and run totals."""
+    rows: list[list[object]] = []
+    for name, c in counters.criteria.items():
+        rows.append([name, c.items, c.cached, c.answered, c.rejected, c.failed, c.missing])
+    t = counters.total()
+    rows.append(["total", t.items, t.cached, t.answered, t.rejected, t.failed, t.missing])
+    lines = [table(["criterion", "items", "cached", "new", "refused", "failed", "missing"], rows)]
+    retries = ", ".join(f"{kind} {count}" for kind, count in sorted(counters.retries.items()))
+    lines.append(
+        f"requests sent {counters.requests_sent}, tokens {counters.tokens}, "
+        f"429s {counters.rate_limited}, retries: {retries or 'none'}, "
+        f"peak in flight {counters.peak_in_flight}, {elapsed:.1f} s"
+    )
+    if counters.simulated:
+        lines.append(SIMULATED_NOTE)
+    return "\n".join(lines)
+
+
+def coverage_table(counts: Mapping[str, Coverage]) -> str:
+    """``status``: per criterion, items answered, refused and missing."""
+    rows: list[list[object]] = [
+        [name, c.items, c.answered, c.refused, c.missing] for name, c in counts.items()
+    ]
+    total = Coverage(
+        answered=sum(c.answered for c in counts.values()),
+        refused=sum(c.refused for c in counts.values()),
+        missing=sum(c.missing for c in counts.values()),
+    )
+    rows.append(["total", total.items, total.answered, total.refused, total.missing])
+    return table(["criterion", "items", "answered", "refused", "missing"], rows)

@@ -1,0 +1,191 @@
+"""The judge-response cache: a thin layer over ``diskcache.Cache``.
+
+One entry per request key, written the moment the answer arrives. An entry holds the raw
+response body as received plus small metadata (time, latency, usage, attempts, HTTP status), so
+every later stage can re-score from it. A permanent refusal (400, content filter, context too
+long) is stored too, as a ``rejected`` entry, so a rerun does not pay for it again; transient
+failures are never stored.
+
+Entries are never evicted (``eviction_policy="none"``): a cache is a record of paid-for answers,
+not a best-effort memo. ``add`` is atomic across processes, so two runs of one plan store each
+answer once. diskcache and sqlite errors are translated to
+:class:`~geval_async.errors.CacheError` here and nowhere else. An entry that does not decode is
+counted as corrupted and treated as missing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import diskcache
+import orjson
+
+from ..errors import CacheError
+
+ENTRY_VERSION = 1
+_PROBE_KEY = "geval-async:probe"
+_ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """One stored judge answer (``status == "ok"``) or permanent refusal (``"rejected"``)."""
+
+    key: str
+    status: str
+    http_status: int
+    body: str
+    time: float
+    latency_ms: float
+    attempts: int
+    n: int
+    draw: int
+    model: str
+    record_id: str
+    criterion: str
+    received: int = 0
+    usage: dict[str, Any] | None = None
+    error: str | None = None
+    simulated: bool = False
+    v: int = ENTRY_VERSION
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def choices(self) -> list[dict[str, Any]]:
+        """The ``choices`` of the stored response body ([] for a refusal)."""
+        if not self.ok:
+            return []
+        parsed = orjson.loads(self.body)
+        choices = parsed.get("choices") if isinstance(parsed, dict) else None
+        return choices if isinstance(choices, list) else []
+
+    def encode(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+    @classmethod
+    def decode(cls, raw: Any) -> CachedResponse:
+        """Decode a stored value; raises ValueError when it is not a valid entry."""
+        if not isinstance(raw, bytes | bytearray):
+            raise ValueError("entry is not bytes")
+        data = orjson.loads(raw)
+        if not isinstance(data, dict) or data.get("v") != ENTRY_VERSION:
+            raise ValueError("entry has no known version")
+        entry = cls(**data)
+        if entry.status not in ("ok", "rejected") or not isinstance(entry.body, str):
+            raise ValueError("entry has an unknown status")
+        if entry.ok:
+            # The body was checked when it arrived; failing now means the entry was damaged.
+            orjson.loads(entry.body)
+        return entry
+
+
+@dataclass
+class JudgeCache:
+    """The cache folder of a study.
+
+    Use as a context manager. With ``create=False`` a missing folder reads as an empty cache
+    and nothing is created (``status`` and the scoring stage never write).
+    """
+
+    directory: Path
+    create: bool = True
+    corrupted: set[str] = field(default_factory=set)
+    _cache: diskcache.Cache | None = None
+
+    def __post_init__(self) -> None:
+        self.directory = Path(self.directory)
+        if not self.create and not (self.directory / "cache.db").exists():
+            return
+        try:
+            self._cache = diskcache.Cache(
+                str(self.directory),
+                eviction_policy="none",
+                size_limit=2**62,
+                cull_limit=0,
+                timeout=60,
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise CacheError(
+                f"{self.directory}: cannot open the cache folder ({exc}); "
+                "check that it is writable or pass --cache with another folder"
+            ) from exc
+
+    def __enter__(self) -> JudgeCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    def check_writable(self) -> None:
+        """Write and delete a probe entry, so a read-only or full disk fails before any request."""
+        cache = self._require()
+        try:
+            cache.set(_PROBE_KEY, b"probe")
+            cache.delete(_PROBE_KEY)
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise CacheError(
+                f"{self.directory}: the cache folder is not writable ({exc}); "
+                "free space, fix its permissions or pass --cache with another folder"
+            ) from exc
+
+    def get(self, key: str) -> CachedResponse | None:
+        """The entry for ``key``; None when absent or corrupted (then added to ``corrupted``)."""
+        if self._cache is None:
+            return None
+        try:
+            raw = self._cache.get(key, default=_ABSENT)
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
+        except Exception:  # noqa: BLE001 - an undecodable pickle or file is damage, not a bug
+            self.corrupted.add(key)
+            return None
+        if raw is _ABSENT:
+            return None
+        try:
+            return CachedResponse.decode(raw)
+        except (ValueError, TypeError):
+            self.corrupted.add(key)
+            return None
+
+    def put(self, entry: CachedResponse, *, overwrite: bool = False) -> bool:
+        """Store an entry; returns False when another writer stored this key first.
+
+        ``overwrite`` replaces an existing entry (``--retry-failed`` replacing a refusal).
+        """
+        cache = self._require()
+        value = entry.encode()
+        try:
+            if overwrite:
+                cache.set(entry.key, value)
+                return True
+            if cache.add(entry.key, value):
+                return True
+            if self.get(entry.key) is not None:
+                return False  # another writer stored it first
+            # The key is there but unreadable (a value file gone): replace the damaged entry,
+            # or every later run would pay for this answer again and never store it.
+            cache.set(entry.key, value)
+            return True
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise CacheError(
+                f"{self.directory}: cannot write to the cache ({exc}); "
+                "free space or fix permissions, then run again to resume"
+            ) from exc
+
+    def __len__(self) -> int:
+        return 0 if self._cache is None else len(self._cache)
+
+    def _require(self) -> diskcache.Cache:
+        if self._cache is None:
+            raise CacheError(f"{self.directory}: the cache folder is not open")
+        return self._cache

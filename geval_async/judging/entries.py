@@ -1,0 +1,53 @@
+"""The cache entry of an answered or refused request: the raw body plus small metadata."""
+
+from __future__ import annotations
+
+import time
+
+from ..errors import Rejected
+from .cache import CachedResponse
+from .plan import JudgeRequest
+from .transport import JudgeAnswer
+
+__all__ = ["answer_entry", "refusal_entry"]
+
+
+def _origin(request: JudgeRequest) -> dict[str, object]:
+    return {
+        "key": request.key,
+        "time": time.time(),
+        "n": request.n,
+        "draw": request.draw,
+        "model": str(request.body["model"]),
+        "record_id": request.item.record.id,
+        "criterion": request.item.criterion.name,
+    }
+
+
+def answer_entry(request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> CachedResponse:
+    """The entry of a request the judge answered, its body stored as received."""
+    usage = answer.parsed.get("usage")
+    return CachedResponse(
+        **_origin(request),  # type: ignore[arg-type]
+        status="ok",
+        http_status=answer.status,
+        body=answer.body.decode("utf-8", "replace"),
+        latency_ms=round(answer.latency_ms, 3),
+        attempts=attempts,
+        received=len(answer.choices),
+        usage=usage if isinstance(usage, dict) else None,
+        simulated=answer.simulated,
+    )
+
+
+def refusal_entry(request: JudgeRequest, exc: Rejected, attempts: int) -> CachedResponse:
+    """The entry of a request the judge refused for good (a 4xx no retry fixes)."""
+    return CachedResponse(
+        **_origin(request),  # type: ignore[arg-type]
+        status="rejected",
+        http_status=exc.status or 0,
+        body=exc.body.decode("utf-8", "replace"),
+        latency_ms=0.0,
+        attempts=attempts,
+        error=str(exc),
+    )

@@ -1,0 +1,198 @@
+"""The plan: records x criteria x draws -> judge requests, produced lazily.
+
+:func:`prepare_study` loads and checks everything a run needs (records, templates, placeholder
+fields) so that bad input fails before the first request. :func:`plan_items` then yields one
+:class:`JudgeItem` per record and criterion, criterion by criterion (consecutive requests share a
+prompt prefix, which providers cache), without building the whole plan in memory. A request's
+messages are rendered only when :func:`first_request` is called for it, by the worker that needs
+it.
+
+An item needs ``choices_per_item`` answers. Draw 0 asks for all of them in one request (``n``);
+a server that returns fewer (llama.cpp ignores ``n``) is asked for the rest as draws
+1..remaining with ``n = 1`` each. The chain is a pure function of what is in the cache, so the
+scoring stage finds the same keys without a network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from ..study.config import CriterionConfig, EvalConfig
+from ..study.criteria import Rubric
+from ..study.prompts import Template, check_fields, load_template
+from ..study.records import Record, load_records
+from .keys import request_key
+
+# Per-message framing tokens providers add; the estimate only needs to be close and stable.
+_TOKENS_PER_MESSAGE = 4
+_CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCriterion:
+    """A criterion with its parsed template."""
+
+    config: CriterionConfig
+    template: Template
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def rubrics(self) -> tuple[Rubric | None, ...]:
+        """The rubrics asked separately, or (None,) for a single-question criterion."""
+        return self.config.rubrics or (None,)
+
+
+@dataclass(frozen=True)
+class Study:
+    """Everything needed to plan and score a study, checked."""
+
+    config: EvalConfig
+    records: list[Record]
+    criteria: tuple[PlannedCriterion, ...]
+
+    @property
+    def item_count(self) -> int:
+        """Items (record x criterion x rubric) in the plan."""
+        return len(self.selected_records) * sum(len(c.rubrics) for c in self.criteria)
+
+    @property
+    def selected_records(self) -> list[Record]:
+        """The records in the plan (the first ``--limit`` when a limit is set)."""
+        limit = self.config.limit
+        return self.records if limit is None else self.records[:limit]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeItem:
+    """One record judged on one criterion (or one rubric of it): needs ``choices_per_item``
+    answers."""
+
+    record: Record
+    criterion: PlannedCriterion
+    rubric: Rubric | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRequest:
+    """One chat-completions request of an item, with its cache key and token estimate."""
+
+    item: JudgeItem
+    draw: int
+    n: int
+    body: dict[str, Any]
+    key: str
+    est_tokens: int
+
+
+def prepare_study(config: EvalConfig) -> Study:
+    """Load the templates and records and check that every placeholder can be filled.
+
+    Raises:
+        ConfigError: a prompt file or the records file is missing or invalid.
+    """
+    criteria = [_plan_criterion(criterion, config) for criterion in config.criteria]
+    required = {
+        planned.config.fields[name]
+        for planned in criteria
+        for name in planned.template.placeholders
+        if name in planned.config.fields
+    }
+    records = load_records(
+        config.data.path,
+        id_field=config.data.id_field,
+        group_field=config.data.group_field,
+        condition_field=config.data.condition_field,
+        required_fields=required,
+    )
+    return Study(config, records, tuple(criteria))
+
+
+def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCriterion:
+    """Load a criterion's template and fill its fixed parts; check what is left."""
+    template = load_template(criterion.prompt, criterion.style)
+    fixed = {
+        "metric_name": criterion.display_name,
+        "points": criterion.points_text(),
+        **criterion.parts,
+    }
+    template = template.fill({k: v for k, v in fixed.items() if k not in criterion.fields})
+    names = dict(criterion.fields)
+    if criterion.is_rubric:
+        if "rubric" not in template.placeholders:
+            raise ConfigError(
+                f"{criterion.prompt}: criterion {criterion.name!r} has rubrics, so its template "
+                "needs a {{rubric}} placeholder where each rubric's text goes"
+            )
+        names["rubric"] = "rubric"
+    check_fields(template, names, criterion.name)
+    points = criterion.answer_scale.points
+    if config.sampling.mode == "logprobs" and not all(float(p).is_integer() for p in points):
+        raise ConfigError(
+            f"{config.source}: criterion {criterion.name!r} has non-integer points, which are "
+            "not single tokens: logprobs mode needs answer = 'option' (or use samples mode)"
+        )
+    return PlannedCriterion(criterion, template)
+
+
+def plan_items(study: Study) -> Iterator[JudgeItem]:
+    """Yield every item of the plan, criterion by criterion (and rubric by rubric)."""
+    records = study.selected_records
+    for criterion in study.criteria:
+        for rubric in criterion.rubrics:
+            for record in records:
+                yield JudgeItem(record, criterion, rubric)
+
+
+def render_messages(item: JudgeItem) -> list[dict[str, str]]:
+    """The judge messages for an item (the template filled from the record)."""
+    criterion = item.criterion
+    values: dict[str, Any] = {
+        name: item.record.fields[field] for name, field in criterion.config.fields.items()
+    }
+    if item.rubric is not None:
+        values["rubric"] = item.rubric.text
+    return [{"role": criterion.config.role, "content": criterion.template.render(values)}]
+
+
+def _request(
+    item: JudgeItem, config: EvalConfig, messages: list[dict[str, str]], draw: int, n: int
+) -> JudgeRequest:
+    sampling = config.sampling
+    body: dict[str, Any] = {
+        "model": config.judge.model,
+        "messages": messages,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "max_tokens": sampling.max_tokens,
+        "n": n,
+    }
+    if sampling.mode == "logprobs":
+        body["logprobs"] = True
+        body["top_logprobs"] = sampling.top_logprobs
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed + draw
+    chars = sum(len(m["content"]) for m in messages)
+    est = (
+        -(-chars // _CHARS_PER_TOKEN)
+        + _TOKENS_PER_MESSAGE * len(messages)
+        + sampling.max_tokens * n
+    )
+    return JudgeRequest(item, draw, n, body, request_key(body, draw), est)
+
+
+def first_request(item: JudgeItem, config: EvalConfig) -> JudgeRequest:
+    """Draw 0 of an item: all its answers asked for at once."""
+    return _request(item, config, render_messages(item), 0, config.sampling.choices_per_item)
+
+
+def followup_requests(first: JudgeRequest, received: int, config: EvalConfig) -> list[JudgeRequest]:
+    """The further draws an item needs when draw 0 returned only ``received`` choices."""
+    missing = first.n - received
+    messages = first.body["messages"]
+    return [_request(first.item, config, messages, draw, 1) for draw in range(1, missing + 1)]

@@ -1,0 +1,387 @@
+"""The worker pool: the only module that creates tasks.
+
+A producer walks the plan lazily and looks every request up in the cache; a hit is counted and
+never touches a limiter. Items with something missing go onto a bounded queue, where N workers
+take them. A worker waits for the shared cool-down and the RPM/TPM buckets, sends one attempt
+(under the transport's timeout), and writes the answer to the cache at once. Resuming is then
+simply running again. Before sending, a worker claims the request (:mod:`geval_async.claims`);
+a request another process, or another item of this run, is already asking for is not sent
+twice: the worker waits for its answer in the cache.
+
+Retries: a 429 pauses every worker for as long as the server asked; a transient failure is
+retried with capped exponential backoff and full jitter, up to ``limits.retries`` times; a
+refusal is stored and not retried; a failure no retry can fix (quota, key) stops the run.
+Setting the ``stop`` event (the CLI does on Ctrl-C) stops dispatching: no new request is sent,
+answers already in flight are still saved, and the run returns its counts. A ``--max-cost`` cap
+(:class:`~geval_async.pricing.Budget`) stops the run the same way, before the request that
+would take the run's estimated spend past it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import GevalError, RateLimited, Rejected, RunStopped, Transient
+from .budget import request_cost, run_budget
+from .cache import CachedResponse, JudgeCache
+from .claims import Claims
+from .coverage import item_state
+from .entries import answer_entry, refusal_entry
+from .limits import RateLimits
+from .plan import JudgeItem, JudgeRequest, Study, first_request, followup_requests, plan_items
+from .progress import CriterionCounts, RunCounters, RunResult, render_progress
+from .transport import JudgeAnswer, Transport, refuses_n
+
+# How often a worker looks for an answer another process is fetching (seconds).
+_CLAIM_POLL = 0.2
+
+# A request that keeps getting 429s is not failing, it is waiting; but not forever.
+_MAX_RATE_LIMITED = 100
+
+
+@dataclass
+class _ItemWork:
+    item: JudgeItem
+    requests: list[JudgeRequest]
+
+
+class _Run:
+    """The state one run shares between its producer and workers."""
+
+    def __init__(
+        self,
+        study: Study,
+        cache: JudgeCache,
+        transport: Transport,
+        claims: Claims,
+        *,
+        stop: asyncio.Event,
+        retry_failed: bool,
+        backoff: float,
+    ) -> None:
+        self.study, self.config = study, study.config
+        self.cache, self.transport, self.claims = cache, transport, claims
+        self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
+        self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
+        records = len(study.selected_records)
+        self.counters = RunCounters(
+            criteria={
+                c.name: CriterionCounts(items=records * len(c.rubrics)) for c in study.criteria
+            }
+        )
+        self.failures: Counter[str] = Counter()
+        # Set once the server refuses n > 1: items then ask for one choice per request.
+        self.single_choice = False
+        self.stopped: str | None = None
+        self.budget = run_budget(self.config)
+        self.queue: asyncio.Queue[_ItemWork | None] = asyncio.Queue(
+            maxsize=2 * self.config.limits.concurrency
+        )
+
+    # --- producer ------------------------------------------------------------------------
+
+    async def produce(self) -> None:
+        for item in plan_items(self.study):
+            if self.stop.is_set():
+                break
+            first = first_request(item, self.config)
+            self.limits.check_request(first.est_tokens)
+            needed = self.missing_requests(first)
+            if needed is None:
+                self.counters.criteria[item.criterion.name].rejected += 1
+            elif not needed:
+                self.counters.criteria[item.criterion.name].cached += 1
+            else:
+                await self.queue.put(_ItemWork(item, needed))
+        # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
+        # task group cancels the workers, and waiting here for room in a full queue nobody
+        # drains any more would hang the run.
+        for _ in range(self.config.limits.concurrency):
+            await self.queue.put(None)
+
+    def cached(self, request: JudgeRequest) -> CachedResponse | None:
+        """The usable cache entry of a request (a refusal counts unless --retry-failed)."""
+        entry = self.cache.get(request.key)
+        if entry is not None and not entry.ok and self.retry_failed:
+            return None
+        return entry
+
+    def missing_requests(self, first: JudgeRequest) -> list[JudgeRequest] | None:
+        """Requests an item still needs ([] when complete, None when refused for good)."""
+        state = item_state(first, self.cache, self.config, retry_failed=self.retry_failed)
+        return None if state.refused is not None else state.missing
+
+    # --- workers -------------------------------------------------------------------------
+
+    async def work(self) -> None:
+        while (work := await self.queue.get()) is not None:
+            if self.stop.is_set():
+                continue  # drain without sending: the item stays missing
+            outcome = await self.judge_item(work)
+            counts = self.counters.criteria[work.item.criterion.name]
+            if outcome == "ok":
+                counts.answered += 1
+            elif outcome == "rejected":
+                counts.rejected += 1
+            elif outcome == "failed":
+                counts.failed += 1
+
+    async def judge_item(self, work: _ItemWork) -> str:
+        pending = list(work.requests)
+        while pending:
+            request = pending.pop(0)
+            outcome, received = await self.fetch_claimed(request)
+            if outcome != "ok":
+                return outcome
+            if request.draw == 0 and received < request.n:
+                # The server returned fewer choices than n (llama.cpp ignores n): ask for the
+                # rest as further draws, skipping any an earlier run already stored.
+                pending = [
+                    r
+                    for r in followup_requests(request, received, self.config)
+                    if self.cached(r) is None
+                ]
+        return "ok"
+
+    async def fetch_claimed(self, request: JudgeRequest) -> tuple[str, int]:
+        """Fetch a request unless another process (or item) is asking: then await its answer."""
+        while not self.claims.claim(request.key):
+            await self.sleep_unless_stopped(_CLAIM_POLL)
+            if self.stop.is_set():
+                return "stopped", 0
+            entry = self.cached(request)
+            if entry is not None:
+                return ("ok" if entry.ok else "rejected"), entry.received
+        try:
+            # The holder may have stored the answer just before it let go of the claim.
+            entry = self.cached(request)
+            if entry is not None:
+                return ("ok" if entry.ok else "rejected"), entry.received
+            return await self.fetch(request)
+        finally:
+            self.claims.release(request.key)
+
+    async def fetch(self, request: JudgeRequest) -> tuple[str, int]:
+        """Send one request until it is answered, refused or out of retries."""
+        attempts = transient = limited = 0
+        while True:
+            await self.limits.acquire(request.est_tokens)
+            if self.stop.is_set():
+                return "stopped", 0
+            cost = 0.0 if self.budget is None else request_cost(self.budget, request)
+            if self.budget is not None and not self.budget.charge(cost):
+                self.stop.set()  # the reason is written at the end, with the final estimate
+                return "stopped", 0
+            attempts += 1
+            self.claims.renew(request.key)
+            self.counters.in_flight += 1
+            self.counters.peak_in_flight = max(
+                self.counters.peak_in_flight, self.counters.in_flight
+            )
+            body = request.body
+            if self.single_choice and request.n > 1:
+                body = {**body, "n": 1}
+            try:
+                answer = await self.transport.complete(body)
+            except (Rejected, Transient) as exc:
+                if body["n"] > 1 and refuses_n(exc):
+                    # The server will not return several choices: from now on every item asks
+                    # for one, and the rest come as further draws (stored as draw 0's answer,
+                    # as from a server that ignores n).
+                    self.single_choice = True
+                    self.counters.retries["n refused"] += 1
+                    if self.budget is not None:
+                        self.budget.refund(cost)
+                    continue
+                if isinstance(exc, Rejected):
+                    self.store_refusal(request, exc, attempts)
+                    return "rejected", 0
+                transient += 1
+                self.counters.retries[_kind(exc)] += 1
+                if transient > self.config.limits.retries:
+                    return self.fail(request, f"{exc} (after {attempts} attempts)"), 0
+                await self.sleep_unless_stopped(self.delay(transient))
+                continue
+            except RateLimited as exc:
+                self.counters.rate_limited += 1
+                self.counters.retries["429"] += 1
+                limited += 1
+                if self.budget is not None:
+                    self.budget.refund(cost)
+                self.limits.observe(exc.headers)
+                if limited > _MAX_RATE_LIMITED:
+                    return self.fail(request, f"rate-limited {limited} times in a row"), 0
+                self.limits.cooldown.pause(
+                    exc.retry_after if exc.retry_after is not None else self.delay(limited)
+                )
+                continue
+            except RunStopped as exc:
+                self.stopped = str(exc)
+                self.stop.set()
+                return "stopped", 0
+            finally:
+                self.counters.in_flight -= 1
+            self.limits.observe(answer.headers)
+            self.store_answer(request, answer, attempts)
+            return "ok", len(answer.choices)
+
+    def delay(self, attempt: int) -> float:
+        """Capped exponential backoff with full jitter."""
+        cap = min(self.config.limits.max_backoff, self.backoff * 2 ** (attempt - 1))
+        return random.uniform(cap / 2, cap)
+
+    async def sleep_unless_stopped(self, seconds: float) -> None:
+        try:
+            async with asyncio.timeout(seconds):
+                await self.stop.wait()
+        except TimeoutError:
+            pass
+
+    def fail(self, request: JudgeRequest, message: str) -> str:
+        self.failures[f"{request.item.criterion.name}: {message}"] += 1
+        return "failed"
+
+    def store_answer(self, request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> None:
+        entry = answer_entry(request, answer, attempts)
+        tokens = entry.usage.get("total_tokens") if entry.usage else None
+        self.counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
+        self.counters.simulated |= answer.simulated
+        self._put(request, entry)
+
+    def store_refusal(self, request: JudgeRequest, exc: Rejected, attempts: int) -> None:
+        self.failures[f"{request.item.criterion.name}: refused: {exc}"] += 1
+        self._put(request, refusal_entry(request, exc, attempts))
+
+    def _put(self, request: JudgeRequest, entry: CachedResponse) -> None:
+        overwrite = self.retry_failed or request.key in self.cache.corrupted
+        self.cache.put(entry, overwrite=overwrite)
+
+
+def _kind(exc: Transient) -> str:
+    """A short name for a transient failure, for the retry counts in the summary."""
+    if exc.status and exc.status >= 500:
+        return f"http {exc.status}"
+    if exc.status == 200:
+        return "malformed body"
+    text = str(exc)
+    if "timeout" in text:
+        return "timeout"
+    if "cut off" in text:
+        return "truncated body"
+    return "connection"
+
+
+async def run_study(
+    study: Study,
+    cache: JudgeCache,
+    *,
+    api_key: str | None,
+    stop: asyncio.Event | None = None,
+    retry_failed: bool = False,
+    on_progress: Callable[[str], None] | None = None,
+    progress_interval: float = 0.5,
+) -> RunResult:
+    """Judge every item of the study that the cache does not hold yet.
+
+    Args:
+        study: the prepared study.
+        cache: an open, writable cache.
+        api_key: the judge API key (used in one header, never stored).
+        stop: set it to stop dispatching (Ctrl-C); in-flight answers are still saved.
+        retry_failed: ask again for requests the cache holds as refused.
+        on_progress: called with a progress line every ``progress_interval`` seconds and once
+            at the end.
+
+    Raises:
+        CacheError: the cache cannot be written.
+        ConfigError: a request can never pass the configured limits.
+    """
+    cache.check_writable()
+    stop = stop if stop is not None else asyncio.Event()
+    limits = study.config.limits
+    started = time.monotonic()
+    # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
+    claim_ttl = limits.timeout + 30.0
+    with Claims(cache.directory, claim_ttl) as claims:
+        return await _run(
+            study,
+            cache,
+            claims,
+            api_key=api_key,
+            stop=stop,
+            retry_failed=retry_failed,
+            on_progress=on_progress,
+            progress_interval=progress_interval,
+            started=started,
+        )
+
+
+async def _run(
+    study: Study,
+    cache: JudgeCache,
+    claims: Claims,
+    *,
+    api_key: str | None,
+    stop: asyncio.Event,
+    retry_failed: bool,
+    on_progress: Callable[[str], None] | None,
+    progress_interval: float,
+    started: float,
+) -> RunResult:
+    limits = study.config.limits
+    async with Transport(
+        study.config.judge, api_key, concurrency=limits.concurrency, timeout=limits.timeout
+    ) as transport:
+        run = _Run(
+            study,
+            cache,
+            transport,
+            claims,
+            stop=stop,
+            retry_failed=retry_failed,
+            backoff=limits.backoff,
+        )
+        reporter = None
+        if on_progress is not None:
+            reporter = asyncio.create_task(_report(run.counters, on_progress, progress_interval))
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(run.produce())
+                for _ in range(limits.concurrency):
+                    group.create_task(run.work())
+        except BaseExceptionGroup as group_error:
+            # Surface our own error as itself (the CLI prints it in one line).
+            ours = group_error.subgroup(GevalError)
+            if ours is not None:
+                raise ours.exceptions[0] from None
+            raise
+        finally:
+            if reporter is not None:
+                reporter.cancel()
+                # asyncio.wait never raises the reporter's CancelledError, so a cancellation
+                # of this task (a second Ctrl-C) is not swallowed here.
+                await asyncio.wait([reporter])
+                on_progress(render_progress(run.counters))  # type: ignore[misc]
+    stopped = run.stopped
+    if stopped is None and run.budget is not None and run.budget.refused:
+        stopped = run.budget.reached()
+    return RunResult(
+        counters=run.counters,
+        stopped=stopped,
+        interrupted=stop.is_set() and stopped is None,
+        failures=run.failures,
+        elapsed=time.monotonic() - started,
+    )
+
+
+async def _report(
+    counters: RunCounters, on_progress: Callable[[str], None], interval: float
+) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        on_progress(render_progress(counters))

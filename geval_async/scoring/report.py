@@ -1,0 +1,222 @@
+"""Output files: score tables, the composite, statistics, raw exports and the Markdown report.
+
+Every file is written whole or not at all (a temporary file renamed into place), so a crash
+never leaves a half-written table. Layout under the output folder::
+
+    scores/<prefix>_<criterion>.csv   group x condition, trailing Average row
+    scores/<prefix>_long.csv          one row per record and criterion
+    scores/<prefix>_average.csv       the 100-point composite, trailing Average row
+    stats/<prefix>_ttest.csv          the configured test per criterion + composite, BH-adjusted
+    stats/<prefix>_paired.csv         paired t and Wilcoxon (when groups appear in both conditions)
+    raw/<prefix>_<criterion>.json     per item: the prompt sent, every answer and parsed rating
+    plots/<prefix>_<criterion>.png    box plots (--plots)
+    <prefix>_report.md                coverage, invalid samples, tables, tests, plot links
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from ..errors import ConfigError
+from ..judging.plan import JudgeItem, Study, render_messages
+from .scores import CriterionTally, ItemScore
+from .stats import Comparison
+
+
+def write_atomic(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot write the output file ({exc.strerror}); "
+            "check [output] path or pass --output"
+        ) from exc
+    return path
+
+
+def write_csv(path: Path, frame: pd.DataFrame, *, index: bool = True) -> Path:
+    return write_atomic(path, frame.to_csv(index=index).encode())
+
+
+def output_path(study: Study, folder: str, name: str) -> Path:
+    return study.config.output.path / folder / f"{study.config.output.prefix}_{name}"
+
+
+def write_raw(study: Study, scores: Iterable[ItemScore]) -> list[Path]:
+    """``raw/<prefix>_<criterion>.json``: per item the prompt sent, answers and ratings."""
+    items_by_criterion: dict[str, list[dict[str, object]]] = {c.name: [] for c in study.criteria}
+    records = {r.id: r for r in study.records}
+    criteria = {c.name: c for c in study.criteria}
+    for score in scores:
+        entry: dict[str, object] = {
+            "record_id": score.record_id,
+            "group": score.group,
+            "condition": score.condition,
+            "status": score.status,
+        }
+        if score.parts:
+            entry["rubrics"] = [_raw_item(p, records, criteria) for p in score.parts]
+            if score.outcome is not None:
+                entry["judged"] = score.outcome.judged
+                entry["probability"] = score.outcome.probability
+            entry["score"] = score.weighted_score
+        else:
+            entry.update(_raw_item(score, records, criteria))
+        items_by_criterion[score.criterion].append(entry)
+    paths = []
+    for name, items in items_by_criterion.items():
+        document = {
+            "criterion": name,
+            "display_name": criteria[name].config.display_name,
+            "model": study.config.judge.model,
+            "mode": study.config.sampling.mode,
+            "items": items,
+        }
+        paths.append(
+            write_atomic(
+                output_path(study, "raw", f"{name}.json"),
+                orjson.dumps(document, option=orjson.OPT_INDENT_2),
+            )
+        )
+    return paths
+
+
+def _raw_item(
+    score: ItemScore, records: dict[str, Any], criteria: dict[str, Any]
+) -> dict[str, object]:
+    criterion = criteria[score.criterion]
+    rubric = next((r for r in criterion.config.rubrics if r.name == score.rubric), None)
+    item = JudgeItem(records[score.record_id], criterion, rubric)
+    return {
+        **({"rubric": score.rubric} if score.rubric else {}),
+        "status": score.status,
+        "messages": render_messages(item),
+        "answers": list(score.answers),
+        "ratings": list(score.ratings),
+        "distribution": None if score.distribution is None else score.distribution.to_json(),
+        "weighted_score": score.weighted_score,
+    }
+
+
+def markdown_report(
+    study: Study,
+    tallies: Mapping[str, CriterionTally],
+    tables: Mapping[str, pd.DataFrame],
+    composite: pd.DataFrame | None,
+    comparisons: list[Comparison],
+    paired_design: bool,
+    plots: Mapping[str, Path],
+    simulated: bool,
+) -> str:
+    """The short Markdown report: coverage, invalid samples, tables, tests, plot links."""
+    config = study.config
+    out = [f"# {config.output.prefix}: G-Eval report", ""]
+    out.append(
+        f"Judge: `{config.judge.model}`, mode `{config.sampling.mode}`"
+        + (f", n = {config.sampling.n}" if config.sampling.mode == "samples" else "")
+        + f". Config: `{config.source}`."
+    )
+    if simulated:
+        out += [
+            "",
+            "> **The judge was geval-async's simulated server**: ratings are synthetic, "
+            "for trying the tool, not findings.",
+        ]
+    out += [
+        "",
+        "## Coverage",
+        "",
+        "| criterion | items | scored | missing | refused | no valid rating | "
+        "valid samples | invalid samples |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, t in tallies.items():
+        out.append(
+            f"| {name} | {t.items} | {t.scored} | {t.missing} | {t.refused} | "
+            f"{t.no_valid} | {t.valid_samples} | {t.invalid_samples} |"
+        )
+    examples = [(n, e) for n, t in tallies.items() for e in t.invalid_examples[:2]]
+    if examples:
+        out += ["", "Examples of invalid answers (not scored, never counted as 0):", ""]
+        out += [f"- {name}: {example}" for name, example in examples]
+    missing = sum(t.missing + t.refused for t in tallies.values())
+    if missing:
+        out += ["", f"**{missing} items have no answer and are left out of every table.**"]
+    for name, table in tables.items():
+        display = config.criterion(name).display_name
+        out += ["", f"## {display} (`{name}`, mean weighted score)", "", _markdown(table)]
+    if composite is not None:
+        out += [
+            "",
+            "## Composite (100-point)",
+            "",
+            f"Normalisation: `{config.composite.normalize}` over "
+            f"{', '.join(config.composite.criteria)}.",
+            "",
+            _markdown(composite),
+        ]
+    if comparisons:
+        test = comparisons[0].test
+        out += [
+            "",
+            f"## {test} test: {comparisons[0].condition_a} vs {comparisons[0].condition_b}",
+            "",
+            f"Benjamini-Hochberg FDR across the criteria at alpha = {config.stats.alpha}; "
+            "the composite is tested on its own.",
+            "",
+        ]
+        out.append(
+            "| criterion | mean A (sd) | mean B (sd) | n A | n B | statistic | df | p | "
+            "p adj | reject | Hedges' g [CI] |"
+        )
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|:-:|---:|")
+        for c in comparisons:
+            df = "" if c.df is None else f"{c.df:.2f}"
+            p_adj = "" if c.p_adj is None else f"{c.p_adj:.4g}"
+            out.append(
+                f"| {c.criterion} | {c.mean_a:.3f} ({c.sd_a:.3f}) | {c.mean_b:.3f} ({c.sd_b:.3f})"
+                f" | {c.n_a} | {c.n_b} | {c.statistic:.3f} | {df} | {c.p:.4g} | {p_adj} | "
+                f"{'yes' if c.reject else 'no'} | {c.hedges_g:.2f} "
+                f"[{c.g_ci_low:.2f}, {c.g_ci_high:.2f}] |"
+            )
+        design = (
+            "The same groups appear in both conditions (a within-group design): the "
+            "paired t-test and Wilcoxon signed-rank test in `stats/"
+            f"{config.output.prefix}_paired.csv` match this design; Welch's test treats "
+            "the conditions as independent samples."
+            if paired_design
+            else "Groups differ between the conditions: Welch's test (independent samples) "
+            "matches this design."
+        )
+        out += ["", design]
+    if plots:
+        out += ["", "## Plots", ""]
+        out += [
+            f"![{name}]({path.relative_to(config.output.path)})" for name, path in plots.items()
+        ]
+    return "\n".join(out) + "\n"
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    header = [str(table.index.name or "")] + [str(c) for c in table.columns]
+    lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * len(table.columns) + "|"]
+    for index, row in table.iterrows():
+        cells = ["" if pd.isna(v) else f"{v:.3f}" for v in row]
+        lines.append("| " + " | ".join([str(index), *cells]) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,125 @@
+"""A study's results, computed once from the cache: the library's front door for analysis.
+
+    >>> results = load_results("examples/ueq/config.toml")
+    >>> results.long                 # pandas: one row per record and criterion
+    >>> results.table("con")         # users x conditions, with the Average row
+    >>> results.composite()          # the 100-point composite
+    >>> results.comparisons()        # Welch + BH (or the configured test)
+
+Nothing here calls the network: scoring reads the cache only, so re-scoring is free.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+from ..errors import ConfigError
+from ..judging.cache import JudgeCache
+from ..judging.plan import Study, first_request, plan_items, prepare_study
+from ..study.config import EvalConfig, apply_overrides, load_config
+from .scores import CriterionTally, ItemScore, score_items, tally
+from .stats import Comparison
+from .tables import compare, composite, design_is_paired, long_frame, per_group, with_average
+
+
+@dataclass
+class StudyResults:
+    """Scores of every item of a study plus the tables and tests built from them."""
+
+    study: Study
+    scores: list[ItemScore]
+    simulated: bool
+    corrupted: int
+
+    @property
+    def config(self) -> EvalConfig:
+        return self.study.config
+
+    @cached_property
+    def long(self) -> pd.DataFrame:
+        """One row per record and criterion: score, status, valid/invalid, distribution."""
+        return long_frame(self.scores)
+
+    @cached_property
+    def tallies(self) -> dict[str, CriterionTally]:
+        """Coverage and invalid samples per criterion."""
+        return tally(self.scores)
+
+    @property
+    def missing(self) -> int:
+        """Items left out because the cache has no (or only a refused) answer."""
+        return sum(t.missing + t.refused for t in self.tallies.values())
+
+    def table(self, criterion: str, *, average: bool = True) -> pd.DataFrame:
+        """Mean weighted score per group and condition (plus the Average row)."""
+        self.config.criterion(criterion)
+        table = per_group(self.long, criterion, self.config)
+        return with_average(table) if average else table
+
+    def composite(self, *, average: bool = True) -> pd.DataFrame:
+        """The 100-point composite per group and condition (plus the Average row)."""
+        table = composite(self.long, self.config)
+        return with_average(table) if average else table
+
+    @property
+    def paired_design(self) -> bool:
+        """Whether the same groups appear under both compared conditions."""
+        return design_is_paired(self.long, self.config)
+
+    def comparisons(self, test: str | None = None) -> list[Comparison]:
+        """The test between the two configured conditions on each criterion and the composite."""
+        if len(self.config.stats.conditions) != 2:
+            raise ConfigError(
+                f"{self.config.source}: [stats] conditions must name the two conditions to "
+                'compare, e.g. conditions = ["A", "B"]'
+            )
+        present = set(self.long["condition"].dropna())
+        for condition in self.config.stats.conditions:
+            if condition not in present:
+                raise ConfigError(
+                    f"{self.config.source}: [stats] condition {condition!r} does not occur in "
+                    f"the records' {self.config.data.condition_field!r} field"
+                )
+        return compare(self.long, self.config, test)
+
+
+def load_results(
+    config: EvalConfig | str | os.PathLike[str], *, strict: bool = False, **overrides: Any
+) -> StudyResults:
+    """Score a study from its cache (no network).
+
+    Args:
+        config: a loaded config or the path of its TOML file.
+        strict: raise ConfigError when any item lacks an answer, instead of leaving it out.
+        overrides: as on the command line (cache, criteria, limit, ...).
+    """
+    if not isinstance(config, EvalConfig):
+        config = load_config(config)
+    config = apply_overrides(config, **overrides)
+    study = prepare_study(config)
+    with JudgeCache(config.cache_path, create=False) as cache:
+        scores = list(score_items(study, cache))
+        corrupted = len(cache.corrupted)
+        simulated = _simulated(study, cache)
+    results = StudyResults(study, scores, simulated, corrupted)
+    if strict and results.missing:
+        raise ConfigError(
+            f"{results.missing} of {len(scores)} items have no answer in the cache "
+            f"{config.cache_path}: run `geval-async run {config.source}` to finish, "
+            "or drop --strict to score what is there"
+        )
+    return results
+
+
+def _simulated(study: Study, cache: JudgeCache) -> bool:
+    # One entry tells: a study is judged by one server.
+    for item in plan_items(study):
+        entry = cache.get(first_request(item, study.config).key)
+        if entry is not None:
+            return entry.simulated
+    return False

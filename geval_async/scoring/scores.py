@@ -1,0 +1,250 @@
+"""The scoring stage (sync): cached answers -> ratings -> weighted scores per record.
+
+Reads the cache only, never the network. For every item of the plan it collects the stored
+answers (see :mod:`geval_async.coverage`), turns them into a :class:`RatingDistribution`
+(samples mode: each choice's text parsed by the criterion's parser; logprobs mode: the
+first token's ``top_logprobs``) and keeps the distribution next to its weighted score
+Σ p(v)·v. Invalid samples are counted, never scored as 0; items the cache lacks or refused are
+kept with their status so every table can say what it left out.
+
+Rubric criteria (AND / OR / weighted sum) are scored per rubric (yes/no), then combined per
+record (see :mod:`geval_async.rubrics`); the combined score carries its rubrics as ``parts``.
+Likert criteria with ``answer = "option"`` map the option number the judge chose to its point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..judging.cache import CachedResponse, JudgeCache
+from ..judging.coverage import ItemState, item_states
+from ..judging.plan import PlannedCriterion, Study
+from .ratings import (
+    RatingDistribution,
+    RatingParser,
+    distribution_from_logprobs,
+    distribution_from_samples,
+    first_token_top_logprobs,
+)
+from .rubrics import RubricOutcome, combine, parse_yes_no, yes_no_from_logprobs
+
+SCORED, MISSING, REFUSED, NO_VALID = "scored", "missing", "refused", "no valid rating"
+
+
+@dataclass(frozen=True)
+class ItemScore:
+    """One record's result on one criterion."""
+
+    record_id: str
+    group: str | None
+    condition: str | None
+    criterion: str
+    status: str
+    distribution: RatingDistribution | None = None
+    answers: tuple[str, ...] = ()
+    ratings: tuple[float | None, ...] = ()
+    rubric: str | None = None
+    parts: tuple[ItemScore, ...] = ()
+    outcome: RubricOutcome | None = None
+
+    @property
+    def weighted_score(self) -> float | None:
+        if self.parts:
+            return None if self.outcome is None else self.outcome.value
+        return None if self.distribution is None else self.distribution.weighted_score
+
+    @property
+    def valid(self) -> int:
+        if self.parts:
+            return sum(p.valid for p in self.parts)
+        return 0 if self.distribution is None else self.distribution.valid
+
+    @property
+    def invalid(self) -> int:
+        if self.parts:
+            return sum(p.invalid for p in self.parts)
+        return 0 if self.distribution is None else self.distribution.invalid
+
+
+@dataclass
+class CriterionTally:
+    """Per-criterion counts the report shows: coverage and invalid samples."""
+
+    items: int = 0
+    scored: int = 0
+    missing: int = 0
+    refused: int = 0
+    no_valid: int = 0
+    valid_samples: int = 0
+    invalid_samples: int = 0
+    invalid_examples: list[str] = field(default_factory=list)
+
+
+def _texts(entries: list[CachedResponse]) -> list[dict[str, Any]]:
+    choices: list[dict[str, Any]] = []
+    for entry in entries:
+        choices.extend(entry.choices())
+    return choices
+
+
+def _choice_text(choice: dict[str, Any]) -> str:
+    message = choice.get("message") or {}
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, str) else ""
+
+
+class _YesNo:
+    """A parser with RatingParser's interface for yes/no rubric answers."""
+
+    def parse(self, text: str) -> float | None:
+        return parse_yes_no(text)
+
+
+Parser = RatingParser | _YesNo
+
+
+def score_item(state: ItemState, parser: Parser, mode: str, n: int) -> ItemScore:
+    """Score one item (one record on one criterion or rubric) from its cached answers."""
+    record, criterion = state.item.record, state.item.criterion
+    base: dict[str, Any] = dict(
+        record_id=record.id,
+        group=record.group,
+        condition=record.condition,
+        criterion=criterion.name,
+        rubric=None if state.item.rubric is None else state.item.rubric.name,
+    )
+    if state.refused is not None:
+        return ItemScore(status=REFUSED, **base)
+    if state.missing:
+        return ItemScore(status=MISSING, **base)
+    choices = _texts(state.entries)[:n]
+    answers = tuple(_choice_text(c) for c in choices)
+    ratings: tuple[float | None, ...] = tuple(parser.parse(a) for a in answers)
+    if mode == "logprobs":
+        top = first_token_top_logprobs(choices[0]) if choices else None
+        if top is None:
+            # The server sent no logprobs: one invalid sample, visible in the report.
+            distribution = RatingDistribution(probs={}, valid=0, invalid=1, valid_mass=0.0)
+        elif isinstance(parser, _YesNo):
+            distribution = yes_no_from_logprobs(top)
+        else:
+            distribution = distribution_from_logprobs(top, parser.scale)
+    else:
+        distribution = distribution_from_samples(ratings)
+    config = criterion.config
+    if config.answer == "option" and not config.is_rubric:
+        # The judge answered option k; the score is the k-th point.
+        points = config.scale.points
+        distribution = RatingDistribution(
+            probs={points[int(k) - 1]: p for k, p in distribution.probs.items()},
+            valid=distribution.valid,
+            invalid=distribution.invalid,
+            valid_mass=distribution.valid_mass,
+        )
+        ratings = tuple(None if r is None else points[int(r) - 1] for r in ratings)
+    status = SCORED if distribution.weighted_score is not None else NO_VALID
+    return ItemScore(
+        status=status, distribution=distribution, answers=answers, ratings=ratings, **base
+    )
+
+
+def combine_rubrics(criterion: PlannedCriterion, parts: list[ItemScore]) -> ItemScore:
+    """One record's rubric scores -> the criterion's AND / OR / weighted-sum result."""
+    first = parts[0]
+    base: dict[str, Any] = dict(
+        record_id=first.record_id,
+        group=first.group,
+        condition=first.condition,
+        criterion=criterion.name,
+        parts=tuple(parts),
+    )
+    for status in (REFUSED, MISSING, NO_VALID):
+        if any(p.status == status for p in parts):
+            return ItemScore(status=status, **base)
+    holds = {
+        p.rubric or "": (p.distribution.probs.get(1.0, 0.0) if p.distribution else 0.0)
+        for p in parts
+    }
+    outcome = combine(criterion.config.kind, criterion.config.rubrics, holds)
+    return ItemScore(status=SCORED, outcome=outcome, **base)
+
+
+def parser_for(criterion: PlannedCriterion) -> Parser:
+    """The answer parser a criterion's config asks for."""
+    c = criterion.config
+    if c.is_rubric:
+        return _YesNo()
+    return RatingParser(c.answer_scale, mode=c.parser, pattern=c.pattern)
+
+
+def score_items(study: Study, cache: JudgeCache) -> Iterator[ItemScore]:
+    """Score every record on every criterion from the cache, in plan order."""
+    parsers = {c.name: parser_for(c) for c in study.criteria}
+    criteria = {c.name: c for c in study.criteria}
+    sampling = study.config.sampling
+    pending: dict[str, list[ItemScore]] = {}
+    current: str | None = None
+    for state in item_states(study, cache):
+        name = state.item.criterion.name
+        score = score_item(state, parsers[name], sampling.mode, sampling.choices_per_item)
+        if not criteria[name].config.is_rubric:
+            yield score
+            continue
+        if current is not None and name != current:
+            yield from _combined(criteria[current], pending)
+            pending = {}
+        current = name
+        pending.setdefault(score.record_id, []).append(score)
+    if current is not None:
+        yield from _combined(criteria[current], pending)
+
+
+def _combined(
+    criterion: PlannedCriterion, pending: dict[str, list[ItemScore]]
+) -> Iterator[ItemScore]:
+    for parts in pending.values():
+        yield combine_rubrics(criterion, parts)
+
+
+def tally(scores: list[ItemScore]) -> dict[str, CriterionTally]:
+    """Coverage and invalid-sample counts per criterion."""
+    out: dict[str, CriterionTally] = {}
+    for score in scores:
+        t = out.setdefault(score.criterion, CriterionTally())
+        t.items += 1
+        if score.status == SCORED:
+            t.scored += 1
+        elif score.status == MISSING:
+            t.missing += 1
+        elif score.status == REFUSED:
+            t.refused += 1
+        else:
+            t.no_valid += 1
+        t.valid_samples += score.valid
+        t.invalid_samples += score.invalid
+        for part in score.parts or (score,):
+            if part.invalid and len(t.invalid_examples) < 5:
+                bad = [a for a, r in zip(part.answers, part.ratings, strict=True) if r is None]
+                if bad:
+                    where = part.record_id + (f" [{part.rubric}]" if part.rubric else "")
+                    t.invalid_examples.append(f"{where}: {bad[0]!r}")
+    return out
+
+
+def distribution_json(score: ItemScore) -> str:
+    """The distribution as compact JSON, for the long table.
+
+    Rubric criteria give the probability that each rubric holds and the combined probability
+    (AND/OR) or expectation (weighted sum).
+    """
+    if score.outcome is not None:
+        return orjson.dumps(
+            {"rubrics": score.outcome.holds, "probability": score.outcome.probability}
+        ).decode()
+    if score.distribution is None:
+        return ""
+    return orjson.dumps(score.distribution.to_json()["probs"]).decode()

@@ -1,0 +1,158 @@
+"""Tables a data scientist already uses (pandas), from item scores (sync, no I/O).
+
+- the long table: one row per record and criterion, with score, valid/invalid samples and the
+  distribution, for anyone doing their own analysis;
+- per criterion, the group x condition table with a trailing ``Average`` row (the layout the
+  original UEQ study used);
+- the composite: each criterion normalised to 100 (by its scale maximum, or min-max) and
+  averaged, per group and condition;
+- the comparisons between the two configured conditions on every criterion and the composite,
+  read from the per-group scores (never from the Average row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..study.config import EvalConfig
+from .scores import ItemScore, distribution_json
+from .stats import Comparison, adjust_fdr, paired, welch, wilcoxon
+
+AVERAGE = "Average"
+COMPOSITE = "composite"
+LONG_COLUMNS = [
+    "record_id",
+    "group",
+    "condition",
+    "criterion",
+    "score",
+    "status",
+    "valid",
+    "invalid",
+    "valid_mass",
+    "distribution",
+]
+
+
+def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
+    """One row per record and criterion (missing and refused items included, score NaN)."""
+    rows = [
+        {
+            "record_id": s.record_id,
+            "group": s.group,
+            "condition": s.condition,
+            "criterion": s.criterion,
+            "score": np.nan if s.weighted_score is None else s.weighted_score,
+            "status": s.status,
+            "valid": s.valid,
+            "invalid": s.invalid,
+            "valid_mass": np.nan if s.distribution is None else s.distribution.valid_mass,
+            "distribution": distribution_json(s),
+        }
+        for s in scores
+    ]
+    return pd.DataFrame(rows, columns=LONG_COLUMNS)
+
+
+def _conditions(config: EvalConfig, long: pd.DataFrame) -> list[str]:
+    seen = [c for c in pd.unique(long["condition"].dropna())]
+    ordered = [c for c in config.stats.conditions if c in seen]
+    return ordered + [c for c in seen if c not in ordered]
+
+
+def _groups(long: pd.DataFrame) -> list[str]:
+    column = long["group"] if long["group"].notna().any() else long["record_id"]
+    return list(pd.unique(column))
+
+
+def _group_column(long: pd.DataFrame) -> pd.Series:
+    return long["group"] if long["group"].notna().any() else long["record_id"]
+
+
+def per_group(long: pd.DataFrame, criterion: str, config: EvalConfig) -> pd.DataFrame:
+    """Mean weighted score per group (rows) and condition (columns), without the Average row."""
+    rows = long[long["criterion"] == criterion]
+    frame = rows.assign(_group=_group_column(rows), _condition=rows["condition"].fillna("all"))
+    table = frame.pivot_table(
+        index="_group",
+        columns="_condition",
+        values="score",
+        aggfunc="mean",
+        dropna=False,
+        sort=False,
+    )
+    conditions = _conditions(config, long) or ["all"]
+    table = table.reindex(index=_groups(long), columns=conditions)
+    table.index.name = config.data.group_field or "record"
+    table.columns.name = None
+    return table
+
+
+def with_average(table: pd.DataFrame) -> pd.DataFrame:
+    """The table plus a trailing Average row (column means over the groups present)."""
+    average = pd.DataFrame([table.mean(axis=0, skipna=True)], index=[AVERAGE])
+    out = pd.concat([table, average])
+    out.index.name = table.index.name
+    return out
+
+
+def composite(long: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
+    """The 100-point composite per group and condition.
+
+    ``normalize = "max"``: mean over criteria of score / scale maximum, x 100 (the UEQ study's
+    formula: mean(con/5, flu/3, ind/5, rel/5) x 100). ``"minmax"``: (score - lo) / (hi - lo),
+    so the lowest rating maps to 0 rather than to lo/hi. A group missing any criterion gets NaN.
+    """
+    parts = []
+    for name in config.composite.criteria:
+        scale = config.criterion(name).scale
+        table = per_group(long, name, config)
+        if config.composite.normalize == "minmax":
+            parts.append((table - scale.lo) / (scale.hi - scale.lo))
+        else:
+            parts.append(table / scale.hi)
+    stacked = np.stack([p.to_numpy(dtype=float) for p in parts])
+    values = stacked.mean(axis=0) * 100.0  # NaN propagates: an incomplete group is not scored
+    return pd.DataFrame(values, index=parts[0].index, columns=parts[0].columns)
+
+
+def compare(long: pd.DataFrame, config: EvalConfig, test: str | None = None) -> list[Comparison]:
+    """The configured test between the two conditions on every criterion, BH-adjusted across
+    the criteria, followed by the composite (its own family of one, so p_adj = p)."""
+    test = test or config.stats.test
+    a, b = config.stats.conditions
+    alpha = config.stats.alpha
+    criteria = [c.name for c in config.criteria]
+    tables = {name: per_group(long, name, config) for name in criteria}
+    results = [_compare_table(name, tables[name], a, b, test, alpha) for name in criteria]
+    adjusted = adjust_fdr(results, alpha=alpha)
+    if set(config.composite.criteria) <= set(criteria):
+        adjusted += adjust_fdr(
+            [_compare_table(COMPOSITE, composite(long, config), a, b, test, alpha)], alpha=alpha
+        )
+    return adjusted
+
+
+def _compare_table(
+    name: str, table: pd.DataFrame, a: str, b: str, test: str, alpha: float
+) -> Comparison:
+    col_a = table[a] if a in table else pd.Series(dtype=float)
+    col_b = table[b] if b in table else pd.Series(dtype=float)
+    if test == "welch":
+        return welch(name, col_a.dropna().to_numpy(), col_b.dropna().to_numpy(), a, b, alpha=alpha)
+    both = pd.concat([col_a, col_b], axis=1).dropna()
+    function = paired if test == "paired-t" else wilcoxon
+    return function(name, both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy(), a, b, alpha=alpha)
+
+
+def design_is_paired(long: pd.DataFrame, config: EvalConfig) -> bool:
+    """Whether the same groups appear under both compared conditions (a within-group design)."""
+    if len(config.stats.conditions) != 2 or long["group"].isna().all():
+        return False
+    a, b = config.stats.conditions
+    groups_a = set(long.loc[long["condition"] == a, "group"])
+    groups_b = set(long.loc[long["condition"] == b, "group"])
+    return bool(groups_a) and groups_a == groups_b

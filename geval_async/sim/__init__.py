@@ -1,0 +1,11 @@
+"""The simulated OpenAI-compatible judge: a real HTTP server that stands in for the remote API.
+
+Tests, benchmarks and the demo use it; no production path imports it (the CLI's ``sim`` and
+``demo`` commands import it when they run).
+"""
+
+from .answers import FINGERPRINT, MODEL
+from .server import SimServer, make_app, serve
+from .settings import SimSettings, SimStats
+
+__all__ = ["FINGERPRINT", "MODEL", "SimServer", "SimSettings", "SimStats", "make_app", "serve"]

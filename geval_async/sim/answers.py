@@ -1,0 +1,169 @@
+"""The simulated judge's answers: pure functions of the request.
+
+Every prompt has a hidden "true score" on the scale named in the prompt; each choice is that
+score plus deterministic noise, written the ways real judges write ratings; with ``logprobs``
+the first token carries a distribution over the ratings centred on the true score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from typing import Any
+
+from .limits import (
+    message_text,
+)
+from .settings import SimSettings
+
+MODEL = "sim-judge"
+FINGERPRINT = "geval-async-simulated"
+INVALID_ANSWER = "I cannot rate this text."
+STYLES = ("{r}", " {r}", "{r}.", "Score: {r}", "{r}/{top}", "Final score: {r}.", "Rating: {r}")
+NOISE_SD = 0.7
+LOGPROB_WIDTH = 0.6
+# Matches "(1-5)", "1-3", "1 to 5", "scale of 1 to 10"; the rating line comes last in a prompt.
+SCALE = re.compile(r"(?<![\d.])1\s*(?:-|–|to)\s*(\d{1,3})\b")
+
+
+# -- judging: pure functions of the request ------------------------------------------------
+
+
+YES_NO_STYLES = ("{w}", " {w}", "{w}.", "Answer: {w}", "{w}, it does.")
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _units(*parts: Any) -> list[float]:
+    """Four uniform numbers in [0, 1) drawn from a sha256 of ``parts``."""
+    digest = hashlib.sha256(canonical(parts).encode()).digest()
+    return [(int.from_bytes(digest[i : i + 8], "big") >> 11) / 2**53 for i in range(0, 32, 8)]
+
+
+YES_NO = re.compile(r"\byes\s*(?:or|/)\s*no\b", re.IGNORECASE)
+
+
+def asks_yes_no(text: str) -> bool:
+    """Whether the prompt's closing lines ask for a yes/no answer (a rubric question)."""
+    return bool(YES_NO.search(text[-400:]))
+
+
+def _yes_no(token: str) -> str:
+    """Rating 2 -> "Yes", 1 -> "No", keeping the token's surrounding whitespace."""
+    core = token.strip()
+    if core in ("1", "2"):
+        return token.replace(core, "Yes" if core == "2" else "No")
+    return token
+
+
+def rating_scale(text: str) -> int:
+    """The top of the rating scale the prompt asks for (the last "1-N" in it), default 5."""
+    tops = [int(m) for m in SCALE.findall(text) if 2 <= int(m) <= 100]
+    return tops[-1] if tops else 5
+
+
+def true_score(messages: list[dict[str, Any]], top: int, seed: int) -> float:
+    """The hidden score of a prompt, uniform over [1, top)."""
+    return 1 + _units(seed, "item", canonical(messages))[0] * (top - 1)
+
+
+def _token(token: str, logprob: float) -> dict[str, Any]:
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+
+def first_token_probs(t: float, top: int, invalid: bool) -> list[tuple[str, float]]:
+    """The first-token distribution: ratings centred on ``t`` plus tokenizer variants.
+
+    Bare ratings never get all the mass (a spaced " 4", a newline, "The", "Score" take
+    some, and some stays unlisted), as with real models.
+    """
+    weights = [math.exp(-((r - t) ** 2) / (2 * LOGPROB_WIDTH**2)) for r in range(1, top + 1)]
+    total = sum(weights)
+    probs = [(str(r), 0.88 * w / total) for r, w in enumerate(weights, 1)]
+    probs += [(f" {r}", 0.06 * w / total) for r, w in enumerate(weights, 1)]
+    probs += [("\n", 0.025), ("The", 0.015), ("Score", 0.01)]
+    if invalid:  # the model starts a refusal instead
+        probs = [("I", 0.9)] + [(tok, p * 0.09) for tok, p in probs]
+    return sorted(probs, key=lambda tp: (-tp[1], tp[0]))
+
+
+def _logprob_choice(
+    t: float, top: int, invalid: bool, k: int, max_tokens: int | None
+) -> tuple[str, dict[str, Any], bool]:
+    probs = first_token_probs(t, top, invalid)
+    # Greedy, as judges asking for logprobs sample once at temperature 0.
+    best, p_best = probs[0]
+    first = _token(best, math.log(p_best))
+    first["top_logprobs"] = [_token(tok, math.log(p)) for tok, p in probs[:k]]
+    tokens = [first]
+    if invalid:
+        for word in (" cannot", " rate", " this", " text", "."):
+            tokens.append({**_token(word, -0.05), "top_logprobs": [_token(word, -0.05)][:k]})
+    cut = max_tokens is not None and len(tokens) > max_tokens
+    tokens = tokens[:max_tokens] if cut else tokens
+    text = "".join(token["token"] for token in tokens)
+    return text, {"content": tokens, "refusal": None}, cut
+
+
+def judge(
+    body: dict[str, Any], settings: SimSettings, repeat: int
+) -> tuple[list[dict[str, Any]], int, int]:
+    """The choices for a validated request, their completion tokens and how many refuse.
+
+    Args:
+        body: the parsed request.
+        settings: the server settings (seed, invalid_answers, ignore_n).
+        repeat: how often this exact body was answered before; mixed into the draws only
+            in ``ignore_n`` mode, where a real server would sample anew on every call.
+    """
+    messages = body["messages"]
+    prompt = "\n".join(message_text(m) for m in messages)
+    yes_no = asks_yes_no(prompt)
+    # A yes/no question is a two-point scale: 2 = "Yes", 1 = "No".
+    top = 2 if yes_no else rating_scale(prompt)
+    t = true_score(messages, top, settings.seed)
+    draw_key = canonical({k: v for k, v in body.items() if k != "n"})
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    n = 1 if settings.ignore_n else body.get("n") or 1
+    choices: list[dict[str, Any]] = []
+    used = refusals = 0
+    for i in range(n):
+        u1, u2, u3, u4 = _units(settings.seed, draw_key, i, repeat if settings.ignore_n else 0)
+        invalid = u3 < settings.invalid_answers
+        refusals += invalid
+        if body.get("logprobs"):
+            k = body.get("top_logprobs") or 0
+            text, logprobs, cut = _logprob_choice(t, top, invalid, k, max_tokens)
+            if yes_no:
+                for token in logprobs["content"][:1]:
+                    token["token"] = _yes_no(token["token"])
+                    for alternative in token["top_logprobs"]:
+                        alternative["token"] = _yes_no(alternative["token"])
+                text = "".join(token["token"] for token in logprobs["content"])
+            used += len(logprobs["content"])
+        else:
+            noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
+            rating = min(top, max(1, math.floor(t + noise + 0.5)))
+            if yes_no:
+                word = "Yes" if rating == 2 else "No"
+                full = INVALID_ANSWER if invalid else YES_NO_STYLES[int(u4 * len(YES_NO_STYLES))]
+                full = full.format(w=word)
+            else:
+                full = INVALID_ANSWER if invalid else STYLES[int(u4 * len(STYLES))]
+                full = full.format(r=rating, top=top)
+            text = full[: None if max_tokens is None else max_tokens * 4]
+            cut, logprobs = len(text) < len(full), None
+            used += max(1, math.ceil(len(text) / 4))
+        choices.append(
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": logprobs,
+                "finish_reason": "length" if cut else "stop",
+            }
+        )
+    return choices, used, refusals

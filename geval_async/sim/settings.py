@@ -1,0 +1,76 @@
+"""What the simulated judge does (:class:`SimSettings`) and what it saw (:class:`SimStats`)."""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SimSettings:
+    """What the simulated judge does; attributes may be changed while it runs."""
+
+    latency_ms: float = 0.0
+    latency_sigma: float = 0.0
+    rpm: int | None = None
+    tpm: int | None = None
+    bucket_seconds: float = 60.0
+    error_500: float = 0.0
+    error_503: float = 0.0
+    reset: float = 0.0
+    stall: float = 0.0
+    stall_seconds: float = 3600.0
+    truncated: float = 0.0
+    spurious_429: float = 0.0
+    retry_after_ms: int = 200
+    quota_after: int | None = None
+    invalid_answers: float = 0.0
+    ignore_n: bool = False
+    max_n: int | None = None  # llama-server-style: n above this -> 400 "Field 'n': ..."
+    api_key: str | None = None
+    context_window: int = 128_000
+    content_filter_marker: str = "[[FILTER]]"
+    seed: int = 0
+
+
+@dataclass
+class SimStats:
+    """What the simulated judge received and answered.
+
+    ``by_status`` counts resets under 0 and requests whose client went away under -1.
+    ``answered`` counts complete 200 answers (not truncated ones) by sha256 of the raw body.
+    ``events`` holds (arrival, response time, status) per request, on ``time.monotonic()``,
+    with the same 0 / -1 statuses as ``by_status``.
+    """
+
+    received: int = 0
+    by_status: collections.Counter[int] = field(default_factory=collections.Counter)
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    answered: collections.Counter[str] = field(default_factory=collections.Counter)
+    arrivals: list[tuple[float, str]] = field(default_factory=list)
+    events: list[tuple[float, float, int]] = field(default_factory=list)
+    faults: collections.Counter[str] = field(default_factory=collections.Counter)
+    rate_limited: int = 0
+
+    def reset(self) -> None:
+        """Zero every counter in place (the server keeps its reference)."""
+        self.received = self.rate_limited = 0
+        self.peak_in_flight = self.in_flight  # requests still running count on
+        for counter in (self.by_status, self.answered, self.faults):
+            counter.clear()
+        self.arrivals.clear()
+        self.events.clear()
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-able summary; counter keys are strings so it survives a JSON round trip."""
+        return {
+            "received": self.received,
+            "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
+            "in_flight": self.in_flight,
+            "peak_in_flight": self.peak_in_flight,
+            "answered": dict(self.answered),
+            "faults": dict(self.faults),
+            "rate_limited": self.rate_limited,
+        }

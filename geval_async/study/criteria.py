@@ -1,0 +1,247 @@
+"""Criteria: what each one asks the judge and how its answers become a score.
+
+Every criterion is a prompt template plus a kind:
+
+- ``geval`` (default): the judge answers a rating on an integer scale (``scale = [1, 5]``) or on
+  declared points (``points = [...]``); the score is the probability-weighted rating Σ p(v)·v.
+- ``likert``: the judge picks one of declared points that need not be integers
+  (``points = [0, 0.5, 1]``, ``labels = ["no empathy", ...]``); the score is the chosen point, or
+  with several samples / logprobs the weighted mean over points. ``answer = "option"`` has the
+  judge answer the option number (1..k) instead of the value, which logprobs mode needs when a
+  point such as 0.5 is not a single token.
+- ``and`` / ``or`` / ``weighted``: several yes/no ``rubrics``, each its own judge request (its
+  own cache entry, so editing one rubric re-asks only that rubric). AND is TRUE when every
+  rubric holds, OR when any does, and weighted sums the weights of the rubrics that hold.
+
+Templates use ``{{name}}`` placeholders (``style = "double"``, the default) or, for users of the
+OpenAI cookbook's G-Eval recipe, single-brace ``{name}`` parts (``style = "format"``, with
+``{{``/``}}`` as literal braces). Fixed ``parts`` (inline text or ``{ file = "..." }``) and the
+automatic parts ``metric_name``, ``points`` and ``rubric`` fill placeholders that are not
+record fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .reader import TableReader
+from .scale import Scale
+
+KINDS = ("geval", "likert", "and", "or", "weighted")
+RUBRIC_KINDS = ("and", "or", "weighted")
+PARSER_MODES = ("lenient", "geval", "regex")
+AUTO_PARTS = ("metric_name", "points", "rubric")
+
+CRITERION_KEYS = {
+    "name",
+    "display_name",
+    "prompt",
+    "scale",
+    "points",
+    "labels",
+    "answer",
+    "fields",
+    "role",
+    "parser",
+    "pattern",
+    "kind",
+    "rubrics",
+    "style",
+    "parts",
+}
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """One yes/no question of an AND / OR / weighted-sum criterion."""
+
+    name: str
+    text: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class CriterionConfig:
+    """One criterion: template, kind, scale and the record fields it receives.
+
+    ``fields`` maps each template placeholder to the record field that fills it; ``parts`` maps
+    other placeholders to fixed text.
+    """
+
+    name: str
+    display_name: str
+    prompt: Path
+    scale: Scale
+    fields: Mapping[str, str]
+    role: str = "user"
+    parser: str = "lenient"
+    pattern: str | None = None
+    kind: str = "geval"
+    rubrics: tuple[Rubric, ...] = ()
+    labels: tuple[str, ...] = ()
+    answer: str = "value"
+    style: str = "double"
+    parts: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_rubric(self) -> bool:
+        return self.kind in RUBRIC_KINDS
+
+    @property
+    def answer_scale(self) -> Scale:
+        """The scale the judge's answer is read on (before mapping to the criterion's points)."""
+        if self.is_rubric:
+            return Scale((0.0, 1.0))
+        if self.answer == "option":
+            return Scale.integer(1, len(self.scale.points))
+        return self.scale
+
+    def points_text(self) -> str:
+        """The ``{{points}}`` part: one line per point, with its label when there is one."""
+        labels = self.labels or ("",) * len(self.scale.points)
+        lines = []
+        for number, (point, label) in enumerate(zip(self.scale.points, labels, strict=True), 1):
+            value = f"{point:g}"
+            head = f"{number}: {value}" if self.answer == "option" else value
+            lines.append(f"{head} - {label}" if label else head)
+        return "\n".join(lines)
+
+
+def parse_criterion(
+    source: Path, index: int, raw: Any, resolve: Callable[[str], Path]
+) -> CriterionConfig:
+    """Build a CriterionConfig from one ``[[criteria]]`` table ."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: [[criteria]] #{index} must be a table")
+    name = raw.get("name")
+    t = TableReader(
+        source, f"criteria #{index}" + (f" {name!r}" if name else ""), raw, CRITERION_KEYS
+    )
+    name = t.required("name", str)
+    if not name.replace("_", "").replace("-", "").isalnum():
+        raise t.error(f"'name' must be letters, digits, '-' or '_' (it names files), not {name!r}")
+    prompt = resolve(t.required("prompt", str))
+    if not prompt.is_file():
+        raise t.error(f"prompt file {prompt} not found")
+    kind = t.choice("kind", KINDS, "geval")
+    rubrics = _rubrics(t, kind)
+    scale = _scale(t, kind, rubrics)
+    labels = tuple(t.get("labels", list, []))
+    if labels and (len(labels) != len(scale.points) or not all(isinstance(x, str) for x in labels)):
+        raise t.error("'labels' must be one text per point of the scale")
+    answer = t.choice("answer", ("value", "option"), "value")
+    fields_value = t.get("fields", (list, dict), [])
+    if isinstance(fields_value, list):
+        if not all(isinstance(f, str) for f in fields_value):
+            raise t.error("'fields' must be a list of record field names")
+        fields = {f: f for f in fields_value}
+    else:
+        if not all(isinstance(v, str) for v in fields_value.values()):
+            raise t.error("'fields' must map placeholders to record field names")
+        fields = dict(fields_value)
+    parser = t.choice("parser", PARSER_MODES, "lenient")
+    pattern = t.get("pattern", str)
+    if parser == "regex" and not pattern:
+        raise t.error("parser = 'regex' needs a 'pattern' with one capturing group")
+    return CriterionConfig(
+        name=name,
+        display_name=t.get("display_name", str, name),
+        prompt=prompt,
+        scale=scale,
+        fields=fields,
+        role=t.choice("role", ("user", "system"), "user"),
+        parser=parser,
+        pattern=pattern,
+        kind=kind,
+        rubrics=rubrics,
+        labels=labels,
+        answer=answer,
+        style=t.choice("style", ("double", "format"), "double"),
+        parts=_parts(t, resolve),
+    )
+
+
+def _rubrics(t: Any, kind: str) -> tuple[Rubric, ...]:
+    raw = t.get("rubrics", list)
+    if kind not in RUBRIC_KINDS:
+        if raw is not None:
+            raise t.error(f"'rubrics' needs kind = 'and', 'or' or 'weighted', not {kind!r}")
+        return ()
+    if not raw:
+        raise t.error(f"kind = {kind!r} needs 'rubrics' = [{{ name = ..., text = ... }}, ...]")
+    rubrics = []
+    for number, item in enumerate(raw, start=1):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or not isinstance(item.get("text"), str)
+            or not item["text"].strip()
+        ):
+            raise t.error(f"rubric #{number} needs a 'name' and a non-empty 'text'")
+        unknown = sorted(set(item) - {"name", "text", "weight"})
+        if unknown:
+            raise t.error(
+                f"rubric #{number}: unknown key {unknown[0]!r} (known: name, text, weight)"
+            )
+        weight = item.get("weight", 1.0)
+        if kind == "weighted" and "weight" not in item:
+            raise t.error(f"rubric {item['name']!r} needs a 'weight' (kind = 'weighted')")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+            raise t.error(f"rubric {item['name']!r}: 'weight' must be a number >= 0")
+        rubrics.append(Rubric(item["name"], item["text"], float(weight)))
+    names = [r.name for r in rubrics]
+    if len(set(names)) != len(names):
+        raise t.error("rubric names must be unique within a criterion")
+    return tuple(rubrics)
+
+
+def _scale(t: Any, kind: str, rubrics: tuple[Rubric, ...]) -> Scale:
+    scale_value = t.get("scale", list)
+    points_value = t.get("points", list)
+    if kind in RUBRIC_KINDS:
+        if scale_value is not None or points_value is not None:
+            raise t.error(
+                f"kind = {kind!r} derives its scale from the rubrics: remove 'scale' / 'points'"
+            )
+        top = sum(r.weight for r in rubrics) if kind == "weighted" else 1.0
+        return Scale((0.0, top)) if top > 0 else Scale((0.0,))
+    if points_value is not None:
+        if not points_value or not all(
+            isinstance(p, int | float) and not isinstance(p, bool) for p in points_value
+        ):
+            raise t.error("'points' must be a non-empty list of numbers")
+        if not all(abs(p) < 1e15 for p in points_value):
+            raise t.error("'points' must be ordinary numbers (below 1e15 in size)")
+        return Scale(tuple(sorted(float(p) for p in points_value)))
+    if kind == "likert":
+        raise t.error("kind = 'likert' needs 'points' = [...] (e.g. [0, 0.5, 1])")
+    if scale_value is not None:
+        if (
+            len(scale_value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in scale_value)
+            or scale_value[0] >= scale_value[1]
+        ):
+            raise t.error("'scale' must be [lowest, highest] integers, e.g. [1, 5]")
+        return Scale.integer(scale_value[0], scale_value[1])
+    raise t.error("give the rating 'scale' = [lo, hi] (or 'points' = [...])")
+
+
+def _parts(t: Any, resolve: Callable[[str], Path]) -> dict[str, str]:
+    raw = t.get("parts", dict, {})
+    parts = {}
+    for name, value in raw.items():
+        if isinstance(value, str):
+            parts[name] = value
+        elif isinstance(value, dict) and set(value) == {"file"} and isinstance(value["file"], str):
+            path = resolve(value["file"])
+            try:
+                parts[name] = path.read_text(encoding="utf-8").strip("\n")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise t.error(f"part {name!r}: cannot read {path} ({exc})") from exc
+        else:
+            raise t.error(f'part {name!r} must be text or {{ file = "path" }}')
+    return parts

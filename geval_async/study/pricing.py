@@ -1,0 +1,90 @@
+"""Prices of common judge models (USD per million tokens), estimates and the ``--max-cost`` cap.
+
+Prices change; these are list prices at the time of writing and only ever feed an estimate
+(``--dry-run``) or the budget cap. A config's ``[prices]`` table adds or overrides models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# model prefix -> (input, output) USD per 1M tokens. The longest matching prefix wins.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4-turbo": (10.00, 30.00),
+    "gpt-4": (30.00, 60.00),
+    "gpt-3.5-turbo": (0.50, 1.50),
+    "o4-mini": (1.10, 4.40),
+    "o3-mini": (1.10, 4.40),
+    "sim-judge": (0.0, 0.0),
+}
+
+
+def price_of(
+    model: str, prices: Mapping[str, tuple[float, float]] | None = None
+) -> tuple[float, float] | None:
+    """(input, output) USD per 1M tokens of ``model`` (longest matching prefix), or None."""
+    table = PRICES if prices is None else prices
+    matches = [p for p in table if model.startswith(p)]
+    return table[max(matches, key=len)] if matches else None
+
+
+def estimate_cost(
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> float | None:
+    """Estimated USD for the tokens, or None when the model has no known price."""
+    price = price_of(model, prices)
+    if price is None:
+        return None
+    price_in, price_out = price
+    return (prompt_tokens * price_in + completion_tokens * price_out) / 1_000_000
+
+
+def usd(amount: float) -> str:
+    """Dollars the way a person reads them: "$12.50", "$0.0042"."""
+    return f"${amount:,.2f}" if amount >= 1 or amount == 0 else f"${amount:.4g}"
+
+
+@dataclass
+class Budget:
+    """A spending cap for one run (``--max-cost``): the estimated USD dispatched so far.
+
+    A request is charged before it is sent, at its prompt-token estimate plus ``max_tokens x n``
+    completion tokens (the most it can cost); a request that would take the total past the cap
+    is not sent. Answers already in the cache cost nothing.
+    """
+
+    cap: float
+    price: tuple[float, float]
+    spent: float = 0.0
+    refused: bool = False  # a request was held back because of the cap
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        price_in, price_out = self.price
+        return (prompt_tokens * price_in + completion_tokens * price_out) / 1_000_000
+
+    def charge(self, cost: float) -> bool:
+        """Add ``cost`` and return True, or return False when it would pass the cap."""
+        if self.spent + cost > self.cap:
+            self.refused = True
+            return False
+        self.spent += cost
+        return True
+
+    def refund(self, cost: float) -> None:
+        """Give back a charge that was not billed (a 429 is never billed)."""
+        self.spent -= cost
+
+    def reached(self) -> str:
+        return (
+            f"budget cap {usd(self.cap)} reached after {usd(self.spent)} estimated; "
+            "raise --max-cost to continue"
+        )

@@ -1,0 +1,115 @@
+"""Prompt templates: a criterion's template file -> the judge's messages for one record.
+
+A template holds ``{{name}}`` placeholders (or, with ``style = "format"``, the single-brace
+``{name}`` parts of Python's str.format that the OpenAI cookbook's G-Eval recipe uses, where
+``{{`` and ``}}`` are literal braces). Each is filled with the text of the record field the
+criterion maps it to, or with one of the criterion's fixed parts. Filling is a single pass
+over the template's own parts, so record text is inserted literally: braces or ``{{...}}``
+inside a record are never interpreted. A placeholder the criterion has no field for is a
+:class:`~geval_async.errors.ConfigError` at plan time.
+
+Write templates with the fixed criterion text first and the judged text last: providers cache
+identical prompt prefixes, so requests that share one are cheaper and faster.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A parsed template: literal text alternating with placeholder names.
+
+    ``parts[0::2]`` are literals, ``parts[1::2]`` placeholder names.
+    """
+
+    source: Path
+    parts: tuple[str, ...]
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        """The placeholder names in order of appearance (repeats kept)."""
+        return self.parts[1::2]
+
+    def fill(self, values: Mapping[str, Any]) -> Template:
+        """A template with the placeholders named in ``values`` replaced by literal text."""
+        parts: list[str] = [self.parts[0]]
+        for i in range(1, len(self.parts), 2):
+            name, after = self.parts[i], self.parts[i + 1]
+            if name in values:
+                parts[-1] += _text(values[name]) + after
+            else:
+                parts += [name, after]
+        return Template(self.source, tuple(parts))
+
+    def render(self, values: Mapping[str, Any]) -> str:
+        """Fill every placeholder with ``str(values[name])``, literally."""
+        out = list(self.parts)
+        for i in range(1, len(out), 2):
+            out[i] = _text(values[out[i]])
+        return "".join(out)
+
+
+def _text(value: Any) -> str:
+    # Integral floats print as "3", not "3.0", the way a person would write them in a prompt.
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def load_template(path: Path, style: str = "double") -> Template:
+    """Read and parse a template file (``style`` "double": ``{{name}}``; "format": ``{name}``).
+
+    Raises:
+        ConfigError: the file is missing, unreadable or has no text.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: prompt file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the prompt file ({exc})") from exc
+    if not text.strip():
+        raise ConfigError(f"{path}: the prompt file is empty")
+    if style == "format":
+        return Template(path, _format_parts(path, text))
+    return Template(path, tuple(_PLACEHOLDER.split(text)))
+
+
+def _format_parts(path: Path, text: str) -> tuple[str, ...]:
+    parts = [""]
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not a valid str.format template ({exc})") from exc
+    for literal, name, spec, conversion in parsed:
+        parts[-1] += literal
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            raise ConfigError(
+                f"{path}: placeholder {{{name}}} must be a plain name like {{document}} "
+                "(no positions, attributes or format specs)"
+            )
+        parts += [name, ""]
+    return tuple(parts)
+
+
+def check_fields(template: Template, fields: Mapping[str, str], criterion: str) -> None:
+    """Raise ConfigError naming the first placeholder that has no record field."""
+    for name in template.placeholders:
+        if name not in fields:
+            raise ConfigError(
+                f"{template.source}: placeholder {{{{{name}}}}} has no record field: add "
+                f"{name!r} to 'fields' (or 'parts') of criterion {criterion!r}"
+            )

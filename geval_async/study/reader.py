@@ -1,0 +1,65 @@
+"""Typed access to one table of a study's TOML document, with errors that name file and key.
+
+Every setting of a study passes through a :class:`TableReader`: the config file's sections, its
+``[[criteria]]`` tables, and overrides from flags and the Python API.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["TableReader", "kind_name"]
+
+
+class TableReader:
+    """Typed access to one table of the TOML document, with errors naming file and key."""
+
+    def __init__(self, source: Path, where: str, table: Mapping[str, Any], known: set[str]):
+        self.source, self.where, self.table = source, where, table
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise self.error(f"unknown key {unknown[0]!r} (known keys: {', '.join(sorted(known))})")
+
+    def error(self, message: str) -> ConfigError:
+        return ConfigError(f"{self.source}: [{self.where}] {message}")
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        value = self.table.get(key, default)
+        if value is None:
+            return None
+        # bool is an int in Python; a TOML `n = true` is still a mistake.
+        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise self.error(f"{key!r} must be {kind_name(kind)}, not {value!r}")
+        if not isinstance(value, kind):
+            raise self.error(f"{key!r} must be {kind_name(kind)}, not {value!r}")
+        return value
+
+    def required(self, key: str, kind: type | tuple[type, ...]) -> Any:
+        value = self.get(key, kind)
+        if value is None:
+            raise self.error(f"{key!r} is required")
+        return value
+
+    def positive(self, key: str, default: float | None, *, integer: bool = False) -> Any:
+        value = self.get(key, int if integer else (int, float), default)
+        # NaN passes a `<= 0` test, and inf is no limit or timeout anyone can wait for.
+        if value is not None and (value <= 0 or not math.isfinite(value)):
+            raise self.error(f"{key!r} must be a positive number, not {value!r}")
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
+        value = self.get(key, str, default)
+        if value not in choices:
+            raise self.error(f"{key!r} must be one of {', '.join(choices)}, not {value!r}")
+        return str(value)
+
+
+def kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {int: "a number", float: "a number", str: "a string", list: "a list", dict: "a table"}
+    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))

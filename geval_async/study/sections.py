@@ -1,0 +1,112 @@
+"""Parsers of config sections that need more than a typed read: judge, sampling, meta, prices."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .reader import TableReader
+from .settings import DEFAULT_BASE_URL, SAMPLING_MODES, JudgeConfig, MetaConfig, SamplingConfig
+
+__all__ = ["parse_judge", "parse_meta", "parse_prices", "parse_sampling"]
+
+
+def parse_prices(source: Path, table: Any) -> dict[str, tuple[float, float]]:
+    """``[prices]``: model (prefix) -> [input, output] USD per million tokens."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [prices] must be a table of model = [input, output]")
+    prices = {}
+    for model, value in table.items():
+        if not (
+            isinstance(value, list)
+            and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            and all(math.isfinite(v) and v >= 0 for v in value)
+        ):
+            raise ConfigError(
+                f"{source}: [prices] {model!r} must be [input, output] USD per million "
+                f"tokens, two numbers of 0 or more, not {value!r}"
+            )
+        prices[model] = (float(value[0]), float(value[1]))
+    return prices
+
+
+def parse_judge(t: TableReader) -> JudgeConfig:
+    provider = t.choice("provider", ("openai", "azure"), "openai")
+    headers = t.get("headers", dict, {})
+    if not all(isinstance(v, str) for v in headers.values()):
+        raise t.error("'headers' values must be strings")
+    if provider == "azure":
+        endpoint = t.get("azure_endpoint", str) or os.environ.get("AZURE_OPENAI_ENDPOINT")
+        deployment = t.get("deployment", str)
+        version = t.get("api_version", str) or os.environ.get("OPENAI_API_VERSION")
+        for key, value in (
+            ("azure_endpoint", endpoint),
+            ("deployment", deployment),
+            ("api_version", version),
+        ):
+            if not value:
+                raise t.error(f"{key!r} is required when provider = 'azure'")
+        return JudgeConfig(
+            model=t.get("model", str) or str(deployment),
+            provider="azure",
+            api_key_env=t.get("api_key_env", str, "AZURE_OPENAI_API_KEY"),
+            azure_endpoint=endpoint,
+            deployment=deployment,
+            api_version=version,
+            headers=headers,
+        )
+    return JudgeConfig(
+        model=t.required("model", str),
+        base_url=t.get("base_url", str) or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
+        api_key_env=t.get("api_key_env", str, "OPENAI_API_KEY"),
+        headers=headers,
+    )
+
+
+def parse_sampling(t: TableReader) -> SamplingConfig:
+    sampling = SamplingConfig(
+        mode=t.choice("mode", SAMPLING_MODES, "samples"),
+        n=t.positive("n", 10, integer=True),
+        temperature=float(t.get("temperature", (int, float), 1.0)),
+        top_p=float(t.get("top_p", (int, float), 1.0)),
+        max_tokens=t.positive("max_tokens", 5, integer=True),
+        top_logprobs=t.get("top_logprobs", int, 20),
+        seed=t.get("seed", int),
+    )
+    if not 0 <= sampling.top_logprobs <= 20:
+        raise t.error("'top_logprobs' must be between 0 and 20 (the OpenAI maximum)")
+    if not 0 <= sampling.temperature <= 2:
+        raise t.error("'temperature' must be between 0 and 2")
+    if not 0 < sampling.top_p <= 1:
+        raise t.error("'top_p' must be above 0 and at most 1")
+    if sampling.n > 128:
+        raise t.error("'n' must be at most 128 (the OpenAI maximum)")
+    return sampling
+
+
+def parse_meta(t: TableReader, criteria: list[str]) -> MetaConfig:
+    human = t.get("human", dict, {})
+    for name, path in human.items():
+        if name not in criteria:
+            raise t.error(f"'human' names {name!r}, which is not among the [[criteria]]")
+        if not isinstance(path, str) or not path.strip(". "):
+            raise t.error(
+                "'human' must map criterion names to record field paths, "
+                f'e.g. {name} = "scores.{name}", not {path!r}'
+            )
+    bootstrap = t.get("bootstrap", int, 1000)
+    if bootstrap < 0:
+        raise t.error("'bootstrap' must be 0 (no intervals) or more")
+    confidence = t.get("confidence", (int, float), 0.95)
+    if not 0 < confidence < 1:
+        raise t.error(f"'confidence' must be between 0 and 1, not {confidence!r}")
+    return MetaConfig(
+        human=dict(human),
+        bootstrap=bootstrap,
+        seed=t.get("seed", int, 0),
+        confidence=float(confidence),
+    )

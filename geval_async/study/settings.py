@@ -1,0 +1,176 @@
+"""What a study is: the typed, checked settings that one config file describes.
+
+:mod:`geval_async.study.config` builds these from a TOML file (and from overrides); every
+later stage reads them and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ..errors import ConfigError
+from .criteria import CriterionConfig
+from .pricing import PRICES
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+SAMPLING_MODES = ("samples", "logprobs")
+NORMALIZATIONS = ("max", "minmax")
+TESTS = ("welch", "paired-t", "wilcoxon")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Where the records are and which of their fields identify them."""
+
+    path: Path
+    id_field: str = "id"
+    group_field: str | None = None
+    condition_field: str | None = None
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """The judge endpoint: OpenAI chat-completions form or Azure OpenAI's deployment form."""
+
+    model: str
+    provider: str = "openai"
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    azure_endpoint: str | None = None
+    deployment: str | None = None
+    api_version: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        """The full chat-completions URL."""
+        if self.provider == "azure":
+            endpoint = (self.azure_endpoint or "").rstrip("/")
+            return (
+                f"{endpoint}/openai/deployments/{self.deployment}/chat/completions"
+                f"?api-version={self.api_version}"
+            )
+        return f"{(self.base_url or DEFAULT_BASE_URL).rstrip('/')}/chat/completions"
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the judge is on this machine (a local server may need no key)."""
+        host = urlsplit(self.url).hostname or ""
+        return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+
+    def api_key(self) -> str | None:
+        """The key from the environment, or None. Never stored, logged or hashed."""
+        return os.environ.get(self.api_key_env) or None
+
+    def auth_headers(self, key: str | None) -> dict[str, str]:
+        """Request headers carrying the key in this provider's form."""
+        headers = dict(self.headers)
+        if key:
+            if self.provider == "azure":
+                headers["api-key"] = key
+            else:
+                headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """How each item is judged: n sampled ratings, or one answer with token logprobs."""
+
+    mode: str = "samples"
+    n: int = 10
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 5
+    top_logprobs: int = 20
+    seed: int | None = None
+
+    @property
+    def choices_per_item(self) -> int:
+        """How many judge answers (choices) one item needs."""
+        return 1 if self.mode == "logprobs" else self.n
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """Client-side limits; none of these changes an answer, so none is part of a cache key."""
+
+    rpm: float | None = None
+    tpm: float | None = None
+    concurrency: int = 16
+    retries: int = 8
+    timeout: float = 60.0
+    backoff: float = 0.5
+    max_backoff: float = 60.0
+
+
+@dataclass(frozen=True)
+class CompositeConfig:
+    """The 100-point composite: which criteria, normalised how."""
+
+    criteria: tuple[str, ...]
+    normalize: str = "max"
+
+
+@dataclass(frozen=True)
+class StatsConfig:
+    """The two conditions compared, the test and the FDR level."""
+
+    conditions: tuple[str, ...] = ()
+    alpha: float = 0.05
+    test: str = "welch"
+
+
+@dataclass(frozen=True)
+class MetaConfig:
+    """Meta-evaluation: the record field (dotted path) holding each criterion's human score,
+    and the bootstrap over documents (see :mod:`geval_async.meta`)."""
+
+    human: Mapping[str, str] = field(default_factory=dict)
+    bootstrap: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """Where tables, statistics, plots and raw exports go."""
+
+    path: Path
+    prefix: str = "geval"
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """A whole study, as loaded from one TOML file (plus overrides)."""
+
+    source: Path
+    data: DataConfig
+    judge: JudgeConfig
+    sampling: SamplingConfig
+    limits: LimitsConfig
+    criteria: tuple[CriterionConfig, ...]
+    cache_path: Path
+    output: OutputConfig
+    composite: CompositeConfig
+    stats: StatsConfig
+    limit: int | None = None
+    meta: MetaConfig = field(default_factory=MetaConfig)
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    max_cost: float | None = None
+
+    @property
+    def price_table(self) -> dict[str, tuple[float, float]]:
+        """Built-in prices with the config's ``[prices]`` added (model prefix -> in, out)."""
+        return {**PRICES, **self.prices}
+
+    def criterion(self, name: str) -> CriterionConfig:
+        """The criterion called ``name``."""
+        for criterion in self.criteria:
+            if criterion.name == name:
+                return criterion
+        raise ConfigError(f"{self.source}: no criterion named {name!r}")

@@ -25,6 +25,7 @@ from ..judging.cache import JudgeCache
 from ..judging.coverage import coverage
 from ..judging.plan import Study, first_request, plan_items, prepare_study
 from ..judging.runner import RunResult, run_study
+from ..options import SamplingMode, words
 from ..study.config import EvalConfig, apply_overrides, load_config
 from .meta import add_meta_command
 from .score import add_score_commands
@@ -55,7 +56,7 @@ def _study_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--timeout", type=float, help="seconds per attempt")
     group.add_argument("--retries", type=int, help="retries per request after a transient failure")
     group.add_argument("--n", type=int, help="sampled ratings per item (samples mode)")
-    group.add_argument("--mode", choices=["samples", "logprobs"], help="sampling mode")
+    group.add_argument("--mode", choices=words(SamplingMode), help="sampling mode")
     group.add_argument("--criteria", help="comma-separated criteria to use (default: all)")
     group.add_argument("--limit", type=int, help="use only the first N records")
 

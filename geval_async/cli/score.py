@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..options import StatTest, words
 from .summary import SIMULATED_NOTE
 
 if TYPE_CHECKING:
@@ -43,9 +44,7 @@ def add_score_commands(
             parser.add_argument(
                 "--plots", action="store_true", help="also render box plots (needs matplotlib)"
             )
-            parser.add_argument(
-                "--test", choices=["welch", "paired-t", "wilcoxon"], help="override [stats] test"
-            )
+            parser.add_argument("--test", choices=words(StatTest), help="override [stats] test")
         parser.set_defaults(handler=handler)
 
 
@@ -108,13 +107,13 @@ def write_tests(results: StudyResults, test: str | None) -> list[Path]:
         )
     ]
     if results.paired_design:
-        both = results.comparisons("paired-t") + results.comparisons("wilcoxon")
+        both = results.comparisons(StatTest.PAIRED_T) + results.comparisons(StatTest.WILCOXON)
         paths.append(
             write_csv(
                 output_path(study, "stats", "paired.csv"), comparisons_frame(both), index=False
             )
         )
-        if (test or study.config.stats.test) == "welch":
+        if (test or study.config.stats.test) == StatTest.WELCH:
             print(
                 "the same groups appear in both conditions: the paired t-test and Wilcoxon "
                 f"test ({paths[-1].name}) match this design"

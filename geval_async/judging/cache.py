@@ -24,9 +24,11 @@ import diskcache
 import orjson
 
 from ..errors import CacheError
+from ..options import EntryStatus
 
 ENTRY_VERSION = 1
 _PROBE_KEY = "geval-async:probe"
+_STATUSES = frozenset(EntryStatus)
 _ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
 
 
@@ -35,7 +37,7 @@ class CachedResponse:
     """One stored judge answer (``status == "ok"``) or permanent refusal (``"rejected"``)."""
 
     key: str
-    status: str
+    status: EntryStatus
     http_status: int
     body: str
     time: float
@@ -54,7 +56,7 @@ class CachedResponse:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status == EntryStatus.OK
 
     def choices(self) -> list[dict[str, Any]]:
         """The ``choices`` of the stored response body ([] for a refusal)."""
@@ -75,8 +77,9 @@ class CachedResponse:
         data = orjson.loads(raw)
         if not isinstance(data, dict) or data.get("v") != ENTRY_VERSION:
             raise ValueError("entry has no known version")
+        # The status stays the stored str (equal to its EntryStatus member): no copy per read.
         entry = cls(**data)
-        if entry.status not in ("ok", "rejected") or not isinstance(entry.body, str):
+        if entry.status not in _STATUSES or not isinstance(entry.body, str):
             raise ValueError("entry has an unknown status")
         if entry.ok:
             # The body was checked when it arrived; failing now means the entry was damaged.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from ..errors import Rejected
+from ..options import EntryStatus
 from .cache import CachedResponse
 from .plan import JudgeRequest
 from .transport import JudgeAnswer
@@ -29,7 +30,7 @@ def answer_entry(request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> C
     usage = answer.parsed.get("usage")
     return CachedResponse(
         **_origin(request),  # type: ignore[arg-type]
-        status="ok",
+        status=EntryStatus.OK,
         http_status=answer.status,
         body=answer.body.decode("utf-8", "replace"),
         latency_ms=round(answer.latency_ms, 3),
@@ -44,7 +45,7 @@ def refusal_entry(request: JudgeRequest, exc: Rejected, attempts: int) -> Cached
     """The entry of a request the judge refused for good (a 4xx no retry fixes)."""
     return CachedResponse(
         **_origin(request),  # type: ignore[arg-type]
-        status="rejected",
+        status=EntryStatus.REJECTED,
         http_status=exc.status or 0,
         body=exc.body.decode("utf-8", "replace"),
         latency_ms=0.0,

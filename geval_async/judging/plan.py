@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..options import SamplingMode
 from ..study.config import CriterionConfig, EvalConfig
 from ..study.criteria import Rubric
 from ..study.prompts import Template, check_fields, load_template
@@ -132,7 +133,9 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
         names["rubric"] = "rubric"
     check_fields(template, names, criterion.name)
     points = criterion.answer_scale.points
-    if config.sampling.mode == "logprobs" and not all(float(p).is_integer() for p in points):
+    if config.sampling.mode == SamplingMode.LOGPROBS and not all(
+        float(p).is_integer() for p in points
+    ):
         raise ConfigError(
             f"{config.source}: criterion {criterion.name!r} has non-integer points, which are "
             "not single tokens: logprobs mode needs answer = 'option' (or use samples mode)"
@@ -172,7 +175,7 @@ def _request(
         "max_tokens": sampling.max_tokens,
         "n": n,
     }
-    if sampling.mode == "logprobs":
+    if sampling.mode == SamplingMode.LOGPROBS:
         body["logprobs"] = True
         body["top_logprobs"] = sampling.top_logprobs
     if sampling.seed is not None:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import GevalError, RateLimited, Rejected, RunStopped, Transient
+from ..options import ItemOutcome
 from .budget import request_cost, run_budget
 from .cache import CachedResponse, JudgeCache
 from .claims import Claims
@@ -124,19 +125,19 @@ class _Run:
                 continue  # drain without sending: the item stays missing
             outcome = await self.judge_item(work)
             counts = self.counters.criteria[work.item.criterion.name]
-            if outcome == "ok":
+            if outcome == ItemOutcome.OK:
                 counts.answered += 1
-            elif outcome == "rejected":
+            elif outcome == ItemOutcome.REJECTED:
                 counts.rejected += 1
-            elif outcome == "failed":
+            elif outcome == ItemOutcome.FAILED:
                 counts.failed += 1
 
-    async def judge_item(self, work: _ItemWork) -> str:
+    async def judge_item(self, work: _ItemWork) -> ItemOutcome:
         pending = list(work.requests)
         while pending:
             request = pending.pop(0)
             outcome, received = await self.fetch_claimed(request)
-            if outcome != "ok":
+            if outcome != ItemOutcome.OK:
                 return outcome
             if request.draw == 0 and received < request.n:
                 # The server returned fewer choices than n (llama.cpp ignores n): ask for the
@@ -146,37 +147,37 @@ class _Run:
                     for r in followup_requests(request, received, self.config)
                     if self.cached(r) is None
                 ]
-        return "ok"
+        return ItemOutcome.OK
 
-    async def fetch_claimed(self, request: JudgeRequest) -> tuple[str, int]:
+    async def fetch_claimed(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
         """Fetch a request unless another process (or item) is asking: then await its answer."""
         while not self.claims.claim(request.key):
             await self.sleep_unless_stopped(_CLAIM_POLL)
             if self.stop.is_set():
-                return "stopped", 0
+                return ItemOutcome.STOPPED, 0
             entry = self.cached(request)
             if entry is not None:
-                return ("ok" if entry.ok else "rejected"), entry.received
+                return (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
         try:
             # The holder may have stored the answer just before it let go of the claim.
             entry = self.cached(request)
             if entry is not None:
-                return ("ok" if entry.ok else "rejected"), entry.received
+                return (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
             return await self.fetch(request)
         finally:
             self.claims.release(request.key)
 
-    async def fetch(self, request: JudgeRequest) -> tuple[str, int]:
+    async def fetch(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
         """Send one request until it is answered, refused or out of retries."""
         attempts = transient = limited = 0
         while True:
             await self.limits.acquire(request.est_tokens)
             if self.stop.is_set():
-                return "stopped", 0
+                return ItemOutcome.STOPPED, 0
             cost = 0.0 if self.budget is None else request_cost(self.budget, request)
             if self.budget is not None and not self.budget.charge(cost):
                 self.stop.set()  # the reason is written at the end, with the final estimate
-                return "stopped", 0
+                return ItemOutcome.STOPPED, 0
             attempts += 1
             self.claims.renew(request.key)
             self.counters.in_flight += 1
@@ -200,7 +201,7 @@ class _Run:
                     continue
                 if isinstance(exc, Rejected):
                     self.store_refusal(request, exc, attempts)
-                    return "rejected", 0
+                    return ItemOutcome.REJECTED, 0
                 transient += 1
                 self.counters.retries[_kind(exc)] += 1
                 if transient > self.config.limits.retries:
@@ -223,12 +224,12 @@ class _Run:
             except RunStopped as exc:
                 self.stopped = str(exc)
                 self.stop.set()
-                return "stopped", 0
+                return ItemOutcome.STOPPED, 0
             finally:
                 self.counters.in_flight -= 1
             self.limits.observe(answer.headers)
             self.store_answer(request, answer, attempts)
-            return "ok", len(answer.choices)
+            return ItemOutcome.OK, len(answer.choices)
 
     def delay(self, attempt: int) -> float:
         """Capped exponential backoff with full jitter."""
@@ -242,9 +243,9 @@ class _Run:
         except TimeoutError:
             pass
 
-    def fail(self, request: JudgeRequest, message: str) -> str:
+    def fail(self, request: JudgeRequest, message: str) -> ItemOutcome:
         self.failures[f"{request.item.criterion.name}: {message}"] += 1
-        return "failed"
+        return ItemOutcome.FAILED
 
     def store_answer(self, request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> None:
         entry = answer_entry(request, answer, attempts)

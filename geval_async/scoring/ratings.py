@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..options import ParserMode, parse_option
 from ..study.scale import Scale
 
 __all__ = [
-    "PARSER_MODES",
     "RatingDistribution",
     "RatingParser",
     "Scale",
@@ -35,8 +35,6 @@ __all__ = [
     "distribution_from_samples",
     "first_token_top_logprobs",
 ]
-
-PARSER_MODES = ("geval", "lenient", "regex")
 
 # --- text answers -------------------------------------------------------------------------
 
@@ -110,19 +108,19 @@ class RatingParser:
     In every mode a number that is not a point of the scale makes the answer invalid (None).
     """
 
-    def __init__(self, scale: Scale, mode: str = "lenient", pattern: str | None = None) -> None:
+    def __init__(
+        self, scale: Scale, mode: ParserMode | str = ParserMode.LENIENT, pattern: str | None = None
+    ) -> None:
         """Check the configuration.
 
         Raises:
             ConfigError: unknown mode, a pattern without exactly one group, a pattern given to
                 a mode that does not use one, or regex mode without a pattern.
         """
-        if mode not in PARSER_MODES:
-            raise ConfigError(f"unknown rating parser mode {mode!r}; use one of {PARSER_MODES}")
         self.scale = scale
-        self.mode = mode
+        self.mode = mode = parse_option(ParserMode, mode, "the rating parser mode")
         self._regex: re.Pattern[str] | None = None
-        if mode == "regex":
+        if mode == ParserMode.REGEX:
             if pattern is None:
                 raise ConfigError("rating parser mode 'regex' needs a pattern")
             try:
@@ -145,7 +143,7 @@ class RatingParser:
 
     def parse(self, text: str) -> float | None:
         """The rating in ``text``, or None if there is none or it is not on the scale."""
-        value = _lenient(text) if self.mode == "lenient" else self._match(text)
+        value = _lenient(text) if self.mode == ParserMode.LENIENT else self._match(text)
         return None if value is None else self.scale.point(value)
 
     def _match(self, text: str) -> float | None:

@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..judging.plan import JudgeItem, Study, render_messages
+from ..options import SamplingMode
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 
@@ -129,7 +130,7 @@ def markdown_report(
     out = [f"# {config.output.prefix}: G-Eval report", ""]
     out.append(
         f"Judge: `{config.judge.model}`, mode `{config.sampling.mode}`"
-        + (f", n = {config.sampling.n}" if config.sampling.mode == "samples" else "")
+        + (f", n = {config.sampling.n}" if config.sampling.mode == SamplingMode.SAMPLES else "")
         + f". Config: `{config.source}`."
     )
     if simulated:

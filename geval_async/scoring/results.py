@@ -21,6 +21,7 @@ import pandas as pd
 from ..errors import ConfigError
 from ..judging.cache import JudgeCache
 from ..judging.plan import Study, first_request, plan_items, prepare_study
+from ..options import StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
 from .scores import CriterionTally, ItemScore, score_items, tally
 from .stats import Comparison
@@ -71,8 +72,17 @@ class StudyResults:
         """Whether the same groups appear under both compared conditions."""
         return design_is_paired(self.long, self.config)
 
-    def comparisons(self, test: str | None = None) -> list[Comparison]:
-        """The test between the two configured conditions on each criterion and the composite."""
+    def comparisons(self, test: StatTest | str | None = None) -> list[Comparison]:
+        """The test between the two configured conditions on each criterion and the composite.
+
+        Args:
+            test: "welch", "paired-t" or "wilcoxon" (default: the configured ``[stats] test``).
+
+        Raises:
+            ConfigError: an unknown test, or the configured conditions are not in the records.
+        """
+        if test is not None:
+            test = parse_option(StatTest, test, "the test")
         if len(self.config.stats.conditions) != 2:
             raise ConfigError(
                 f"{self.config.source}: [stats] conditions must name the two conditions to "

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..options import CriterionKind
 from ..study.criteria import Rubric
 from .ratings import RatingDistribution
 
@@ -80,17 +81,19 @@ class RubricOutcome:
     judged: dict[str, bool]  # rubric name -> judged to hold (p > 0.5)
 
 
-def combine(kind: str, rubrics: Sequence[Rubric], holds: Mapping[str, float]) -> RubricOutcome:
+def combine(
+    kind: CriterionKind, rubrics: Sequence[Rubric], holds: Mapping[str, float]
+) -> RubricOutcome:
     """Combine per-rubric probabilities into the criterion's result."""
     judged = {r.name: holds[r.name] > 0.5 for r in rubrics}
     p = [holds[r.name] for r in rubrics]
-    if kind == "and":
+    if kind == CriterionKind.AND:
         value = float(all(judged.values()))
         probability = math.prod(p)
-    elif kind == "or":
+    elif kind == CriterionKind.OR:
         value = float(any(judged.values()))
         probability = 1.0 - math.prod(1.0 - x for x in p)
-    elif kind == "weighted":
+    elif kind == CriterionKind.WEIGHTED:
         value = math.fsum(r.weight for r in rubrics if judged[r.name])
         probability = math.fsum(r.weight * holds[r.name] for r in rubrics)
     else:

@@ -23,6 +23,7 @@ import orjson
 from ..judging.cache import CachedResponse, JudgeCache
 from ..judging.coverage import ItemState, item_states
 from ..judging.plan import PlannedCriterion, Study
+from ..options import AnswerForm, SamplingMode, ScoreStatus
 from .ratings import (
     RatingDistribution,
     RatingParser,
@@ -32,7 +33,12 @@ from .ratings import (
 )
 from .rubrics import RubricOutcome, combine, parse_yes_no, yes_no_from_logprobs
 
-SCORED, MISSING, REFUSED, NO_VALID = "scored", "missing", "refused", "no valid rating"
+SCORED, MISSING, REFUSED, NO_VALID = (
+    ScoreStatus.SCORED,
+    ScoreStatus.MISSING,
+    ScoreStatus.REFUSED,
+    ScoreStatus.NO_VALID,
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class ItemScore:
     group: str | None
     condition: str | None
     criterion: str
-    status: str
+    status: ScoreStatus
     distribution: RatingDistribution | None = None
     answers: tuple[str, ...] = ()
     ratings: tuple[float | None, ...] = ()
@@ -107,7 +113,7 @@ class _YesNo:
 Parser = RatingParser | _YesNo
 
 
-def score_item(state: ItemState, parser: Parser, mode: str, n: int) -> ItemScore:
+def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> ItemScore:
     """Score one item (one record on one criterion or rubric) from its cached answers."""
     record, criterion = state.item.record, state.item.criterion
     base: dict[str, Any] = dict(
@@ -124,7 +130,7 @@ def score_item(state: ItemState, parser: Parser, mode: str, n: int) -> ItemScore
     choices = _texts(state.entries)[:n]
     answers = tuple(_choice_text(c) for c in choices)
     ratings: tuple[float | None, ...] = tuple(parser.parse(a) for a in answers)
-    if mode == "logprobs":
+    if mode == SamplingMode.LOGPROBS:
         top = first_token_top_logprobs(choices[0]) if choices else None
         if top is None:
             # The server sent no logprobs: one invalid sample, visible in the report.
@@ -136,7 +142,7 @@ def score_item(state: ItemState, parser: Parser, mode: str, n: int) -> ItemScore
     else:
         distribution = distribution_from_samples(ratings)
     config = criterion.config
-    if config.answer == "option" and not config.is_rubric:
+    if config.answer == AnswerForm.OPTION and not config.is_rubric:
         # The judge answered option k; the score is the k-th point.
         points = config.scale.points
         distribution = RatingDistribution(

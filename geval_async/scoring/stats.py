@@ -28,6 +28,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from ..errors import ConfigError
+from ..options import StatTest
 
 __all__ = [
     "Comparison",
@@ -71,7 +72,7 @@ class Comparison:
     mean_b: float
     sd_a: float
     sd_b: float
-    test: str
+    test: StatTest
     statistic: float
     df: float | None
     p: float
@@ -135,7 +136,9 @@ def welch(
         va, vb = x.var(ddof=1) / n1, y.var(ddof=1) / n2
         df = float((va + vb) ** 2 / (va**2 / (n1 - 1) + vb**2 / (n2 - 1)))
         notes += caught
-    return _comparison(criterion, cond_a, cond_b, x, y, "welch", statistic, df, p, alpha, notes)
+    return _comparison(
+        criterion, cond_a, cond_b, x, y, StatTest.WELCH, statistic, df, p, alpha, notes
+    )
 
 
 def paired(
@@ -167,7 +170,9 @@ def paired(
         result, caught = _quietly(sps.ttest_rel, x, y)
         statistic, p = float(result.statistic), float(result.pvalue)
         notes += caught
-    return _comparison(criterion, cond_a, cond_b, x, y, "paired-t", statistic, df, p, alpha, notes)
+    return _comparison(
+        criterion, cond_a, cond_b, x, y, StatTest.PAIRED_T, statistic, df, p, alpha, notes
+    )
 
 
 def wilcoxon(
@@ -198,7 +203,7 @@ def wilcoxon(
         statistic, p = float(result.statistic), float(result.pvalue)
         notes += caught
     return _comparison(
-        criterion, cond_a, cond_b, x, y, "wilcoxon", statistic, None, p, alpha, notes
+        criterion, cond_a, cond_b, x, y, StatTest.WILCOXON, statistic, None, p, alpha, notes
     )
 
 
@@ -316,7 +321,7 @@ def _comparison(
     cond_b: str,
     x: np.ndarray,
     y: np.ndarray,
-    test: str,
+    test: StatTest,
     statistic: float,
     df: float | None,
     p: float,

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from ..options import Normalization, StatTest, parse_option
 from ..study.config import EvalConfig
 from .scores import ItemScore, distribution_json
 from .stats import Comparison, adjust_fdr, paired, welch, wilcoxon
@@ -110,7 +111,7 @@ def composite(long: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
     for name in config.composite.criteria:
         scale = config.criterion(name).scale
         table = per_group(long, name, config)
-        if config.composite.normalize == "minmax":
+        if config.composite.normalize == Normalization.MINMAX:
             parts.append((table - scale.lo) / (scale.hi - scale.lo))
         else:
             parts.append(table / scale.hi)
@@ -119,10 +120,16 @@ def composite(long: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
     return pd.DataFrame(values, index=parts[0].index, columns=parts[0].columns)
 
 
-def compare(long: pd.DataFrame, config: EvalConfig, test: str | None = None) -> list[Comparison]:
+def compare(
+    long: pd.DataFrame, config: EvalConfig, test: StatTest | str | None = None
+) -> list[Comparison]:
     """The configured test between the two conditions on every criterion, BH-adjusted across
-    the criteria, followed by the composite (its own family of one, so p_adj = p)."""
-    test = test or config.stats.test
+    the criteria, followed by the composite (its own family of one, so p_adj = p).
+
+    Raises:
+        ConfigError: ``test`` is not one of the tests.
+    """
+    test = config.stats.test if test is None else parse_option(StatTest, test, "the test")
     a, b = config.stats.conditions
     alpha = config.stats.alpha
     criteria = [c.name for c in config.criteria]
@@ -137,15 +144,19 @@ def compare(long: pd.DataFrame, config: EvalConfig, test: str | None = None) -> 
 
 
 def _compare_table(
-    name: str, table: pd.DataFrame, a: str, b: str, test: str, alpha: float
+    name: str, table: pd.DataFrame, a: str, b: str, test: StatTest, alpha: float
 ) -> Comparison:
     col_a = table[a] if a in table else pd.Series(dtype=float)
     col_b = table[b] if b in table else pd.Series(dtype=float)
-    if test == "welch":
+    if test == StatTest.WELCH:
         return welch(name, col_a.dropna().to_numpy(), col_b.dropna().to_numpy(), a, b, alpha=alpha)
     both = pd.concat([col_a, col_b], axis=1).dropna()
-    function = paired if test == "paired-t" else wilcoxon
-    return function(name, both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy(), a, b, alpha=alpha)
+    x, y = both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy()
+    if test == StatTest.PAIRED_T:
+        return paired(name, x, y, a, b, alpha=alpha)
+    if test == StatTest.WILCOXON:
+        return wilcoxon(name, x, y, a, b, alpha=alpha)
+    raise ValueError(f"not a test: {test!r}")
 
 
 def design_is_paired(long: pd.DataFrame, config: EvalConfig) -> bool:

@@ -24,15 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..options import Normalization, Provider, SamplingMode, StatTest, parse_option
 from .criteria import CriterionConfig, parse_criterion
 from .pricing import price_of
 from .reader import TableReader
 from .sections import parse_judge, parse_meta, parse_prices, parse_sampling
 from .settings import (
     DEFAULT_BASE_URL,
-    NORMALIZATIONS,
-    SAMPLING_MODES,
-    TESTS,
     CompositeConfig,
     DataConfig,
     EvalConfig,
@@ -53,12 +51,9 @@ __all__ = [
     "JudgeConfig",
     "LimitsConfig",
     "MetaConfig",
-    "NORMALIZATIONS",
     "OutputConfig",
-    "SAMPLING_MODES",
     "SamplingConfig",
     "StatsConfig",
-    "TESTS",
     "apply_overrides",
     "load_config",
     "parse_config",
@@ -178,7 +173,7 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
             raise composite_t.error(f"criterion {name!r} is not among the [[criteria]]")
     composite = CompositeConfig(
         criteria=composite_names,
-        normalize=composite_t.choice("normalize", NORMALIZATIONS, "max"),
+        normalize=composite_t.choice("normalize", Normalization, Normalization.MAX),
     )
     stats_t = table("stats")
     conditions = tuple(str(c) for c in stats_t.get("conditions", list, []))
@@ -188,7 +183,9 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
     if not 0 < alpha < 1:
         raise stats_t.error(f"'alpha' must be between 0 and 1, not {alpha!r}")
     stats = StatsConfig(
-        conditions=conditions, alpha=float(alpha), test=stats_t.choice("test", TESTS, "welch")
+        conditions=conditions,
+        alpha=float(alpha),
+        test=stats_t.choice("test", StatTest, StatTest.WELCH),
     )
     return EvalConfig(
         source=source,
@@ -216,13 +213,11 @@ def apply_overrides(config: EvalConfig, **overrides: Any) -> EvalConfig:
     o = {k: v for k, v in overrides.items() if v is not None}
     judge, sampling, limits = config.judge, config.sampling, config.limits
     if "base_url" in o:
-        judge = replace(judge, base_url=o["base_url"], provider="openai")
+        judge = replace(judge, base_url=o["base_url"], provider=Provider.OPENAI)
     if "model" in o:
         judge = replace(judge, model=o["model"])
     if "mode" in o:
-        if o["mode"] not in SAMPLING_MODES:
-            raise ConfigError(f"--mode must be one of {', '.join(SAMPLING_MODES)}")
-        sampling = replace(sampling, mode=o["mode"])
+        sampling = replace(sampling, mode=parse_option(SamplingMode, o["mode"], "--mode"))
     if "n" in o:
         if o["n"] < 1:
             raise ConfigError("--n must be at least 1")

@@ -28,12 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..options import AnswerForm, CriterionKind, ParserMode, Role, TemplateStyle
 from .reader import TableReader
 from .scale import Scale
 
-KINDS = ("geval", "likert", "and", "or", "weighted")
-RUBRIC_KINDS = ("and", "or", "weighted")
-PARSER_MODES = ("lenient", "geval", "regex")
 AUTO_PARTS = ("metric_name", "points", "rubric")
 
 CRITERION_KEYS = {
@@ -77,26 +75,26 @@ class CriterionConfig:
     prompt: Path
     scale: Scale
     fields: Mapping[str, str]
-    role: str = "user"
-    parser: str = "lenient"
+    role: Role = Role.USER
+    parser: ParserMode = ParserMode.LENIENT
     pattern: str | None = None
-    kind: str = "geval"
+    kind: CriterionKind = CriterionKind.GEVAL
     rubrics: tuple[Rubric, ...] = ()
     labels: tuple[str, ...] = ()
-    answer: str = "value"
-    style: str = "double"
+    answer: AnswerForm = AnswerForm.VALUE
+    style: TemplateStyle = TemplateStyle.DOUBLE
     parts: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def is_rubric(self) -> bool:
-        return self.kind in RUBRIC_KINDS
+        return self.kind.is_rubric
 
     @property
     def answer_scale(self) -> Scale:
         """The scale the judge's answer is read on (before mapping to the criterion's points)."""
         if self.is_rubric:
             return Scale((0.0, 1.0))
-        if self.answer == "option":
+        if self.answer == AnswerForm.OPTION:
             return Scale.integer(1, len(self.scale.points))
         return self.scale
 
@@ -106,7 +104,7 @@ class CriterionConfig:
         lines = []
         for number, (point, label) in enumerate(zip(self.scale.points, labels, strict=True), 1):
             value = f"{point:g}"
-            head = f"{number}: {value}" if self.answer == "option" else value
+            head = f"{number}: {value}" if self.answer == AnswerForm.OPTION else value
             lines.append(f"{head} - {label}" if label else head)
         return "\n".join(lines)
 
@@ -127,13 +125,13 @@ def parse_criterion(
     prompt = resolve(t.required("prompt", str))
     if not prompt.is_file():
         raise t.error(f"prompt file {prompt} not found")
-    kind = t.choice("kind", KINDS, "geval")
+    kind = t.choice("kind", CriterionKind, CriterionKind.GEVAL)
     rubrics = _rubrics(t, kind)
     scale = _scale(t, kind, rubrics)
     labels = tuple(t.get("labels", list, []))
     if labels and (len(labels) != len(scale.points) or not all(isinstance(x, str) for x in labels)):
         raise t.error("'labels' must be one text per point of the scale")
-    answer = t.choice("answer", ("value", "option"), "value")
+    answer = t.choice("answer", AnswerForm, AnswerForm.VALUE)
     fields_value = t.get("fields", (list, dict), [])
     if isinstance(fields_value, list):
         if not all(isinstance(f, str) for f in fields_value):
@@ -143,9 +141,9 @@ def parse_criterion(
         if not all(isinstance(v, str) for v in fields_value.values()):
             raise t.error("'fields' must map placeholders to record field names")
         fields = dict(fields_value)
-    parser = t.choice("parser", PARSER_MODES, "lenient")
+    parser = t.choice("parser", ParserMode, ParserMode.LENIENT)
     pattern = t.get("pattern", str)
-    if parser == "regex" and not pattern:
+    if parser == ParserMode.REGEX and not pattern:
         raise t.error("parser = 'regex' needs a 'pattern' with one capturing group")
     return CriterionConfig(
         name=name,
@@ -153,21 +151,21 @@ def parse_criterion(
         prompt=prompt,
         scale=scale,
         fields=fields,
-        role=t.choice("role", ("user", "system"), "user"),
+        role=t.choice("role", Role, Role.USER),
         parser=parser,
         pattern=pattern,
         kind=kind,
         rubrics=rubrics,
         labels=labels,
         answer=answer,
-        style=t.choice("style", ("double", "format"), "double"),
+        style=t.choice("style", TemplateStyle, TemplateStyle.DOUBLE),
         parts=_parts(t, resolve),
     )
 
 
-def _rubrics(t: Any, kind: str) -> tuple[Rubric, ...]:
+def _rubrics(t: Any, kind: CriterionKind) -> tuple[Rubric, ...]:
     raw = t.get("rubrics", list)
-    if kind not in RUBRIC_KINDS:
+    if not kind.is_rubric:
         if raw is not None:
             raise t.error(f"'rubrics' needs kind = 'and', 'or' or 'weighted', not {kind!r}")
         return ()
@@ -188,7 +186,7 @@ def _rubrics(t: Any, kind: str) -> tuple[Rubric, ...]:
                 f"rubric #{number}: unknown key {unknown[0]!r} (known: name, text, weight)"
             )
         weight = item.get("weight", 1.0)
-        if kind == "weighted" and "weight" not in item:
+        if kind == CriterionKind.WEIGHTED and "weight" not in item:
             raise t.error(f"rubric {item['name']!r} needs a 'weight' (kind = 'weighted')")
         if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
             raise t.error(f"rubric {item['name']!r}: 'weight' must be a number >= 0")
@@ -199,15 +197,15 @@ def _rubrics(t: Any, kind: str) -> tuple[Rubric, ...]:
     return tuple(rubrics)
 
 
-def _scale(t: Any, kind: str, rubrics: tuple[Rubric, ...]) -> Scale:
+def _scale(t: Any, kind: CriterionKind, rubrics: tuple[Rubric, ...]) -> Scale:
     scale_value = t.get("scale", list)
     points_value = t.get("points", list)
-    if kind in RUBRIC_KINDS:
+    if kind.is_rubric:
         if scale_value is not None or points_value is not None:
             raise t.error(
                 f"kind = {kind!r} derives its scale from the rubrics: remove 'scale' / 'points'"
             )
-        top = sum(r.weight for r in rubrics) if kind == "weighted" else 1.0
+        top = sum(r.weight for r in rubrics) if kind == CriterionKind.WEIGHTED else 1.0
         return Scale((0.0, top)) if top > 0 else Scale((0.0,))
     if points_value is not None:
         if not points_value or not all(
@@ -217,7 +215,7 @@ def _scale(t: Any, kind: str, rubrics: tuple[Rubric, ...]) -> Scale:
         if not all(abs(p) < 1e15 for p in points_value):
             raise t.error("'points' must be ordinary numbers (below 1e15 in size)")
         return Scale(tuple(sorted(float(p) for p in points_value)))
-    if kind == "likert":
+    if kind == CriterionKind.LIKERT:
         raise t.error("kind = 'likert' needs 'points' = [...] (e.g. [0, 0.5, 1])")
     if scale_value is not None:
         if (

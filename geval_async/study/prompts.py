@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..options import TemplateStyle
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -67,7 +68,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def load_template(path: Path, style: str = "double") -> Template:
+def load_template(path: Path, style: TemplateStyle = TemplateStyle.DOUBLE) -> Template:
     """Read and parse a template file (``style`` "double": ``{{name}}``; "format": ``{name}``).
 
     Raises:
@@ -81,7 +82,7 @@ def load_template(path: Path, style: str = "double") -> Template:
         raise ConfigError(f"{path}: cannot read the prompt file ({exc})") from exc
     if not text.strip():
         raise ConfigError(f"{path}: the prompt file is empty")
-    if style == "format":
+    if style == TemplateStyle.FORMAT:
         return Template(path, _format_parts(path, text))
     return Template(path, tuple(_PLACEHOLDER.split(text)))
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigError
+from ..options import words
+
+_Option = TypeVar("_Option", bound=StrEnum)
 
 __all__ = ["TableReader", "kind_name"]
 
@@ -52,11 +56,11 @@ class TableReader:
             raise self.error(f"{key!r} must be a positive number, not {value!r}")
         return value
 
-    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
+    def choice(self, key: str, options: type[_Option], default: _Option) -> _Option:
         value = self.get(key, str, default)
-        if value not in choices:
-            raise self.error(f"{key!r} must be one of {', '.join(choices)}, not {value!r}")
-        return str(value)
+        if value not in words(options):
+            raise self.error(f"{key!r} must be one of {', '.join(words(options))}, not {value!r}")
+        return options(value)
 
 
 def kind_name(kind: type | tuple[type, ...]) -> str:

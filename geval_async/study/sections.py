@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..options import Provider, SamplingMode
 from .reader import TableReader
-from .settings import DEFAULT_BASE_URL, SAMPLING_MODES, JudgeConfig, MetaConfig, SamplingConfig
+from .settings import DEFAULT_BASE_URL, JudgeConfig, MetaConfig, SamplingConfig
 
 __all__ = ["parse_judge", "parse_meta", "parse_prices", "parse_sampling"]
 
@@ -35,11 +36,11 @@ def parse_prices(source: Path, table: Any) -> dict[str, tuple[float, float]]:
 
 
 def parse_judge(t: TableReader) -> JudgeConfig:
-    provider = t.choice("provider", ("openai", "azure"), "openai")
+    provider = t.choice("provider", Provider, Provider.OPENAI)
     headers = t.get("headers", dict, {})
     if not all(isinstance(v, str) for v in headers.values()):
         raise t.error("'headers' values must be strings")
-    if provider == "azure":
+    if provider == Provider.AZURE:
         endpoint = t.get("azure_endpoint", str) or os.environ.get("AZURE_OPENAI_ENDPOINT")
         deployment = t.get("deployment", str)
         version = t.get("api_version", str) or os.environ.get("OPENAI_API_VERSION")
@@ -52,7 +53,7 @@ def parse_judge(t: TableReader) -> JudgeConfig:
                 raise t.error(f"{key!r} is required when provider = 'azure'")
         return JudgeConfig(
             model=t.get("model", str) or str(deployment),
-            provider="azure",
+            provider=Provider.AZURE,
             api_key_env=t.get("api_key_env", str, "AZURE_OPENAI_API_KEY"),
             azure_endpoint=endpoint,
             deployment=deployment,
@@ -69,7 +70,7 @@ def parse_judge(t: TableReader) -> JudgeConfig:
 
 def parse_sampling(t: TableReader) -> SamplingConfig:
     sampling = SamplingConfig(
-        mode=t.choice("mode", SAMPLING_MODES, "samples"),
+        mode=t.choice("mode", SamplingMode, SamplingMode.SAMPLES),
         n=t.positive("n", 10, integer=True),
         temperature=float(t.get("temperature", (int, float), 1.0)),
         top_p=float(t.get("top_p", (int, float), 1.0)),

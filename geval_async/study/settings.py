@@ -13,13 +13,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from ..options import Normalization, Provider, SamplingMode, StatTest
 from .criteria import CriterionConfig
 from .pricing import PRICES
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-SAMPLING_MODES = ("samples", "logprobs")
-NORMALIZATIONS = ("max", "minmax")
-TESTS = ("welch", "paired-t", "wilcoxon")
 
 
 @dataclass(frozen=True)
@@ -37,7 +35,7 @@ class JudgeConfig:
     """The judge endpoint: OpenAI chat-completions form or Azure OpenAI's deployment form."""
 
     model: str
-    provider: str = "openai"
+    provider: Provider = Provider.OPENAI
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     azure_endpoint: str | None = None
@@ -48,7 +46,7 @@ class JudgeConfig:
     @property
     def url(self) -> str:
         """The full chat-completions URL."""
-        if self.provider == "azure":
+        if self.provider == Provider.AZURE:
             endpoint = (self.azure_endpoint or "").rstrip("/")
             return (
                 f"{endpoint}/openai/deployments/{self.deployment}/chat/completions"
@@ -70,7 +68,7 @@ class JudgeConfig:
         """Request headers carrying the key in this provider's form."""
         headers = dict(self.headers)
         if key:
-            if self.provider == "azure":
+            if self.provider == Provider.AZURE:
                 headers["api-key"] = key
             else:
                 headers["Authorization"] = f"Bearer {key}"
@@ -81,7 +79,7 @@ class JudgeConfig:
 class SamplingConfig:
     """How each item is judged: n sampled ratings, or one answer with token logprobs."""
 
-    mode: str = "samples"
+    mode: SamplingMode = SamplingMode.SAMPLES
     n: int = 10
     temperature: float = 1.0
     top_p: float = 1.0
@@ -92,7 +90,7 @@ class SamplingConfig:
     @property
     def choices_per_item(self) -> int:
         """How many judge answers (choices) one item needs."""
-        return 1 if self.mode == "logprobs" else self.n
+        return 1 if self.mode == SamplingMode.LOGPROBS else self.n
 
 
 @dataclass(frozen=True)
@@ -113,7 +111,7 @@ class CompositeConfig:
     """The 100-point composite: which criteria, normalised how."""
 
     criteria: tuple[str, ...]
-    normalize: str = "max"
+    normalize: Normalization = Normalization.MAX
 
 
 @dataclass(frozen=True)
@@ -122,7 +120,7 @@ class StatsConfig:
 
     conditions: tuple[str, ...] = ()
     alpha: float = 0.05
-    test: str = "welch"
+    test: StatTest = StatTest.WELCH
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,153 @@
+"""The option words: every fixed set of strings a config, a flag or a cache entry may hold.
+
+Each set is defined once, here, as a ``StrEnum``: the config reader accepts exactly these
+words, argparse offers them as ``choices`` (:func:`words`), and the code that dispatches on
+one compares against a member, so an unknown word fails where it enters instead of falling
+through to a default branch. A member *is* its string (``SamplingMode.LOGPROBS ==
+"logprobs"``), so the words stored in cache entries and written to output files are the same
+bytes as before.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TypeVar
+
+from .errors import ConfigError
+
+__all__ = [
+    "AnswerForm",
+    "CriterionKind",
+    "EntryStatus",
+    "ItemOutcome",
+    "Normalization",
+    "ParserMode",
+    "Provider",
+    "Role",
+    "SamplingMode",
+    "ScoreStatus",
+    "StatTest",
+    "TemplateStyle",
+    "parse_option",
+    "words",
+]
+
+
+class SamplingMode(StrEnum):
+    """``[sampling] mode``: n sampled ratings per item, or one answer with token logprobs."""
+
+    SAMPLES = "samples"
+    LOGPROBS = "logprobs"
+
+
+class StatTest(StrEnum):
+    """``[stats] test``: how two conditions are compared."""
+
+    WELCH = "welch"
+    PAIRED_T = "paired-t"
+    WILCOXON = "wilcoxon"
+
+
+class Normalization(StrEnum):
+    """``[composite] normalize``: score / scale maximum, or (score - lo) / (hi - lo)."""
+
+    MAX = "max"
+    MINMAX = "minmax"
+
+
+class Provider(StrEnum):
+    """``[judge] provider``: the OpenAI chat-completions form or Azure's deployment form."""
+
+    OPENAI = "openai"
+    AZURE = "azure"
+
+
+class CriterionKind(StrEnum):
+    """A criterion's ``kind``: a rating (geval, likert) or yes/no rubrics combined."""
+
+    GEVAL = "geval"
+    LIKERT = "likert"
+    AND = "and"
+    OR = "or"
+    WEIGHTED = "weighted"
+
+    @property
+    def is_rubric(self) -> bool:
+        """Whether this kind asks several yes/no rubrics and combines them."""
+        return self in (CriterionKind.AND, CriterionKind.OR, CriterionKind.WEIGHTED)
+
+
+class ParserMode(StrEnum):
+    """A criterion's ``parser``: how a rating is read from the judge's text."""
+
+    LENIENT = "lenient"
+    GEVAL = "geval"
+    REGEX = "regex"
+
+
+class AnswerForm(StrEnum):
+    """A criterion's ``answer``: the judge answers the point's value or its option number."""
+
+    VALUE = "value"
+    OPTION = "option"
+
+
+class Role(StrEnum):
+    """A criterion's ``role``: the chat role the filled prompt is sent as."""
+
+    USER = "user"
+    SYSTEM = "system"
+
+
+class TemplateStyle(StrEnum):
+    """A criterion's ``style``: ``{{name}}`` placeholders or single-brace ``{name}`` parts."""
+
+    DOUBLE = "double"
+    FORMAT = "format"
+
+
+class EntryStatus(StrEnum):
+    """A cache entry's ``status`` (stored on disk: these values never change)."""
+
+    OK = "ok"
+    REJECTED = "rejected"
+
+
+class ItemOutcome(StrEnum):
+    """What became of one item in a run."""
+
+    OK = "ok"
+    REJECTED = "rejected"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+class ScoreStatus(StrEnum):
+    """One record's result on one criterion, as the scoring stage reports it."""
+
+    SCORED = "scored"
+    MISSING = "missing"
+    REFUSED = "refused"
+    NO_VALID = "no valid rating"
+
+
+def words(options: type[StrEnum]) -> list[str]:
+    """The words of a set, as plain strings (argparse ``choices``, help texts)."""
+    return [member.value for member in options]
+
+
+_Option = TypeVar("_Option", bound=StrEnum)
+
+
+def parse_option(options: type[_Option], value: str, what: str) -> _Option:
+    """The member of ``options`` spelt ``value``.
+
+    Raises:
+        ConfigError: ``value`` is not one of the words, named as ``what`` (e.g. "test").
+    """
+    try:
+        return options(value)
+    except ValueError:
+        raise ConfigError(
+            f"{what} must be one of {', '.join(words(options))}, not {value!r}"
+        ) from None

@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 from geval_async.errors import GevalError, RateLimited
 from geval_async.judging.plan import first_request, plan_items, prepare_study
 from geval_async.judging.transport import JudgeAnswer, _answer, _failure
-from geval_async.study.config import _SECTIONS, EvalConfig, apply_overrides, load_config
+from geval_async.study.config import EvalConfig, apply_overrides, load_config
 from geval_async.study.criteria import CRITERION_KEYS
 from geval_async.study.records import load_records
+from geval_async.study.sections import SECTION_KEYS
 
 FUZZ = settings(
     max_examples=150,
@@ -223,7 +224,7 @@ _interesting = st.sampled_from(
         [1.0, math.nan],
     ]
 )
-_section_keys = {name: sorted(keys) for name, keys in _SECTIONS.items()}
+_section_keys = {name: sorted(keys) for name, keys in SECTION_KEYS.items()}
 _section_keys["criteria"] = sorted(CRITERION_KEYS)
 _section_keys["prices"] = ["sim-judge", "gpt-4o", ""]
 _sections = st.sampled_from(sorted(_section_keys))
@@ -257,10 +258,10 @@ _amounts = st.sampled_from([math.nan, math.inf, -1.0, 0.0, 0.5, 60.0]) | st.floa
 _overrides = st.fixed_dictionaries(
     {},
     optional={
-        "concurrency": st.integers(0, 64),
+        "concurrency": st.integers(0, 64) | st.sampled_from([2.5, True, "4"]),
         "rpm": _amounts,
         "tpm": _amounts,
-        "n": st.integers(0, 30),
+        "n": st.integers(0, 30) | st.just(500),
         "retries": st.integers(-1, 10),
         "timeout": _amounts,
         "limit": st.integers(0, 50),
@@ -268,6 +269,7 @@ _overrides = st.fixed_dictionaries(
         "mode": st.sampled_from(["samples", "logprobs", "bogus"]),
         "max_cost": _amounts,
         "model": st.sampled_from(["sim-judge", "gpt-4o-mini", "unknown-model"]),
+        "concurency": st.sampled_from([None, None, None, 1]),  # a typo: never silently ignored
     },
 )
 
@@ -301,8 +303,11 @@ def test_any_config_document_loads_or_fails_cleanly(
         if config is None:
             event("refused: overrides")
             return
+        assert overrides.get("concurency") is None, "a misspelt override was accepted"
         # What was accepted is usable: limits the runner can wait on, a cap it can compare.
         limits = config.limits
+        assert type(limits.concurrency) is int and limits.concurrency >= 1, limits
+        assert 1 <= config.sampling.n <= 128, config.sampling
         for value in (limits.rpm, limits.tpm, config.max_cost):
             assert value is None or (math.isfinite(value) and value > 0), limits
         for value in (limits.timeout, limits.backoff, limits.max_backoff):

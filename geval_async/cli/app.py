@@ -26,8 +26,9 @@ from ..judging.coverage import coverage
 from ..judging.plan import Study, first_request, plan_items, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
-from ..study.config import EvalConfig, apply_overrides, load_config
+from ..study.config import EvalConfig
 from .meta import add_meta_command
+from .overrides import study_config
 from .score import add_score_commands
 from .summary import coverage_table, run_summary
 
@@ -80,8 +81,7 @@ _OVERRIDES = (
 
 
 def _load(args: argparse.Namespace) -> EvalConfig:
-    config = load_config(args.config)
-    return apply_overrides(config, **{k: getattr(args, k, None) for k in _OVERRIDES})
+    return study_config(args, _OVERRIDES)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .overrides import study_config
 
 # Overrides that decide which cache entries hold the judge's answers, plus where things are.
 _OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode")
@@ -68,11 +69,12 @@ def parse_judge_files(values: Sequence[str]) -> dict[str, Path]:
 
 
 def cmd_meta(args: argparse.Namespace) -> int:
-    overrides = {k: getattr(args, k, None) for k in _OVERRIDES}
     from ..meta.evaluate import meta_evaluate, write_meta  # pandas/scipy: only when meta runs
 
     evaluation = meta_evaluate(
-        args.config, parse_judge_files(args.judge_file), use_cache=not args.no_cache, **overrides
+        study_config(args, _OVERRIDES),
+        parse_judge_files(args.judge_file),
+        use_cache=not args.no_cache,
     )
     meta = evaluation.config.meta
     print(evaluation.table())

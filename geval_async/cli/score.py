@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..options import StatTest, words
+from .overrides import study_config
 from .summary import SIMULATED_NOTE
 
 if TYPE_CHECKING:
@@ -51,8 +52,7 @@ def add_score_commands(
 def _results(args: argparse.Namespace) -> StudyResults:
     from ..scoring.results import load_results
 
-    overrides = {k: getattr(args, k, None) for k in _OVERRIDES}
-    results = load_results(args.config, strict=args.strict, **overrides)
+    results = load_results(study_config(args, _OVERRIDES), strict=args.strict)
     _coverage_note(results)
     return results
 

@@ -1,7 +1,8 @@
 """Typed access to one table of a study's TOML document, with errors that name file and key.
 
 Every setting of a study passes through a :class:`TableReader`: the config file's sections, its
-``[[criteria]]`` tables, and overrides from flags and the Python API.
+``[[criteria]]`` tables, and overrides from flags and the Python API
+(:mod:`geval_async.study.overrides`).
 """
 
 from __future__ import annotations
@@ -23,14 +24,19 @@ __all__ = ["TableReader", "kind_name"]
 class TableReader:
     """Typed access to one table of the TOML document, with errors naming file and key."""
 
-    def __init__(self, source: Path, where: str, table: Mapping[str, Any], known: set[str]):
+    def __init__(
+        self, source: Path | str, where: str, table: Mapping[str, Any], known: set[str]
+    ) -> None:
+        """``source`` names where the table came from (a file, or the flag or keyword that
+        patched it); ``where`` is the table's name ("" for none)."""
         self.source, self.where, self.table = source, where, table
         unknown = sorted(set(table) - known)
         if unknown:
             raise self.error(f"unknown key {unknown[0]!r} (known keys: {', '.join(sorted(known))})")
 
     def error(self, message: str) -> ConfigError:
-        return ConfigError(f"{self.source}: [{self.where}] {message}")
+        where = f"[{self.where}] " if self.where else ""
+        return ConfigError(f"{self.source}: {where}{message}")
 
     def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
         value = self.table.get(key, default)
@@ -65,5 +71,9 @@ class TableReader:
 
 def kind_name(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {int: "a number", float: "a number", str: "a string", list: "a list", dict: "a table"}
-    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
+    if float in kinds:
+        kinds = tuple(k for k in kinds if k is not int)  # "a number" covers both
+    names = {int: "a whole number", float: "a number", str: "a string", list: "a list"}
+    return " or ".join(
+        dict.fromkeys(names.get(k, "a table" if k is dict else k.__name__) for k in kinds)
+    )

@@ -1,18 +1,104 @@
-"""Parsers of config sections that need more than a typed read: judge, sampling, meta, prices."""
+"""How each section of a study config is read, for the file and for overrides alike.
+
+:func:`~geval_async.study.config.parse_config` reads the file's sections with these, and
+:mod:`~geval_async.study.overrides` reads a section patched by a flag or a keyword with the
+same ones, so both meet the same checks and the same errors.
+"""
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..options import Provider, SamplingMode
 from .reader import TableReader
-from .settings import DEFAULT_BASE_URL, JudgeConfig, MetaConfig, SamplingConfig
+from .settings import (
+    DEFAULT_BASE_URL,
+    DataConfig,
+    JudgeConfig,
+    LimitsConfig,
+    MetaConfig,
+    OutputConfig,
+    SamplingConfig,
+)
 
-__all__ = ["parse_judge", "parse_meta", "parse_prices", "parse_sampling"]
+__all__ = [
+    "SECTION_KEYS",
+    "parse_cache",
+    "parse_data",
+    "parse_judge",
+    "parse_limits",
+    "parse_meta",
+    "parse_output",
+    "parse_prices",
+    "parse_sampling",
+]
+
+# The keys each table of the file may hold ([[criteria]] and [prices] are read apart).
+SECTION_KEYS = {
+    "data": {"path", "id", "group", "condition", "limit"},
+    "judge": {
+        "model",
+        "provider",
+        "base_url",
+        "api_key_env",
+        "azure_endpoint",
+        "deployment",
+        "api_version",
+        "headers",
+    },
+    "sampling": {"mode", "n", "temperature", "top_p", "max_tokens", "top_logprobs", "seed"},
+    "limits": {"rpm", "tpm", "concurrency", "retries", "timeout", "backoff", "max_backoff"},
+    "cache": {"path"},
+    "output": {"path", "prefix"},
+    "composite": {"criteria", "normalize"},
+    "stats": {"conditions", "alpha", "test"},
+    "meta": {"human", "bootstrap", "seed", "confidence"},
+}
+
+# Turns a path as written into a Path (the file's: against its folder; a flag's: as given).
+Resolve = Callable[[str], Path]
+
+
+def parse_data(t: TableReader, resolve: Resolve) -> tuple[DataConfig, int | None]:
+    """``[data]``: the records file, its id/group/condition fields, and the record limit."""
+    data = DataConfig(
+        path=resolve(t.required("path", str)),
+        id_field=t.get("id", str, "id"),
+        group_field=t.get("group", str),
+        condition_field=t.get("condition", str),
+    )
+    return data, t.positive("limit", None, integer=True)
+
+
+def parse_limits(t: TableReader) -> LimitsConfig:
+    """``[limits]``: client-side rate limits, concurrency, retries and timeouts."""
+    limits = LimitsConfig(
+        rpm=t.positive("rpm", None),
+        tpm=t.positive("tpm", None),
+        concurrency=t.positive("concurrency", 16, integer=True),
+        retries=t.get("retries", int, 8),
+        timeout=t.positive("timeout", 60.0),
+        backoff=t.positive("backoff", 0.5),
+        max_backoff=t.positive("max_backoff", 60.0),
+    )
+    if limits.retries < 0:
+        raise t.error(f"'retries' must be 0 or more, not {limits.retries!r}")
+    return limits
+
+
+def parse_cache(t: TableReader, resolve: Resolve) -> Path:
+    """``[cache]``: the cache folder."""
+    return resolve(t.get("path", str, "cache"))
+
+
+def parse_output(t: TableReader, resolve: Resolve, stem: str) -> OutputConfig:
+    """``[output]``: the output folder and the file-name prefix (the config's stem)."""
+    return OutputConfig(path=resolve(t.get("path", str, "out")), prefix=t.get("prefix", str, stem))
 
 
 def parse_prices(source: Path, table: Any) -> dict[str, tuple[float, float]]:

@@ -1,0 +1,168 @@
+"""Overrides from command-line flags and Python keywords: a patch read like the file.
+
+Settings have one way in. An override (``--n 20`` on the command line, ``n=20`` to
+:func:`geval_async.judge`) patches one key of one config table; the patched table is then read
+by the same :class:`~geval_async.study.reader.TableReader` and the same section parser as the
+file's (:mod:`geval_async.study.sections`), so an override meets exactly the checks a config
+value meets: an unknown name, a wrong type or a value out of range is the same one-line
+:class:`~geval_async.errors.ConfigError`, prefixed with the flag or keyword that caused it::
+
+    config.toml: [sampling] 'n' must be at most 128 (the OpenAI maximum)
+    --n 500: [sampling] 'n' must be at most 128 (the OpenAI maximum)
+    n=500: [sampling] 'n' must be at most 128 (the OpenAI maximum)
+
+Two overrides belong to a run rather than to the file: ``criteria`` (which criteria to use)
+and ``max_cost`` (the ``--max-cost`` cap); they are read by the same reader too. Paths given
+as overrides are taken as written (relative to the working directory), not against the config
+file's folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from ..options import Provider
+from .criteria import CriterionConfig
+from .pricing import price_of
+from .reader import TableReader
+from .sections import (
+    SECTION_KEYS,
+    parse_cache,
+    parse_data,
+    parse_judge,
+    parse_limits,
+    parse_output,
+    parse_sampling,
+)
+from .settings import DataConfig, EvalConfig
+
+__all__ = ["OVERRIDES", "apply_overrides", "read_overrides"]
+
+# Each override and the [table] key it patches, in the order they apply: --max-cost needs the
+# price of the final --model. None: a setting of the run, not of the file.
+OVERRIDES: dict[str, tuple[str, str] | None] = {
+    "base_url": ("judge", "base_url"),
+    "model": ("judge", "model"),
+    "mode": ("sampling", "mode"),
+    "n": ("sampling", "n"),
+    "concurrency": ("limits", "concurrency"),
+    "rpm": ("limits", "rpm"),
+    "tpm": ("limits", "tpm"),
+    "timeout": ("limits", "timeout"),
+    "retries": ("limits", "retries"),
+    "limit": ("data", "limit"),
+    "cache": ("cache", "path"),
+    "output": ("output", "path"),
+    "criteria": None,
+    "max_cost": None,
+}
+
+
+def apply_overrides(config: EvalConfig, **overrides: Any) -> EvalConfig:
+    """``config`` with keyword overrides applied (None means "not given").
+
+    Known names: base_url, model, mode, n, concurrency, rpm, tpm, timeout, retries, limit,
+    cache, output, criteria (a comma-separated text or a list of names), max_cost.
+
+    Raises:
+        ConfigError: an unknown name, or a value the config file could not hold either.
+    """
+    return read_overrides(config, overrides)
+
+
+def read_overrides(
+    config: EvalConfig, overrides: Mapping[str, Any], *, flags: bool = False
+) -> EvalConfig:
+    """``config`` with ``overrides`` applied; ``flags``: name them as flags in errors."""
+    given = {name: value for name, value in overrides.items() if value is not None}
+    TableReader("flags" if flags else "overrides", "", given, set(OVERRIDES))
+    for name, target in OVERRIDES.items():
+        if name not in given:
+            continue
+        value = given[name]
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        origin = f"--{name.replace('_', '-')} {value}" if flags else f"{name}={value!r}"
+        if target is None:
+            t = TableReader(origin, "", {name: value}, {name})
+            if name == "criteria":
+                config = replace(config, criteria=_criteria(config, t))
+            else:
+                config = replace(config, max_cost=_max_cost(config, t))
+            continue
+        section, key = target
+        patch = {key: value}
+        if name == "base_url":
+            patch["provider"] = Provider.OPENAI  # a base URL is the OpenAI form's
+        table = {**_table(config, section), **patch}
+        config = _READ[section](config, TableReader(origin, section, table, SECTION_KEYS[section]))
+    return config
+
+
+def _as_given(value: str) -> Path:
+    return Path(os.path.expanduser(value))
+
+
+# How a patched table becomes the config's new section, with the file's own parsers.
+_READ: dict[str, Callable[[EvalConfig, TableReader], EvalConfig]] = {
+    "judge": lambda c, t: replace(c, judge=parse_judge(t)),
+    "sampling": lambda c, t: replace(c, sampling=parse_sampling(t)),
+    "limits": lambda c, t: replace(c, limits=parse_limits(t)),
+    "data": lambda c, t: _with_data(c, *parse_data(t, _as_given)),
+    "cache": lambda c, t: replace(c, cache_path=parse_cache(t, _as_given)),
+    "output": lambda c, t: replace(c, output=parse_output(t, _as_given, c.source.stem)),
+}
+
+
+def _with_data(config: EvalConfig, data: DataConfig, limit: int | None) -> EvalConfig:
+    return replace(config, data=data, limit=limit)
+
+
+def _table(config: EvalConfig, section: str) -> dict[str, Any]:
+    """A section of ``config`` as the table the file would hold for it (values as read)."""
+    if section == "data":
+        d = config.data
+        table = {
+            "path": str(d.path),
+            "id": d.id_field,
+            "group": d.group_field,
+            "condition": d.condition_field,
+            "limit": config.limit,
+        }
+    elif section == "cache":
+        table = {"path": str(config.cache_path)}
+    elif section == "output":
+        table = {"path": str(config.output.path), "prefix": config.output.prefix}
+    else:
+        table = asdict(getattr(config, section))
+    return {key: value for key, value in table.items() if value is not None}
+
+
+def _criteria(config: EvalConfig, t: TableReader) -> tuple[CriterionConfig, ...]:
+    wanted = t.get("criteria", (str, list))
+    names = wanted.split(",") if isinstance(wanted, str) else wanted
+    if not all(isinstance(name, str) for name in names):
+        raise t.error("'criteria' must be criterion names, e.g. 'con,flu' or ['con', 'flu']")
+    names = [name.strip() for name in names if name.strip()]
+    if not names:
+        raise t.error("'criteria' must name at least one criterion")
+    known = [c.name for c in config.criteria]
+    for name in names:
+        if name not in known:
+            raise t.error(f"no criterion named {name!r} (the config has: {', '.join(known)})")
+    return tuple(config.criterion(name) for name in names)
+
+
+def _max_cost(config: EvalConfig, t: TableReader) -> float:
+    max_cost = float(t.positive("max_cost", None))
+    model = config.judge.model
+    if price_of(model, config.price_table) is None:
+        raise t.error(
+            f"the cap needs the price of model {model!r}: add it to {config.source} "
+            f'as [prices] "{model}" = [input, output] (USD per million tokens)'
+        )
+    return max_cost

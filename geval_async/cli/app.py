@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
@@ -30,6 +28,7 @@ from ..study.config import EvalConfig
 from .meta import add_meta_command
 from .overrides import study_config
 from .score import add_score_commands
+from .sim import CommandParser, add_sim_command, sim_setting_names
 from .summary import coverage_table, run_summary
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -90,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Concurrent, rate-limited, resumable G-Eval judge runs with offline scoring.",
     )
     parser.add_argument("--version", action="version", version=f"geval-async {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
 
     run = commands.add_parser("run", help="judge every item the cache does not hold yet")
     _study_arguments(run)
@@ -127,35 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     _study_arguments(status)
     status.set_defaults(handler=cmd_status)
 
-    from ..sim.server import SimSettings
-
-    sim = commands.add_parser("sim", help="serve the simulated OpenAI-compatible judge")
-    sim.add_argument("--host", default="127.0.0.1")
-    sim.add_argument("--port", type=int, default=8000, help="0 picks a free port")
-    for f in dataclasses.fields(SimSettings):
-        default = f.default
-        flag = "--" + f.name.replace("_", "-")
-        if isinstance(default, bool):
-            sim.add_argument(flag, action="store_true", help=f"(default {default})")
-        else:
-            kind: Callable[[str], Any] = (
-                type(default) if default is not None and not isinstance(default, bool) else _number
-            )
-            sim.add_argument(flag, type=kind, default=default, help=f"(default {default})")
-    sim.set_defaults(handler=cmd_sim)
+    add_sim_command(commands, cmd_sim)
 
     add_score_commands(commands, _study_arguments)
     add_meta_command(commands, _study_arguments)
     return parser
-
-
-def _number(text: str) -> float | int | str:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 # --- commands ----------------------------------------------------------------------------------
@@ -337,9 +314,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sim(args: argparse.Namespace) -> int:
     from ..sim.server import SimSettings, serve
 
-    settings = SimSettings(
-        **{f.name: getattr(args, f.name) for f in dataclasses.fields(SimSettings)}
-    )
+    settings = SimSettings(**{name: getattr(args, name) for name in sim_setting_names()})
     _say("geval-async simulated judge: synthetic ratings for tests and demos, not an LLM")
     try:
         asyncio.run(serve(settings, args.host, args.port))

@@ -22,8 +22,8 @@ from typing import Any
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.cache import JudgeCache
-from ..judging.coverage import coverage
-from ..judging.plan import Study, first_request, plan_items, prepare_study
+from ..judging.coverage import coverage, item_states
+from ..judging.plan import Study, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
 from ..study.config import EvalConfig
@@ -262,20 +262,19 @@ def _dry_run(study: Study) -> int:
     from ..study.pricing import estimate_cost
 
     config = study.config
-    requests = tokens = prompt_tokens = cached = 0
-    completion_per_request = config.sampling.max_tokens * config.sampling.choices_per_item
+    requests = tokens = prompt_tokens = completion_tokens = cached = 0
     with JudgeCache(config.cache_path, create=False) as cache:
-        for item in plan_items(study):
-            request = first_request(item, config)
-            if cache.get(request.key) is not None:
+        for state in item_states(study, cache):
+            if not state.missing:
                 cached += 1
                 continue
+            # The next chunk asks for every sample the item still lacks.
+            request = state.missing[0]
             requests += 1
             tokens += request.est_tokens
-            prompt_tokens += request.est_tokens - completion_per_request
-    cost = estimate_cost(
-        config.judge.model, prompt_tokens, requests * completion_per_request, config.price_table
-    )
+            completion_tokens += config.sampling.max_tokens * request.n
+    prompt_tokens = tokens - completion_tokens
+    cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)
     print(
         f"items: {study.item_count} ({len(study.selected_records)} records x "
         f"{len(study.criteria)} criteria), {config.sampling.choices_per_item} answers each"
@@ -283,7 +282,7 @@ def _dry_run(study: Study) -> int:
     print(f"already cached: {cached}; requests to send: {requests} (more if the server ignores n)")
     print(
         f"estimated tokens: {tokens} ({prompt_tokens} prompt + "
-        f"{requests * completion_per_request} completion at most)"
+        f"{completion_tokens} completion at most)"
     )
     print(
         "estimated cost: "

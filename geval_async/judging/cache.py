@@ -16,6 +16,7 @@ counted as corrupted and treated as missing.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,9 @@ class CachedResponse:
         if entry.ok:
             # The body was checked when it arrived; failing now means the entry was damaged.
             orjson.loads(entry.body)
+            if entry.received < 1:
+                # An answer always has a choice; without one the next draw would start here again.
+                raise ValueError("entry has no choices")
         return entry
 
 
@@ -184,6 +188,29 @@ class JudgeCache:
                 f"{self.directory}: cannot write to the cache ({exc}); "
                 "free space or fix permissions, then run again to resume"
             ) from exc
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        """The stored keys that start with ``prefix``, in sorted order."""
+        if self._cache is None:
+            return
+        try:
+            # diskcache walks its key index in order, so the keys of one prefix are adjacent.
+            for key in self._cache.iterkeys():
+                if not isinstance(key, str) or key < prefix:
+                    continue
+                if not key.startswith(prefix):
+                    return
+                yield key
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
+
+    def delete(self, key: str) -> None:
+        """Remove an entry (absent keys are ignored)."""
+        cache = self._require()
+        try:
+            cache.delete(key)
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise CacheError(f"{self.directory}: cannot write to the cache ({exc})") from exc
 
     def __len__(self) -> int:
         return 0 if self._cache is None else len(self._cache)

@@ -7,10 +7,12 @@ prompt prefix, which providers cache), without building the whole plan in memory
 messages are rendered only when :func:`first_request` is called for it, by the worker that needs
 it.
 
-An item needs ``choices_per_item`` answers. Draw 0 asks for all of them in one request (``n``);
-a server that returns fewer (llama.cpp ignores ``n``) is asked for the rest as draws
-1..remaining with ``n = 1`` each. The chain is a pure function of what is in the cache, so the
-scoring stage finds the same keys without a network.
+An item needs ``choices_per_item`` answers (samples), drawn in chunks. The chunk at draw
+``d`` starts at sample ``d`` and asks for the rest (``n = total - d``); draw 0 asks for all of
+them in one request. When a chunk returns fewer (an earlier run with a smaller n, or llama.cpp,
+which ignores ``n``), the next chunk starts where it ended. The chain is a pure function of
+what is in the cache, so the scoring stage finds the same keys without a network, and always
+scores the first n samples in draw order (see :mod:`geval_async.judging.keys`).
 """
 
 from __future__ import annotations
@@ -194,8 +196,7 @@ def first_request(item: JudgeItem, config: EvalConfig) -> JudgeRequest:
     return _request(item, config, render_messages(item), 0, config.sampling.choices_per_item)
 
 
-def followup_requests(first: JudgeRequest, received: int, config: EvalConfig) -> list[JudgeRequest]:
-    """The further draws an item needs when draw 0 returned only ``received`` choices."""
-    missing = first.n - received
-    messages = first.body["messages"]
-    return [_request(first.item, config, messages, draw, 1) for draw in range(1, missing + 1)]
+def chunk_request(request: JudgeRequest, start: int, config: EvalConfig) -> JudgeRequest:
+    """The chunk of ``request``'s item that starts at sample ``start`` and asks for the rest."""
+    total = request.draw + request.n
+    return _request(request.item, config, request.body["messages"], start, total - start)

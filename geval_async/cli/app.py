@@ -60,6 +60,9 @@ def _study_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--mode", choices=words(SamplingMode), help="sampling mode")
     group.add_argument("--criteria", help="comma-separated criteria to use (default: all)")
     group.add_argument("--limit", type=int, help="use only the first N records")
+    group.add_argument(
+        "--shard", metavar="I/K", help="only share I of K of the items (one of K machines)"
+    )
 
 
 _OVERRIDES = (
@@ -77,6 +80,7 @@ _OVERRIDES = (
     "criteria",
     "limit",
     "max_cost",
+    "shard",
 )
 
 
@@ -167,7 +171,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         counts = coverage(study, cache)
         corrupted = len(cache.corrupted)
     print(coverage_table(counts))
-    print(f"cache: {study.config.cache_path}")
+    shard = study.config.shard
+    print(f"cache: {study.config.cache_path}" + (f" (shard {shard})" if shard else ""))
     if corrupted:
         print(f"{corrupted} corrupted cache entries were found and count as missing")
     return EXIT_OK
@@ -277,7 +282,9 @@ def _dry_run(study: Study) -> int:
     cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)
     print(
         f"items: {study.item_count} ({len(study.selected_records)} records x "
-        f"{len(study.criteria)} criteria), {config.sampling.choices_per_item} answers each"
+        f"{len(study.criteria)} criteria"
+        + (f", shard {config.shard}" if config.shard else "")
+        + f"), {config.sampling.choices_per_item} answers each"
     )
     print(f"already cached: {cached}; requests to send: {requests} (more if the server ignores n)")
     print(

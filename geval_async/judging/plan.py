@@ -61,8 +61,18 @@ class Study:
 
     @property
     def item_count(self) -> int:
-        """Items (record x criterion x rubric) in the plan."""
-        return len(self.selected_records) * sum(len(c.rubrics) for c in self.criteria)
+        """Items (record x criterion x rubric) in the plan (in its shard, with ``--shard``)."""
+        return sum(self.items_by_criterion().values())
+
+    def items_by_criterion(self) -> dict[str, int]:
+        """How many items of each criterion the plan (or its shard) holds."""
+        if self.config.shard is None:
+            records = len(self.selected_records)
+            return {c.name: records * len(c.rubrics) for c in self.criteria}
+        counts = dict.fromkeys((c.name for c in self.criteria), 0)
+        for item in plan_items(self):
+            counts[item.criterion.name] += 1
+        return counts
 
     @property
     def selected_records(self) -> list[Record]:
@@ -146,12 +156,18 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
 
 
 def plan_items(study: Study) -> Iterator[JudgeItem]:
-    """Yield every item of the plan, criterion by criterion (and rubric by rubric)."""
+    """Yield every item of the plan, criterion by criterion (and rubric by rubric).
+
+    With a shard (``--shard I/K``), only the items whose first draw's key falls in it.
+    """
     records = study.selected_records
+    shard = study.config.shard
     for criterion in study.criteria:
         for rubric in criterion.rubrics:
             for record in records:
-                yield JudgeItem(record, criterion, rubric)
+                item = JudgeItem(record, criterion, rubric)
+                if shard is None or shard.holds(first_request(item, study.config).key):
+                    yield item
 
 
 def render_messages(item: JudgeItem) -> list[dict[str, str]]:

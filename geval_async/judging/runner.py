@@ -70,10 +70,10 @@ class _Run:
         self.cache, self.transport, self.claims = cache, transport, claims
         self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
         self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
-        records = len(study.selected_records)
         self.counters = RunCounters(
             criteria={
-                c.name: CriterionCounts(items=records * len(c.rubrics)) for c in study.criteria
+                name: CriterionCounts(items=items)
+                for name, items in study.items_by_criterion().items()
             }
         )
         self.failures: Counter[str] = Counter()

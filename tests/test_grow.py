@@ -163,3 +163,16 @@ def test_a_first_scheme_cache_from_a_server_ignoring_n(sim: SimServer, study: St
     assert _long_table(study, "--limit", "3") == expected
     assert run_study(study, "--limit", "3", "--n", "4").returncode == 0
     assert (sim.stats.received, sim.stats.samples) == (_items(study, 3), _items(study, 3))
+
+
+def test_cache_migrate_moves_a_studys_old_entries(sim: SimServer, study: StudyFiles) -> None:
+    _load_legacy(study, "samples_n3")
+    study.write_config(sim.base_url)
+    stats = run_cli("cache", "stats", str(study.cache))
+    assert f"{_items(study)} entries use the old keys (g1-)" in stats.stdout
+    migrated = run_cli("cache", "migrate", str(study.config))
+    assert migrated.returncode == 0, migrated.stderr
+    assert f"moved {_items(study)} entries" in migrated.stdout
+    assert _keys(study.cache) == {"g2-"}
+    assert _long_table(study) == (LEGACY / "samples_n3_long.csv").read_text()
+    assert sim.stats.received == 0

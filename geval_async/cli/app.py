@@ -27,6 +27,7 @@ from ..judging.plan import Study, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
 from ..study.config import EvalConfig
+from .cache import add_cache_commands
 from .meta import add_meta_command
 from .overrides import study_config
 from .score import add_score_commands
@@ -149,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(handler=cmd_sim)
 
     add_score_commands(commands, _study_arguments)
+    add_cache_commands(commands, _study_arguments, _load)
     add_meta_command(commands, _study_arguments)
     return parser
 

@@ -57,7 +57,15 @@ def test_request_key_changes_with_content_and_draw(content: str, draw: int) -> N
     other = {**body, "messages": [{"role": "user", "content": content + "."}]}
     assert request_key(body, draw) != request_key(other, draw)
     assert request_key(body, draw) != request_key(body, draw + 1)
-    assert request_key(body, draw).startswith("g1-")
+    assert request_key(body, draw).startswith("g2-")
+
+
+@given(st.text(max_size=30), st.integers(0, 20), st.integers(1, 50))
+def test_request_key_does_not_depend_on_how_many_samples_are_asked(
+    content: str, draw: int, n: int
+) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": content}], "n": 1}
+    assert request_key(body, draw) == request_key({**body, "n": n}, draw)
 
 
 @given(st.text(alphabet=string.printable + "{}", max_size=60))

@@ -258,7 +258,8 @@ def test_samples_mode_gets_the_ignored_n_as_separate_draws(
     before = llama.received()
     result = _run(study)
     assert result.returncode == 0, result.stdout + result.stderr
-    # n = 3 asked once per item, answered with one choice, then 2 follow-up draws of n = 1.
+    # n = 3 asked once per item, answered with one choice; then draw 1 asks for the 2 left
+    # and draw 2 for the last one.
     assert llama.statuses()[before:] == [200] * (ITEMS * DRAWS)
     assert _requests_sent(result.stdout) == ITEMS * DRAWS
 
@@ -269,7 +270,7 @@ def test_samples_mode_gets_the_ignored_n_as_separate_draws(
     for draws in by_item.values():
         assert sorted(draws) == [0, 1, 2]
         assert (draws[0].n, draws[0].received) == (DRAWS, 1), "the server ignored n = 3"
-        assert all((draws[d].n, draws[d].received) == (1, 1) for d in (1, 2))
+        assert [(draws[d].n, draws[d].received) for d in (1, 2)] == [(2, 1), (1, 1)]
 
     # Scoring sees all three draws of every item as its three samples.
     scores = _scores(study)

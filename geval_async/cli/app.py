@@ -20,11 +20,12 @@ from pathlib import Path
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.cache import JudgeCache
-from ..judging.coverage import coverage
-from ..judging.plan import Study, first_request, plan_items, prepare_study
+from ..judging.coverage import coverage, item_states
+from ..judging.plan import Study, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
 from ..study.config import EvalConfig
+from .cache import add_cache_commands
 from .meta import add_meta_command
 from .overrides import study_config
 from .score import add_score_commands
@@ -59,6 +60,9 @@ def _study_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--mode", choices=words(SamplingMode), help="sampling mode")
     group.add_argument("--criteria", help="comma-separated criteria to use (default: all)")
     group.add_argument("--limit", type=int, help="use only the first N records")
+    group.add_argument(
+        "--shard", metavar="I/K", help="only share I of K of the items (one of K machines)"
+    )
 
 
 _OVERRIDES = (
@@ -76,6 +80,7 @@ _OVERRIDES = (
     "criteria",
     "limit",
     "max_cost",
+    "shard",
 )
 
 
@@ -131,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sim_command(commands, cmd_sim)
 
     add_score_commands(commands, _study_arguments)
+    add_cache_commands(commands, _study_arguments, _load)
     add_meta_command(commands, _study_arguments)
     return parser
 
@@ -144,7 +150,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         counts = coverage(study, cache)
         corrupted = len(cache.corrupted)
     print(coverage_table(counts))
-    print(f"cache: {study.config.cache_path}")
+    shard = study.config.shard
+    print(f"cache: {study.config.cache_path}" + (f" (shard {shard})" if shard else ""))
     if corrupted:
         print(f"{corrupted} corrupted cache entries were found and count as missing")
     return EXIT_OK
@@ -239,28 +246,29 @@ def _dry_run(study: Study) -> int:
     from ..study.pricing import estimate_cost
 
     config = study.config
-    requests = tokens = prompt_tokens = cached = 0
-    completion_per_request = config.sampling.max_tokens * config.sampling.choices_per_item
+    requests = tokens = prompt_tokens = completion_tokens = cached = 0
     with JudgeCache(config.cache_path, create=False) as cache:
-        for item in plan_items(study):
-            request = first_request(item, config)
-            if cache.get(request.key) is not None:
+        for state in item_states(study, cache):
+            if not state.missing:
                 cached += 1
                 continue
+            # The next chunk asks for every sample the item still lacks.
+            request = state.missing[0]
             requests += 1
             tokens += request.est_tokens
-            prompt_tokens += request.est_tokens - completion_per_request
-    cost = estimate_cost(
-        config.judge.model, prompt_tokens, requests * completion_per_request, config.price_table
-    )
+            completion_tokens += config.sampling.max_tokens * request.n
+    prompt_tokens = tokens - completion_tokens
+    cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)
     print(
         f"items: {study.item_count} ({len(study.selected_records)} records x "
-        f"{len(study.criteria)} criteria), {config.sampling.choices_per_item} answers each"
+        f"{len(study.criteria)} criteria"
+        + (f", shard {config.shard}" if config.shard else "")
+        + f"), {config.sampling.choices_per_item} answers each"
     )
     print(f"already cached: {cached}; requests to send: {requests} (more if the server ignores n)")
     print(
         f"estimated tokens: {tokens} ({prompt_tokens} prompt + "
-        f"{requests * completion_per_request} completion at most)"
+        f"{completion_tokens} completion at most)"
     )
     print(
         "estimated cost: "

@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from .overrides import study_config
 
 # Overrides that decide which cache entries hold the judge's answers, plus where things are.
-_OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode")
+_OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode", "shard")
 
 
 def add_meta_command(

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # pandas and scipy load inside the commands, not at import: `geval-async run` never needs them.
 
 # Everything that decides cache keys (model, n, mode) or what is read (cache, criteria, limit).
-_OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode")
+_OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode", "shard")
 
 
 def add_score_commands(

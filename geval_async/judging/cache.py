@@ -16,6 +16,7 @@ counted as corrupted and treated as missing.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import orjson
 
 from ..errors import CacheError
 from ..options import EntryStatus
+from .readonly import ReadOnlyStore
 
 ENTRY_VERSION = 1
 _PROBE_KEY = "geval-async:probe"
@@ -84,6 +86,9 @@ class CachedResponse:
         if entry.ok:
             # The body was checked when it arrived; failing now means the entry was damaged.
             orjson.loads(entry.body)
+            if entry.received < 1:
+                # An answer always has a choice; without one the next draw would start here again.
+                raise ValueError("entry has no choices")
         return entry
 
 
@@ -91,18 +96,28 @@ class CachedResponse:
 class JudgeCache:
     """The cache folder of a study.
 
-    Use as a context manager. With ``create=False`` a missing folder reads as an empty cache
-    and nothing is created (``status`` and the scoring stage never write).
+    Use as a context manager. With ``create=False`` the folder is opened to read only: nothing
+    in it is created or changed, a missing folder reads as an empty cache, and a folder the
+    user may not write can be read (``status``, the scoring stage, ``cache export``; see
+    :mod:`geval_async.judging.readonly`).
     """
 
     directory: Path
     create: bool = True
     corrupted: set[str] = field(default_factory=set)
-    _cache: diskcache.Cache | None = None
+    _cache: diskcache.Cache | ReadOnlyStore | None = None
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
-        if not self.create and not (self.directory / "cache.db").exists():
+        if not self.create:
+            if (self.directory / "cache.db").exists():
+                try:
+                    self._cache = ReadOnlyStore(self.directory)
+                except (OSError, sqlite3.Error) as exc:
+                    raise CacheError(
+                        f"{self.directory}: cannot read the cache folder ({exc}); check that "
+                        "it is a geval-async cache folder you may read"
+                    ) from exc
             return
         try:
             self._cache = diskcache.Cache(
@@ -148,6 +163,9 @@ class JudgeCache:
         try:
             raw = self._cache.get(key, default=_ABSENT)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            if isinstance(exc, OSError) and isinstance(self._cache, ReadOnlyStore):
+                self.corrupted.add(key)  # its value file is gone: damage, as diskcache reports
+                return None
             raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
         except Exception:  # noqa: BLE001 - an undecodable pickle or file is damage, not a bug
             self.corrupted.add(key)
@@ -185,10 +203,35 @@ class JudgeCache:
                 "free space or fix permissions, then run again to resume"
             ) from exc
 
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        """The stored keys that start with ``prefix``, in sorted order."""
+        if self._cache is None:
+            return
+        try:
+            # diskcache walks its key index in order, so the keys of one prefix are adjacent.
+            for key in self._cache.iterkeys():
+                if not isinstance(key, str) or key < prefix:
+                    continue
+                if not key.startswith(prefix):
+                    return
+                yield key
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
+
+    def delete(self, key: str) -> None:
+        """Remove an entry (absent keys are ignored)."""
+        cache = self._require()
+        try:
+            cache.delete(key)
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise CacheError(f"{self.directory}: cannot write to the cache ({exc})") from exc
+
     def __len__(self) -> int:
         return 0 if self._cache is None else len(self._cache)
 
     def _require(self) -> diskcache.Cache:
         if self._cache is None:
             raise CacheError(f"{self.directory}: the cache folder is not open")
+        if isinstance(self._cache, ReadOnlyStore):
+            raise CacheError(f"{self.directory}: the cache folder is open to read only")
         return self._cache

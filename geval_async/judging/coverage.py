@@ -2,8 +2,9 @@
 
 The runner uses it to skip what is done, ``status`` to count answered / failed / missing per
 criterion, and the scoring stage to collect every stored answer of an item. An item's answers
-are its draw-0 entry plus, when that returned fewer choices than asked, the further draws (see
-:mod:`geval_async.plan`).
+are its chunks in draw order: draw 0, then the chunk that starts where it ended, and so on
+until the item has its n samples (see :mod:`geval_async.judging.plan`). Answers stored under the
+first key scheme are read in place (:mod:`geval_async.judging.legacy`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 
 from ..study.config import EvalConfig
 from .cache import CachedResponse, JudgeCache
-from .plan import JudgeItem, JudgeRequest, Study, first_request, followup_requests, plan_items
+from .legacy import legacy_answers, legacy_sizes
+from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_request, plan_items
 
 
 @dataclass
@@ -35,32 +37,49 @@ class ItemState:
 
 
 def item_state(
-    first: JudgeRequest, cache: JudgeCache, config: EvalConfig, *, retry_failed: bool = False
+    first: JudgeRequest,
+    cache: JudgeCache,
+    config: EvalConfig,
+    *,
+    retry_failed: bool = False,
+    legacy: tuple[int, ...] = (),
 ) -> ItemState:
-    """Look up every request of an item; with ``retry_failed`` a refusal counts as missing."""
-    state = ItemState(first.item, first)
+    """Walk an item's chunks; with ``retry_failed`` a refusal counts as missing.
 
-    def lookup(request: JudgeRequest) -> bool:
+    ``legacy`` are the n values of old draws in the cache (:func:`legacy_sizes`), looked up
+    when the item has no draw 0 under the new keys.
+    """
+    state = ItemState(first.item, first)
+    start = 0
+    request = first
+    while start < first.n:
+        if start > 0:
+            request = chunk_request(first, start, config)
         entry = cache.get(request.key)
+        if entry is None and start == 0 and legacy:
+            found = legacy_answers(first, cache, legacy)
+            if found.entries:
+                state.entries.extend(found.entries)
+                start = found.received
+                continue
+            entry = found.refusal
         if entry is None or (not entry.ok and retry_failed):
             state.missing.append(request)
-            return False
+            break
         if not entry.ok:
             state.refused = entry
-            return False
+            break
         state.entries.append(entry)
-        return True
-
-    if lookup(first):
-        for request in followup_requests(first, state.entries[0].received, config):
-            lookup(request)
+        start += entry.received
     return state
 
 
 def item_states(study: Study, cache: JudgeCache) -> Iterator[ItemState]:
     """The state of every item of the plan, in plan order."""
+    legacy = legacy_sizes(cache)
     for item in plan_items(study):
-        yield item_state(first_request(item, study.config), cache, study.config)
+        first = first_request(item, study.config)
+        yield item_state(first, cache, study.config, legacy=legacy)
 
 
 @dataclass

@@ -7,10 +7,12 @@ prompt prefix, which providers cache), without building the whole plan in memory
 messages are rendered only when :func:`first_request` is called for it, by the worker that needs
 it.
 
-An item needs ``choices_per_item`` answers. Draw 0 asks for all of them in one request (``n``);
-a server that returns fewer (llama.cpp ignores ``n``) is asked for the rest as draws
-1..remaining with ``n = 1`` each. The chain is a pure function of what is in the cache, so the
-scoring stage finds the same keys without a network.
+An item needs ``choices_per_item`` answers (samples), drawn in chunks. The chunk at draw
+``d`` starts at sample ``d`` and asks for the rest (``n = total - d``); draw 0 asks for all of
+them in one request. When a chunk returns fewer (an earlier run with a smaller n, or llama.cpp,
+which ignores ``n``), the next chunk starts where it ended. The chain is a pure function of
+what is in the cache, so the scoring stage finds the same keys without a network, and always
+scores the first n samples in draw order (see :mod:`geval_async.judging.keys`).
 """
 
 from __future__ import annotations
@@ -59,8 +61,18 @@ class Study:
 
     @property
     def item_count(self) -> int:
-        """Items (record x criterion x rubric) in the plan."""
-        return len(self.selected_records) * sum(len(c.rubrics) for c in self.criteria)
+        """Items (record x criterion x rubric) in the plan (in its shard, with ``--shard``)."""
+        return sum(self.items_by_criterion().values())
+
+    def items_by_criterion(self) -> dict[str, int]:
+        """How many items of each criterion the plan (or its shard) holds."""
+        if self.config.shard is None:
+            records = len(self.selected_records)
+            return {c.name: records * len(c.rubrics) for c in self.criteria}
+        counts = dict.fromkeys((c.name for c in self.criteria), 0)
+        for item in plan_items(self):
+            counts[item.criterion.name] += 1
+        return counts
 
     @property
     def selected_records(self) -> list[Record]:
@@ -144,12 +156,18 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
 
 
 def plan_items(study: Study) -> Iterator[JudgeItem]:
-    """Yield every item of the plan, criterion by criterion (and rubric by rubric)."""
+    """Yield every item of the plan, criterion by criterion (and rubric by rubric).
+
+    With a shard (``--shard I/K``), only the items whose first draw's key falls in it.
+    """
     records = study.selected_records
+    shard = study.config.shard
     for criterion in study.criteria:
         for rubric in criterion.rubrics:
             for record in records:
-                yield JudgeItem(record, criterion, rubric)
+                item = JudgeItem(record, criterion, rubric)
+                if shard is None or shard.holds(first_request(item, study.config).key):
+                    yield item
 
 
 def render_messages(item: JudgeItem) -> list[dict[str, str]]:
@@ -194,8 +212,7 @@ def first_request(item: JudgeItem, config: EvalConfig) -> JudgeRequest:
     return _request(item, config, render_messages(item), 0, config.sampling.choices_per_item)
 
 
-def followup_requests(first: JudgeRequest, received: int, config: EvalConfig) -> list[JudgeRequest]:
-    """The further draws an item needs when draw 0 returned only ``received`` choices."""
-    missing = first.n - received
-    messages = first.body["messages"]
-    return [_request(first.item, config, messages, draw, 1) for draw in range(1, missing + 1)]
+def chunk_request(request: JudgeRequest, start: int, config: EvalConfig) -> JudgeRequest:
+    """The chunk of ``request``'s item that starts at sample ``start`` and asks for the rest."""
+    total = request.draw + request.n
+    return _request(request.item, config, request.body["messages"], start, total - start)

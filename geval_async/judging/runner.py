@@ -33,8 +33,9 @@ from .cache import CachedResponse, JudgeCache
 from .claims import Claims
 from .coverage import item_state
 from .entries import answer_entry, refusal_entry
+from .legacy import has_legacy, migrate_study
 from .limits import RateLimits
-from .plan import JudgeItem, JudgeRequest, Study, first_request, followup_requests, plan_items
+from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_request, plan_items
 from .progress import CriterionCounts, RunCounters, RunResult, render_progress
 from .transport import JudgeAnswer, Transport, refuses_n
 
@@ -69,10 +70,10 @@ class _Run:
         self.cache, self.transport, self.claims = cache, transport, claims
         self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
         self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
-        records = len(study.selected_records)
         self.counters = RunCounters(
             criteria={
-                c.name: CriterionCounts(items=records * len(c.rubrics)) for c in study.criteria
+                name: CriterionCounts(items=items)
+                for name, items in study.items_by_criterion().items()
             }
         )
         self.failures: Counter[str] = Counter()
@@ -139,14 +140,11 @@ class _Run:
             outcome, received = await self.fetch_claimed(request)
             if outcome != ItemOutcome.OK:
                 return outcome
-            if request.draw == 0 and received < request.n:
-                # The server returned fewer choices than n (llama.cpp ignores n): ask for the
-                # rest as further draws, skipping any an earlier run already stored.
-                pending = [
-                    r
-                    for r in followup_requests(request, received, self.config)
-                    if self.cached(r) is None
-                ]
+            if received < request.n:
+                # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp, which
+                # ignores n): the rest is the chunk that starts where this one ended, which an
+                # earlier run may have stored already (fetch_claimed then reads it).
+                pending = [chunk_request(request, request.draw + received, self.config)]
         return ItemOutcome.OK
 
     async def fetch_claimed(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
@@ -303,6 +301,9 @@ async def run_study(
         ConfigError: a request can never pass the configured limits.
     """
     cache.check_writable()
+    if has_legacy(cache):
+        # Answers under the first key scheme move to the new keys before anything is asked.
+        migrate_study(study, cache)
     stop = stop if stop is not None else asyncio.Event()
     limits = study.config.limits
     started = time.monotonic()

@@ -20,7 +20,8 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..judging.cache import JudgeCache
-from ..judging.plan import Study, first_request, plan_items, prepare_study
+from ..judging.coverage import item_states
+from ..judging.plan import Study, prepare_study
 from ..options import StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
 from .scores import CriterionTally, ItemScore, score_items, tally
@@ -128,8 +129,7 @@ def load_results(
 
 def _simulated(study: Study, cache: JudgeCache) -> bool:
     # One entry tells: a study is judged by one server.
-    for item in plan_items(study):
-        entry = cache.get(first_request(item, study.config).key)
-        if entry is not None:
-            return entry.simulated
+    for state in item_states(study, cache):
+        if state.entries:
+            return state.entries[0].simulated
     return False

@@ -126,13 +126,20 @@ def judge(
     # A yes/no question is a two-point scale: 2 = "Yes", 1 = "No".
     top = 2 if yes_no else rating_scale(prompt)
     t = true_score(messages, top, settings.seed)
-    draw_key = canonical({k: v for k, v in body.items() if k != "n"})
+    # Choice i of a request with seed s is the sample of seed s + i: geval-async sends seed +
+    # draw index, so an item's k-th sample is the same however its samples were chunked.
+    seed = body.get("seed")
+    offset = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    kept = {k: v for k, v in body.items() if k != "n" and (k != "seed" or offset is None)}
+    draw_key = canonical(kept)
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     n = 1 if settings.ignore_n else body.get("n") or 1
     choices: list[dict[str, Any]] = []
     used = refusals = 0
     for i in range(n):
-        u1, u2, u3, u4 = _units(settings.seed, draw_key, i, repeat if settings.ignore_n else 0)
+        u1, u2, u3, u4 = _units(
+            settings.seed, draw_key, (offset or 0) + i, repeat if settings.ignore_n else 0
+        )
         invalid = u3 < settings.invalid_answers
         refusals += invalid
         if body.get("logprobs"):

@@ -16,6 +16,7 @@ bodies) and counts everything it received, so a test can assert what a client se
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import hashlib
 import json
@@ -66,6 +67,7 @@ class _Judge:
         self.limiter = RateLimiter()
         self.rng, self.rng_seed = random.Random(settings.seed), settings.seed
         self.granted = 0  # 200s promised but not yet sent, so quota_after holds under load
+        self.calls: collections.Counter[str] = collections.Counter()  # ignore_n: per body, not n
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -161,6 +163,10 @@ class _Judge:
         self, body: dict[str, Any], model: str, digest: str, prompt: int, truncate: bool
     ) -> web.Response:
         repeat = self.stats.answered[digest]
+        # llama.cpp samples anew on every call, also when only n differs between calls.
+        call = json.dumps({k: v for k, v in body.items() if k != "n"}, sort_keys=True)
+        if self.settings.ignore_n:
+            repeat = self.calls[call]
         choices, used, refusals = judge(body, self.settings, repeat)
         if refusals:
             self.stats.faults["invalid_answer"] += refusals
@@ -182,6 +188,8 @@ class _Judge:
             text = text[: len(text) // 2]
         else:
             self.stats.answered[digest] += 1
+            self.stats.samples += len(choices)
+            self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")
 
     async def models(self, request: web.Request) -> web.Response:

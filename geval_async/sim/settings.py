@@ -39,7 +39,8 @@ class SimStats:
     """What the simulated judge received and answered.
 
     ``by_status`` counts resets under 0 and requests whose client went away under -1.
-    ``answered`` counts complete 200 answers (not truncated ones) by sha256 of the raw body.
+    ``answered`` counts complete 200 answers (not truncated ones) by sha256 of the raw body;
+    ``samples`` counts the choices those answers held.
     ``events`` holds (arrival, response time, status) per request, on ``time.monotonic()``,
     with the same 0 / -1 statuses as ``by_status``.
     """
@@ -53,10 +54,11 @@ class SimStats:
     events: list[tuple[float, float, int]] = field(default_factory=list)
     faults: collections.Counter[str] = field(default_factory=collections.Counter)
     rate_limited: int = 0
+    samples: int = 0
 
     def reset(self) -> None:
         """Zero every counter in place (the server keeps its reference)."""
-        self.received = self.rate_limited = 0
+        self.received = self.rate_limited = self.samples = 0
         self.peak_in_flight = self.in_flight  # requests still running count on
         for counter in (self.by_status, self.answered, self.faults):
             counter.clear()
@@ -73,4 +75,5 @@ class SimStats:
             "answered": dict(self.answered),
             "faults": dict(self.faults),
             "rate_limited": self.rate_limited,
+            "samples": self.samples,
         }

@@ -11,8 +11,9 @@ value meets: an unknown name, a wrong type or a value out of range is the same o
     --n 500: [sampling] 'n' must be at most 128 (the OpenAI maximum)
     n=500: [sampling] 'n' must be at most 128 (the OpenAI maximum)
 
-Two overrides belong to a run rather than to the file: ``criteria`` (which criteria to use)
-and ``max_cost`` (the ``--max-cost`` cap); they are read by the same reader too. Paths given
+Three overrides belong to a run rather than to the file: ``criteria`` (which criteria to
+use), ``max_cost`` (the ``--max-cost`` cap) and ``shard`` (``--shard I/K``, one machine's share
+of the plan); they are read by the same reader too. Paths given
 as overrides are taken as written (relative to the working directory), not against the config
 file's folder.
 """
@@ -39,6 +40,7 @@ from .sections import (
     parse_sampling,
 )
 from .settings import DataConfig, EvalConfig
+from .shard import Shard
 
 __all__ = ["OVERRIDES", "apply_overrides", "read_overrides"]
 
@@ -59,6 +61,7 @@ OVERRIDES: dict[str, tuple[str, str] | None] = {
     "output": ("output", "path"),
     "criteria": None,
     "max_cost": None,
+    "shard": None,
 }
 
 
@@ -66,7 +69,8 @@ def apply_overrides(config: EvalConfig, **overrides: Any) -> EvalConfig:
     """``config`` with keyword overrides applied (None means "not given").
 
     Known names: base_url, model, mode, n, concurrency, rpm, tpm, timeout, retries, limit,
-    cache, output, criteria (a comma-separated text or a list of names), max_cost.
+    cache, output, criteria (a comma-separated text or a list of names), max_cost, shard
+    ("I/K" or a :class:`~geval_async.study.shard.Shard`).
 
     Raises:
         ConfigError: an unknown name, or a value the config file could not hold either.
@@ -91,6 +95,8 @@ def read_overrides(
             t = TableReader(origin, "", {name: value}, {name})
             if name == "criteria":
                 config = replace(config, criteria=_criteria(config, t))
+            elif name == "shard":
+                config = replace(config, shard=_shard(t))
             else:
                 config = replace(config, max_cost=_max_cost(config, t))
             continue
@@ -166,3 +172,11 @@ def _max_cost(config: EvalConfig, t: TableReader) -> float:
             f'as [prices] "{model}" = [input, output] (USD per million tokens)'
         )
     return max_cost
+
+
+def _shard(t: TableReader) -> Shard:
+    given = t.get("shard", (str, Shard))
+    shard = given if isinstance(given, Shard) else Shard.parse(given)
+    if shard is None:
+        raise t.error("give I/K with 1 <= I <= K, e.g. 2/3 for the second of three machines")
+    return shard

@@ -16,6 +16,7 @@ from ..errors import ConfigError
 from ..options import Normalization, Provider, SamplingMode, StatTest
 from .criteria import CriterionConfig
 from .pricing import PRICES
+from .shard import Shard
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -160,6 +161,7 @@ class EvalConfig:
     meta: MetaConfig = field(default_factory=MetaConfig)
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     max_cost: float | None = None
+    shard: Shard | None = None
 
     @property
     def price_table(self) -> dict[str, tuple[float, float]]:

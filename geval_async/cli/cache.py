@@ -1,0 +1,213 @@
+"""The ``cache`` commands: merge, export, import, verify, stats, prune and migrate cache folders.
+
+Parsing and printing only; the work is in :mod:`geval_async.judging.maintenance`,
+:mod:`geval_async.judging.archive` and :mod:`geval_async.judging.legacy`. Commands that only
+read (``export``, ``verify``, ``stats``, the sources of ``merge``) open folders read-only.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+EXIT_OK, EXIT_DAMAGED = 0, 1
+_SHOWN = 10  # keys listed at most per kind of problem
+
+
+def add_cache_commands(
+    commands: Any,
+    study_arguments: Callable[[argparse.ArgumentParser], None],
+    load: Callable[[argparse.Namespace], Any],
+) -> None:
+    """Register ``cache`` and its subcommands on the CLI's subparsers."""
+    group = commands.add_parser(
+        "cache", help="merge, export, import, verify, count, prune or migrate cache folders"
+    )
+    sub = group.add_subparsers(dest="cache_command", required=True, metavar="SUBCOMMAND")
+
+    merge = sub.add_parser("merge", help="put several cache folders into one (a union)")
+    merge.add_argument("dest", type=Path, help="the cache folder to merge into (created)")
+    merge.add_argument("sources", type=Path, nargs="+", help="cache folders to read")
+    merge.set_defaults(handler=cmd_merge)
+
+    export = sub.add_parser("export", help="a study's entries to a compressed JSONL archive")
+    study_arguments(export)
+    export.add_argument("archive", type=Path, help="the archive to write (e.g. study.jsonl.gz)")
+    export.set_defaults(handler=lambda args: cmd_export(args, load(args)))
+
+    imp = sub.add_parser("import", help="an archive's entries into a cache folder")
+    imp.add_argument("archive", type=Path, help="an archive written by `cache export`")
+    imp.add_argument("dest", type=Path, help="the cache folder to import into (created)")
+    imp.set_defaults(handler=cmd_import)
+
+    verify = sub.add_parser("verify", help="check that every entry decodes and every body parses")
+    verify.add_argument("cache", type=Path, help="a cache folder")
+    verify.set_defaults(handler=cmd_verify)
+
+    stats = sub.add_parser("stats", help="entries, size, answers and refusals by model/criterion")
+    stats.add_argument("cache", type=Path, help="a cache folder")
+    stats.set_defaults(handler=cmd_stats)
+
+    prune = sub.add_parser("prune", help="remove entries by model, age or disuse")
+    prune.add_argument("cache", type=Path, help="a cache folder")
+    prune.add_argument("--model", action="append", default=[], help="entries of this model")
+    prune.add_argument("--older-than", type=float, metavar="DAYS", help="entries older than")
+    prune.add_argument(
+        "--unused-by",
+        nargs="+",
+        type=Path,
+        metavar="CONFIG",
+        help="entries none of these study configs reads (at their n, model, prompts)",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+    prune.set_defaults(handler=cmd_prune)
+
+    migrate = sub.add_parser(
+        "migrate", help="move a study's entries written with the old keys (g1-) to the new ones"
+    )
+    study_arguments(migrate)
+    migrate.set_defaults(handler=lambda args: cmd_migrate(load(args)))
+
+
+def _existing(path: Path) -> Path:
+    if not (path / "cache.db").is_file():
+        raise ConfigError(f"{path}: not a cache folder (no cache.db); check the path")
+    return path
+
+
+def _print_merge(report: Any, what: str) -> None:
+    print(
+        f"{what}: {report.added} entries added, {report.identical} already there, "
+        f"{len(report.conflicts)} clashing, {len(report.damaged)} damaged"
+    )
+    if report.conflicts:
+        print("same key, different answer (the entry already in the destination was kept):")
+        for key in report.conflicts[:_SHOWN]:
+            print(f"  {key}")
+        if len(report.conflicts) > _SHOWN:
+            print(f"  ... and {len(report.conflicts) - _SHOWN} more")
+    if report.damaged:
+        print("damaged entries (not merged; `geval-async cache verify` lists them):")
+        for key in report.damaged[:_SHOWN]:
+            print(f"  {key}")
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    from ..judging.cache import JudgeCache
+    from ..judging.maintenance import merge_caches
+
+    sources = [_existing(path) for path in args.sources]
+    with ExitStack() as stack:
+        opened = [stack.enter_context(JudgeCache(path, create=False)) for path in sources]
+        dest = stack.enter_context(JudgeCache(args.dest))
+        report = merge_caches(dest, opened)
+    _print_merge(report, f"merged {len(sources)} folders into {args.dest}")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, config: Any) -> int:
+    from ..judging.archive import study_entries, write_archive
+    from ..judging.cache import JudgeCache
+    from ..judging.plan import prepare_study
+
+    study = prepare_study(config)
+    with JudgeCache(config.cache_path, create=False) as cache:
+        count = write_archive(study_entries(study, cache), args.archive)
+    print(f"wrote {count} entries of {config.source} to {args.archive}")
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from ..judging.archive import check_archive, import_archive
+    from ..judging.cache import JudgeCache
+
+    check_archive(args.archive)  # before the destination folder is created
+    with JudgeCache(args.dest) as dest:
+        report = import_archive(args.archive, dest)
+    _print_merge(report, f"imported {args.archive} into {args.dest}")
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..judging.cache import JudgeCache
+    from ..judging.maintenance import verify_cache
+
+    with JudgeCache(_existing(args.cache), create=False) as cache:
+        entries, damaged = verify_cache(cache)
+    if not damaged:
+        print(f"{args.cache}: all {entries} entries decode and every answer body parses")
+        return EXIT_OK
+    print(f"{args.cache}: {len(damaged)} of {entries} entries are damaged:")
+    for damage in damaged:
+        print(f"  {damage.key}: {damage.problem}")
+    print("damaged entries count as missing: `geval-async run` asks for them again")
+    return EXIT_DAMAGED
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from ..judging.cache import JudgeCache
+    from ..judging.maintenance import cache_stats
+    from .summary import table
+
+    with JudgeCache(_existing(args.cache), create=False) as cache:
+        stats = cache_stats(cache)
+    rows: dict[tuple[str, str], list[int]] = {}
+    for (model, criterion, status), count in sorted(stats.by_model_criterion.items()):
+        rows.setdefault((model, criterion), [0, 0])[status == "refusal"] += count
+    print(
+        table(
+            ["model", "criterion", "answers", "refusals"],
+            [[m, c, str(a), str(r)] for (m, c), (a, r) in rows.items()],
+        )
+    )
+    print(
+        f"{stats.entries} entries ({stats.answers} answers holding {stats.samples} samples, "
+        f"{stats.refusals} refusals, {stats.damaged} damaged), "
+        f"{stats.size_bytes / 1e6:.1f} MB on disk"
+    )
+    if stats.old_keys:
+        print(
+            f"{stats.old_keys} entries use the old keys (g1-): `geval-async cache migrate "
+            "CONFIG` (or `run`) moves a study's to the new ones"
+        )
+    return EXIT_OK
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from ..judging.cache import JudgeCache
+    from ..judging.maintenance import PruneSelection, keys_used_by, prune_cache
+    from ..judging.plan import prepare_study
+    from ..study.config import load_config
+
+    with JudgeCache(_existing(args.cache), create=not args.dry_run) as cache:
+        keep = None
+        if args.unused_by:
+            studies = [prepare_study(load_config(path)) for path in args.unused_by]
+            keep = keys_used_by(studies, cache)
+        selection = PruneSelection(frozenset(args.model), args.older_than, keep)
+        report = prune_cache(cache, selection, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"{verb} {report.total} entries, kept {report.kept}")
+    for (model, criterion), count in sorted(report.removed.items()):
+        print(f"  {count:>8}  {model}  {criterion}")
+    if args.dry_run:
+        print("dry run: nothing was removed")
+    return EXIT_OK
+
+
+def cmd_migrate(config: Any) -> int:
+    from ..judging.cache import JudgeCache
+    from ..judging.legacy import migrate_study
+    from ..judging.plan import prepare_study
+
+    study = prepare_study(config)
+    with JudgeCache(_existing(config.cache_path)) as cache:
+        moved = migrate_study(study, cache)
+    print(f"moved {moved} entries of {config.source} from the old keys to the new ones")
+    return EXIT_OK

@@ -1,0 +1,123 @@
+"""Caches written with the first key scheme (``g1``): read in place, and migrated.
+
+Until draws were keyed by their first sample (:mod:`geval_async.judging.keys`), a key held the
+item's total n: draw 0 asked for all n answers, and a server that returned fewer was asked for
+the rest as draws 1, 2, ... with ``n = 1`` each. Such answers were paid for, so they are never
+asked again: the commands that only read find them in place (:func:`legacy_answers`), and
+``run`` (or ``geval-async cache migrate``) moves them to the new keys (:func:`migrate_study`),
+where raising n later adds to them.
+
+The old keys cannot be recomputed without the n they were asked with, so the sizes are read
+from the old entries themselves (:func:`legacy_sizes`); when an item was judged with several n
+(a pilot with 5, the study with 10, each paid for), every chain is kept, smallest n first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .cache import CachedResponse, JudgeCache
+from .keys import canonical_json
+from .plan import JudgeRequest, Study, chunk_request, first_request, plan_items
+
+LEGACY_VERSION = "g1"
+
+
+def legacy_key(body: Mapping[str, Any], draw: int) -> str:
+    """The key the first scheme gave a request body sent as draw ``draw`` (n included)."""
+    digest = hashlib.sha256(canonical_json({"body": body, "draw": draw})).hexdigest()
+    return f"{LEGACY_VERSION}-{digest}"
+
+
+def has_legacy(cache: JudgeCache) -> bool:
+    """Whether the cache holds any entry under a first-scheme key."""
+    return next(cache.keys(f"{LEGACY_VERSION}-"), None) is not None
+
+
+def legacy_sizes(cache: JudgeCache) -> tuple[int, ...]:
+    """Every n an old draw 0 in the cache was asked with, smallest first."""
+    sizes: set[int] = set()
+    for key in cache.keys(f"{LEGACY_VERSION}-"):
+        entry = cache.get(key)
+        if entry is not None and entry.draw == 0:
+            sizes.add(entry.n)
+    return tuple(sorted(sizes))
+
+
+@dataclass
+class LegacyAnswers:
+    """An item's answers under old keys: the ok entries in sample order, and a refusal."""
+
+    entries: list[CachedResponse]
+    keys: list[str]
+    refusal: CachedResponse | None = None
+
+    @property
+    def received(self) -> int:
+        return sum(entry.received for entry in self.entries)
+
+
+def legacy_answers(first: JudgeRequest, cache: JudgeCache, sizes: tuple[int, ...]) -> LegacyAnswers:
+    """What the cache holds for an item under old keys, for each n in ``sizes``."""
+    found = LegacyAnswers([], [])
+    seed = first.body.get("seed")
+    for size in sizes:
+        key = legacy_key({**first.body, "n": size}, 0)
+        entry = cache.get(key)
+        if entry is None:
+            continue
+        found.keys.append(key)
+        if not entry.ok:
+            found.refusal = found.refusal or entry
+            continue
+        found.entries.append(entry)
+        for draw in range(1, size - entry.received + 1):
+            body = {**first.body, "n": 1}
+            if seed is not None:
+                body["seed"] = seed + draw
+            key = legacy_key(body, draw)
+            further = cache.get(key)
+            if further is None:
+                break
+            found.keys.append(key)
+            if not further.ok:
+                found.refusal = found.refusal or further
+                break
+            found.entries.append(further)
+    return found
+
+
+def migrate_study(study: Study, cache: JudgeCache) -> int:
+    """Move the old entries of a study's items to the new keys; returns how many moved.
+
+    An item's old answers become its first chunks, in sample order. An item the new keys
+    already answer keeps those, and its old entries go. A refusal moves only when the item has
+    no answer. Items of other studies keep their old entries.
+    """
+    sizes = legacy_sizes(cache)
+    if not sizes:
+        return 0
+    moved = 0
+    for item in plan_items(study):
+        first = first_request(item, study.config)
+        found = legacy_answers(first, cache, sizes)
+        if not found.keys:
+            continue
+        if cache.get(first.key) is None:
+            start = 0
+            for entry in found.entries or ([found.refusal] if found.refusal else []):
+                request = chunk_request(first, start, study.config)
+                cache.put(_moved(entry, request))
+                start += entry.received
+                moved += 1
+        for key in found.keys:
+            cache.delete(key)
+    return moved
+
+
+def _moved(entry: CachedResponse, request: JudgeRequest) -> CachedResponse:
+    fields = {**entry.__dict__, "key": request.key, "draw": request.draw}
+    return CachedResponse(**fields)

@@ -1,0 +1,178 @@
+"""Sampling that grows: raising n asks only for the new samples, lowering it asks for nothing.
+
+Keys do not hold the total n (see geval_async/judging/keys.py), so a study judged with n = 5
+and then n = 20 pays for 15 more samples per item, counted by the simulated judge itself, and
+scores exactly like a study judged with n = 20 from the start. Caches written by the first key
+scheme (tests/data/legacy: written by geval-async at commit 10c036d against this file's study)
+are read in place and migrated, never asked again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import diskcache
+import pytest
+from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, run_study
+
+from geval_async.sim import SimServer
+
+LEGACY = ROOT / "tests" / "data" / "legacy"
+
+
+def _long_table(study: StudyFiles, *flags: str) -> str:
+    """The long score table `geval-async score` writes with these flags."""
+    out = study.root / ("out" + "".join(flags).replace("-", "_").replace("/", "_"))
+    result = run_cli("score", str(study.config), "--output", str(out), *flags)
+    assert result.returncode == 0, result.stderr
+    return (out / "scores" / "t_long.csv").read_text(encoding="utf-8")
+
+
+def _items(study: StudyFiles, limit: int | None = None) -> int:
+    return 2 * (study.n_records if limit is None else limit)
+
+
+def test_raising_n_asks_only_for_the_new_samples(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url, sampling={"n": 5, "seed": 1})
+    assert run_study(study).returncode == 0
+    items = _items(study)
+    assert (sim.stats.received, sim.stats.samples) == (items, 5 * items)
+
+    grown = run_study(study, "--n", "20")
+    assert grown.returncode == 0, grown.stderr
+    # One request per item, asking for exactly the 15 samples it lacks.
+    assert (sim.stats.received, sim.stats.samples) == (2 * items, 20 * items)
+    assert run_study(study, "--n", "20").returncode == 0
+    assert sim.stats.received == 2 * items, "the grown study is complete"
+
+    # The same scores as a study judged with n = 20 from the start (in a cache of its own).
+    fresh = study.root / "fresh"
+    assert run_study(study, "--n", "20", "--cache", str(fresh)).returncode == 0
+    assert _long_table(study, "--n", "20") == _long_table(study, "--n", "20", "--cache", str(fresh))
+
+
+def test_lowering_n_reads_the_first_samples_and_sends_nothing(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url, sampling={"n": 20, "seed": 1})
+    assert run_study(study).returncode == 0
+    received = sim.stats.received
+    before = cache_snapshot(study.cache)
+
+    fewer = run_study(study, "--n", "5")
+    assert fewer.returncode == 0, fewer.stderr
+    assert sim.stats.received == received, "n = 5 after n = 20 must not send a request"
+    assert cache_snapshot(study.cache) == before
+
+    # Scored from the first 5 samples of each item: the scores of a study judged with n = 5.
+    fresh = study.root / "fresh"
+    assert run_study(study, "--n", "5", "--cache", str(fresh)).returncode == 0
+    lowered = _long_table(study, "--n", "5")
+    assert lowered == _long_table(study, "--n", "5", "--cache", str(fresh))
+    assert lowered != _long_table(study, "--n", "20")
+    assert ',5,0,1.0,"' in lowered  # 5 valid samples, 0 invalid
+
+
+@pytest.mark.parametrize("server", ["ignore_n", "max_n"])
+def test_servers_returning_one_choice_grow_the_same_way(
+    sim: SimServer, study: StudyFiles, server: str
+) -> None:
+    # llama.cpp ignores n; llama-server with one slot refuses n > 1 (then every request asks 1).
+    if server == "ignore_n":
+        sim.settings.ignore_n = True
+    else:
+        sim.settings.max_n = 1
+    study.write_config(sim.base_url, sampling={"n": 2})
+    assert run_study(study, "--limit", "3").returncode == 0
+    items = _items(study, 3)
+    assert sim.stats.samples == 2 * items
+    answered = sim.stats.by_status[200]
+    assert answered == 2 * items
+
+    grown = run_study(study, "--limit", "3", "--n", "4")
+    assert grown.returncode == 0, grown.stderr
+    assert sim.stats.samples == 4 * items
+    assert sim.stats.by_status[200] - answered == 2 * items, "one request per new sample"
+    before = sim.stats.received
+    assert run_study(study, "--limit", "3", "--n", "3").returncode == 0
+    assert sim.stats.received == before
+
+
+def _load_legacy(study: StudyFiles, name: str) -> None:
+    """Put the entries the first key scheme wrote into the study's cache folder."""
+    rows = [json.loads(line) for line in (LEGACY / f"{name}.jsonl").read_text().splitlines()]
+    with diskcache.Cache(str(study.cache)) as cache:
+        for row in rows:
+            cache.set(row["key"], row["value"].encode())
+
+
+def _keys(path: Path) -> set[str]:
+    return {key[:3] for key in cache_snapshot(path)}
+
+
+def test_a_cache_of_the_first_key_scheme_is_read_in_place(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    _load_legacy(study, "samples_n3")
+    study.write_config(sim.base_url)  # n = 3, as the old cache was written
+    before = cache_snapshot(study.cache)
+
+    status = run_cli("status", str(study.config))
+    assert status.returncode == 0, status.stderr
+    total = next(line for line in status.stdout.splitlines() if line.startswith("total"))
+    assert total.split()[1:] == [str(_items(study)), str(_items(study)), "0", "0"]
+    # Scoring reads the old entries where they are, and scores what the old code scored.
+    assert _long_table(study) == (LEGACY / "samples_n3_long.csv").read_text()
+    assert cache_snapshot(study.cache) == before, "reading must not change the cache"
+
+    # A run sends nothing and moves the old entries to the new keys.
+    again = run_study(study)
+    assert again.returncode == 0, again.stderr
+    assert sim.stats.received == 0
+    assert _keys(study.cache) == {"g2-"}
+    assert _long_table(study) == (LEGACY / "samples_n3_long.csv").read_text()
+
+
+def test_a_cache_of_the_first_key_scheme_grows(sim: SimServer, study: StudyFiles) -> None:
+    _load_legacy(study, "samples_n3")
+    study.write_config(sim.base_url, sampling={"n": 5})
+    items = _items(study)
+    # Before the migration, status already sees the 3 old samples; 2 are missing.
+    status = run_cli("status", str(study.config))
+    total = next(line for line in status.stdout.splitlines() if line.startswith("total"))
+    assert total.split()[1:] == [str(items), "0", "0", str(items)]
+
+    grown = run_study(study)
+    assert grown.returncode == 0, grown.stderr
+    assert (sim.stats.received, sim.stats.samples) == (items, 2 * items)
+    assert _keys(study.cache) == {"g2-"}
+    # n = 3 still scores the old samples, exactly as the old code did.
+    assert _long_table(study, "--n", "3") == (LEGACY / "samples_n3_long.csv").read_text()
+
+
+def test_a_first_scheme_cache_from_a_server_ignoring_n(sim: SimServer, study: StudyFiles) -> None:
+    # Written against ignore_n: per item, draw 0 (n = 3, one choice) and two draws of n = 1.
+    _load_legacy(study, "ignore_n_n3")
+    sim.settings.ignore_n = True
+    study.write_config(sim.base_url)
+    expected = (LEGACY / "ignore_n_n3_long.csv").read_text()
+    assert _long_table(study, "--limit", "3") == expected
+    assert run_study(study, "--limit", "3").returncode == 0
+    assert sim.stats.received == 0
+    assert _long_table(study, "--limit", "3") == expected
+    assert run_study(study, "--limit", "3", "--n", "4").returncode == 0
+    assert (sim.stats.received, sim.stats.samples) == (_items(study, 3), _items(study, 3))
+
+
+def test_cache_migrate_moves_a_studys_old_entries(sim: SimServer, study: StudyFiles) -> None:
+    _load_legacy(study, "samples_n3")
+    study.write_config(sim.base_url)
+    stats = run_cli("cache", "stats", str(study.cache))
+    assert f"{_items(study)} entries use the old keys (g1-)" in stats.stdout
+    migrated = run_cli("cache", "migrate", str(study.config))
+    assert migrated.returncode == 0, migrated.stderr
+    assert f"moved {_items(study)} entries" in migrated.stdout
+    assert _keys(study.cache) == {"g2-"}
+    assert _long_table(study) == (LEGACY / "samples_n3_long.csv").read_text()
+    assert sim.stats.received == 0

@@ -1,0 +1,95 @@
+"""Shards: K machines with one config each judge share I of K into their own cache.
+
+Three processes judge three shards of the study into three cache folders at the same time;
+`cache merge` puts them together, and the merged cache scores exactly as one run's cache.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import ROOT, StudyFiles, run_cli, run_study
+
+from geval_async.judging.plan import first_request, plan_items, prepare_study
+from geval_async.sim import SimServer
+from geval_async.study.config import apply_overrides, load_config
+
+
+def _total(stdout: str) -> list[str]:
+    return next(line for line in stdout.splitlines() if line.startswith("total")).split()[1:]
+
+
+def test_shards_split_the_plan_into_disjoint_even_parts(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url)
+    config = load_config(study.config)
+    whole = prepare_study(config)
+    everything = {first_request(item, config).key for item in plan_items(whole)}
+    parts = []
+    for index in (1, 2, 3):
+        shard = prepare_study(apply_overrides(config, shard=f"{index}/3"))
+        keys = [first_request(item, config).key for item in plan_items(shard)]
+        assert shard.item_count == len(keys)
+        parts.append(set(keys))
+    assert set().union(*parts) == everything
+    assert sum(len(p) for p in parts) == len(everything), "no item is in two shards"
+    assert all(len(p) >= len(everything) / 3 / 2 for p in parts), "each shard gets a fair share"
+    # Raising n keeps every item in its shard (the key of draw 0 does not hold n).
+    grown = prepare_study(apply_overrides(config, shard="2/3", n=7))
+    assert {first_request(i, grown.config).key for i in plan_items(grown)} == parts[1]
+
+
+def test_three_shards_in_three_processes_merge_into_one_run(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    caches = [study.root / f"cache{index}" for index in (1, 2, 3)]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"]
+            + ["--shard", f"{index}/3", "--cache", str(cache)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for index, cache in zip((1, 2, 3), caches, strict=True)
+    ]
+    shard_items = []
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=120)
+        assert run.returncode == 0, stderr
+        shard_items.append(int(_total(stdout)[0]))
+    items = 2 * study.n_records
+    assert sum(shard_items) == items
+    assert sim.stats.received == items, "each item was asked once, by one shard"
+
+    # Each shard's status counts its own items, all answered.
+    for index, (cache, count) in enumerate(zip(caches, shard_items, strict=True), start=1):
+        shard = ("--shard", f"{index}/3", "--cache", str(cache))
+        status = run_cli("status", str(study.config), *shard)
+        assert _total(status.stdout) == [str(count), str(count), "0", "0"]
+
+    merged = study.root / "merged"
+    result = run_cli("cache", "merge", str(merged), *map(str, caches))
+    assert result.returncode == 0, result.stderr
+    assert f"{items} entries added, 0 already there, 0 clashing, 0 damaged" in result.stdout
+
+    assert run_study(study, "--cache", str(study.cache)).returncode == 0  # one run, one cache
+    tables = []
+    for cache in (merged, study.cache):
+        out = study.root / f"out-{cache.name}"
+        score = run_cli("score", str(study.config), "--cache", str(cache), "--output", str(out))
+        assert score.returncode == 0, score.stderr
+        tables.append((out / "scores" / "t_long.csv").read_text())
+    assert tables[0] == tables[1]
+    assert "missing" not in tables[0]
+
+
+def test_a_bad_shard_is_one_clear_line(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url)
+    for bad in ("4/3", "0/3", "two", "1/0"):
+        result = run_study(study, "--shard", bad)
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1 and "--shard" in result.stderr, result.stderr
+    assert sim.stats.received == 0

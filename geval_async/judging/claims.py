@@ -11,19 +11,31 @@ over at once, and one from another host after it lapses.
 
 The same claims make one run send a request once even when two items render the very same
 request (identical records): the second waits for the first's answer.
+
+A claim is only ever changed by its holder: ``renew`` and ``release`` first check, in one
+transaction, that the stored claim is still this run's. A run that stalled past the
+time-to-live, whose claim another process then took over, must not extend or delete the new
+holder's claim (that would let a third process send the request again). Each claim carries
+its own expiry, read against an injectable clock, so tests can move time instead of sleeping.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import diskcache
 import orjson
 
 from ..errors import CacheError
+
+__all__ = ["Claims"]
 
 _HOST = socket.gethostname()
 
@@ -39,11 +51,20 @@ def _alive(pid: int) -> bool:
 
 
 class Claims:
-    """The claims folder of a cache. ``with Claims(cache_dir, ttl) as claims: ...``."""
+    """The claims folder of a cache. ``with Claims(cache_dir, ttl) as claims: ...``.
 
-    def __init__(self, cache_directory: Path, ttl: float) -> None:
-        self.ttl = ttl
-        self._mine = orjson.dumps({"pid": os.getpid(), "host": _HOST})
+    Args:
+        cache_directory: the cache folder; claims live in its ``claims`` subfolder.
+        ttl: seconds a claim lasts unless renewed.
+        clock: the time in seconds since the epoch (tests pass a fake one).
+    """
+
+    def __init__(
+        self, cache_directory: Path, ttl: float, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.ttl, self.clock = ttl, clock
+        # "run" tells this run's claims from those of another run in the same process.
+        self._owner = {"pid": os.getpid(), "host": _HOST, "run": secrets.token_hex(8)}
         self._held: set[str] = set()
         self.directory = Path(cache_directory) / "claims"
         try:
@@ -64,54 +85,80 @@ class Claims:
         self._cache.close()
 
     def claim(self, key: str) -> bool:
-        """Claim ``key`` for this process; False when another live claim holds it."""
+        """Claim ``key`` for this run; False when another live claim holds it."""
+        if key in self._held:
+            return False  # this run is already asking (an identical request)
         try:
-            if key in self._held:
-                return False  # this process is already asking (an identical request)
-            if self._cache.add(key, self._mine, expire=self.ttl):
-                self._held.add(key)
-                return True
-            holder = self._cache.get(key)
-            if holder is None:
-                # It lapsed between add and get.
-                taken = bool(self._cache.add(key, self._mine, expire=self.ttl))
-            elif self._stale(holder):
-                self._cache.set(key, self._mine, expire=self.ttl)
-                taken = True
-            else:
-                taken = False
+            taken = bool(self._cache.add(key, self._claim()))
+            if not taken:
+                with self._cache.transact():
+                    holder = self._holder(key)
+                    taken = holder is None or self._lapsed(holder)
+                    if taken:
+                        self._cache.set(key, self._claim())
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise self._error(exc) from exc
         if taken:
             self._held.add(key)
         return taken
 
-    def renew(self, key: str) -> None:
-        """Extend this process's claim on ``key`` by the time-to-live (once per attempt)."""
+    def renew(self, key: str) -> bool:
+        """Extend this run's claim on ``key`` by the time-to-live (once per attempt).
+
+        Returns False, and changes nothing, when the claim is no longer this run's: it lapsed
+        and another process took it over (or released it with the answer stored).
+        """
         try:
-            self._cache.touch(key, expire=self.ttl)
+            with self._cache.transact():
+                mine = self._is_mine(self._holder(key))
+                if mine:
+                    self._cache.set(key, self._claim())
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise self._error(exc) from exc
+        if not mine:
+            self._held.discard(key)
+        return mine
+
+    def release(self, key: str) -> None:
+        """Give up the claim on ``key`` (its answer is stored, or this run gave up).
+
+        A claim that is no longer this run's is left to its holder.
+        """
+        self._held.discard(key)
+        try:
+            with self._cache.transact():
+                if self._is_mine(self._holder(key)):
+                    self._cache.delete(key)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise self._error(exc) from exc
 
-    def release(self, key: str) -> None:
-        """Give up the claim on ``key`` (its answer is stored, or this process gave up)."""
-        self._held.discard(key)
+    def _claim(self) -> bytes:
+        return orjson.dumps({**self._owner, "until": self.clock() + self.ttl})
+
+    def _holder(self, key: str) -> dict[str, Any] | None:
+        raw = self._cache.get(key)
+        if raw is None:
+            return None
         try:
-            self._cache.delete(key)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise self._error(exc) from exc
+            holder = orjson.loads(raw)
+        except (TypeError, orjson.JSONDecodeError):
+            return {}  # unreadable: lapsed, see _lapsed
+        return holder if isinstance(holder, dict) else {}
+
+    def _is_mine(self, holder: dict[str, Any] | None) -> bool:
+        return holder is not None and all(holder.get(k) == v for k, v in self._owner.items())
+
+    def _lapsed(self, holder: dict[str, Any]) -> bool:
+        try:
+            pid, host, until = int(holder["pid"]), holder["host"], float(holder["until"])
+        except (TypeError, ValueError, KeyError):
+            return True  # unreadable: nobody can be relying on it
+        if until < self.clock():
+            return True
+        return host == _HOST and not _alive(pid)
 
     def _error(self, exc: Exception) -> CacheError:
         return CacheError(
             f"{self.directory.parent}: cannot write to the cache ({exc}, in its claims folder); "
             "free space or fix permissions, then run again to resume"
         )
-
-    @staticmethod
-    def _stale(holder: object) -> bool:
-        try:
-            owner = orjson.loads(holder)  # type: ignore[arg-type]
-            pid, host = int(owner["pid"]), owner["host"]
-        except (TypeError, ValueError, KeyError, orjson.JSONDecodeError):
-            return True  # unreadable: nobody can be relying on it
-        return host == _HOST and not _alive(pid)

@@ -179,6 +179,15 @@ def run_study(
     return run_cli("run", str(study.config), "--quiet", *extra, env=env)
 
 
+def summary_row(stdout: str, name: str = "total") -> dict[str, int]:
+    """One row of the summary table a command printed, by column (run: items, cached, new,
+    refused, failed, missing; status: items, answered, refused, missing)."""
+    lines = stdout.splitlines()
+    header = next(line for line in lines if line.startswith("criterion"))
+    row = next(line for line in lines if line.split()[:1] == [name])
+    return dict(zip(header.split()[1:], map(int, row.split()[1:]), strict=True))
+
+
 def keys_by_digest(study: StudyFiles) -> dict[str, str]:
     """sha256 of each draw-0 request body as sent (what the sim counts) -> its cache key."""
     import hashlib

@@ -22,6 +22,7 @@ from conftest import (
     cache_snapshot,
     keys_by_digest,
     run_study,
+    summary_row,
     write_records,
 )
 
@@ -111,7 +112,9 @@ def test_retries_are_bounded_then_the_item_fails_and_a_rerun_resumes(
     result = run_study(study, "--limit", "2")
     assert result.returncode == 1, result.stdout + result.stderr
     assert sim.stats.received == 2 * 2 * 3, "2 items x 2 criteria, each sent 1 + 2 times"
-    assert "failed" in result.stdout and "after 3 attempts" in result.stdout
+    total = summary_row(result.stdout)
+    assert (total["failed"], total["new"], total["cached"]) == (4, 0, 0), result.stdout
+    assert "after 3 attempts" in result.stdout
     assert "retried by running again" in result.stderr
     assert cache_snapshot(study.cache) == {}, "a transient failure is never stored"
 

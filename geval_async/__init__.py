@@ -36,6 +36,7 @@ _EXPORTS = {
     "meta_evaluate": "meta.evaluate",
     "prepare_study": "judging.plan",
     "run_study": "judging.runner",
+    "shipped": "study.shipped",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -14,9 +14,9 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..sim.server import SimServer, SimSettings
 from ..study.config import EvalConfig, apply_overrides, load_config
+from ..study.shipped import shipped
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "ueq" / "config.toml"
+EXAMPLE = shipped("examples", "ueq", "config.toml")
 
 
 def demo_server() -> SimServer:
@@ -37,8 +37,8 @@ def demo_config(folder: Path, base_url: str, *, fresh: bool = False) -> EvalConf
     """The UEQ example config, pointed at the simulated judge and at ``folder``."""
     if not EXAMPLE.is_file():
         raise ConfigError(
-            f"{EXAMPLE}: the demo needs the repository's examples/ folder; run it from a clone "
-            "installed with `pip install -e .`"
+            f"{EXAMPLE}: the demo's example study is missing from this installation; "
+            "reinstall geval-async (`pip install --force-reinstall geval-async`)"
         )
     folder = folder.resolve()
     cache = folder / "cache"

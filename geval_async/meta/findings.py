@@ -89,10 +89,14 @@ def correlate_judges(
 
 def _gap_note(name: str, c: Correlation, rows: pd.DataFrame, kind: str) -> str:
     not_covered, unparseable = _GAPS[kind]
-    note = (
+    parts = []
+    if c.not_covered:
+        parts.append(f"{c.not_covered} not covered ({not_covered})")
+    if c.unparseable:
+        cells = [cell for cell in rows.loc[rows["status"] == "unparseable", "cell"] if cell]
+        example = f", e.g. {cells[0]}" if cells else ""
+        parts.append(f"{c.unparseable} unparseable ({unparseable}{example})")
+    return (
         f"{name} {c.criterion}: {c.missing} of {len(rows)} items have no judge score and "
-        f"are left out: {c.not_covered} not covered ({not_covered}), "
-        f"{c.unparseable} unparseable ({unparseable})"
+        f"are left out: {', '.join(parts)}"
     )
-    cells = [cell for cell in rows.loc[rows["status"] == "unparseable", "cell"] if cell]
-    return note + (f", e.g. {cells[0]}" if cells else "")

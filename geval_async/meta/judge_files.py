@@ -72,7 +72,7 @@ def read_judge_file(
     """
     if not isinstance(judge, JudgeFile):
         judge = JudgeFile(Path(judge))
-    path = judge.path
+    path = Path(judge.path)
     try:
         content = path.read_bytes()
     except FileNotFoundError:

@@ -72,7 +72,7 @@ def read_judge_file(
     """
     if not isinstance(judge, JudgeFile):
         judge = JudgeFile(Path(judge))
-    path = Path(judge.path)
+    path = judge.path
     try:
         content = path.read_bytes()
     except FileNotFoundError:

@@ -141,6 +141,9 @@ class JudgeFile:
     keys: Mapping[str, str] = field(default_factory=dict)
     scores: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))  # a str from Python code is fine
+
 
 @dataclass(frozen=True)
 class MetaConfig:

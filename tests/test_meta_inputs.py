@@ -419,3 +419,17 @@ def test_example_judge_files_config_matches_the_docs(tmp_path: Path) -> None:
     assert len(table) > 12
     for line in table:
         assert line in docs, line
+
+
+def test_prompts_are_needed_only_when_the_cache_judge_is_read(tmp_path: Path) -> None:
+    from test_meta import _write_config
+
+    config = _write_config(tmp_path)
+    config.write_text(config.read_text().replace("_detailed.txt", "_missing.txt"))
+    judge = _write_csv(tmp_path / "j.csv", _known_judge(_records()))
+    with pytest.raises(ConfigError, match=r"\[criteria #1 'coh'\] prompt file .* not found"):
+        meta_evaluate(config, {"j": judge})
+    evaluation = meta_evaluate(config, {"j": judge}, use_cache=False, criteria="coh,rel")
+    assert {(c.judge, c.criterion) for c in evaluation.correlations} == {("j", "coh"), ("j", "rel")}
+    result = run_cli("run", str(config), "--dry-run")
+    assert result.returncode == 2 and "prompt file" in result.stderr

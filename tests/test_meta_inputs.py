@@ -201,7 +201,7 @@ def test_bad_bootstrap_flag_fails_like_the_file(
     config = _files_only_config(tmp_path, f'[meta.judges.j]\npath = "{judge}"\n')
     flag = run_cli("meta", str(config), f"--{key}", value)
     assert flag.returncode == 2
-    assert flag.stderr.strip().splitlines() == [f"error: override of [meta] in {config}: {message}"]
+    assert flag.stderr.strip().splitlines() == [f"error: --{key} {value}: [meta] {message}"]
     config.write_text(config.read_text().replace("bootstrap = 200", f"{key} = {value}"))
     in_file = run_cli("meta", str(config))
     assert in_file.returncode == 2
@@ -212,10 +212,14 @@ def test_bad_bootstrap_flag_fails_like_the_file(
 def test_python_overrides_are_checked_like_the_file(tmp_path: Path) -> None:
     judge = _write_csv(tmp_path / "j.csv", _known_judge(_records()))
     config = _files_only_config(tmp_path, f'[meta.judges.j]\npath = "{judge}"\n')
-    with pytest.raises(ConfigError, match=r"'bootstrap' must be a number, not '5'"):
+    with pytest.raises(
+        ConfigError, match=r"^bootstrap='5': \[meta\] 'bootstrap' must be a whole number, not '5'$"
+    ):
         meta_evaluate(config, bootstrap="5")
-    with pytest.raises(ConfigError, match=r"'seed' must be a number, not True"):
+    with pytest.raises(ConfigError, match=r"^seed=True: \[meta\] 'seed' must be a whole number"):
         meta_evaluate(config, seed=True)
+    with pytest.raises(ConfigError, match=r"^overrides: unknown key 'bootstrp'"):
+        meta_evaluate(config, bootstrp=5)
     evaluation = meta_evaluate(config, bootstrap=0)
     assert evaluation.config.meta.bootstrap == 0
 

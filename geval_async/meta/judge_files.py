@@ -141,7 +141,12 @@ def _check_columns(
                 if not judge.keys
                 else f"the key holding the records' {field!r}"
             )
-            raise ConfigError(f"{path}: no column {column!r} ({role}); the file has {has}")
+            hint = (
+                ""
+                if judge.keys
+                else ': map its key columns with [meta.judges.NAME] keys = { field = "column" }'
+            )
+            raise ConfigError(f"{path}: no column {column!r} ({role}); the file has {has}{hint}")
     if not scores:
         raise ConfigError(
             f"{path}: no column named after a criterion ({', '.join(criteria)}); the file "

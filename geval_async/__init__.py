@@ -18,6 +18,7 @@ _EXPORTS = {
     "EvalConfig": "study.config",
     "GevalError": "errors",
     "JudgeCache": "judging.cache",
+    "JudgeFile": "study.settings",
     "RateLimited": "errors",
     "RatingDistribution": "scoring.ratings",
     "RatingParser": "scoring.ratings",

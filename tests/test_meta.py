@@ -257,7 +257,7 @@ def test_cli_compares_judge_files_and_writes_csv_and_json(tmp_path: Path) -> Non
     ("header", "row", "message"),
     [
         ("index,coh", ",3.5", "row 2 (line 3), column 'index': the record id is missing"),
-        ("index,coh", "1,good", "row 2 (line 3), column 'coh': 'good' is not a number"),
+        ("index,coh", "1,inf", "row 2 (line 3), column 'coh': 'inf' is not a finite number"),
         ("index,coh", "99999,3", "row 2 (line 3), column 'index': '99999' is not the id"),
         ("index,coh", "0,2", "row 2 (line 3), column 'index': id '0' repeats row 1"),
         ("id,coh", "1,3", "no column 'index'"),

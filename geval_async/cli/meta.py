@@ -1,9 +1,11 @@
 """The ``meta`` command: how closely do judges' scores follow the human scores in the records?
 
-``geval-async meta CONFIG [--judge-file NAME=PATH ...] [--no-cache]`` correlates this tool's
-judge (scored from the cache, no network) and any judge files with the fields ``[meta] human``
-names, at summary, system and dataset level (see :mod:`geval_async.meta`), prints one table and
-writes ``meta/<prefix>_meta.csv`` and ``meta/<prefix>_meta.json`` under the output folder.
+``geval-async meta CONFIG [--judge-file NAME=PATH ...] [--no-cache] [--bootstrap N] [--seed S]
+[--confidence C]`` correlates this tool's judge (scored from the cache, no network; when the
+config has a ``[judge]``) and the judge files (``[meta.judges]`` and ``--judge-file``) with the
+fields ``[meta] human`` names, at summary, system and dataset level (see
+:mod:`geval_async.meta`), prints one table, the notes and the warnings, and writes
+``meta/<prefix>_meta.csv`` and ``meta/<prefix>_meta.json`` under the output folder.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .overrides import study_config
+from ..study.meta_study import META_OVERRIDES, read_meta_study
 
 # Overrides that decide which cache entries hold the judge's answers, plus where things are.
 _OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode", "shard")
@@ -45,7 +47,16 @@ def add_meta_command(
     parser.add_argument(
         "--no-cache",
         action="store_true",
-        help="leave out this tool's own judge (needs --judge-file)",
+        help="leave out this tool's own judge: only the judge files are evaluated, and the "
+        "config needs no [judge] or prompt files (the default when it has no [judge])",
+    )
+    bootstrap = parser.add_argument_group("summary-level intervals (override [meta])")
+    bootstrap.add_argument(
+        "--bootstrap", type=int, metavar="N", help="resamples of the documents (0: no intervals)"
+    )
+    bootstrap.add_argument("--seed", type=int, help="seed of the resampling")
+    bootstrap.add_argument(
+        "--confidence", type=float, metavar="C", help="interval level, e.g. 0.95"
     )
     parser.set_defaults(handler=cmd_meta)
 
@@ -71,11 +82,10 @@ def parse_judge_files(values: Sequence[str]) -> dict[str, Path]:
 def cmd_meta(args: argparse.Namespace) -> int:
     from ..meta.evaluate import meta_evaluate, write_meta  # pandas/scipy: only when meta runs
 
-    evaluation = meta_evaluate(
-        study_config(args, _OVERRIDES),
-        parse_judge_files(args.judge_file),
-        use_cache=not args.no_cache,
-    )
+    flags = {name: getattr(args, name, None) for name in (*_OVERRIDES, *META_OVERRIDES)}
+    use_cache = False if args.no_cache else None
+    study = read_meta_study(args.config, flags, use_cache=use_cache, flags=True)
+    evaluation = meta_evaluate(study, parse_judge_files(args.judge_file), use_cache=use_cache)
     meta = evaluation.config.meta
     print(evaluation.table())
     interval = (
@@ -87,6 +97,10 @@ def cmd_meta(args: argparse.Namespace) -> int:
     print(f"n: documents averaged (summary), systems (system), summaries (dataset); {interval}")
     for note in evaluation.notes:
         print(f"note: {note}")
+    for warning in evaluation.warnings:
+        print(f"warning: {warning}")
+    for name, file in evaluation.files.items():
+        print(f"judge file {name}: {file['path']} (sha256 {file['sha256']})")
     if any(name.endswith("(simulated)") for name in evaluation.judges):
         print("note: the simulated judge's ratings are synthetic: its correlations mean nothing")
     for path in write_meta(evaluation):

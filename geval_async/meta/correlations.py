@@ -51,7 +51,11 @@ class Correlation:
         n: documents averaged (summary), systems (system) or summaries (dataset).
         skipped: summary level: documents without a correlation (constant human or judge
             scores, or fewer than two scored summaries).
-        missing: items with a human score but no judge score, left out.
+        missing: items with a human score but no judge score, left out: the sum of
+        not_covered: items the judge did not rate (no row or an empty cell of its file,
+            absent from the cache), and
+        unparseable: items whose judge output is not a number (a file's text cell, answers
+            with no valid rating).
     """
 
     judge: str
@@ -64,6 +68,8 @@ class Correlation:
     n: int = 0
     skipped: int = 0
     missing: int = 0
+    not_covered: int = 0
+    unparseable: int = 0
 
 
 # --- the correlations (pure) ---------------------------------------------------------------
@@ -93,6 +99,15 @@ def _constant(values: np.ndarray) -> bool:
 
 def _scored(pairs: pd.DataFrame) -> pd.DataFrame:
     return pairs.dropna(subset=["human", "judge"])
+
+
+def _gaps(pairs: pd.DataFrame) -> dict[str, int]:
+    """The items left out: missing, split into not covered and unparseable (by ``status``)."""
+    missing = len(pairs) - len(_scored(pairs))
+    unparseable = 0
+    if "status" in pairs:
+        unparseable = int((pairs["judge"].isna() & (pairs["status"] == "unparseable")).sum())
+    return {"missing": missing, "not_covered": missing - unparseable, "unparseable": unparseable}
 
 
 def document_correlations(pairs: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -151,7 +166,7 @@ def summary_level(
     (``meta``: bootstrap rounds, seed and confidence; the defaults when None)."""
     meta = meta or MetaConfig()
     documents, skipped = document_correlations(pairs)
-    missing = len(pairs) - len(_scored(pairs))
+    gaps = _gaps(pairs)
     values = documents.to_numpy(dtype=float)
     point = values.mean(axis=0) if len(values) else np.full(len(METHODS), _NAN)
     low, high = bootstrap_interval(
@@ -168,7 +183,7 @@ def summary_level(
             float(high[i]),
             n=len(values),
             skipped=skipped,
-            missing=missing,
+            **gaps,
         )
         for i, method in enumerate(METHODS)
     ]
@@ -180,7 +195,7 @@ def system_level(pairs: pd.DataFrame, judge: str, criterion: str) -> list[Correl
     # Rounded so that means equal in exact arithmetic tie for the rank correlations, whatever
     # order the floating-point sums ran in (0.1 + 0.2 + 0.3 != 0.6 + 0 + 0).
     means = scored.groupby("condition", sort=False)[["human", "judge"]].mean().round(_DIGITS)
-    missing = len(pairs) - len(scored)
+    gaps = _gaps(pairs)
     return [
         Correlation(
             judge,
@@ -189,7 +204,7 @@ def system_level(pairs: pd.DataFrame, judge: str, criterion: str) -> list[Correl
             method,
             correlation(means["human"], means["judge"], method),
             n=len(means),
-            missing=missing,
+            **gaps,
         )
         for method in METHODS
     ]
@@ -198,7 +213,7 @@ def system_level(pairs: pd.DataFrame, judge: str, criterion: str) -> list[Correl
 def dataset_level(pairs: pd.DataFrame, judge: str, criterion: str) -> list[Correlation]:
     """Every scored item pooled."""
     scored = _scored(pairs)
-    missing = len(pairs) - len(scored)
+    gaps = _gaps(pairs)
     return [
         Correlation(
             judge,
@@ -207,7 +222,7 @@ def dataset_level(pairs: pd.DataFrame, judge: str, criterion: str) -> list[Corre
             method,
             correlation(scored["human"], scored["judge"], method),
             n=len(scored),
-            missing=missing,
+            **gaps,
         )
         for method in METHODS
     ]

@@ -1,7 +1,12 @@
 """Meta-evaluation of a study: its judge's scores (and other judges' files) against human ratings.
 
-The levels and correlations are in :mod:`geval_async.meta.correlations`; this module gathers
-the scores, runs them through every level, and writes the tables.
+The levels and correlations are in :mod:`geval_async.meta.correlations`, the judge files in
+:mod:`geval_async.meta.judge_files`; this module gathers the scores, runs them through every
+level, says what was left out and where a level rests on too few units, and writes the tables.
+
+A config needs a judge of its own (``[judge]`` and prompt files) only when the cache's judge is
+evaluated; one with records, ``[meta] human`` and judge files is enough otherwise (see
+:mod:`geval_async.study.meta_study`).
 """
 
 from __future__ import annotations
@@ -16,34 +21,29 @@ import orjson
 import pandas as pd
 
 from ..errors import ConfigError
-from ..judging.plan import prepare_study
 from ..scoring.report import write_atomic, write_csv
 from ..scoring.results import load_results
-from ..study.config import EvalConfig, apply_overrides, load_config
-from .correlations import (
-    LEVELS,
-    METHODS,
-    Correlation,
-    correlate,
-    correlations_frame,
-    format_correlations,
-)
-from .inputs import (
-    human_scores,
-    judge_scores,
-    pair_scores,
-    read_judge_file,
-)
+from ..study.config import EvalConfig
+from ..study.meta_study import read_meta_study
+from ..study.records import Record, load_records
+from ..study.settings import JudgeFile, MetaStudy
+from .correlations import Correlation, correlations_frame, format_correlations
+from .findings import correlate_judges
+from .inputs import human_scores, judge_scores
+from .judge_files import read_judge_file
 
 
 @dataclass
 class MetaEvaluation:
-    """Every judge's correlations with the human scores of one study, and what was left out."""
+    """Every judge's correlations with the human scores of one study, what was left out, and
+    the warnings (levels resting on fewer than 10 documents or systems)."""
 
-    config: EvalConfig
+    config: MetaStudy
     judges: dict[str, str]
     correlations: list[Correlation]
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -62,130 +62,122 @@ class MetaEvaluation:
             "seed": meta.seed,
             "confidence": meta.confidence,
             "judges": self.judges,
+            "judge_files": self.files,
+            "warnings": self.warnings,
             "notes": self.notes,
             "correlations": [asdict(c) for c in self.correlations],
         }
 
 
 def meta_evaluate(
-    config: EvalConfig | str | os.PathLike[str],
-    judge_files: Mapping[str, Path | str] | None = None,
+    config: EvalConfig | MetaStudy | str | os.PathLike[str],
+    judge_files: Mapping[str, JudgeFile | Path | str] | None = None,
     *,
-    use_cache: bool = True,
+    use_cache: bool | None = None,
     **overrides: Any,
 ) -> MetaEvaluation:
     """Correlate the cache's judge scores and/or judge files with the records' human scores.
 
     Args:
-        config: a loaded config or the path of its TOML file (with a ``[meta] human`` table).
-        judge_files: judge name -> CSV/JSONL file of that judge's scores.
-        use_cache: include this tool's own judge, scored from the cache (no network).
-        overrides: as on the command line (cache, criteria, limit, model, n, ...).
+        config: the path of a TOML file (with a ``[meta] human`` table), a loaded config, or
+            a study read by :func:`~geval_async.study.meta_study.read_meta_study`.
+        judge_files: judge name -> its file (a path: id and criterion-named columns; a
+            :class:`JudgeFile` for other columns), beside the config's ``[meta.judges]``.
+        use_cache: include this tool's own judge, scored from the cache (no network). None:
+            when the config has a ``[judge]`` section.
+        overrides: as on the command line: bootstrap, seed, confidence (checked like
+            ``[meta]``), criteria, limit, output, and cache, model, n, mode for the cache.
 
     Raises:
         ConfigError: no human scores configured, no judge to evaluate, or a bad file.
     """
-    if not isinstance(config, EvalConfig):
-        config = load_config(config)
-    config = apply_overrides(config, **overrides)
-    judge_files = dict(judge_files or {})
-    criteria = [c.name for c in config.criteria if c.name in config.meta.human]
+    study = read_meta_study(config, overrides, use_cache=use_cache)
+    files = _judge_files(study, judge_files or {})
+    criteria = [c for c in study.criteria if c in study.meta.human]
     if not criteria:
-        first = config.criteria[0].name
+        first = study.criteria[0]
         raise ConfigError(
-            f"{config.source}: [meta] human names no human score for the criteria "
-            f"({', '.join(c.name for c in config.criteria)}): add e.g. "
+            f"{study.source}: [meta] human names no human score for the criteria "
+            f"({', '.join(study.criteria)}): add e.g. "
             f'[meta] human = {{ {first} = "scores.{first}" }}'
         )
-    if not use_cache and not judge_files:
+    if study.config is None and not files:
         raise ConfigError(
-            "no judge to meta-evaluate: --no-cache leaves out the cache, so add "
-            "--judge-file NAME=PATH"
+            f"no judge to meta-evaluate: add [meta.judges.NAME] path = ... to {study.source} "
+            "or --judge-file NAME=PATH"
+            + ("" if use_cache is False else " (the config has no [judge] of its own)")
         )
     notes: list[str] = []
     judges: dict[str, pd.DataFrame] = {}
     origins: dict[str, str] = {}
-    if use_cache:
-        results = load_results(config)
-        study = results.study
+    kinds: dict[str, str] = {}
+    if study.config is not None:
+        results = load_results(study.config)
+        records, selected = results.study.records, results.study.selected_records
         own = judge_scores(results.long)
+        cache = study.config.cache_path
         if own["judge"].notna().any():
-            name = config.judge.model + (" (simulated)" if results.simulated else "")
-            judges[name], origins[name] = own, f"cache {config.cache_path}"
-        elif not judge_files:
+            name = study.config.judge.model + (" (simulated)" if results.simulated else "")
+            judges[name], origins[name], kinds[name] = own, f"cache {cache}", "cache"
+        elif not files:
             raise ConfigError(
-                f"the cache {config.cache_path} holds no scores for this study: run "
-                f"`geval-async run {config.source}` first, or meta-evaluate a judge file "
+                f"the cache {cache} holds no scores for this study: run "
+                f"`geval-async run {study.source}` first, or meta-evaluate a judge file "
                 "with --judge-file NAME=PATH --no-cache"
             )
         else:
             notes.append(
-                f"the cache {config.cache_path} holds no scores for this study: "
+                f"the cache {cache} holds no scores for this study: "
                 "only the judge files are evaluated"
             )
     else:
-        study = prepare_study(config)
-    human_map = {c: config.meta.human[c] for c in criteria}
-    human = human_scores(study.selected_records, human_map, config.data.path)
-    for name, path in judge_files.items():
+        records = _records(study)
+        selected = records if study.limit is None else records[: study.limit]
+    human_map = {c: study.meta.human[c] for c in criteria}
+    human = human_scores(selected, human_map, study.data.path)
+    digests: dict[str, dict[str, Any]] = {}
+    for name, judge in files.items():
         if name in judges:
-            raise ConfigError(f"two judges are named {name!r}: give each --judge-file its own NAME")
-        judges[name] = read_judge_file(
-            path,
-            id_field=config.data.id_field,
-            criteria=criteria,
-            record_ids=[r.id for r in study.records],
+            raise ConfigError(f"two judges are named {name!r}: give each judge file its own NAME")
+        read = read_judge_file(
+            judge, records=records, id_field=study.data.id_field, criteria=criteria
         )
-        origins[name] = str(path)
-    correlations = _correlate_all(study.config, human, judges, notes)
-    return MetaEvaluation(config, origins, correlations, notes)
+        judges[name], origins[name], kinds[name] = read.frame, str(read.path), "file"
+        digests[name] = {
+            "path": str(read.path),
+            "sha256": read.sha256,
+            "keys": read.keys,
+            "scores": read.scores,
+        }
+    correlations, warnings = correlate_judges(study, human, judges, kinds, notes)
+    return MetaEvaluation(study, origins, correlations, notes, warnings, digests)
 
 
-def _correlate_all(
-    config: EvalConfig, human: pd.DataFrame, judges: Mapping[str, pd.DataFrame], notes: list[str]
-) -> list[Correlation]:
-    levels = list(LEVELS)
-    if config.data.group_field is None:
-        levels.remove("summary")
-        notes.append("no [data] group (the document field): the summary level is left out")
-    if config.data.condition_field is None:
-        levels.remove("system")
-        notes.append("no [data] condition (the system field): the system level is left out")
-    for criterion, rows in human.groupby("criterion", sort=False):
-        nulls = int(rows["human"].isna().sum())
-        if nulls:
-            notes.append(
-                f"{criterion}: {nulls} records have no human score (null) and are left out"
+def _records(study: MetaStudy) -> list[Record]:
+    data = study.data
+    return load_records(
+        data.path,
+        id_field=data.id_field,
+        group_field=data.group_field,
+        condition_field=data.condition_field,
+    )
+
+
+def _judge_files(
+    study: MetaStudy, given: Mapping[str, JudgeFile | Path | str]
+) -> dict[str, JudgeFile]:
+    files = dict(study.meta.judges)
+    for name, judge in given.items():
+        if name in files:
+            raise ConfigError(
+                f"two judges are named {name!r} ({study.source} [meta.judges.{name}] and "
+                "--judge-file): give each its own NAME"
             )
-    human = human.dropna(subset=["human"])
-    correlations: list[Correlation] = []
-    for name, scores in judges.items():
-        covered = set(scores["criterion"])
-        absent = [c for c in pd.unique(human["criterion"]) if c not in covered]
-        if absent:
-            notes.append(f"{name}: no scores for {', '.join(absent)} (left out)")
-        pairs = pair_scores(human[human["criterion"].isin(covered)], scores)
-        items = pairs["criterion"].value_counts()
-        found = correlate(pairs, name, config.meta, levels=levels)
-        correlations += found
-        for c in found:
-            if c.method != METHODS[0]:
-                continue  # one note per criterion and level, not per method
-            if c.level == "summary" and c.skipped:
-                notes.append(
-                    f"{name} {c.criterion}: {c.skipped} of {c.n + c.skipped} documents "
-                    "skipped at summary level (human or judge scores all equal, or "
-                    "fewer than two scored summaries)"
-                )
-            if c.level == levels[-1] and c.missing:
-                notes.append(
-                    f"{name} {c.criterion}: {c.missing} of {items[c.criterion]} items "
-                    "have no judge score and are left out"
-                )
-    return correlations
+        files[name] = judge if isinstance(judge, JudgeFile) else JudgeFile(Path(judge))
+    return files
 
 
-def meta_paths(config: EvalConfig) -> tuple[Path, Path]:
+def meta_paths(config: MetaStudy | EvalConfig) -> tuple[Path, Path]:
     """Where :func:`write_meta` writes: ``meta/<prefix>_meta.csv`` and ``.json``."""
     folder, prefix = config.output.path / "meta", config.output.prefix
     return folder / f"{prefix}_meta.csv", folder / f"{prefix}_meta.json"

@@ -29,6 +29,7 @@ from .overrides import apply_overrides
 from .reader import TableReader
 from .sections import (
     SECTION_KEYS,
+    Resolve,
     parse_cache,
     parse_data,
     parse_judge,
@@ -78,42 +79,29 @@ def load_config(path: str | os.PathLike[str]) -> EvalConfig:
         ConfigError: the file is missing, unreadable, not TOML, or describes an invalid study.
     """
     source = Path(path)
+    return parse_config(read_document(source), source)
+
+
+def read_document(source: Path) -> dict[str, Any]:
+    """The parsed TOML of a config file; ConfigError if missing, unreadable or not TOML."""
     try:
-        document = tomllib.loads(source.read_text(encoding="utf-8"))
+        return tomllib.loads(source.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{source}: config file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{source}: cannot read the config file ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML ({exc})") from exc
-    return parse_config(document, source)
 
 
 def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
     """Build an :class:`EvalConfig` from a parsed TOML document (paths relative to ``source``)."""
-    folder = source.resolve().parent
-    unknown = sorted(set(document) - set(SECTION_KEYS) - {"criteria", "prices"})
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown section [{unknown[0]}] "
-            f"(known: {', '.join(sorted([*SECTION_KEYS, 'criteria', 'prices']))})"
-        )
-
-    readers: dict[str, TableReader] = {}
-    # Every section is checked for unknown keys first: a typo is the likeliest mistake.
-    for name, known in SECTION_KEYS.items():
-        value = document.get(name, {})
-        if not isinstance(value, dict):
-            raise ConfigError(f"{source}: [{name}] must be a table")
-        readers[name] = TableReader(source, name, value, known)
+    readers = section_readers(document, source)
 
     def table(name: str) -> TableReader:
         return readers[name]
 
-    def resolve(value: str) -> Path:
-        candidate = Path(os.path.expanduser(value))
-        return candidate if candidate.is_absolute() else folder / candidate
-
+    resolve = resolver(source)
     data, data_limit = parse_data(table("data"), resolve)
     judge = parse_judge(table("judge"))
     sampling = parse_sampling(table("sampling"))
@@ -164,6 +152,35 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
         composite=composite,
         stats=stats,
         limit=data_limit,
-        meta=parse_meta(table("meta"), names),
+        meta=parse_meta(table("meta"), names, resolve),
         prices=parse_prices(source, document.get("prices", {})),
     )
+
+
+def section_readers(document: Mapping[str, Any], source: Path) -> dict[str, TableReader]:
+    """A reader per section; raises on an unknown section or, in any section, an unknown key."""
+    unknown = sorted(set(document) - set(SECTION_KEYS) - {"criteria", "prices"})
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown section [{unknown[0]}] "
+            f"(known: {', '.join(sorted([*SECTION_KEYS, 'criteria', 'prices']))})"
+        )
+    readers: dict[str, TableReader] = {}
+    # Every section is checked for unknown keys first: a typo is the likeliest mistake.
+    for name, known in SECTION_KEYS.items():
+        value = document.get(name, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: [{name}] must be a table")
+        readers[name] = TableReader(source, name, value, known)
+    return readers
+
+
+def resolver(source: Path) -> Resolve:
+    """Resolves a path of the config against the config file's folder (``~`` expanded)."""
+    folder = source.resolve().parent
+
+    def resolve(value: str) -> Path:
+        candidate = Path(os.path.expanduser(value))
+        return candidate if candidate.is_absolute() else folder / candidate
+
+    return resolve

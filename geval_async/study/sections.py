@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from .settings import (
     DEFAULT_BASE_URL,
     DataConfig,
     JudgeConfig,
+    JudgeFile,
     LimitsConfig,
     MetaConfig,
     OutputConfig,
@@ -28,6 +29,8 @@ from .settings import (
 
 __all__ = [
     "SECTION_KEYS",
+    "Resolve",
+    "parse_bootstrap",
     "parse_cache",
     "parse_data",
     "parse_judge",
@@ -57,7 +60,7 @@ SECTION_KEYS = {
     "output": {"path", "prefix"},
     "composite": {"criteria", "normalize"},
     "stats": {"conditions", "alpha", "test"},
-    "meta": {"human", "bootstrap", "seed", "confidence"},
+    "meta": {"human", "bootstrap", "seed", "confidence", "judges"},
 }
 
 # Turns a path as written into a Path (the file's: against its folder; a flag's: as given).
@@ -175,7 +178,8 @@ def parse_sampling(t: TableReader) -> SamplingConfig:
     return sampling
 
 
-def parse_meta(t: TableReader, criteria: list[str]) -> MetaConfig:
+def parse_meta(t: TableReader, criteria: Sequence[str], resolve: Resolve) -> MetaConfig:
+    """``[meta]``: human score fields, judge files (``[meta.judges.NAME]``), bootstrap."""
     human = t.get("human", dict, {})
     for name, path in human.items():
         if name not in criteria:
@@ -185,15 +189,44 @@ def parse_meta(t: TableReader, criteria: list[str]) -> MetaConfig:
                 "'human' must map criterion names to record field paths, "
                 f'e.g. {name} = "scores.{name}", not {path!r}'
             )
+    judges = _judge_files(t, criteria, resolve)
+    return MetaConfig(human=dict(human), judges=judges, **parse_bootstrap(t))
+
+
+def parse_bootstrap(t: TableReader) -> dict[str, Any]:
+    """``[meta]`` bootstrap, seed and confidence (the keys :class:`MetaConfig` takes)."""
     bootstrap = t.get("bootstrap", int, 1000)
     if bootstrap < 0:
-        raise t.error("'bootstrap' must be 0 (no intervals) or more")
+        raise t.error(f"'bootstrap' must be 0 (no intervals) or more, not {bootstrap!r}")
     confidence = t.get("confidence", (int, float), 0.95)
     if not 0 < confidence < 1:
         raise t.error(f"'confidence' must be between 0 and 1, not {confidence!r}")
-    return MetaConfig(
-        human=dict(human),
-        bootstrap=bootstrap,
-        seed=t.get("seed", int, 0),
-        confidence=float(confidence),
-    )
+    return {"bootstrap": bootstrap, "seed": t.get("seed", int, 0), "confidence": float(confidence)}
+
+
+def _judge_files(t: TableReader, criteria: Sequence[str], resolve: Resolve) -> dict[str, JudgeFile]:
+    judges = {}
+    for name, table in t.get("judges", dict, {}).items():
+        if not isinstance(table, dict):
+            raise t.error(f'judge {name!r} must be a table: [meta.judges.{name}] path = "..."')
+        j = TableReader(t.source, f"meta.judges.{name}", table, {"path", "keys", "scores"})
+        keys, scores = _columns(j, "keys"), _columns(j, "scores")
+        for criterion in scores:
+            if criterion not in criteria:
+                raise j.error(
+                    f"'scores' names {criterion!r}, which is not a criterion "
+                    f"({', '.join(criteria)})"
+                )
+        judges[name] = JudgeFile(resolve(j.required("path", str)), keys, scores)
+    return judges
+
+
+def _columns(t: TableReader, key: str) -> dict[str, str]:
+    table = t.get(key, dict, {})
+    for name, column in table.items():
+        if not isinstance(column, str) or not column.strip():
+            raise t.error(
+                f"{key!r} maps names to the file's column names, e.g. {{ {name} = "
+                f'"{name}_column" }}, not {name} = {column!r}'
+            )
+    return dict(table)

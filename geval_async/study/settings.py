@@ -125,14 +125,36 @@ class StatsConfig:
 
 
 @dataclass(frozen=True)
+class JudgeFile:
+    """Another judge's scores in a CSV or JSONL file, and how its columns map to the study.
+
+    Attributes:
+        path: the file.
+        keys: record field (a dotted path, or the ``[data] id`` field) -> the file's column
+            holding it; together the keys pick one record per row ({} = the id, in a column
+            named like ``[data] id``).
+        scores: criterion -> the file's column with its score ({} = a column named after each
+            criterion, where there is one).
+    """
+
+    path: Path
+    keys: Mapping[str, str] = field(default_factory=dict)
+    scores: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))  # a str from Python code is fine
+
+
+@dataclass(frozen=True)
 class MetaConfig:
     """Meta-evaluation: the record field (dotted path) holding each criterion's human score,
-    and the bootstrap over documents (see :mod:`geval_async.meta`)."""
+    the judges' files, and the bootstrap over documents (see :mod:`geval_async.meta`)."""
 
     human: Mapping[str, str] = field(default_factory=dict)
     bootstrap: int = 1000
     seed: int = 0
     confidence: float = 0.95
+    judges: Mapping[str, JudgeFile] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,3 +196,32 @@ class EvalConfig:
             if criterion.name == name:
                 return criterion
         raise ConfigError(f"{self.source}: no criterion named {name!r}")
+
+
+@dataclass(frozen=True)
+class MetaStudy:
+    """A study as meta-evaluation sees it: the records, their human scores, the judges' files
+    and where the tables go. ``config`` is the whole study when its own judge (the cache) is
+    evaluated too; a config of records, ``[meta]`` and judge files alone has none.
+    """
+
+    source: Path
+    data: DataConfig
+    criteria: tuple[str, ...]
+    meta: MetaConfig
+    output: OutputConfig
+    limit: int | None = None
+    config: EvalConfig | None = None
+
+    @classmethod
+    def of(cls, config: EvalConfig) -> MetaStudy:
+        """The meta-evaluation view of a whole study."""
+        return cls(
+            source=config.source,
+            data=config.data,
+            criteria=tuple(c.name for c in config.criteria),
+            meta=config.meta,
+            output=config.output,
+            limit=config.limit,
+            config=config,
+        )

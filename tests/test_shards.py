@@ -69,6 +69,13 @@ def test_three_shards_in_three_processes_merge_into_one_run(
         shard = ("--shard", f"{index}/3", "--cache", str(cache))
         status = run_cli("status", str(study.config), *shard)
         assert _total(status.stdout) == [str(count), str(count), "0", "0"]
+    # ... and its scores are its own items, none missing.
+    out = study.root / "out-shard1"
+    first = ("--shard", "1/3", "--cache", str(caches[0]), "--output", str(out))
+    score = run_cli("score", str(study.config), *first)
+    assert score.returncode == 0, score.stderr
+    rows = (out / "scores" / "t_long.csv").read_text().splitlines()[1:]
+    assert len(rows) == shard_items[0] and all(",scored," in row for row in rows)
 
     merged = study.root / "merged"
     result = run_cli("cache", "merge", str(merged), *map(str, caches))

@@ -31,6 +31,7 @@ _EXPORTS = {
     "Transient": "errors",
     "TransportError": "errors",
     "apply_overrides": "study.config",
+    "html_report": "api",
     "judge": "api",
     "load_config": "study.config",
     "load_results": "scoring.results",
@@ -38,6 +39,7 @@ _EXPORTS = {
     "prepare_study": "judging.plan",
     "run_study": "judging.runner",
     "shipped": "study.shipped",
+    "write_html_report": "scoring.html",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -4,6 +4,7 @@
     >>> run = await ga.judge("examples/ueq/config.toml", base_url="http://127.0.0.1:8000/v1")
     >>> results = ga.load_results("examples/ueq/config.toml")
     >>> results.table("con"), results.composite(), results.comparisons()
+    >>> ga.html_report("examples/ueq/config.toml")   # out/ueq_report.html, offline
 
 ``judge`` is a coroutine, so it runs inside the notebook's own event loop (top-level ``await``);
 a script calls ``asyncio.run(ga.judge(...))``. The scoring side is plain synchronous Python.
@@ -12,13 +13,18 @@ a script calls ``asyncio.run(ga.judge(...))``. The scoring side is plain synchro
 from __future__ import annotations
 
 import os
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .judging.cache import JudgeCache
 from .judging.plan import prepare_study
 from .judging.runner import RunResult, run_study
 from .study.config import EvalConfig, apply_overrides, load_config
+
+if TYPE_CHECKING:
+    from .scoring.html import HumanComparison
+    from .scoring.results import StudyResults
 
 
 async def judge(
@@ -41,3 +47,51 @@ async def judge(
         raise ConfigError(f"no API key: set the environment variable {config.judge.api_key_env}")
     with JudgeCache(config.cache_path) as cache:
         return await run_study(study, cache, api_key=key, retry_failed=retry_failed)
+
+
+def html_report(
+    config: EvalConfig | str | os.PathLike[str],
+    *,
+    test: str | None = None,
+    strict: bool = False,
+    **overrides: Any,
+) -> Path:
+    """Score a study from its cache and write ``<output>/<prefix>_report.html`` (no network).
+
+    Args:
+        config: a loaded config or the path of its TOML file.
+        test: override the configured test ("welch", "paired-t", "wilcoxon").
+        strict: raise ConfigError when any item lacks an answer.
+        overrides: as on the command line (cache, output, criteria, limit, model, n, ...).
+
+    Returns:
+        The path of the report.
+    """
+    from .scoring.results import load_results
+
+    return write_html(load_results(config, strict=strict, **overrides), test=test)
+
+
+def write_html(results: StudyResults, *, test: str | None = None) -> Path:
+    """The HTML report of scored results, with judge-vs-human plots when [meta] human is set."""
+    from .scoring.html import write_html_report
+
+    return write_html_report(results, test=test, human=human_comparison(results))
+
+
+def human_comparison(results: StudyResults) -> HumanComparison | None:
+    """Judge and human scores side by side with their correlations, or None without
+    ``[meta] human`` (see :mod:`geval_async.meta`)."""
+    from .meta.evaluate import meta_evaluate
+    from .meta.inputs import human_scores, judge_scores, pair_scores
+    from .scoring.html import HumanComparison
+
+    config = results.config
+    mapping = {
+        c.name: config.meta.human[c.name] for c in config.criteria if c.name in config.meta.human
+    }
+    if not mapping:
+        return None
+    human = human_scores(results.study.selected_records, mapping, config.data.path)
+    pairs = pair_scores(human, judge_scores(results.long))
+    return HumanComparison(pairs, meta_evaluate(config).correlations)

@@ -309,11 +309,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
         plots = False
         print("(no matplotlib: plots skipped; pip install 'geval-async[plots]')")
     paths = write_report(results, plots=plots)
+    if plots:
+        from ..api import write_html
+
+        paths.append(write_html(results))
     print("\ncomposite score (0-100), mean per condition:")
     print(results.composite().loc[["Average"]].rename_axis(None).round(2).to_string())
     print(f"\n{len(paths)} files under {config.output.path}:")
     for path in paths:
-        if path.suffix in (".md", ".png") or path.name.endswith(("average.csv", "ttest.csv")):
+        if path.suffix in (".md", ".png", ".html") or path.name.endswith(
+            ("average.csv", "ttest.csv")
+        ):
             print(f"  {path}")
     print(f"\n{SIMULATED_NOTE}")
     return EXIT_OK

@@ -33,7 +33,7 @@ def add_score_commands(
         ("score", "weighted scores per record, per-criterion tables and raw exports", cmd_score),
         ("average", "the 100-point composite per group and condition", cmd_average),
         ("ttest", "compare the two conditions on every criterion (+ BH FDR)", cmd_ttest),
-        ("report", "score, average, ttest and a Markdown report", cmd_report),
+        ("report", "score, average, ttest and a Markdown (or --html) report", cmd_report),
     ]
     for name, help_text, handler in specs:
         parser = commands.add_parser(name, help=help_text)
@@ -46,6 +46,13 @@ def add_score_commands(
                 "--plots", action="store_true", help="also render box plots (needs matplotlib)"
             )
             parser.add_argument("--test", choices=words(StatTest), help="override [stats] test")
+        if name == "report":
+            parser.add_argument(
+                "--html",
+                action="store_true",
+                help="also write <prefix>_report.html: one offline page with figures and every "
+                "record's answers (needs matplotlib)",
+            )
         parser.set_defaults(handler=handler)
 
 
@@ -178,6 +185,10 @@ def cmd_ttest(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     results = _results(args)
     paths = write_report(results, test=args.test, plots=args.plots)
+    if args.html:
+        from ..api import write_html
+
+        paths.append(write_html(results, test=args.test))
     _print_paths(paths)
     return 0
 

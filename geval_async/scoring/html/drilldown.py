@@ -1,0 +1,119 @@
+"""The drill-down's data: every record with its scores, answers, ratings and prompts, as JSON.
+
+The page carries it inline (``<script type="application/json">``) and renders rows and details
+from it on demand, so a study of 10,000 records opens as fast as one of 50. Prompts are not
+stored per record: each criterion's template parts go once, and the page fills in the record's
+fields literally, exactly as the judge stage rendered them.
+
+Compact keys keep the file small; :data:`KEYS` is the legend the page's script reads.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+
+from ..results import StudyResults
+from ..scores import ItemScore
+from .readings import sample_readings
+
+KEYS = {
+    "id": "record id",
+    "g": "group",
+    "c": "condition",
+    "f": "fields",
+    "p": "prompt values of non-text fields (as the judge stage rendered them)",
+    "k": "per criterion: [weighted score, status, valid samples, invalid samples, parts]",
+}
+
+
+def _value(number: float | None) -> float | None:
+    return None if number is None or math.isnan(number) else round(number, 6)
+
+
+def _prompt_text(value: Any) -> str:
+    # The judge stage's rule (geval_async.study.prompts): integral floats print as integers.
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _part(score: ItemScore) -> list[Any]:
+    """[rubric, [[answer, rating, reason], ...], distribution or None, weighted score]."""
+    readings = [
+        [r.text, r.rating] if r.reason is None else [r.text, None, r.reason]
+        for r in sample_readings(score)
+    ]
+    distribution = None
+    if score.distribution is not None and score.distribution.probs:
+        distribution = [[v, _value(p)] for v, p in sorted(score.distribution.probs.items())]
+    return [score.rubric, readings, distribution, _value(score.weighted_score)]
+
+
+def _entry(score: ItemScore | None) -> list[Any] | None:
+    if score is None:
+        return None
+    parts = [_part(p) for p in score.parts] if score.parts else [_part(score)]
+    return [_value(score.weighted_score), score.status, score.valid, score.invalid, parts]
+
+
+def drilldown_data(results: StudyResults) -> dict[str, Any]:
+    """The JSON document the page's drill-down renders from."""
+    study = results.study
+    config = study.config
+    by_item = {(s.record_id, s.criterion): s for s in results.scores}
+    criteria = []
+    prompt_fields: set[str] = set()
+    for c in study.criteria:
+        prompts = []
+        for rubric in c.rubrics:
+            template = c.template if rubric is None else c.template.fill({"rubric": rubric.text})
+            prompts.append(
+                {"rubric": None if rubric is None else rubric.name, "parts": template.parts}
+            )
+        prompt_fields.update(c.config.fields.values())
+        criteria.append(
+            {
+                "name": c.name,
+                "display": c.config.display_name,
+                "lo": c.config.scale.lo,
+                "hi": c.config.scale.hi,
+                "role": c.config.role,
+                "placeholders": dict(c.config.fields),
+                "prompts": prompts,
+            }
+        )
+    records = []
+    for record in study.selected_records:
+        rendered = {
+            name: _prompt_text(value)
+            for name, value in record.fields.items()
+            if name in prompt_fields and not isinstance(value, str)
+        }
+        row: dict[str, Any] = {
+            "id": record.id,
+            "g": record.group,
+            "c": record.condition,
+            "f": record.fields,
+            "k": [_entry(by_item.get((record.id, c.name))) for c in study.criteria],
+        }
+        if rendered:
+            row["p"] = rendered
+        records.append(row)
+    conditions = sorted({r.condition for r in study.selected_records if r.condition is not None})
+    ordered = [c for c in config.stats.conditions if c in conditions]
+    return {
+        "mode": config.sampling.mode,
+        "groupLabel": config.data.group_field or "group",
+        "conditions": ordered + [c for c in conditions if c not in ordered],
+        "criteria": criteria,
+        "records": records,
+    }
+
+
+def script_json(document: dict[str, Any]) -> str:
+    """JSON safe inside a <script> element: "<", ">" and "&" escaped as \\u sequences."""
+    text = orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS).decode()
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

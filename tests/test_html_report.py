@@ -1,0 +1,279 @@
+"""The HTML report, opened in a real headless Chromium (Debian's ``chromium``, via Playwright).
+
+The demo's report is written once per module by ``geval-async demo`` in a subprocess; each test
+opens it from disk (``file://``) with every request and console message recorded, and acts as
+a reader would: reads the tables, sorts, filters, opens one record, moves with the keyboard.
+The expected answers come from the raw export (``raw/ueq_<criterion>.json``), not from the
+page's own code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import StudyFiles, run_cli
+
+from geval_async.sim import SimServer, SimSettings
+
+CHROMIUM = os.environ.get("GEVAL_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CRITERIA = ("con", "flu", "ind", "rel")
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(CHROMIUM) is None and not Path(CHROMIUM).is_file(),
+    reason="needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)",
+)
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("demo")
+    result = run_cli("demo", "--output", str(folder))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ueq_report.html" in result.stdout
+    return folder / "out"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Opened:
+    """A page with the report loaded, and everything it asked for or complained about."""
+
+    page: Any
+    requests: list[str] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)
+
+
+def open_report(browser: Any, path: Path) -> Opened:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    opened = Opened(page)
+    page.on("request", lambda request: opened.requests.append(request.url))
+    page.on(
+        "console",
+        lambda message: (
+            opened.console.append(f"{message.type}: {message.text}")
+            if message.type in ("error", "warning")
+            else None
+        ),
+    )
+    page.on("pageerror", lambda error: opened.console.append(f"pageerror: {error}"))
+    page.goto(path.resolve().as_uri())
+    page.wait_for_selector("#records tbody tr")
+    return opened
+
+
+@pytest.fixture
+def report(browser: Any, demo_report: Path) -> Iterator[Opened]:
+    opened = open_report(browser, demo_report / "ueq_report.html")
+    yield opened
+    opened.page.context.close()
+
+
+def column(page: Any, key: str) -> list[str]:
+    """The text of one column of the records table, in display order."""
+    keys = page.eval_on_selector_all("#records thead button", "bs => bs.map(b => b.dataset.key)")
+    index = keys.index(key)
+    return page.eval_on_selector_all(
+        "#records tbody tr", f"rows => rows.map(r => r.cells[{index}].textContent)"
+    )
+
+
+def raw_items(out: Path, criterion: str) -> dict[str, dict[str, Any]]:
+    document = json.loads((out / "raw" / f"ueq_{criterion}.json").read_text())
+    return {item["record_id"]: item for item in document["items"]}
+
+
+def test_demo_report_loads_offline_with_tables_and_figures(
+    report: Opened, demo_report: Path
+) -> None:
+    page = report.page
+    assert report.console == []
+    assert report.requests == [(demo_report / "ueq_report.html").resolve().as_uri()]
+    for table in ("table-coverage", "table-tests", "test-composite", "table-composite"):
+        assert page.locator(f"#{table} tbody tr").count() >= 1, table
+    for name in CRITERIA:
+        rows = page.locator(f"#table-{name} tbody tr")
+        assert rows.count() == 25  # 24 users and the Average row, as in the CSV
+        assert rows.last.locator("th").text_content() == "Average"
+        assert page.locator(f"#figure-box-{name} svg").count() == 1
+        assert page.locator(f"#figure-ratings-{name} svg").count() == 1
+    assert page.locator("#figure-box-composite svg").is_visible()
+    assert "simulated" in page.locator(".warning").text_content()
+    assert page.locator("#records tbody tr").count() == 48
+    assert page.locator("#records-status").text_content() == "Records 1-48 of 48"
+
+
+def test_sorting_by_a_score_column_orders_the_records(report: Opened) -> None:
+    page = report.page
+    page.click("#records thead button[data-key='score:con']")
+    ascending = [float(v) for v in column(page, "score:con")]
+    assert ascending == sorted(ascending) and ascending[0] < ascending[-1]
+    assert (
+        page.get_attribute("#records thead th:has(button[data-key='score:con'])", "aria-sort")
+        == "ascending"
+    )
+    page.click("#records thead button[data-key='score:con']")
+    descending = [float(v) for v in column(page, "score:con")]
+    assert descending == sorted(ascending, reverse=True)
+    page.click("#records thead button[data-key='id']")
+    assert column(page, "id")[:3] == ["u01-mLLM", "u01-sLLM", "u02-mLLM"]
+
+
+def test_filters_by_condition_criterion_and_text(report: Opened) -> None:
+    page = report.page
+    page.select_option("#filter-condition", "UEQ-sLLM")
+    conditions = column(page, "condition")
+    assert len(conditions) == 24 and set(conditions) == {"UEQ-sLLM"}
+    page.select_option("#filter-criterion", "flu")
+    keys = page.eval_on_selector_all("#records thead button", "bs => bs.map(b => b.dataset.key)")
+    assert keys == ["id", "group", "condition", "score:flu", "invalid"]
+    page.select_option("#filter-criterion", "")
+    page.select_option("#filter-condition", "")
+    page.fill("#filter-text", "u07")
+    assert column(page, "id") == ["u07-mLLM", "u07-sLLM"]
+    # Text in a record's fields is searched too: the persona of user u01 only.
+    page.fill("#filter-text", "margaret")
+    assert column(page, "id") == ["u01-mLLM", "u01-sLLM"]
+    page.fill("#filter-text", "no such text anywhere")
+    assert page.locator("#records tbody tr").count() == 0
+    assert "No record matches" in page.locator("#records-status").text_content()
+
+
+def test_drilldown_shows_the_records_answers_ratings_and_prompt(
+    report: Opened, demo_report: Path
+) -> None:
+    page = report.page
+    page.fill("#filter-text", "u05-sLLM")
+    page.click("#records tbody tr >> nth=0")
+    detail = page.locator("#record-detail")
+    assert detail.is_visible()
+    assert detail.locator("h3").text_content() == "Record u05-sLLM"
+    for name in CRITERIA:
+        raw = raw_items(demo_report, name)["u05-sLLM"]
+        section = detail.locator(f"section[data-criterion='{name}']")
+        answers = section.locator("table.answers tbody tr")
+        assert answers.count() == len(raw["answers"]) == 10
+        shown = section.locator("td.answer").all_text_contents()
+        assert shown == raw["answers"]
+        ratings = [r.text_content() for r in section.locator("tbody tr td:nth-child(3)").all()]
+        expected = ["invalid" if r is None else f"{r:g}" for r in raw["ratings"]]
+        assert ratings == expected
+        assert (
+            f"weighted score {raw['weighted_score']:.3f}"
+            in section.locator(".weighted").text_content()
+        )
+        prompt = section.locator("pre.prompt").text_content()
+        assert prompt == raw["messages"][0]["content"]
+
+
+def test_invalid_answers_show_their_reason(report: Opened, demo_report: Path) -> None:
+    page = report.page
+    page.check("#filter-invalid")
+    ids = column(page, "id")
+    assert ids, "the demo's judge answers 1% unparseably"
+    page.click("#records tbody tr >> nth=0")
+    bad = page.locator("#record-detail tr.bad").first
+    assert bad.locator("td:nth-child(3)").text_content() == "invalid"
+    assert bad.locator("td:nth-child(4)").text_content() in (
+        "empty answer",
+        "no number in the answer",
+        "no rating on the scale in the answer",
+    )
+    invalid = {
+        rid
+        for name in CRITERIA
+        for rid, item in raw_items(demo_report, name).items()
+        if None in item["ratings"]
+    }
+    assert set(ids) == invalid
+
+
+def test_keyboard_moves_through_the_records_and_opens_one(report: Opened) -> None:
+    page = report.page
+    page.click("#records thead button[data-key='id']")
+    page.focus("#records tbody tr >> nth=0")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.cells[0].textContent") == "u02-mLLM"
+    page.keyboard.press("Enter")
+    assert page.locator("#record-detail h3").text_content() == "Record u02-mLLM"
+    page.keyboard.press("Escape")
+    assert page.locator("#record-detail").is_hidden()
+    assert page.evaluate("document.activeElement.cells[0].textContent") == "u02-mLLM"
+    page.keyboard.press("End")
+    assert page.evaluate("document.activeElement.cells[0].textContent") == "u24-sLLM"
+    # Only one row is in the tab order (a roving tabindex), so Tab leaves the table.
+    assert page.locator("#records tbody tr[tabindex='0']").count() == 1
+
+
+def _judged(study: StudyFiles, **settings: object) -> None:
+    with SimServer(SimSettings(**settings)) as server:  # type: ignore[arg-type]
+        study.write_config(server.base_url, sampling={"mode": "logprobs", "n": 1})
+        result = run_cli("run", str(study.config), "--quiet")
+        assert result.returncode == 0, result.stderr
+
+
+def test_logprobs_report_shows_the_rating_distribution_and_is_reproducible(
+    study: StudyFiles, browser: Any
+) -> None:
+    _judged(study)
+    first = run_cli("report", str(study.config), "--html")
+    assert first.returncode == 0, first.stderr
+    path = study.output / "t_report.html"
+    assert f"wrote {path}" in first.stdout
+    before = path.read_bytes()
+    # The same cache gives the same bytes, apart from the generation time; with
+    # SOURCE_DATE_EPOCH set (reproducible builds' convention) even that is fixed.
+    fixed = {"SOURCE_DATE_EPOCH": "1700000000"}
+    assert run_cli("report", str(study.config), "--html", env=fixed).returncode == 0
+    pinned = path.read_bytes()
+    stamp = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+    assert stamp.sub(b"", pinned) == stamp.sub(b"", before)
+    assert run_cli("report", str(study.config), "--html", env=fixed).returncode == 0
+    assert path.read_bytes() == pinned
+    assert b"2023-11-14T22:13:20Z" in pinned
+
+    opened = open_report(browser, path)
+    try:
+        page = opened.page
+        assert opened.console == []
+        page.fill("#filter-text", "u003-B")
+        page.click("#records tbody tr >> nth=0")
+        section = page.locator("#record-detail section[data-criterion='clar']")
+        probabilities = [
+            float(v)
+            for v in section.locator("table.distribution tbody td:nth-child(2)").all_text_contents()
+        ]
+        assert len(probabilities) >= 2
+        assert sum(probabilities) == pytest.approx(1.0, abs=0.01)
+    finally:
+        page.context.close()

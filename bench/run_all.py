@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ("overhead", "rate_limits", "rerun", "rescore", "memory", "peers")
+ORDER = ("overhead", "rate_limits", "rerun", "rescore", "memory", "peers", "html_report")
 
 
 def headline(name: str, quick: bool) -> str:
@@ -55,6 +55,12 @@ def headline(name: str, quick: bool) -> str:
             f"{r['bucket_s']:g}s {r['contender']}: {r['wall_s']:.1f} s, {r['429s']} 429s, "
             f"{r['failed_items']} failed"
             for r in data["runs"]
+        )
+    if name == "html_report":
+        r = data["result"]
+        return (
+            f"{r['records']} records: {r['html_mb']:.1f} MB, first render "
+            f"{r['first_render_ms']:.0f} ms, {r['network_requests']} network requests"
         )
     return ""
 

@@ -277,3 +277,29 @@ def test_logprobs_report_shows_the_rating_distribution_and_is_reproducible(
         assert sum(probabilities) == pytest.approx(1.0, abs=0.01)
     finally:
         page.context.close()
+
+
+def test_human_scores_add_judge_vs_human_scatter_plots(study: StudyFiles, browser: Any) -> None:
+    with SimServer(SimSettings()) as server:
+        config = study.write_config(server.base_url)
+        config.write_text(config.read_text() + '[meta]\nhuman = { clar = "human.clar" }\n')
+        assert run_cli("run", str(study.config), "--quiet").returncode == 0
+    # Human ratings are not prompt fields, so adding them leaves every cache key as it was.
+    rows = [json.loads(line) for line in study.records.read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["human"] = {"clar": 1 + i % 5}
+    study.records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run_cli("report", str(study.config), "--html")
+    assert result.returncode == 0, result.stderr
+    opened = open_report(browser, study.output / "t_report.html")
+    try:
+        page = opened.page
+        assert opened.console == []
+        assert page.locator("#figure-human-clar svg").count() == 1
+        assert page.locator("#figure-human-fit").count() == 0  # no human score for fit
+        methods = page.locator("#table-human tbody tr td:nth-child(4)").all_text_contents()
+        assert {"spearman", "kendall", "pearson"} <= set(methods)
+        caption = page.locator("#caption-human-clar").text_content()
+        assert f"one point per record ({len(rows)})" in caption
+    finally:
+        page.context.close()

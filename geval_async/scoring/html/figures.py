@@ -52,6 +52,14 @@ def _svg(plt: Any, figure: Any) -> str:
     return text[text.index("<svg") :]
 
 
+def _margins(figure: Any) -> None:
+    # Fixed margins (in inches) instead of tight_layout, which draws the figure once more.
+    width, height = figure.get_size_inches()
+    figure.subplots_adjust(
+        left=0.7 / width, right=1 - 0.15 / width, bottom=0.55 / height, top=1 - 0.15 / height
+    )
+
+
 def box_figure(
     name: str, table: pd.DataFrame, ylabel: str, ylim: tuple[float, float] | None
 ) -> str:
@@ -91,7 +99,7 @@ def box_figure(
         pad = (ylim[1] - ylim[0]) * 0.05
         axes.set_ylim(ylim[0] - pad, ylim[1] + pad)
     axes.grid(axis="y", alpha=0.3)
-    figure.tight_layout()
+    _margins(figure)
     return _svg(plt, figure)
 
 
@@ -121,7 +129,7 @@ def distribution_figure(
     axes.grid(axis="y", alpha=0.3)
     if len(shares) > 1:
         axes.legend(frameon=False)
-    figure.tight_layout()
+    _margins(figure)
     return _svg(plt, figure)
 
 
@@ -134,5 +142,5 @@ def scatter_figure(name: str, pairs: pd.DataFrame, xlim: tuple[float, float], la
     axes.set_ylabel(label)
     axes.set_ylim(xlim[0] - 0.1, xlim[1] + 0.1)
     axes.grid(alpha=0.3)
-    figure.tight_layout()
+    _margins(figure)
     return _svg(plt, figure)

@@ -260,12 +260,6 @@
     var close = el("button", "Close", { type: "button" });
     close.addEventListener("click", function () { detail.hidden = true; state.selected = null; focusRow(state.active); });
     detail.appendChild(close);
-    detail.appendChild(el("h4", "Fields"));
-    var dl = detail.appendChild(el("dl"));
-    Object.keys(record.f).forEach(function (name) {
-      dl.appendChild(el("dt", name));
-      dl.appendChild(el("dd", fieldText(record.f[name])));
-    });
     var cards = detail.appendChild(el("div", null, { "class": "criteria" }));
     criteria.forEach(function (criterion, i) {
       var entry = record.k[i];
@@ -289,6 +283,13 @@
         if (data.mode === "logprobs" && part[2]) section.appendChild(distributionTable(part[2]));
       });
     });
+    // The record's fields last: they can be long, and the answers are what a reader came for.
+    detail.appendChild(el("h4", "Fields"));
+    var dl = detail.appendChild(el("dl"));
+    Object.keys(record.f).forEach(function (name) {
+      dl.appendChild(el("dt", name));
+      dl.appendChild(el("dd", fieldText(record.f[name])));
+    });
     detail.focus();
   }
   detail.addEventListener("keydown", function (event) {
@@ -298,4 +299,6 @@
   data.conditions.forEach(function (c) { conditionSelect.appendChild(el("option", c, { value: c })); });
   criteria.forEach(function (c) { criterionSelect.appendChild(el("option", c.display + " (" + c.name + ")", { value: c.name })); });
   refresh(false);
+  // For bench/html_report.py: when the first page of records is on screen.
+  if (window.performance && performance.mark) performance.mark("records-rendered");
 })();

@@ -49,7 +49,13 @@ def browse(path: Path, repeat: int) -> list[dict[str, Any]]:
         for _ in range(repeat):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             requests: list[str] = []
+            errors: list[str] = []
             page.on("request", lambda request, seen=requests: seen.append(request.url))
+            page.on(
+                "console",
+                lambda m, seen=errors: seen.append(m.text) if m.type == "error" else None,
+            )
+            page.on("pageerror", lambda e, seen=errors: seen.append(str(e)))
             page.goto(path.as_uri(), wait_until="load")
             page.wait_for_selector("#records tbody tr")
             timing = page.evaluate(
@@ -74,6 +80,7 @@ def browse(path: Path, repeat: int) -> list[dict[str, Any]]:
                     "sort_ms": sort_ms,
                     "open_record_ms": open_ms,
                     "requests": len(requests),
+                    "console_errors": errors,
                 }
             )
             page.close()
@@ -126,6 +133,7 @@ def main() -> None:
         "sort_ms": median("sort_ms"),
         "open_record_ms": median("open_record_ms"),
         "network_requests": max(r["requests"] for r in runs) - 1,
+        "console_errors": sum(len(r["console_errors"]) for r in runs),
     }
     print(table([row], list(row)))
     path = save("html_report", {"settings": vars(args), "result": row, "runs": runs})

@@ -21,6 +21,7 @@ from ...errors import ConfigError
 # Okabe & Ito (2008): distinguishable with every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+RASTER_POINTS = 600
 
 
 def _pyplot(name: str) -> Any:
@@ -45,7 +46,7 @@ def _pyplot(name: str) -> Any:
 
 def _svg(plt: Any, figure: Any) -> str:
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    figure.savefig(buffer, format="svg", dpi=150, metadata={"Date": None, "Creator": None})
     plt.close(figure)
     text = buffer.getvalue()
     # Inline SVG needs no XML prolog or doctype.
@@ -81,6 +82,9 @@ def box_figure(
             meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"},
         )
     jitter = np.random.default_rng(0)  # fixed: the same data gives the same picture
+    # Thousands of points as vector markers make a heavy page; past a few hundred they are drawn
+    # as one embedded bitmap (the boxes, axes and text stay vector).
+    many = sum(len(v) for v in values) > RASTER_POINTS
     for i, column in enumerate(values):
         x = i + 1 + jitter.uniform(-0.14, 0.14, size=len(column))
         axes.scatter(
@@ -92,6 +96,7 @@ def box_figure(
             marker=_MARKERS[i % len(_MARKERS)],
             zorder=3,
             linewidths=0,
+            rasterized=many,
         )
     axes.set_xticks(range(1, len(columns) + 1), columns)
     axes.set_ylabel(ylabel)
@@ -133,14 +138,22 @@ def distribution_figure(
     return _svg(plt, figure)
 
 
-def scatter_figure(name: str, pairs: pd.DataFrame, xlim: tuple[float, float], label: str) -> str:
-    """Judge score (y) against human score (x), one point per record."""
+def scatter_figure(name: str, pairs: pd.DataFrame, ylim: tuple[float, float], label: str) -> str:
+    """Judge score (y, on its scale ``ylim``) against human score (x), one point per record."""
     plt = _pyplot(name)
     figure, axes = plt.subplots(figsize=(3.6, 3.2))
-    axes.scatter(pairs["human"], pairs["judge"], s=10, alpha=0.5, color=PALETTE[0], linewidths=0)
+    axes.scatter(
+        pairs["human"],
+        pairs["judge"],
+        s=10,
+        alpha=0.5,
+        color=PALETTE[0],
+        linewidths=0,
+        rasterized=len(pairs) > RASTER_POINTS,
+    )
     axes.set_xlabel("human score")
     axes.set_ylabel(label)
-    axes.set_ylim(xlim[0] - 0.1, xlim[1] + 0.1)
+    axes.set_ylim(ylim[0] - 0.1, ylim[1] + 0.1)
     axes.grid(alpha=0.3)
     _margins(figure)
     return _svg(plt, figure)

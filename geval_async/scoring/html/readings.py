@@ -28,16 +28,19 @@ class Reading:
 
 def sample_readings(score: ItemScore) -> list[Reading]:
     """The readings of one item (one record on one criterion or rubric), in draw order."""
+    yes_no = score.rubric is not None
     return [
-        Reading(draw, text, rating, None if rating is not None else invalid_reason(text))
+        Reading(draw, text, rating, None if rating is not None else invalid_reason(text, yes_no))
         for draw, (text, rating) in enumerate(zip(score.answers, score.ratings, strict=True))
     ]
 
 
-def invalid_reason(text: str) -> str:
+def invalid_reason(text: str, yes_no: bool = False) -> str:
     """Why an answer gave no rating, in words a reader of the report understands."""
     if not text.strip():
         return "empty answer"
+    if yes_no:
+        return "no clear yes or no in the answer"
     if not _DIGIT.search(text):
         return "no number in the answer"
     return "no rating on the scale in the answer"

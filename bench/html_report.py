@@ -3,9 +3,10 @@ time to open it and first render it in headless Chromium.
 
 10,000 records x 4 criteria x 10 sampled ratings (40,000 cached answers, 400,000 ratings; each
 record a ~180-word article and a ~45-word summary), the cache filled first against a
-zero-latency simulated judge. ``geval-async report CONFIG --html`` runs in a fresh process
-(median of ``--repeat``). The page is then opened ``--repeat`` times from disk in Debian's
-Chromium (Playwright, a fresh page each time) and the browser's own clocks are read:
+zero-latency simulated judge. ``geval-async report CONFIG`` runs in a fresh process with and
+without ``--html`` (median of ``--repeat`` each). The page is then opened ``--repeat`` times
+from disk in Debian's Chromium (Playwright, a fresh page each time) and the browser's own
+clocks are read:
 ``domContentLoaded`` and ``load`` from the navigation timing, and ``records-rendered``, a mark
 the page sets once the first page of the records table is on screen. Sorting all records by a
 score and opening one record's drill-down are timed from Python around the click.
@@ -110,11 +111,14 @@ def main() -> None:
                 )
             ).report()
         assert fill["complete"], fill
-        reports = []
+        # The same command with and without --html: the difference is the HTML report's cost.
+        reports, plain = [], []
         for _ in range(args.repeat):
-            command = [PYTHON, "-m", "geval_async", "report", str(study.config), "--html"]
-            reports.append(run_child(command))
-            assert reports[-1].returncode == 0, reports[-1].stdout + reports[-1].stderr
+            command = [PYTHON, "-m", "geval_async", "report", str(study.config)]
+            plain.append(run_child(command))
+            reports.append(run_child([*command, "--html"]))
+            for run in (plain[-1], reports[-1]):
+                assert run.returncode == 0, run.stdout + run.stderr
         page = study.folder / "out" / "bench_report.html"
         size = page.stat().st_size
         runs = browse(page, args.repeat)
@@ -126,6 +130,7 @@ def main() -> None:
         "records": args.records,
         "cached_answers": study.requests,
         "html_mb": size / 1e6,
+        "report_s": statistics.median(r.wall for r in plain),
         "report_html_s": statistics.median(r.wall for r in reports),
         "dom_content_loaded_ms": median("dcl"),
         "first_render_ms": median("rendered"),

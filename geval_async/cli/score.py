@@ -183,6 +183,10 @@ def cmd_ttest(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.html:
+        from ..scoring.html.figures import require_matplotlib
+
+        require_matplotlib()  # before any file is written
     results = _results(args)
     paths = write_report(results, test=args.test, plots=args.plots)
     if args.html:

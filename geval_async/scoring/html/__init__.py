@@ -18,23 +18,19 @@ apart from the generation time (which honours ``SOURCE_DATE_EPOCH``).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import pandas as pd
+from markupsafe import Markup
 
 from ...errors import ConfigError
 from ..report import write_atomic
 from ..results import StudyResults
 from ..tables import COMPOSITE
-from .drilldown import KEYS, drilldown_data, script_json
-from .figures import box_figure, distribution_figure, scatter_figure
+from .drilldown import drilldown_data, script_json
+from .gallery import HumanComparison, box_figures, distribution_figures, human_section
 from .overview import (
     CriterionView,
-    Table,
     coverage_table,
     frame_table,
     invalid_reasons,
@@ -45,30 +41,6 @@ from .overview import (
 )
 
 __all__ = ["HumanComparison", "html_report_path", "render_html_report", "write_html_report"]
-
-
-@dataclass(frozen=True)
-class HumanComparison:
-    """Judge-vs-human data for a study with human scores (from the meta-evaluation stage).
-
-    Attributes:
-        pairs: one row per record and criterion: record_id, criterion, human, judge.
-        correlations: objects with judge, criterion, level, method, value, ci_low, ci_high, n
-            (``geval_async.meta.correlations.Correlation``).
-    """
-
-    pairs: pd.DataFrame
-    correlations: Sequence[Any]
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One inline SVG figure with its heading and a text alternative."""
-
-    key: str
-    title: str
-    description: str
-    svg: str
 
 
 def html_report_path(results: StudyResults) -> Path:
@@ -106,55 +78,32 @@ def render_html_report(
 ) -> str:
     """The report as one HTML document (see :func:`write_html_report`)."""
     import jinja2
-    from markupsafe import Markup
 
     config = results.config
     prefix = config.output.prefix
     has_conditions = len(config.stats.conditions) == 2
     comparisons = {c.criterion: c for c in results.comparisons(test)} if has_conditions else {}
     reasons = invalid_reasons(results.scores)
+    group = config.data.group_field or "record"
     criteria = []
-    figures = []
     for planned in results.study.criteria:
         c = planned.config
-        caption = f"mean weighted score per {results.config.data.group_field or 'record'}"
-        table = frame_table(results.table(c.name), caption, f"scores/{prefix}_{c.name}.csv")
-        compared = comparisons.get(c.name)
+        caption = f"mean weighted score per {group}"
         criteria.append(
             CriterionView(
                 c.name,
                 c.display_name,
                 f"{c.scale.lo:g}-{c.scale.hi:g}",
-                table,
-                test_line(compared),
+                frame_table(results.table(c.name), caption, f"scores/{prefix}_{c.name}.csv"),
+                test_line(comparisons.get(c.name)),
                 reasons.get(c.name, []),
-            )
-        )
-        figures.append(
-            Figure(
-                f"box-{c.name}",
-                f"{c.display_name} ({c.name}) per condition",
-                f"Box plot of the mean weighted score ({c.scale.lo:g}-{c.scale.hi:g}) per "
-                "group, one box per condition; each point is a group, the diamond the mean.",
-                Markup(
-                    box_figure(
-                        f"box-{c.name}",
-                        results.table(c.name, average=False),
-                        f"weighted score ({c.scale.lo:g}-{c.scale.hi:g})",
-                        (c.scale.lo, c.scale.hi),
-                    )
-                ),
             )
         )
     composite = None
     if set(config.composite.criteria) <= {c.name for c in results.study.criteria}:
         frame = results.composite()
         composite = {
-            "table": frame_table(
-                frame,
-                f"composite per {results.config.data.group_field or 'record'}",
-                f"scores/{prefix}_average.csv",
-            ),
+            "table": frame_table(frame, f"composite per {group}", f"scores/{prefix}_average.csv"),
             "test": None
             if COMPOSITE not in comparisons
             else test_table([comparisons[COMPOSITE]], "Composite: test between the conditions"),
@@ -163,22 +112,6 @@ def render_html_report(
             "criteria": ", ".join(config.composite.criteria),
             "means": [(str(k), number(v, 2)) for k, v in frame.iloc[-1].items()],
         }
-        figures.insert(
-            0,
-            Figure(
-                "box-composite",
-                "Composite score per condition",
-                "Box plot of the 100-point composite per group, one box per condition; each "
-                "point is a group, the diamond the mean.",
-                Markup(
-                    box_figure(
-                        "box-composite", results.composite(average=False), "score (0-100)", (0, 100)
-                    )
-                ),
-            ),
-        )
-    figures += _distribution_figures(results, Markup)
-    meta = _human_section(results, human, Markup) if human is not None else None
     data = drilldown_data(results)
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("geval_async.scoring.html", "templates"),
@@ -202,87 +135,8 @@ def render_html_report(
         alpha=config.stats.alpha,
         paired_design=results.paired_design if has_conditions else False,
         prefix=prefix,
-        figures=figures,
-        meta=meta,
-        keys=KEYS,
+        figures=box_figures(results) + distribution_figures(results),
+        meta=None if human is None else human_section(results, human),
         data=Markup(script_json(data)),
         generated=_generated(),
     )
-
-
-def _distribution_figures(results: StudyResults, markup: Any) -> list[Figure]:
-    """Per criterion: the mean share of each rating per condition (rubric criteria excluded)."""
-    figures = []
-    for planned in results.study.criteria:
-        c = planned.config
-        if c.is_rubric:
-            continue
-        sums: dict[str, dict[float, float]] = {}
-        counts: dict[str, int] = {}
-        for score in results.scores:
-            if score.criterion != c.name or not score.distribution or not score.distribution.probs:
-                continue
-            condition = score.condition or "all"
-            share = sums.setdefault(condition, {})
-            counts[condition] = counts.get(condition, 0) + 1
-            for rating, p in score.distribution.probs.items():
-                share[rating] = share.get(rating, 0.0) + p
-        order = [*results.config.stats.conditions, *sorted(sums)]
-        shares = {
-            k: {v: p / counts[k] for v, p in sums[k].items()}
-            for k in dict.fromkeys(order)
-            if k in sums
-        }
-        if not shares:
-            continue
-        figures.append(
-            Figure(
-                f"ratings-{c.name}",
-                f"{c.display_name} ({c.name}): ratings per condition",
-                "Bar chart of the share of each rating among the valid ratings, averaged over "
-                "the records of each condition.",
-                markup(distribution_figure(f"ratings-{c.name}", shares, c.scale.points)),
-            )
-        )
-    return figures
-
-
-def _human_section(results: StudyResults, human: HumanComparison, markup: Any) -> dict[str, Any]:
-    figures = []
-    for planned in results.study.criteria:
-        c = planned.config
-        pairs = human.pairs[human.pairs["criterion"] == c.name].dropna(subset=["human", "judge"])
-        if pairs.empty:
-            continue
-        found = [
-            f"{r.method} {number(r.value, 2)}"
-            for r in human.correlations
-            if r.criterion == c.name and r.level == "dataset"
-        ]
-        figures.append(
-            Figure(
-                f"human-{c.name}",
-                f"{c.display_name} ({c.name}): judge vs human",
-                f"Scatter plot of the judge's weighted score against the human score, one point "
-                f"per record ({len(pairs)}); dataset-level correlations: {', '.join(found)}.",
-                markup(
-                    scatter_figure(
-                        f"human-{c.name}", pairs, (c.scale.lo, c.scale.hi), "judge weighted score"
-                    )
-                ),
-            )
-        )
-    rows = [
-        [
-            r.judge,
-            r.criterion,
-            r.level,
-            r.method,
-            number(r.value, 3),
-            "" if number(r.ci_low, 3) == "" else f"[{number(r.ci_low, 3)}, {number(r.ci_high, 3)}]",
-            str(r.n),
-        ]
-        for r in human.correlations
-    ]
-    header = ["judge", "criterion", "level", "method", "correlation", "CI", "n"]
-    return {"figures": figures, "table": Table("Judge vs human correlations", header, rows)}

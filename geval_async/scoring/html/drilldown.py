@@ -5,7 +5,10 @@ from it on demand, so a study of 10,000 records opens as fast as one of 50. Prom
 stored per record: each criterion's template parts go once, and the page fills in the record's
 fields literally, exactly as the judge stage rendered them.
 
-Compact keys keep the file small; :data:`KEYS` is the legend the page's script reads.
+Compact keys keep the file small. Per record: ``id``, ``g`` group, ``c`` condition, ``f`` its
+fields, ``p`` the prompt text of its non-text fields (as the judge stage rendered them), and ``k``
+per criterion ``[weighted score, status, valid samples, invalid samples, parts]``, a part being
+``[rubric, [[answer, rating, reason?], ...], distribution, weighted score]``.
 """
 
 from __future__ import annotations
@@ -18,15 +21,6 @@ import orjson
 from ..results import StudyResults
 from ..scores import ItemScore
 from .readings import sample_readings
-
-KEYS = {
-    "id": "record id",
-    "g": "group",
-    "c": "condition",
-    "f": "fields",
-    "p": "prompt values of non-text fields (as the judge stage rendered them)",
-    "k": "per criterion: [weighted score, status, valid samples, invalid samples, parts]",
-}
 
 
 def _value(number: float | None) -> float | None:

@@ -24,7 +24,12 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 RASTER_POINTS = 600
 
 
-def _pyplot(name: str) -> Any:
+def require_matplotlib() -> Any:
+    """pyplot on the non-interactive Agg backend, or one line that says how to install it.
+
+    Raises:
+        ConfigError: matplotlib is not installed.
+    """
     try:
         import matplotlib
 
@@ -32,6 +37,11 @@ def _pyplot(name: str) -> Any:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ConfigError("--html needs matplotlib: pip install 'geval-async[plots]'") from exc
+    return plt
+
+
+def _pyplot(name: str) -> Any:
+    plt = require_matplotlib()
     plt.rcParams.update(
         {
             "svg.hashsalt": f"geval-{name}",

@@ -235,6 +235,16 @@ def test_keyboard_moves_through_the_records_and_opens_one(report: Opened) -> Non
     assert page.locator("#records tbody tr[tabindex='0']").count() == 1
 
 
+def test_printing_hides_the_controls_and_keeps_tables_and_figures(report: Opened) -> None:
+    page = report.page
+    page.emulate_media(media="print")
+    assert page.locator(".filters").is_hidden()
+    assert page.locator(".pager").is_hidden()
+    assert page.locator("#table-tests").is_visible()
+    assert page.locator("#figure-box-composite svg").is_visible()
+    assert page.pdf()[:4] == b"%PDF"
+
+
 def _judged(study: StudyFiles, **settings: object) -> None:
     with SimServer(SimSettings(**settings)) as server:  # type: ignore[arg-type]
         study.write_config(server.base_url, sampling={"mode": "logprobs", "n": 1})

@@ -130,7 +130,7 @@
       var r = records[index];
       var tr = el("tr", null, { tabindex: position === state.active ? "0" : "-1" });
       tr.dataset.index = index;
-      tr.setAttribute("aria-selected", index === state.selected ? "true" : "false");
+      if (index === state.selected) tr.setAttribute("aria-current", "true");
       cols.forEach(function (column, c) {
         var value = column.value(r);
         var cell = c === 0 ? el("th", value, { scope: "row" }) : el("td", column.text ? value : (column.key === "invalid" ? value : fixed(value, 2)));
@@ -251,7 +251,8 @@
     var record = records[index];
     state.selected = index;
     Array.prototype.forEach.call(body.rows, function (tr) {
-      tr.setAttribute("aria-selected", Number(tr.dataset.index) === index ? "true" : "false");
+      if (Number(tr.dataset.index) === index) tr.setAttribute("aria-current", "true");
+      else tr.removeAttribute("aria-current");
     });
     detail.replaceChildren();
     detail.hidden = false;

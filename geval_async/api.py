@@ -20,6 +20,7 @@ from .errors import ConfigError
 from .judging.cache import JudgeCache
 from .judging.plan import prepare_study
 from .judging.runner import RunResult, run_study
+from .options import StatTest
 from .study.config import EvalConfig, apply_overrides, load_config
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ async def judge(
 def html_report(
     config: EvalConfig | str | os.PathLike[str],
     *,
-    test: str | None = None,
+    test: StatTest | str | None = None,
     strict: bool = False,
     **overrides: Any,
 ) -> Path:
@@ -72,7 +73,7 @@ def html_report(
     return write_html(load_results(config, strict=strict, **overrides), test=test)
 
 
-def write_html(results: StudyResults, *, test: str | None = None) -> Path:
+def write_html(results: StudyResults, *, test: StatTest | str | None = None) -> Path:
     """The HTML report of scored results, with judge-vs-human plots when [meta] human is set."""
     from .scoring.html import write_html_report
 

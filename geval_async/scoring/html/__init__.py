@@ -24,6 +24,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ...errors import ConfigError
+from ...options import StatTest
 from ..report import write_atomic
 from ..results import StudyResults
 from ..tables import COMPOSITE
@@ -50,7 +51,10 @@ def html_report_path(results: StudyResults) -> Path:
 
 
 def write_html_report(
-    results: StudyResults, *, test: str | None = None, human: HumanComparison | None = None
+    results: StudyResults,
+    *,
+    test: StatTest | str | None = None,
+    human: HumanComparison | None = None,
 ) -> Path:
     """Write the HTML report atomically; returns its path.
 
@@ -74,7 +78,10 @@ def _generated() -> str:
 
 
 def render_html_report(
-    results: StudyResults, *, test: str | None = None, human: HumanComparison | None = None
+    results: StudyResults,
+    *,
+    test: StatTest | str | None = None,
+    human: HumanComparison | None = None,
 ) -> str:
     """The report as one HTML document (see :func:`write_html_report`)."""
     import jinja2

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ...judging.cache import JudgeCache
 from ...judging.plan import first_request, plan_items
+from ...options import SamplingMode
 from ..results import StudyResults
 from ..scores import ItemScore
 from ..stats import Comparison
@@ -198,7 +199,7 @@ def study_facts(results: StudyResults) -> list[tuple[str, str]]:
     mode = (
         f"samples: n = {sampling.n}, temperature {sampling.temperature:g}, top_p "
         f"{sampling.top_p:g}, max_tokens {sampling.max_tokens}"
-        if sampling.mode == "samples"
+        if sampling.mode == SamplingMode.SAMPLES
         else f"logprobs: one answer, top_logprobs {sampling.top_logprobs}, temperature "
         f"{sampling.temperature:g}"
     )

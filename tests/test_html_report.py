@@ -295,8 +295,10 @@ def test_human_scores_add_judge_vs_human_scatter_plots(study: StudyFiles, browse
         assert run_cli("run", str(study.config), "--quiet").returncode == 0
     # Human ratings are not prompt fields, so adding them leaves every cache key as it was.
     rows = [json.loads(line) for line in study.records.read_text().splitlines()]
+    hostile = "</script><script>document.title='owned'</script><b>bold</b> & {{text}}"
     for i, row in enumerate(rows):
         row["human"] = {"clar": 1 + i % 5}
+        row["note"] = hostile
     study.records.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = run_cli("report", str(study.config), "--html")
     assert result.returncode == 0, result.stderr
@@ -310,5 +312,10 @@ def test_human_scores_add_judge_vs_human_scatter_plots(study: StudyFiles, browse
         assert {"spearman", "kendall", "pearson"} <= set(methods)
         caption = page.locator("#caption-human-clar").text_content()
         assert f"one point per record ({len(rows)})" in caption
+        # A record's text is shown as text: it can never become markup or script.
+        page.click("#records tbody tr >> nth=0")
+        assert hostile in page.locator("#record-detail dd").all_text_contents()
+        assert page.locator("#record-detail b").count() == 0
+        assert page.title() == "t: G-Eval report"
     finally:
         page.context.close()

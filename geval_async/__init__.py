@@ -38,6 +38,7 @@ _EXPORTS = {
     "prepare_study": "judging.plan",
     "run_study": "judging.runner",
     "shipped": "study.shipped",
+    "write_outputs": "scoring.outputs",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

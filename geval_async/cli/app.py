@@ -30,7 +30,7 @@ from .meta import add_meta_command
 from .overrides import study_config
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
-from .summary import coverage_table, run_summary
+from .summary import coverage_table, expected_duration, run_summary
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -180,6 +180,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for message, count in result.failures.most_common(5):
         print(f"  {count} x {message}")
     resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if config.max_cost is not None:
+        resume += _budget_left(config)
     if result.stopped:
         _say(f"stopped: {result.stopped}")
         _say(f"resume with: {resume}")
@@ -195,6 +197,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+def _budget_left(config: EvalConfig) -> str:
+    """What the study budget leaves, for the resume line: each resume spends from the same cap."""
+    from ..judging.budget import study_spent
+    from ..study.pricing import usd
+
+    assert config.max_cost is not None
+    spent = study_spent(config.cache_path, config)
+    left = max(0.0, config.max_cost - spent)
+    return (
+        f"\n  (study budget --max-cost {usd(config.max_cost)}: {usd(spent)} estimated so far, "
+        f"{usd(left)} left" + ("; raise --max-cost to continue)" if left < 1e-9 else ")")
+    )
 
 
 def _run_loop(
@@ -232,6 +248,7 @@ def _run_loop(
                 retry_failed=retry_failed,
                 on_progress=None if quiet else show,
                 progress_interval=0.5 if interactive else 5.0,
+                on_retries=_say if quiet else None,
             )
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -274,6 +291,7 @@ def _dry_run(study: Study) -> int:
         "estimated cost: "
         + (f"${cost:.2f}" if cost is not None else f"unknown (no price for {config.judge.model!r})")
     )
+    print(expected_duration(requests, tokens, config.limits.rpm, config.limits.tpm))
     print("dry run: nothing was sent")
     return EXIT_OK
 
@@ -281,7 +299,6 @@ def _dry_run(study: Study) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..scoring.results import load_results
     from .demo import demo_config, demo_server
-    from .score import write_report
     from .summary import SIMULATED_NOTE
 
     print("geval-async demo: the UEQ study (examples/ueq) judged by the SIMULATED judge")
@@ -308,7 +325,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError:
         plots = False
         print("(no matplotlib: plots skipped; pip install 'geval-async[plots]')")
-    paths = write_report(results, plots=plots)
+    paths = results.write_outputs(plots=plots)
     print("\ncomposite score (0-100), mean per condition:")
     print(results.composite().loc[["Average"]].rename_axis(None).round(2).to_string())
     print(f"\n{len(paths)} files under {config.output.path}:")
@@ -339,7 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
+        return code
     except (ConfigError, CacheError) as exc:
         _debug()
         _say(f"error: {exc}")
@@ -352,6 +371,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _debug()
         _say(f"error: {exc}")
         return EXIT_INCOMPLETE
+    except BrokenPipeError:
+        # The reader closed the pipe (`geval-async score ... | head`): the files are written
+        # before anything long is printed, so this is a normal end. Python would otherwise
+        # complain again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except (KeyboardInterrupt, asyncio.CancelledError):
         _say("interrupted: answers received so far are saved; run the same command to resume")
         return EXIT_INTERRUPTED

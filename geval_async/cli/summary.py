@@ -58,3 +58,30 @@ def coverage_table(counts: Mapping[str, Coverage]) -> str:
     )
     rows.append(["total", total.items, total.answered, total.refused, total.missing])
     return table(["criterion", "items", "answered", "refused", "missing"], rows)
+
+
+def expected_duration(requests: int, tokens: int, rpm: float | None, tpm: float | None) -> str:
+    """``--dry-run``: how long the limits make the run at the least, and which one binds."""
+    if not requests:
+        return "expected duration: none (nothing to send)"
+    bounds = []
+    if rpm:
+        bounds.append((requests / rpm, f"{requests} requests at rpm {rpm:g}"))
+    if tpm:
+        bounds.append((tokens / tpm, f"{tokens} tokens at tpm {tpm:g}"))
+    if not bounds:
+        return (
+            "expected duration: unknown (no rpm/tpm limits: the server's speed and "
+            "concurrency decide)"
+        )
+    minutes, reason = max(bounds)
+    return f"expected duration: at least {_duration(minutes * 60)} under the limits ({reason})"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..study.config import EvalConfig
 from .cache import CachedResponse, JudgeCache
 from .legacy import legacy_answers, legacy_sizes
+from .origin import EntrySource
 from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_request, plan_items
 
 
@@ -38,7 +39,7 @@ class ItemState:
 
 def item_state(
     first: JudgeRequest,
-    cache: JudgeCache,
+    cache: EntrySource,
     config: EvalConfig,
     *,
     retry_failed: bool = False,
@@ -74,7 +75,7 @@ def item_state(
     return state
 
 
-def item_states(study: Study, cache: JudgeCache) -> Iterator[ItemState]:
+def item_states(study: Study, cache: EntrySource) -> Iterator[ItemState]:
     """The state of every item of the plan, in plan order."""
     legacy = legacy_sizes(cache)
     for item in plan_items(study):

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..options import SamplingMode
+from ..study.checks import check_fields_inserted, check_stats
 from ..study.config import CriterionConfig, EvalConfig
 from ..study.criteria import Rubric
 from ..study.prompts import Template, check_fields, load_template
@@ -123,6 +124,7 @@ def prepare_study(config: EvalConfig) -> Study:
         condition_field=config.data.condition_field,
         required_fields=required,
     )
+    check_stats(config, records)
     return Study(config, records, tuple(criteria))
 
 
@@ -144,6 +146,7 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
             )
         names["rubric"] = "rubric"
     check_fields(template, names, criterion.name)
+    check_fields_inserted(criterion, template)
     points = criterion.answer_scale.points
     if config.sampling.mode == SamplingMode.LOGPROBS and not all(
         float(p).is_integer() for p in points

@@ -8,13 +8,10 @@ simply running again. Before sending, a worker claims the request (:mod:`geval_a
 a request another process, or another item of this run, is already asking for is not sent
 twice: the worker waits for its answer in the cache.
 
-Retries: a 429 pauses every worker for as long as the server asked; a transient failure is
-retried with capped exponential backoff and full jitter, up to ``limits.retries`` times; a
-refusal is stored and not retried; a failure no retry can fix (quota, key) stops the run.
-Setting the ``stop`` event (the CLI does on Ctrl-C) stops dispatching: no new request is sent,
-answers already in flight are still saved, and the run returns its counts. A ``--max-cost`` cap
-(:class:`~geval_async.pricing.Budget`) stops the run the same way, before the request that
-would take the run's estimated spend past it.
+Failures: :func:`~geval_async.judging.failures.decide` says what each one means (pause every
+worker after a 429, back off and retry, store a refusal, give up, or stop the run) and
+:meth:`_Run.apply` does it. Setting the ``stop`` event (the CLI does on Ctrl-C) stops
+dispatching: answers in flight are still saved. A ``--max-cost`` cap stops the run the same way.
 """
 
 from __future__ import annotations
@@ -26,24 +23,29 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import GevalError, RateLimited, Rejected, RunStopped, Transient
+from ..errors import GevalError, RunStopped, TransportError
 from ..options import ItemOutcome
-from .budget import request_cost, run_budget
+from .budget import record_spend, request_cost, run_budget
 from .cache import CachedResponse, JudgeCache
 from .claims import Claims
 from .coverage import item_state
 from .entries import answer_entry, refusal_entry
+from .failures import Action, Decision, FailureFact, History, decide
 from .legacy import has_legacy, migrate_study
 from .limits import RateLimits
+from .origin import ServerEntries
 from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_request, plan_items
-from .progress import CriterionCounts, RunCounters, RunResult, render_progress
-from .transport import JudgeAnswer, Transport, refuses_n
+from .progress import (
+    CriterionCounts,
+    RunCounters,
+    RunResult,
+    render_progress,
+    report_progress,
+)
+from .transport import JudgeAnswer, Transport
 
 # How often a worker looks for an answer another process is fetching (seconds).
 _CLAIM_POLL = 0.2
-
-# A request that keeps getting 429s is not failing, it is waiting; but not forever.
-_MAX_RATE_LIMITED = 100
 
 
 @dataclass
@@ -68,6 +70,8 @@ class _Run:
     ) -> None:
         self.study, self.config = study, study.config
         self.cache, self.transport, self.claims = cache, transport, claims
+        # Lookups go through the server's view: another server's answers read as missing.
+        self.entries = ServerEntries(cache, None)
         self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
         self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
         self.counters = RunCounters(
@@ -80,7 +84,9 @@ class _Run:
         # Set once the server refuses n > 1: items then ask for one choice per request.
         self.single_choice = False
         self.stopped: str | None = None
-        self.budget = run_budget(self.config)
+        self.budget = run_budget(self.config, cache.directory)
+        judge = self.config.judge
+        self.history = History(judge.url, judge.api_key_env, retries=self.config.limits.retries)
         self.queue: asyncio.Queue[_ItemWork | None] = asyncio.Queue(
             maxsize=2 * self.config.limits.concurrency
         )
@@ -108,14 +114,14 @@ class _Run:
 
     def cached(self, request: JudgeRequest) -> CachedResponse | None:
         """The usable cache entry of a request (a refusal counts unless --retry-failed)."""
-        entry = self.cache.get(request.key)
+        entry = self.entries.get(request.key)
         if entry is not None and not entry.ok and self.retry_failed:
             return None
         return entry
 
     def missing_requests(self, first: JudgeRequest) -> list[JudgeRequest] | None:
         """Requests an item still needs ([] when complete, None when refused for good)."""
-        state = item_state(first, self.cache, self.config, retry_failed=self.retry_failed)
+        state = item_state(first, self.entries, self.config, retry_failed=self.retry_failed)
         return None if state.refused is not None else state.missing
 
     # --- workers -------------------------------------------------------------------------
@@ -178,6 +184,7 @@ class _Run:
                 return ItemOutcome.STOPPED, 0
             attempts += 1
             self.claims.renew(request.key)
+            self.counters.requests_sent += 1
             self.counters.in_flight += 1
             self.counters.peak_in_flight = max(
                 self.counters.peak_in_flight, self.counters.in_flight
@@ -187,37 +194,18 @@ class _Run:
                 body = {**body, "n": 1}
             try:
                 answer = await self.transport.complete(body)
-            except (Rejected, Transient) as exc:
-                if body["n"] > 1 and refuses_n(exc):
-                    # The server will not return several choices: from now on every item asks
-                    # for one, and the rest come as further draws (stored as draw 0's answer,
-                    # as from a server that ignores n).
-                    self.single_choice = True
-                    self.counters.retries["n refused"] += 1
-                    if self.budget is not None:
-                        self.budget.refund(cost)
-                    continue
-                if isinstance(exc, Rejected):
-                    self.store_refusal(request, exc, attempts)
-                    return ItemOutcome.REJECTED, 0
-                transient += 1
-                self.counters.retries[_kind(exc)] += 1
-                if transient > self.config.limits.retries:
-                    return self.fail(request, f"{exc} (after {attempts} attempts)"), 0
-                await self.sleep_unless_stopped(self.delay(transient))
-                continue
-            except RateLimited as exc:
-                self.counters.rate_limited += 1
-                self.counters.retries["429"] += 1
-                limited += 1
-                if self.budget is not None:
-                    self.budget.refund(cost)
-                self.limits.observe(exc.headers)
-                if limited > _MAX_RATE_LIMITED:
-                    return self.fail(request, f"rate-limited {limited} times in a row"), 0
-                self.limits.cooldown.pause(
-                    exc.retry_after if exc.retry_after is not None else self.delay(limited)
-                )
+            except TransportError as exc:
+                fact = exc.fact if isinstance(exc.fact, FailureFact) else FailureFact()
+                self.history.answered |= fact.status is not None
+                if fact.status == 429:
+                    limited += 1
+                else:
+                    transient += 1
+                attempt = limited if fact.status == 429 else transient
+                decision = decide(fact, self.history, n=body["n"], attempt=attempt)
+                outcome = await self.apply(decision, request, exc, (attempts, attempt), cost)
+                if outcome is not None:
+                    return outcome, 0
                 continue
             except RunStopped as exc:
                 self.stopped = str(exc)
@@ -225,9 +213,52 @@ class _Run:
                 return ItemOutcome.STOPPED, 0
             finally:
                 self.counters.in_flight -= 1
+            self.history.answered = True
             self.limits.observe(answer.headers)
             self.store_answer(request, answer, attempts)
             return ItemOutcome.OK, len(answer.choices)
+
+    async def apply(
+        self,
+        decision: Decision,
+        request: JudgeRequest,
+        exc: TransportError,
+        counts: tuple[int, int],
+        cost: float,
+    ) -> ItemOutcome | None:
+        """Carry out a failure decision; the item's outcome, or None to send again.
+
+        ``counts``: the request's attempts so far, and its failures of this kind in a row.
+        """
+        attempts, attempt = counts
+        action = decision.action
+        if action in (Action.PAUSE, Action.ONE_CHOICE) and self.budget is not None:
+            self.budget.refund(cost)  # neither a 429 nor a refused n is billed
+        if action is Action.STOP:
+            self.stopped = decision.message
+            self.stop.set()
+            return ItemOutcome.STOPPED
+        if action is Action.REFUSE:
+            self.store_refusal(request, exc, attempts, decision.message)
+            return ItemOutcome.REJECTED
+        if action is Action.GIVE_UP:
+            return self.fail(request, decision.message)
+        self.counters.note_retry(decision.label if action is not Action.PAUSE else "429")
+        if action is Action.ONE_CHOICE:
+            # The server will not return several choices: from now on every item asks for
+            # one, and the rest come as further draws (stored as draw 0's answer, as from a
+            # server that ignores n).
+            self.single_choice = True
+        elif action is Action.PAUSE:
+            self.counters.rate_limited += 1
+            self.limits.observe(exc.headers)
+            self.limits.cooldown.pause(
+                decision.wait if decision.wait is not None else self.delay(attempt)
+            )
+        else:
+            wait = decision.wait if decision.wait is not None else self.delay(attempt)
+            await self.sleep_unless_stopped(wait)
+        return None
 
     def delay(self, attempt: int) -> float:
         """Capped exponential backoff with full jitter."""
@@ -252,27 +283,19 @@ class _Run:
         self.counters.simulated |= answer.simulated
         self._put(request, entry)
 
-    def store_refusal(self, request: JudgeRequest, exc: Rejected, attempts: int) -> None:
-        self.failures[f"{request.item.criterion.name}: refused: {exc}"] += 1
-        self._put(request, refusal_entry(request, exc, attempts))
+    def store_refusal(
+        self, request: JudgeRequest, exc: TransportError, attempts: int, reason: str
+    ) -> None:
+        self.failures[f"{request.item.criterion.name}: refused: {reason}"] += 1
+        self._put(request, refusal_entry(request, exc, attempts, reason))
 
     def _put(self, request: JudgeRequest, entry: CachedResponse) -> None:
-        overwrite = self.retry_failed or request.key in self.cache.corrupted
+        overwrite = (
+            self.retry_failed
+            or request.key in self.cache.corrupted
+            or request.key in self.entries.hidden
+        )
         self.cache.put(entry, overwrite=overwrite)
-
-
-def _kind(exc: Transient) -> str:
-    """A short name for a transient failure, for the retry counts in the summary."""
-    if exc.status and exc.status >= 500:
-        return f"http {exc.status}"
-    if exc.status == 200:
-        return "malformed body"
-    text = str(exc)
-    if "timeout" in text:
-        return "timeout"
-    if "cut off" in text:
-        return "truncated body"
-    return "connection"
 
 
 async def run_study(
@@ -284,6 +307,7 @@ async def run_study(
     retry_failed: bool = False,
     on_progress: Callable[[str], None] | None = None,
     progress_interval: float = 0.5,
+    on_retries: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Judge every item of the study that the cache does not hold yet.
 
@@ -295,6 +319,9 @@ async def run_study(
         retry_failed: ask again for requests the cache holds as refused.
         on_progress: called with a progress line every ``progress_interval`` seconds and once
             at the end.
+        on_retries: without ``on_progress``, called with a line every ``progress_interval``
+            seconds in which requests were retried (count and last error), so that even a
+            quiet run says that it is retrying.
 
     Raises:
         CacheError: the cache cannot be written.
@@ -308,67 +335,45 @@ async def run_study(
     limits = study.config.limits
     started = time.monotonic()
     # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
-    claim_ttl = limits.timeout + 30.0
-    with Claims(cache.directory, claim_ttl) as claims:
-        return await _run(
-            study,
-            cache,
-            claims,
-            api_key=api_key,
-            stop=stop,
-            retry_failed=retry_failed,
-            on_progress=on_progress,
-            progress_interval=progress_interval,
-            started=started,
-        )
-
-
-async def _run(
-    study: Study,
-    cache: JudgeCache,
-    claims: Claims,
-    *,
-    api_key: str | None,
-    stop: asyncio.Event,
-    retry_failed: bool,
-    on_progress: Callable[[str], None] | None,
-    progress_interval: float,
-    started: float,
-) -> RunResult:
-    limits = study.config.limits
-    async with Transport(
-        study.config.judge, api_key, concurrency=limits.concurrency, timeout=limits.timeout
-    ) as transport:
-        run = _Run(
-            study,
-            cache,
-            transport,
-            claims,
-            stop=stop,
-            retry_failed=retry_failed,
-            backoff=limits.backoff,
-        )
-        reporter = None
-        if on_progress is not None:
-            reporter = asyncio.create_task(_report(run.counters, on_progress, progress_interval))
-        try:
-            async with asyncio.TaskGroup() as group:
-                group.create_task(run.produce())
-                for _ in range(limits.concurrency):
-                    group.create_task(run.work())
-        except BaseExceptionGroup as group_error:
-            # Surface our own error as itself (the CLI prints it in one line).
-            ours = group_error.subgroup(GevalError)
-            if ours is not None:
-                raise ours.exceptions[0] from None
-            raise
-        finally:
-            if reporter is not None:
-                reporter.cancel()
-                # asyncio.wait never raises the reporter's CancelledError, so a cancellation
-                # of this task (a second Ctrl-C) is not swallowed here.
-                await asyncio.wait([reporter])
-                on_progress(render_progress(run.counters))  # type: ignore[misc]
+    with Claims(cache.directory, limits.timeout + 30.0) as claims:
+        async with Transport(
+            study.config.judge, api_key, concurrency=limits.concurrency, timeout=limits.timeout
+        ) as transport:
+            run = _Run(
+                study,
+                cache,
+                transport,
+                claims,
+                stop=stop,
+                retry_failed=retry_failed,
+                backoff=limits.backoff,
+            )
+            run.entries = ServerEntries(cache, await transport.is_simulated())
+            reporter = None
+            if on_progress is not None or on_retries is not None:
+                reporter = asyncio.create_task(
+                    report_progress(run.counters, on_progress, on_retries, progress_interval)
+                )
+            try:
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(run.produce())
+                    for _ in range(limits.concurrency):
+                        group.create_task(run.work())
+            except BaseExceptionGroup as group_error:
+                # Surface our own error as itself (the CLI prints it in one line).
+                ours = group_error.subgroup(GevalError)
+                if ours is not None:
+                    raise ours.exceptions[0] from None
+                raise
+            finally:
+                record_spend(cache.directory, study.config, run.budget)
+                if reporter is not None:
+                    reporter.cancel()
+                    # asyncio.wait never raises the reporter's CancelledError, so a
+                    # cancellation of this task (a second Ctrl-C) is not swallowed here.
+                    await asyncio.wait([reporter])
+                    if on_progress is not None:
+                        on_progress(render_progress(run.counters))
     stopped = run.stopped
     if stopped is None and run.budget is not None and run.budget.refused:
         stopped = run.budget.reached()
@@ -379,11 +384,3 @@ async def _run(
         failures=run.failures,
         elapsed=time.monotonic() - started,
     )
-
-
-async def _report(
-    counters: RunCounters, on_progress: Callable[[str], None], interval: float
-) -> None:
-    while True:
-        await asyncio.sleep(interval)
-        on_progress(render_progress(counters))

@@ -5,6 +5,7 @@
     >>> results.table("con")         # users x conditions, with the Average row
     >>> results.composite()          # the 100-point composite
     >>> results.comparisons()        # Welch + BH (or the configured test)
+    >>> results.write_outputs()      # every output file, as `geval-async report` writes them
 
 Nothing here calls the network: scoring reads the cache only, so re-scoring is free.
 """
@@ -14,13 +15,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..errors import ConfigError
 from ..judging.cache import JudgeCache
-from ..judging.coverage import item_states
+from ..judging.origin import ServerEntries
 from ..judging.plan import Study, prepare_study
 from ..options import StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
@@ -37,6 +39,7 @@ class StudyResults:
     scores: list[ItemScore]
     simulated: bool
     corrupted: int
+    variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
 
     @property
     def config(self) -> EvalConfig:
@@ -63,8 +66,29 @@ class StudyResults:
         table = per_group(self.long, criterion, self.config)
         return with_average(table) if average else table
 
+    @property
+    def has_composite(self) -> bool:
+        """Whether every criterion of the composite is among the study's (``--criteria``)."""
+        return not self.composite_missing
+
+    @property
+    def composite_missing(self) -> list[str]:
+        """The composite's criteria that ``--criteria`` left out."""
+        present = {c.name for c in self.config.criteria}
+        return [name for name in self.config.composite.criteria if name not in present]
+
     def composite(self, *, average: bool = True) -> pd.DataFrame:
-        """The 100-point composite per group and condition (plus the Average row)."""
+        """The 100-point composite per group and condition (plus the Average row).
+
+        Raises:
+            ConfigError: ``--criteria`` left out some of the composite's criteria.
+        """
+        if self.composite_missing:
+            raise ConfigError(
+                "the composite needs criteria "
+                f"{', '.join(self.config.composite.criteria)}; --criteria leaves out "
+                f"{', '.join(self.composite_missing)}: add them, or drop --criteria"
+            )
         table = composite(self.long, self.config)
         return with_average(table) if average else table
 
@@ -73,17 +97,25 @@ class StudyResults:
         """Whether the same groups appear under both compared conditions."""
         return design_is_paired(self.long, self.config)
 
+    def summary_test(self, test: StatTest | str | None = None) -> StatTest:
+        """The test of the summary: ``test``, else the configured one, except that Welch's
+        test gives way to the paired t-test when the same groups appear in both conditions."""
+        if test is not None:
+            return parse_option(StatTest, test, "the test")
+        configured = StatTest(self.config.stats.test)
+        paired = configured == StatTest.WELCH and self.paired_design
+        return StatTest.PAIRED_T if paired else configured
+
     def comparisons(self, test: StatTest | str | None = None) -> list[Comparison]:
         """The test between the two configured conditions on each criterion and the composite.
 
         Args:
-            test: "welch", "paired-t" or "wilcoxon" (default: the configured ``[stats] test``).
+            test: "welch", "paired-t" or "wilcoxon" (default: the :meth:`summary_test`).
 
         Raises:
             ConfigError: an unknown test, or the configured conditions are not in the records.
         """
-        if test is not None:
-            test = parse_option(StatTest, test, "the test")
+        test = self.summary_test(test)
         if len(self.config.stats.conditions) != 2:
             raise ConfigError(
                 f"{self.config.source}: [stats] conditions must name the two conditions to "
@@ -97,6 +129,14 @@ class StudyResults:
                     f"the records' {self.config.data.condition_field!r} field"
                 )
         return compare(self.long, self.config, test)
+
+    def write_outputs(
+        self, kinds: Any = None, *, test: StatTest | str | None = None, plots: bool = False
+    ) -> list[Path]:
+        """Write the output files (all kinds by default); see :mod:`.outputs`."""
+        from .outputs import write_outputs
+
+        return write_outputs(self, kinds, test=test, plots=plots)
 
 
 def load_results(
@@ -114,10 +154,18 @@ def load_results(
     config = apply_overrides(config, **overrides)
     study = prepare_study(config)
     with JudgeCache(config.cache_path, create=False) as cache:
-        scores = list(score_items(study, cache))
+        entries = ServerEntries(cache, None)
+        scores = list(score_items(study, entries))
         corrupted = len(cache.corrupted)
-        simulated = _simulated(study, cache)
-    results = StudyResults(study, scores, simulated, corrupted)
+    if entries.origins == {True, False}:
+        raise ConfigError(
+            f"the cache {config.cache_path} holds answers of geval-async's simulated judge and "
+            "of another server for this study: scores would mix synthetic and real ratings; "
+            f"run `geval-async run {config.source}` against the real judge (it replaces the "
+            "simulated answers), or keep each in its own --cache folder"
+        )
+    simulated = True in entries.origins
+    results = StudyResults(study, scores, simulated, corrupted, _variant(config))
     if strict and results.missing:
         raise ConfigError(
             f"{results.missing} of {len(scores)} items have no answer in the cache "
@@ -127,9 +175,16 @@ def load_results(
     return results
 
 
-def _simulated(study: Study, cache: JudgeCache) -> bool:
-    # One entry tells: a study is judged by one server.
-    for state in item_states(study, cache):
-        if state.entries:
-            return state.entries[0].simulated
-    return False
+def _variant(config: EvalConfig) -> str:
+    """What overrides change in the output names: a criteria subset, a record limit."""
+    try:
+        study_file = load_config(config.source)
+    except ConfigError:
+        return ""  # not read from a file: nothing to tell apart
+    variant = ""
+    names = [c.name for c in config.criteria]
+    if names != [c.name for c in study_file.criteria]:
+        variant += "-criteria-" + "-".join(names)
+    if config.limit is not None and config.limit != study_file.limit:
+        variant += f"-limit-{config.limit}"
+    return variant

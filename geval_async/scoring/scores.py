@@ -20,8 +20,9 @@ from typing import Any
 
 import orjson
 
-from ..judging.cache import CachedResponse, JudgeCache
+from ..judging.cache import CachedResponse
 from ..judging.coverage import ItemState, item_states
+from ..judging.origin import EntrySource
 from ..judging.plan import PlannedCriterion, Study
 from ..options import AnswerForm, SamplingMode, ScoreStatus
 from .ratings import (
@@ -187,7 +188,7 @@ def parser_for(criterion: PlannedCriterion) -> Parser:
     return RatingParser(c.answer_scale, mode=c.parser, pattern=c.pattern)
 
 
-def score_items(study: Study, cache: JudgeCache) -> Iterator[ItemScore]:
+def score_items(study: Study, cache: EntrySource) -> Iterator[ItemScore]:
     """Score every record on every criterion from the cache, in plan order."""
     parsers = {c.name: parser_for(c) for c in study.criteria}
     criteria = {c.name: c for c in study.criteria}

@@ -21,6 +21,7 @@ from typing import Any
 
 from .cache import CachedResponse, JudgeCache
 from .keys import canonical_json
+from .origin import EntrySource
 from .plan import JudgeRequest, Study, chunk_request, first_request, plan_items
 
 LEGACY_VERSION = "g1"
@@ -37,7 +38,7 @@ def has_legacy(cache: JudgeCache) -> bool:
     return next(cache.keys(f"{LEGACY_VERSION}-"), None) is not None
 
 
-def legacy_sizes(cache: JudgeCache) -> tuple[int, ...]:
+def legacy_sizes(cache: EntrySource) -> tuple[int, ...]:
     """Every n an old draw 0 in the cache was asked with, smallest first."""
     sizes: set[int] = set()
     for key in cache.keys(f"{LEGACY_VERSION}-"):
@@ -60,7 +61,9 @@ class LegacyAnswers:
         return sum(entry.received for entry in self.entries)
 
 
-def legacy_answers(first: JudgeRequest, cache: JudgeCache, sizes: tuple[int, ...]) -> LegacyAnswers:
+def legacy_answers(
+    first: JudgeRequest, cache: EntrySource, sizes: tuple[int, ...]
+) -> LegacyAnswers:
     """What the cache holds for an item under old keys, for each n in ``sizes``."""
     found = LegacyAnswers([], [])
     seed = first.body.get("seed")

@@ -11,6 +11,7 @@ The scoring stage uses it to notice a study whose answers mix the two.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Protocol
 
 from .cache import CachedResponse, JudgeCache
@@ -22,6 +23,8 @@ class EntrySource(Protocol):
     """Anything entries are read from by key (a :class:`JudgeCache` or a view of one)."""
 
     def get(self, key: str) -> CachedResponse | None: ...
+
+    def keys(self, prefix: str = "") -> Iterator[str]: ...
 
 
 class ServerEntries:
@@ -37,6 +40,9 @@ class ServerEntries:
         self.simulated = simulated
         self.hidden: set[str] = set()  # keys holding another server's entry
         self.origins: set[bool] = set()  # ``simulated`` of every answer served
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        return self.cache.keys(prefix)
 
     def get(self, key: str) -> CachedResponse | None:
         entry = self.cache.get(key)

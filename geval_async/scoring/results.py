@@ -187,4 +187,6 @@ def _variant(config: EvalConfig) -> str:
         variant += "-criteria-" + "-".join(names)
     if config.limit is not None and config.limit != study_file.limit:
         variant += f"-limit-{config.limit}"
+    if config.shard is not None:
+        variant += f"-shard-{config.shard.index}of{config.shard.count}"
     return variant

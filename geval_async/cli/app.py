@@ -25,6 +25,7 @@ from ..judging.plan import Study, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
 from ..study.config import EvalConfig
+from .answers import add_answers_command, invalid_lines, warn
 from .cache import add_cache_commands
 from .meta import add_meta_command
 from .overrides import study_config
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="count requests, tokens and cost; send nothing"
     )
     run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument("--strict", action="store_true", help="load warnings are errors")
     run.set_defaults(handler=cmd_run)
 
     demo = commands.add_parser(
@@ -138,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_score_commands(commands, _study_arguments)
     add_cache_commands(commands, _study_arguments, _load)
     add_meta_command(commands, _study_arguments)
+    add_answers_command(commands, _study_arguments)
     return parser
 
 
@@ -145,7 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from ..scoring.results import load_results
+
     study = prepare_study(_load(args))
+    warn(study.warnings, strict=False)
     with JudgeCache(study.config.cache_path, create=False) as cache:
         counts = coverage(study, cache)
         corrupted = len(cache.corrupted)
@@ -154,12 +160,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"cache: {study.config.cache_path}" + (f" (shard {shard})" if shard else ""))
     if corrupted:
         print(f"{corrupted} corrupted cache entries were found and count as missing")
+    for line in invalid_lines(load_results(study.config)):
+        print(line)
     return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = _load(args)
     study = prepare_study(config)
+    warn(study.warnings, strict=args.strict)
     if args.dry_run:
         return _dry_run(study)
     key = config.judge.api_key()

@@ -51,8 +51,11 @@ def add_score_commands(
 
 def _results(args: argparse.Namespace) -> StudyResults:
     from ..scoring.results import load_results
+    from .answers import warn
 
-    return load_results(study_config(args, _OVERRIDES), strict=args.strict)
+    results = load_results(study_config(args, _OVERRIDES), strict=args.strict)
+    warn(results.warnings, strict=False)
+    return results
 
 
 def _coverage_note(results: StudyResults) -> None:
@@ -61,12 +64,10 @@ def _coverage_note(results: StudyResults) -> None:
             f"note: {results.missing} of {len(results.scores)} items have no answer in the "
             "cache and are left out (`geval-async status` shows which criteria)"
         )
-    invalid = sum(t.invalid_samples for t in results.tallies.values())
-    if invalid:
-        per = ", ".join(
-            f"{n} {t.invalid_samples}" for n, t in results.tallies.items() if t.invalid_samples
-        )
-        print(f"note: {invalid} invalid samples (unparseable or out of scale; not scored): {per}")
+    from .answers import invalid_lines
+
+    for line in invalid_lines(results):
+        print(line)
     if results.corrupted:
         print(f"note: {results.corrupted} corrupted cache entries count as missing")
     if results.simulated:

@@ -28,6 +28,7 @@ from ..study.config import CriterionConfig, EvalConfig
 from ..study.criteria import Rubric
 from ..study.prompts import Template, check_fields, load_template
 from ..study.records import Record, load_records
+from ..study.stated_scale import scale_mismatch
 from .keys import request_key
 
 # Per-message framing tokens providers add; the estimate only needs to be close and stable.
@@ -59,6 +60,7 @@ class Study:
     config: EvalConfig
     records: list[Record]
     criteria: tuple[PlannedCriterion, ...]
+    warnings: tuple[str, ...] = ()  # doubts found at load (a prompt stating another scale)
 
     @property
     def item_count(self) -> int:
@@ -125,7 +127,25 @@ def prepare_study(config: EvalConfig) -> Study:
         required_fields=required,
     )
     check_stats(config, records)
-    return Study(config, records, tuple(criteria))
+    return Study(config, records, tuple(criteria), _scale_warnings(criteria))
+
+
+def _scale_warnings(criteria: list[PlannedCriterion]) -> tuple[str, ...]:
+    warnings = []
+    for planned in criteria:
+        c = planned.config
+        if c.is_rubric or c.options:
+            continue
+        fixed = "".join(planned.template.parts[0::2])  # the prompt without record fields
+        stated = scale_mismatch(fixed, c.answer_scale)
+        if stated is not None:
+            scale = c.answer_scale
+            warnings.append(
+                f"{c.prompt}: criterion {c.name!r} is declared on {scale.lo:g}-{scale.hi:g} "
+                f"but its prompt states a {stated[0]}-{stated[1]} scale; make them agree "
+                "(scale = [lo, hi] in the config, or the prompt's text)"
+            )
+    return tuple(warnings)
 
 
 def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCriterion:

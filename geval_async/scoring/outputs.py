@@ -253,6 +253,8 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         results.paired_design,
         plot_paths(results) if options.plots else {},
         results.simulated,
+        invalid=results.invalid_shares(),
+        invalid_warnings=[d.warning() for d in results.share_differences()],
     )
     other = _other_test(results) if has_conditions and options.test is None else None
     if other is not None:

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +78,16 @@ def markdown_report(
     paired_design: bool,
     plots: Mapping[str, Path],
     simulated: bool,
+    *,
+    invalid: pd.DataFrame | None = None,
+    invalid_warnings: Sequence[str] = (),
 ) -> str:
-    """The short Markdown report: coverage, invalid samples, tables, tests, plot links."""
+    """The short Markdown report: coverage, invalid samples, tables, tests, plot links.
+
+    ``invalid`` is :func:`geval_async.scoring.readings.invalid_shares` (per criterion and
+    condition, by reason); ``invalid_warnings`` say where the invalid share differs between
+    the compared conditions.
+    """
     config = study.config
     out = [f"# {config.output.prefix}: G-Eval report", ""]
     out.append(
@@ -110,6 +118,7 @@ def markdown_report(
     if examples:
         out += ["", "Examples of invalid answers (not scored, never counted as 0):", ""]
         out += [f"- {name}: {example}" for name, example in examples]
+    out += _invalid_section(invalid, invalid_warnings)
     missing = sum(t.missing + t.refused for t in tallies.values())
     if missing:
         out += ["", f"**{missing} items have no answer and are left out of every table.**"]
@@ -172,6 +181,30 @@ def comparison_section(comparisons: list[Comparison], alpha: float, note: str = 
             f"{'yes' if c.reject else 'no'} | {c.hedges_g:.2f} "
             f"[{c.g_ci_low:.2f}, {c.g_ci_high:.2f}] |"
         )
+    return out
+
+
+def _invalid_section(invalid: pd.DataFrame | None, warnings: Sequence[str]) -> list[str]:
+    """Invalid shares per criterion and condition, by reason, and the share warnings."""
+    if invalid is None or invalid.empty or not invalid["invalid"].any():
+        return []
+    reasons = [c for c in invalid.columns[5:] if invalid[c].any()]
+    out = [
+        "",
+        "## Invalid samples",
+        "",
+        "Answers that gave no rating, by reason (`geval-async answers CONFIG` lists them):",
+        "",
+        "| criterion | condition | samples | invalid | share | " + " | ".join(reasons) + " |",
+        "|---|---|---:|---:|---:|" + "---:|" * len(reasons),
+    ]
+    for row in invalid.itertuples():
+        counts = " | ".join(str(getattr(row, r)) for r in reasons)
+        out.append(
+            f"| {row.criterion} | {row.condition} | {row.samples} | {row.invalid} | "
+            f"{row.share:.1%} | {counts} |"
+        )
+    out += ["", *(f"> **Warning:** {w}" for w in warnings)] if warnings else []
     return out
 
 

@@ -26,6 +26,7 @@ from ..judging.origin import ServerEntries
 from ..judging.plan import Study, prepare_study
 from ..options import StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
+from .readings import ShareDifference, invalid_shares, samples_frame, share_differences
 from .scores import CriterionTally, ItemScore, score_items, tally
 from .stats import Comparison
 from .tables import compare, composite, design_is_paired, long_frame, per_group, with_average
@@ -54,6 +55,26 @@ class StudyResults:
     def tallies(self) -> dict[str, CriterionTally]:
         """Coverage and invalid samples per criterion."""
         return tally(self.scores)
+
+    @cached_property
+    def samples(self) -> pd.DataFrame:
+        """One row per answer read: record_id, group, condition, criterion, rubric, draw,
+        text, rating (NaN when invalid) and reason (None when valid)."""
+        return samples_frame(self.scores)
+
+    def invalid_shares(self) -> pd.DataFrame:
+        """Invalid samples per criterion and condition, with a count per reason."""
+        return invalid_shares(self.samples)
+
+    def share_differences(self) -> list[ShareDifference]:
+        """Criteria whose invalid share differs between the two compared conditions."""
+        stats = self.config.stats
+        return share_differences(self.samples, stats.conditions, stats.alpha)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Doubts found at load, such as a prompt that states another scale."""
+        return self.study.warnings
 
     @property
     def missing(self) -> int:
@@ -166,6 +187,8 @@ def load_results(
         )
     simulated = True in entries.origins
     results = StudyResults(study, scores, simulated, corrupted, _variant(config))
+    if strict and study.warnings:
+        raise ConfigError(f"{study.warnings[0]} (--strict makes this an error)")
     if strict and results.missing:
         raise ConfigError(
             f"{results.missing} of {len(scores)} items have no answer in the cache "
@@ -190,3 +213,49 @@ def _variant(config: EvalConfig) -> str:
     if config.shard is not None:
         variant += f"-shard-{config.shard.index}of{config.shard.count}"
     return variant
+
+
+def read_answers(
+    config: EvalConfig | str | os.PathLike[str],
+    *,
+    criterion: str | None = None,
+    condition: str | None = None,
+    record: str | None = None,
+    reason: str | None = None,
+    **overrides: Any,
+) -> pd.DataFrame:
+    """Every answer of a study and how it was read, from the cache (no network).
+
+    One row per answer: record_id, group, condition, criterion, rubric, draw, text, rating
+    (NaN when invalid) and reason (None when valid). The filters narrow it down
+    (``reason="invalid"`` keeps every invalid answer, ``"valid"`` every valid one); overrides
+    are as on the command line.
+    """
+    samples = load_results(config, **overrides).samples
+    return filter_samples(
+        samples, criterion=criterion, condition=condition, record=record, reason=reason
+    )
+
+
+def filter_samples(
+    samples: pd.DataFrame,
+    *,
+    criterion: str | None = None,
+    condition: str | None = None,
+    record: str | None = None,
+    reason: str | None = None,
+) -> pd.DataFrame:
+    """The rows of a samples table that match every filter given."""
+    keep = pd.Series(True, index=samples.index)
+    for column, value in (("criterion", criterion), ("condition", condition)):
+        if value is not None:
+            keep &= samples[column] == value
+    if record is not None:
+        keep &= samples["record_id"].astype(str) == str(record)
+    if reason == "invalid":
+        keep &= samples["reason"].notna()
+    elif reason == "valid":
+        keep &= samples["reason"].isna()
+    elif reason is not None:
+        keep &= samples["reason"] == reason
+    return samples[keep].reset_index(drop=True)

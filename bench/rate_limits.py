@@ -63,6 +63,7 @@ def main() -> None:
     parser.add_argument("--rpm", type=int, default=6_000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--buckets", default="2", help="server bucket sizes in seconds")
+    parser.add_argument("--servers", default="sim,stub")
     parser.add_argument("--stub-requests", type=int, default=240)
     parser.add_argument("--stub-rpm", type=int, default=600)
     parser.add_argument("--stub-workers", default="16,64")
@@ -104,7 +105,7 @@ def main() -> None:
             # T tight: tokens take 1.5 x the requests' time.
             "tokens bind": int(plan["tokens"] / (1.5 * requests_bound) * 60),
         }
-        for bucket in buckets:
+        for bucket in buckets if "sim" in args.servers else []:
             for variant, tpm in variants.items():
                 bound, in_order = bounds(plan, args.rpm, tpm)
                 for mode in modes:
@@ -160,7 +161,7 @@ def main() -> None:
                     rows.append(row)
                     print(table([row], list(row)), flush=True)
 
-        if not args.baseline:
+        if not args.baseline and "stub" in args.servers:
             rows += _stub_runs(args, folder)
 
     columns = [

@@ -152,6 +152,7 @@ class PacedBucket:
         limiter = self.limiter
         limiter._level = limiter.max_rate + spent
         limiter._last_check = asyncio.get_running_loop().time()
+        limiter._wake_next()  # re-time the next waiter's wake-up for the new level
 
     async def acquire(self, cost: float) -> None:
         """Wait until ``cost`` units may be spent, and spend them."""
@@ -162,10 +163,17 @@ class PacedBucket:
             cost -= step
 
     def reshape(self, per_minute: float, burst: float) -> None:
-        """Change the rate or the burst; requests already waiting finish at the old pace."""
+        """Change the rate or the burst, for the requests already waiting too.
+
+        The limiter is changed in place: a new limiter would let the waiters of the old one
+        go at the old pace while new requests go at the new one, twice the rate for a while.
+        """
         if (per_minute, burst) != (self.per_minute, self.burst):
             self.per_minute, self.burst = per_minute, burst
-            self.limiter = AsyncLimiter(per_minute / 60.0 * burst, burst)
+            limiter = self.limiter
+            limiter.max_rate = per_minute / 60.0 * burst
+            limiter.time_period = burst
+            limiter._rate_per_sec = per_minute / 60.0
             self.drain()
 
 
@@ -251,6 +259,7 @@ class RateLimits:
         ``remaining`` plus ``reset`` (time until the server's bucket is full again) x the rate
         tells how deep the server's bucket is, and the client's burst stays within half of it.
         """
+        self.opened.set()  # a reply: the run opens up, paced by what it says
         found: dict[str, str] = {}
         for name, value in headers.items():
             if name[:12].lower() == _HEADER_PREFIX:
@@ -263,8 +272,9 @@ class RateLimits:
             rate = bucket.per_minute if bucket is not None else None
             if limit:
                 configured = self.configured[kind]
-                limit *= LEARNED_SHARE
-                rate = min(limit, configured) if configured else limit
+                # A configured limit the server allows holds as it is; otherwise the
+                # advertised one, a little below (LEARNED_SHARE).
+                rate = configured if configured and configured <= limit else limit * LEARNED_SHARE
                 if rate != configured:
                     self.learned[kind] = rate
             if rate is None:

@@ -14,6 +14,7 @@ from the old entries themselves (:func:`legacy_sizes`); when an item was judged 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -122,5 +123,5 @@ def migrate_study(study: Study, cache: JudgeCache) -> int:
 
 
 def _moved(entry: CachedResponse, request: JudgeRequest) -> CachedResponse:
-    fields = {**entry.__dict__, "key": request.key, "draw": request.draw}
-    return CachedResponse(**fields)
+    # replace(), not __dict__: a decoded entry also keeps its parsed body there.
+    return dataclasses.replace(entry, key=request.key, draw=request.draw)

@@ -11,7 +11,7 @@ The scoring stage uses it to notice a study whose answers mix the two.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from .cache import CachedResponse, JudgeCache
@@ -25,6 +25,8 @@ class EntrySource(Protocol):
     def get(self, key: str) -> CachedResponse | None: ...
 
     def keys(self, prefix: str = "") -> Iterator[str]: ...
+
+    def prefetch(self, keys: Sequence[str]) -> None: ...
 
 
 class ServerEntries:
@@ -43,6 +45,9 @@ class ServerEntries:
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         return self.cache.keys(prefix)
+
+    def prefetch(self, keys: Sequence[str]) -> None:
+        self.cache.prefetch(keys)
 
     def get(self, key: str) -> CachedResponse | None:
         entry = self.cache.get(key)

@@ -193,6 +193,25 @@ def plan_items(study: Study) -> Iterator[JudgeItem]:
                     yield item
 
 
+def send_order(study: Study) -> Iterator[JudgeItem]:
+    """Every item of the plan in the order the runner sends them: record by record.
+
+    All criteria of a record go out together, so the token cost of the requests stays even
+    over the run. Sent criterion by criterion, a criterion with a short prompt (no source
+    text) would spend a stretch of the run bound by the requests limit with tokens to spare,
+    and one with a long prompt a stretch bound by tokens with requests to spare; interleaved,
+    both limits can be used at once. (Provider prompt caches keep a prefix for minutes, so
+    each criterion's instructions stay cached as they alternate.)
+    """
+    shard = study.config.shard
+    for record in study.selected_records:
+        for criterion in study.criteria:
+            for rubric in criterion.rubrics:
+                item = JudgeItem(record, criterion, rubric)
+                if shard is None or shard.holds(first_request(item, study.config).key):
+                    yield item
+
+
 def render_messages(item: JudgeItem) -> list[dict[str, str]]:
     """The judge messages for an item (the template filled from the record)."""
     criterion = item.criterion

@@ -50,7 +50,9 @@ class RunCounters:
     simulated: bool = False
     last_retry: str = ""  # the failure of the latest retry, e.g. "connection refused"
     started: float = field(default_factory=time.monotonic)
-    _recent: deque[tuple[float, int]] = field(default_factory=deque)
+    # Answers and tokens per second of the last minute: [second, answers, tokens] (a deque of
+    # one entry per answer held 200,000 tuples at 3,500 answers a second).
+    _recent: deque[list[int]] = field(default_factory=deque)
 
     def total(self) -> CriterionCounts:
         out = CriterionCounts()
@@ -73,20 +75,30 @@ class RunCounters:
 
     def record_answer(self, tokens: int) -> None:
         """Count an answer (the request was counted in ``requests_sent`` when it went out)."""
-        now = time.monotonic()
+        second = int(time.monotonic())
         self.tokens += tokens
-        self._recent.append((now, tokens))
-        # A one-minute window gives rates a user can compare with their RPM/TPM limits.
-        while self._recent and self._recent[0][0] < now - 60.0:
-            self._recent.popleft()
+        recent = self._recent
+        if recent and recent[-1][0] == second:
+            recent[-1][1] += 1
+            recent[-1][2] += tokens
+        else:
+            recent.append([second, 1, tokens])
+            # A one-minute window gives rates a user can compare with their RPM/TPM limits.
+            while recent[0][0] < second - 60:
+                recent.popleft()
 
     def rates(self) -> tuple[float, float]:
         """Requests and tokens per minute over the last minute (or since the start)."""
-        if not self._recent:
+        now = time.monotonic()
+        recent = [r for r in self._recent if r[0] >= now - 60.0]
+        if not recent:
             return 0.0, 0.0
-        span = min(60.0, max(1.0, time.monotonic() - self.started))
+        span = min(60.0, max(1.0, now - self.started))
         per_minute = 60.0 / span
-        return (len(self._recent) * per_minute, sum(t for _, t in self._recent) * per_minute)
+        return (
+            sum(r[1] for r in recent) * per_minute,
+            sum(r[2] for r in recent) * per_minute,
+        )
 
 
 # The line is printed with "\r" on a terminal: wider than this, it wraps and scrolls.

@@ -28,13 +28,13 @@ from ..options import ItemOutcome
 from .budget import record_spend, request_cost, run_budget
 from .cache import CachedResponse, JudgeCache
 from .claims import Claims
-from .coverage import item_state
+from .coverage import states_ahead
 from .entries import answer_entry, refusal_entry
 from .failures import Action, Decision, FailureFact, History, decide
 from .legacy import has_legacy, migrate_study
 from .limits import RateLimits
 from .origin import ServerEntries
-from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_request, plan_items
+from .plan import JudgeItem, JudgeRequest, Study, chunk_request, send_order
 from .progress import (
     CriterionCounts,
     RunCounters,
@@ -43,6 +43,7 @@ from .progress import (
     report_progress,
 )
 from .transport import JudgeAnswer, Transport
+from .writer import Writer
 
 # How often a worker looks for an answer another process is fetching (seconds).
 _CLAIM_POLL = 0.2
@@ -74,6 +75,7 @@ class _Run:
         self.entries = ServerEntries(cache, None)
         self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
         self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
+        self.writer = Writer(cache, claims)
         self.counters = RunCounters(
             criteria={
                 name: CriterionCounts(items=items)
@@ -94,18 +96,20 @@ class _Run:
     # --- producer ------------------------------------------------------------------------
 
     async def produce(self) -> None:
-        for item in plan_items(self.study):
+        states = states_ahead(
+            send_order(self.study), self.entries, self.config, retry_failed=self.retry_failed
+        )
+        for state in states:
             if self.stop.is_set():
                 break
-            first = first_request(item, self.config)
-            self.limits.check_request(first.est_tokens)
-            needed = self.missing_requests(first)
-            if needed is None:
+            item = state.item
+            self.limits.check_request(state.first.est_tokens)
+            if state.refused is not None:
                 self.counters.criteria[item.criterion.name].rejected += 1
-            elif not needed:
+            elif not state.missing:
                 self.counters.criteria[item.criterion.name].cached += 1
             else:
-                await self.queue.put(_ItemWork(item, needed))
+                await self.queue.put(_ItemWork(item, state.missing))
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
         # task group cancels the workers, and waiting here for room in a full queue nobody
         # drains any more would hang the run.
@@ -118,11 +122,6 @@ class _Run:
         if entry is not None and not entry.ok and self.retry_failed:
             return None
         return entry
-
-    def missing_requests(self, first: JudgeRequest) -> list[JudgeRequest] | None:
-        """Requests an item still needs ([] when complete, None when refused for good)."""
-        state = item_state(first, self.entries, self.config, retry_failed=self.retry_failed)
-        return None if state.refused is not None else state.missing
 
     # --- workers -------------------------------------------------------------------------
 
@@ -155,7 +154,7 @@ class _Run:
 
     async def fetch_claimed(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
         """Fetch a request unless another process (or item) is asking: then await its answer."""
-        while not self.claims.claim(request.key):
+        while not await self.writer.claim(request.key):
             await self.sleep_unless_stopped(_CLAIM_POLL)
             if self.stop.is_set():
                 return ItemOutcome.STOPPED, 0
@@ -166,10 +165,14 @@ class _Run:
             # The holder may have stored the answer just before it let go of the claim.
             entry = self.cached(request)
             if entry is not None:
-                return (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
-            return await self.fetch(request)
+                outcome = (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
+            else:
+                outcome = await self.fetch(request)
         finally:
-            self.claims.release(request.key)
+            # Let go once the answer is committed (writer.py), with the others of this turn.
+            written = self.writer.release(request.key)
+        await written  # the answer is on disk before the item counts as done
+        return outcome
 
     async def fetch(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
         """Send one request until it is answered, refused or out of retries."""
@@ -183,7 +186,8 @@ class _Run:
                 self.stop.set()  # the reason is written at the end, with the final estimate
                 return ItemOutcome.STOPPED, 0
             attempts += 1
-            self.claims.renew(request.key)
+            if attempts > 1:  # the first attempt follows the claim at once
+                self.claims.renew(request.key)
             self.counters.requests_sent += 1
             self.counters.in_flight += 1
             self.counters.peak_in_flight = max(
@@ -213,6 +217,7 @@ class _Run:
                 return ItemOutcome.STOPPED, 0
             finally:
                 self.counters.in_flight -= 1
+                self.limits.replied()
             self.history.answered = True
             self.limits.observe(answer.headers)
             self.store_answer(request, answer, attempts)
@@ -295,7 +300,7 @@ class _Run:
             or request.key in self.cache.corrupted
             or request.key in self.entries.hidden
         )
-        self.cache.put(entry, overwrite=overwrite)
+        self.writer.put(entry, overwrite=overwrite)
 
 
 async def run_study(
@@ -366,6 +371,9 @@ async def run_study(
                     raise ours.exceptions[0] from None
                 raise
             finally:
+                # Normally empty (each worker waited for its writes); after a cancellation,
+                # the answers handed over but not yet committed are stored here.
+                run.writer.flush()
                 record_spend(cache.directory, study.config, run.budget)
                 if reporter is not None:
                     reporter.cancel()

@@ -237,9 +237,13 @@ def test_invalid_reasons_per_condition_in_report_and_answers_command(tmp_path: P
         # Condition A is judged by a judge that refuses often, B by one that never does.
         records.write_text("".join(r + "\n" for r in rows if '"A"' in r))
         config = _study(root, server.base_url, n=6)
+        # Condition B is in no record yet: the comparison waits until it is (a load check).
+        compared = config.read_text()
+        config.write_text(compared.replace('conditions = ["A", "B"]', "conditions = []"))
         assert asyncio.run(ga.judge(config)).complete
         server.settings.invalid_answers = 0.0
         records.write_text("".join(r + "\n" for r in rows))
+        config.write_text(compared)
         assert asyncio.run(ga.judge(config)).complete
 
     results = ga.load_results(config)

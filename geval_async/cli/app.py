@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.cache import JudgeCache
-from ..judging.coverage import coverage, item_states
+from ..judging.coverage import coverage
 from ..judging.plan import Study, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
@@ -31,7 +31,7 @@ from .meta import add_meta_command
 from .overrides import study_config
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
-from .summary import coverage_table, expected_duration, run_summary
+from .summary import budget_left, coverage_table, dry_run, run_summary
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -170,7 +170,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = prepare_study(config)
     warn(study.warnings, strict=args.strict)
     if args.dry_run:
-        return _dry_run(study)
+        dry_run(study)
+        return EXIT_OK
     key = config.judge.api_key()
     if key is None and not config.judge.is_local:
         raise ConfigError(
@@ -190,7 +191,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  {count} x {message}")
     resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if config.max_cost is not None:
-        resume += _budget_left(config)
+        resume += budget_left(config)
     if result.stopped:
         _say(f"stopped: {result.stopped}")
         _say(f"resume with: {resume}")
@@ -206,20 +207,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return EXIT_INCOMPLETE
     return EXIT_OK
-
-
-def _budget_left(config: EvalConfig) -> str:
-    """What the study budget leaves, for the resume line: each resume spends from the same cap."""
-    from ..judging.budget import study_spent
-    from ..study.pricing import usd
-
-    assert config.max_cost is not None
-    spent = study_spent(config.cache_path, config)
-    left = max(0.0, config.max_cost - spent)
-    return (
-        f"\n  (study budget --max-cost {usd(config.max_cost)}: {usd(spent)} estimated so far, "
-        f"{usd(left)} left" + ("; raise --max-cost to continue)" if left < 1e-9 else ")")
-    )
 
 
 def _run_loop(
@@ -266,43 +253,6 @@ def _run_loop(
                 print(file=sys.stderr)
 
     return asyncio.run(main())
-
-
-def _dry_run(study: Study) -> int:
-    from ..study.pricing import estimate_cost
-
-    config = study.config
-    requests = tokens = prompt_tokens = completion_tokens = cached = 0
-    with JudgeCache(config.cache_path, create=False) as cache:
-        for state in item_states(study, cache):
-            if not state.missing:
-                cached += 1
-                continue
-            # The next chunk asks for every sample the item still lacks.
-            request = state.missing[0]
-            requests += 1
-            tokens += request.est_tokens
-            completion_tokens += config.sampling.max_tokens * request.n
-    prompt_tokens = tokens - completion_tokens
-    cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)
-    print(
-        f"items: {study.item_count} ({len(study.selected_records)} records x "
-        f"{len(study.criteria)} criteria"
-        + (f", shard {config.shard}" if config.shard else "")
-        + f"), {config.sampling.choices_per_item} answers each"
-    )
-    print(f"already cached: {cached}; requests to send: {requests} (more if the server ignores n)")
-    print(
-        f"estimated tokens: {tokens} ({prompt_tokens} prompt + "
-        f"{completion_tokens} completion at most)"
-    )
-    print(
-        "estimated cost: "
-        + (f"${cost:.2f}" if cost is not None else f"unknown (no price for {config.judge.model!r})")
-    )
-    print(expected_duration(requests, tokens, config.limits.rpm, config.limits.tpm))
-    print("dry run: nothing was sent")
-    return EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -94,7 +94,7 @@ def _use_limits_module(path: str) -> None:
     """Run with another version of geval_async/limits.py (a before/after comparison)."""
     import importlib.util
 
-    from geval_async import runner
+    from geval_async.judging import runner
 
     module_spec = importlib.util.spec_from_file_location("geval_async._bench_limits", path)
     assert module_spec is not None and module_spec.loader is not None

@@ -181,8 +181,11 @@ class SimProcess:
     def base_url(self) -> str:
         return f"{self.root_url}/v1"
 
+    def command(self) -> list[str]:
+        return [PYTHON, "-m", "geval_async", "sim", "--port", "0"]
+
     def __enter__(self) -> SimProcess:
-        args = [PYTHON, "-m", "geval_async", "sim", "--port", "0"]
+        args = self.command()
         for name, value in self.settings.items():
             flag = "--" + name.replace("_", "-")
             if isinstance(value, bool):
@@ -222,6 +225,21 @@ class SimProcess:
         stats["distinct_answered"] = len(answered)
         stats["answered"] = sum(answered.values())
         return stats
+
+
+class StubProcess(SimProcess):
+    """``python bench/stub.py`` (the independent fixed-body server) in its own process."""
+
+    def command(self) -> list[str]:
+        return [PYTHON, str(BENCH / "stub.py"), "--port", "0"]
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("/stats")
+
+
+def server(kind: str, **settings: Any) -> SimProcess:
+    """The project's simulated judge (``sim``) or the independent stub (``stub``)."""
+    return StubProcess(**settings) if kind == "stub" else SimProcess(**settings)
 
 
 def server_429s(stats: dict[str, Any]) -> int:

@@ -1,4 +1,4 @@
-"""Benchmark 5, memory: a 400,000-request plan runs in under 300 MB (peak RSS of the client).
+"""Benchmark 5, memory: a 400,000-request plan runs in under 150 MB (peak RSS of the client).
 
 100,000 tiny records x 4 criteria, n = 1, against a zero-latency unlimited simulated judge, with
 ``geval-async run CONFIG --quiet`` as a user runs it (a fresh process; its peak RSS from
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import PYTHON, SimProcess, run_child, save, table, workdir, write_study
 
-FLOOR_MB = 300
+FLOOR_MB = 150
 
 
 def main() -> None:
@@ -31,7 +31,7 @@ def main() -> None:
     if args.quick:
         args.records = 5_000
 
-    imports = run_child([PYTHON, "-c", "import geval_async.cli.main"])
+    imports = run_child([PYTHON, "-c", "import geval_async.cli.app"])
     with workdir("memory") as folder, SimProcess() as sim:
         study = write_study(folder / "study", args.records, n=1, max_tokens=2, tiny=True)
         run = run_child(

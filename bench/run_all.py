@@ -27,29 +27,33 @@ def headline(name: str, quick: bool) -> str:
         return "no results"
     data = json.loads(path.read_text())
     if name == "overhead":
-        s = data["summary"]
-        return (
-            f"geval-async / bare aiohttp throughput {s['throughput_ratio']:.2f} (floor 0.5), "
-            f"CPU per request {s['cpu_per_request_ratio']:.2f} x bare"
+        return "; ".join(
+            f"{r['server']} {r['workers']} workers: {r['ratio']:.2f} x bare aiohttp "
+            f"(floor 0.85), CPU per request {r['cpu_per_request_ratio']:.1f} x"
+            for r in data["summary"]
         )
     if name == "rate_limits":
         return "; ".join(
-            f"{r['bucket_s']:g}s bucket, {r['variant']}, {r['client_limits']}: "
-            f"{r['wall/bound']:.3f} x bound, {r['429s']} 429s"
+            f"{r['server']} {r['workers']}w {r['variant']}, {r['client_limits']}: "
+            f"{r['wall/bound']:.3f} x bound (floor {r['floor']}), {r['429s']} 429s"
             for r in data["runs"]
         )
     if name == "rerun":
         return "; ".join(
-            f"{r['requests']} requests: sent {r['sent_on_rerun']}, run_study "
-            f"{r['run_study_x_floor']:.2f} x hash+lookup, CLI {r['rerun_cli_s']:.2f} s"
+            f"{r['requests']} requests: sent {r['sent_on_rerun']}, CLI "
+            f"{r['rerun_cli_beyond_start_s']:.2f} s beyond interpreter start "
+            f"({r['rerun_cli_cpu_s']:.2f} CPU s)"
             for r in data["runs"]
         )
     if name == "rescore":
         r = data["result"]
-        return f"report {r['report_s']:.2f} s, of which importing the CLI {r['import_cli_s']:.2f} s"
+        return (
+            f"report {r['report_minus_imports_s']:.2f} s beyond its imports (floor 0.6), "
+            f"{r['report_minus_imports_cpu_s']:.2f} CPU s"
+        )
     if name == "memory":
         r = data["result"]
-        return f"{r['requests']} requests, peak RSS {r['peak_rss_mb']:.0f} MB (floor 300)"
+        return f"{r['requests']} requests, peak RSS {r['peak_rss_mb']:.0f} MB (floor 150)"
     if name == "peers":
         return "; ".join(
             f"{r['bucket_s']:g}s {r['contender']}: {r['wall_s']:.1f} s, {r['429s']} 429s, "

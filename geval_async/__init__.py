@@ -22,6 +22,8 @@ _EXPORTS = {
     "RateLimited": "errors",
     "RatingDistribution": "scoring.ratings",
     "RatingParser": "scoring.ratings",
+    "Reading": "scoring.ratings",
+    "Reason": "scoring.ratings",
     "Rejected": "errors",
     "RunResult": "judging.runner",
     "RunStopped": "errors",
@@ -37,9 +39,11 @@ _EXPORTS = {
     "load_results": "scoring.results",
     "meta_evaluate": "meta.evaluate",
     "prepare_study": "judging.plan",
+    "read_answers": "scoring.results",
     "run_study": "judging.runner",
     "shipped": "study.shipped",
     "write_html_report": "scoring.html",
+    "write_outputs": "scoring.outputs",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -17,6 +17,7 @@ that touches the third-party library, with ``raise ... from exc``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 
 class GevalError(Exception):
@@ -43,6 +44,8 @@ class TransportError(GevalError):
         body: the response body as received (may be empty).
         headers: the response headers ({} when no response arrived); the rate limits learn
             from those of a 429.
+        fact: the :class:`~geval_async.judging.failures.FailureFact` the transport saw, which
+            :func:`~geval_async.judging.failures.decide` reads (None when raised elsewhere).
     """
 
     def __init__(
@@ -52,11 +55,13 @@ class TransportError(GevalError):
         status: int | None = None,
         body: bytes = b"",
         headers: Mapping[str, str] | None = None,
+        fact: Any = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
         self.headers: Mapping[str, str] = headers if headers is not None else {}
+        self.fact = fact
 
 
 class RateLimited(TransportError):
@@ -70,8 +75,9 @@ class RateLimited(TransportError):
         status: int | None = 429,
         body: bytes = b"",
         headers: Mapping[str, str] | None = None,
+        fact: Any = None,
     ) -> None:
-        super().__init__(message, status=status, body=body, headers=headers)
+        super().__init__(message, status=status, body=body, headers=headers, fact=fact)
         self.retry_after = retry_after
 
 
@@ -81,8 +87,3 @@ class Transient(TransportError):
 
 class Rejected(TransportError):
     """The server refused this request for good (400, content filter, context too long)."""
-
-
-def is_retryable_status(status: int) -> bool:
-    """Whether an HTTP status is worth retrying (the one place that decides)."""
-    return status in (408, 409, 425, 429) or status >= 500

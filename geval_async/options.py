@@ -19,10 +19,12 @@ __all__ = [
     "AnswerForm",
     "CriterionKind",
     "EntryStatus",
+    "Fractional",
     "ItemOutcome",
     "Normalization",
     "ParserMode",
     "Provider",
+    "Reason",
     "Role",
     "SamplingMode",
     "ScoreStatus",
@@ -83,6 +85,26 @@ class ParserMode(StrEnum):
     LENIENT = "lenient"
     GEVAL = "geval"
     REGEX = "regex"
+    FUNCTION = "function"  # the config names a Python function: parser = "module:function"
+
+
+class Fractional(StrEnum):
+    """A criterion's ``fractional``: what a rating between two integer points ("4.5") counts as."""
+
+    KEEP = "keep"  # the value as stated, as the original G-Eval code keeps it
+    ROUND = "round"  # the nearest point, halves up
+    INVALID = "invalid"
+
+
+class Reason(StrEnum):
+    """Why a sampled answer gave no rating (shown by ``answers``, ``status`` and the report)."""
+
+    NO_RATING = "no_rating"
+    OFF_SCALE = "off_scale"
+    AMBIGUOUS = "ambiguous"
+    FRACTIONAL = "fractional"
+    REFUSED = "refused"  # the judge declined, or said nothing
+    CUT_OFF = "cut_off"  # max_tokens ended the answer before a rating (finish_reason=length)
 
 
 class AnswerForm(StrEnum):

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from conftest import StudyFiles, cache_snapshot, run_cli
 
-from geval_async.judging.plan import first_request, plan_items, prepare_study
+from geval_async.judging.plan import first_request, prepare_study, send_order
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
 from geval_async.study.pricing import usd
@@ -32,10 +32,10 @@ def _write(study: StudyFiles, sim: SimServer) -> None:
 
 
 def _plan_costs(study: StudyFiles) -> list[tuple[str, float]]:
-    """(sha256 of the body as sent, estimated USD) of every request, in plan order."""
+    """(sha256 of the body as sent, estimated USD) of every request, in the order sent."""
     plan = prepare_study(load_config(study.config))
     out = []
-    for item in plan_items(plan):
+    for item in send_order(plan):
         request = first_request(item, plan.config)
         completion = plan.config.sampling.max_tokens * request.n
         prompt = request.est_tokens - completion
@@ -74,7 +74,7 @@ def test_the_run_stops_before_the_cap_and_a_higher_cap_resumes(
         f"{usd(prefix[fits - 1])} estimated; raise --max-cost to continue"
     ), line
     assert "resume with: geval-async run" in result.stderr
-    # Exactly the requests that fit, in plan order: none past the cap, none held back early.
+    # Exactly the requests that fit, in the order sent: none past the cap, none held back early.
     sent = [digest for _, digest in sim.stats.arrivals]
     assert sorted(sent) == sorted(d for d, _ in costs[:fits])
     assert len(cache_snapshot(study.cache)) == fits

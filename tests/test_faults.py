@@ -91,7 +91,7 @@ def test_every_fault_kind_is_retried_counted_and_nothing_is_lost(
     # The summary names every kind, with the count the server injected.
     assert retries["http 500"] == faults["500"]
     assert retries["http 503"] == faults["503"]
-    assert retries["connection"] == faults["reset"]
+    assert retries["connection reset"] == faults["reset"]
     assert retries["malformed body"] == faults["truncated"]
     assert retries["429"] == faults["429"]
     assert f"429s {faults['429']}," in result.stdout

@@ -26,7 +26,9 @@ def _long_table(study: StudyFiles, *flags: str) -> str:
     out = study.root / ("out" + "".join(flags).replace("-", "_").replace("/", "_"))
     result = run_cli("score", str(study.config), "--output", str(out), *flags)
     assert result.returncode == 0, result.stderr
-    return (out / "scores" / "t_long.csv").read_text(encoding="utf-8")
+    # --limit (like --criteria) is in the output names: t-limit-3_long.csv
+    (long_table,) = (out / "scores").glob("t*_long.csv")
+    return long_table.read_text(encoding="utf-8")
 
 
 def _items(study: StudyFiles, limit: int | None = None) -> int:

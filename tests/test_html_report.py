@@ -3,7 +3,8 @@
 The demo's report is written once per module by ``geval-async demo`` in a subprocess; each test
 opens it from disk (``file://``) with every request and console message recorded, and acts as
 a reader would: reads the tables, sorts, filters, opens one record, moves with the keyboard.
-The expected answers come from the raw export (``raw/ueq_<criterion>.json``), not from the
+The expected answers come from the raw export (``raw/ueq_<criterion>.json``) and the ratings
+and invalid reasons from the parser's samples table (``StudyResults.samples``), not from the
 page's own code.
 """
 
@@ -13,6 +14,9 @@ import json
 import os
 import re
 import shutil
+import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,7 +130,7 @@ def test_demo_report_loads_offline_with_tables_and_figures(
         assert page.locator(f"#figure-box-{name} svg").count() == 1
         assert page.locator(f"#figure-ratings-{name} svg").count() == 1
     assert page.locator("#figure-box-composite svg").is_visible()
-    assert "simulated" in page.locator(".warning").text_content()
+    assert "simulated" in page.locator(".warning").first.text_content()
     assert page.locator("#records tbody tr").count() == 48
     assert page.locator("#records-status").text_content() == "Records 1-48 of 48"
 
@@ -194,26 +198,41 @@ def test_drilldown_shows_the_records_answers_ratings_and_prompt(
         assert prompt == raw["messages"][0]["content"]
 
 
-def test_invalid_answers_show_their_reason(report: Opened, demo_report: Path) -> None:
+def demo_samples(out: Path) -> Any:
+    """The parser's reading of every demo answer (``StudyResults.samples``), from the cache."""
+    from geval_async.cli.demo import demo_config
+
+    return geval_async.load_results(demo_config(out.parent, "http://127.0.0.1:9/v1")).samples
+
+
+def test_invalid_answers_show_the_parsers_reason(report: Opened, demo_report: Path) -> None:
     page = report.page
     page.check("#filter-invalid")
     ids = column(page, "id")
     assert ids, "the demo's judge answers 1% unparseably"
+    samples = demo_samples(demo_report)
+    invalid = samples[samples["reason"].notna()]
+    assert set(ids) == set(invalid["record_id"])
+    record = column(page, "id")[0]
     page.click("#records tbody tr >> nth=0")
-    bad = page.locator("#record-detail tr.bad").first
-    assert bad.locator("td:nth-child(3)").text_content() == "invalid"
-    assert bad.locator("td:nth-child(4)").text_content() in (
-        "empty answer",
-        "no number in the answer",
-        "no rating on the scale in the answer",
-    )
-    invalid = {
-        rid
-        for name in CRITERIA
-        for rid, item in raw_items(demo_report, name).items()
-        if None in item["ratings"]
-    }
-    assert set(ids) == invalid
+    for name in CRITERIA:
+        rows = samples[(samples["record_id"] == record) & (samples["criterion"] == name)]
+        section = page.locator(f"#record-detail section[data-criterion='{name}']")
+        shown = section.locator("table.answers tbody tr")
+        assert shown.count() == len(rows)
+        for row, tr in zip(rows.itertuples(), shown.all(), strict=True):
+            assert tr.locator("td.answer").text_content() == row.text
+            rating = tr.locator("td:nth-child(3)").text_content()
+            reason = tr.locator("td:nth-child(4)").text_content()
+            if not isinstance(row.reason, str):  # NaN or None: read as valid
+                assert rating == f"{row.rating:g}"
+            else:
+                assert (rating, reason) == ("invalid", row.reason)
+    # The Overview counts the same reasons as the samples table, per criterion.
+    items = page.locator("ul.reasons li").all_text_contents()
+    listed = {item.split(":")[0].strip(): " ".join(item.split()) for item in items}
+    for (name, reason), count in invalid.groupby(["criterion", "reason"]).size().items():
+        assert re.search(rf"{reason}: [^(]*\({count}\)", listed[name]), (name, reason)
 
 
 def test_keyboard_moves_through_the_records_and_opens_one(report: Opened) -> None:
@@ -319,3 +338,28 @@ def test_human_scores_add_judge_vs_human_scatter_plots(study: StudyFiles, browse
         assert page.title() == "t: G-Eval report"
     finally:
         page.context.close()
+
+
+def test_report_of_a_subset_is_named_by_its_variant_and_readable_by_colleagues(
+    study: StudyFiles,
+) -> None:
+    with SimServer(SimSettings()) as server:
+        study.write_config(server.base_url)
+        assert run_cli("run", str(study.config), "--quiet").returncode == 0
+    result = subprocess.run(
+        [sys.executable, "-m", "geval_async", "report", str(study.config), "--html"]
+        + ["--limit", "4"],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.umask(0o027),
+    )
+    assert result.returncode == 0, result.stderr
+    path = study.output / "t-limit-4_report.html"
+    assert f"wrote {path}" in result.stdout
+    assert not (study.output / "t_report.html").exists()  # never the full study's name
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640  # the umask's, not a temporary file's
+    page = path.read_text()
+    assert "<title>t-limit-4: G-Eval report</title>" in page
+    assert "scores/t-limit-4_*.csv" in page  # names the tables written beside it
+    # The Python API names it the same way, through the same writer.
+    assert geval_async.html_report(study.config, limit=4) == path

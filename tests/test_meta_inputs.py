@@ -289,7 +289,8 @@ def test_cache_judge_answers_without_a_rating_are_unparseable(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     report = run_cli("report", str(config), "--limit", "48")
     assert report.returncode == 0, report.stderr
-    with (tmp_path / "out" / "scores" / "t_long.csv").open() as handle:
+    # --limit is in the output names.
+    with (tmp_path / "out" / "scores" / "t-limit-48_long.csv").open() as handle:
         statuses = [r["status"] for r in csv.DictReader(handle) if r["criterion"] == "coh"]
     no_rating = statuses.count("no valid rating")
     assert no_rating > 0

@@ -92,8 +92,10 @@ LENIENT_CASES = [
     ("The final score is 2 out of 5.", 2),
     # A label that is not followed by its number does not capture a later, unrelated number.
     ("Score: 4. This rating reflects 2 issues", 4),
-    # With several labels, the last one wins.
-    ("Score: 4\nRating: 5", 5),
+    # Of several final cues the last one wins; two different plain labels are ambiguous.
+    ("Final score: 4\nFinal rating: 5", 5),
+    ("Score: 4\nFinal score: 5", 5),
+    ("Score: 4\nRating: 5", None),
     # Answer first: the opening number is the rating, later numbers are explanation.
     ("4\n\nThe summary misses 2 points.", 4),
     # Verdict last.
@@ -105,7 +107,7 @@ LENIENT_CASES = [
     ("0", None),
     ("6", None),
     ("Score: 10/10", None),
-    ("Score: 4.5", None),
+    ("Score: 4.5", 4.5),  # fractional = "keep" (the default), as G-Eval keeps it
     ("-4", None),
     ("N/A", None),
     ("", None),
@@ -230,9 +232,17 @@ def test_every_scale_point_parses_as_itself(scale: Scale, make_parser) -> None:
 
 
 @given(st.one_of(st.text(), judge_like_text), scales, parsers)
-def test_parse_never_raises_and_only_returns_scale_points(text: str, scale, make_parser) -> None:
-    rating = make_parser(scale).parse(text)
-    assert rating is None or rating in scale.points
+def test_parse_never_raises_and_only_returns_ratings_inside_the_scale(
+    text: str, scale, make_parser
+) -> None:
+    parser = make_parser(scale)
+    reading = parser.read(text)
+    assert (reading.rating is None) != (reading.reason is None)
+    if reading.rating is not None:
+        # A scale point, or (fractional = "keep") a value between two integer points.
+        assert reading.rating in scale.points or scale.lo < reading.rating < scale.hi
+    parser.fractional = "invalid"
+    assert parser.parse(text) is None or parser.parse(text) in scale.points
 
 
 # --- distributions from samples ------------------------------------------------------------
@@ -389,3 +399,71 @@ def test_first_token_skips_leading_whitespace_tokens() -> None:
 )
 def test_first_token_without_logprobs_is_none(choice: dict) -> None:
     assert first_token_top_logprobs(choice) is None
+
+
+# --- the answers real judges wrote (issue 9), with the reason when there is no rating -------
+
+JUDGE_CASES = [
+    ("The summary fails to give a clear overview, scoring a one out of five.", 1, None),
+    ("Four stars. The story says the car was found on April 1 near the station.", 4, None),
+    ("Final score: 4.5.", 4.5, None),
+    (
+        "The summary receives a score of 4 out of 5. The only reason for not giving it a "
+        "perfect score of 5 is the missing date.",
+        4,
+        None,
+    ),
+    (
+        "Final Score: 4/5\n\nHere's a breakdown:\n1. Accuracy of main events: 5/5\n2. Clarity: 3/5",
+        4,
+        None,
+    ),
+    ("Portugal won Euro 2016 after the team scored 15 penalties.", None, "no_rating"),
+    ("The summary is a 3 out of 5 in terms of coherence, as it skips the ending.", 3, None),
+    ("Feedback: Clear and faithful. [RESULT] 4", 4, None),
+    ("**Coherence: 2**\n\nThe order of events is confused.", 2, None),
+    ("A score of 1 would mean the summary is incoherent.", None, "no_rating"),
+    ("I'd give it a 3 or a 4.", None, "ambiguous"),
+    ("1. Accuracy: 4/5\n2. Clarity: 2/5", None, "ambiguous"),
+    ("Score: 8/10", None, "off_scale"),
+    ("Rating: 7", None, "off_scale"),
+    ("I cannot rate this text.", None, "refused"),
+    ("", None, "refused"),
+]
+
+
+@pytest.mark.parametrize(("text", "rating", "reason"), JUDGE_CASES)
+def test_what_judges_write(text: str, rating: float | None, reason: str | None) -> None:
+    reading = RatingParser(LIKERT, names=("coh", "Coherence")).read(text)
+    assert (reading.rating, reading.reason) == (rating, reason)
+
+
+def test_fractional_setting_keeps_rounds_or_refuses_half_points() -> None:
+    assert RatingParser(LIKERT, fractional="keep").parse("Final score: 3.5") == 3.5
+    assert RatingParser(LIKERT, fractional="round").parse("Final score: 3.5") == 4
+    reading = RatingParser(LIKERT, fractional="invalid").read("Final score: 3.5")
+    assert (reading.rating, reading.reason) == (None, "fractional")
+    assert RatingParser(LIKERT).read("Score: 5.5").reason == "off_scale"
+
+
+def test_an_answer_cut_off_before_its_rating_says_so() -> None:
+    parser = RatingParser(LIKERT)
+    assert parser.read("To evaluate the summary, I will", "length").reason == "cut_off"
+    assert parser.read("4\n\nThe summary", "length").rating == 4  # the rating came first
+
+
+def test_options_are_read_as_their_ratings() -> None:
+    letters = RatingParser(LIKERT, options={"A": 1, "B": 2, "C": 3, "D": 4, "E": 5})
+    assert [letters.parse(t) for t in ("D", "Answer: B", "(E)", "A good one. Answer: C")] == [
+        4, 2, 5, 3,
+    ]  # fmt: skip
+    assert letters.read("C or D").reason == "ambiguous"
+    agree = RatingParser(LIKERT, options={"Disagree": 2, "Agree": 4, "Strongly agree": 5})
+    assert agree.parse("Strongly agree.") == 5 and agree.parse("I disagree.") == 2
+
+
+def test_a_very_long_answer_is_read_at_its_opening_and_its_end() -> None:
+    middle = "The summary mentions 3 people and 2 cars. " * 3000
+    parser = RatingParser(LIKERT)
+    assert parser.parse(middle + "\n\nFinal score: 4") == 4
+    assert parser.parse("Score: 2\n\n" + middle) == 2

@@ -82,10 +82,11 @@ def test_offline_scores_equal_an_independent_computation(study: StudyFiles) -> N
         table = _read_table(out / "scores" / f"t_{criterion}.csv")
         for i, user in enumerate(users):
             for cond in "AB":
-                assert table[user][cond] == pytest.approx(per_user[criterion][cond][i], abs=1e-6)
+                # Tables are rounded to 3 decimals (the long table keeps every digit).
+                assert table[user][cond] == pytest.approx(per_user[criterion][cond][i], abs=5e-4)
         for cond in "AB":
             assert table["Average"][cond] == pytest.approx(
-                np.mean(per_user[criterion][cond]), abs=1e-6
+                np.mean(per_user[criterion][cond]), abs=5e-4
             )
 
     # The composite: mean(clar/5, fit/3) x 100.
@@ -98,22 +99,23 @@ def test_offline_scores_equal_an_independent_computation(study: StudyFiles) -> N
     }
     table = _read_table(out / "scores" / "t_average.csv")
     for i, user in enumerate(users):
-        assert table[user]["A"] == pytest.approx(composite["A"][i], abs=1e-6)
+        assert table[user]["A"] == pytest.approx(composite["A"][i], abs=5e-4)
 
-    # Welch per criterion, BH across the criteria, from the per-user values (not the Average).
-    with (out / "stats" / "t_ttest.csv").open() as handle:
+    # Welch per criterion, BH across the criteria, from the per-user values (not the Average);
+    # the design is paired, so Welch (configured) is beside the summary's paired t-test.
+    with (out / "stats" / "t_ttest-welch.csv").open() as handle:
         tests = {r["criterion"]: r for r in csv.DictReader(handle)}
     p_values = []
     for criterion in SCALES:
         t, p = sps.ttest_ind(per_user[criterion]["A"], per_user[criterion]["B"], equal_var=False)
-        assert float(tests[criterion]["statistic"]) == pytest.approx(t, rel=1e-6)
-        assert float(tests[criterion]["p"]) == pytest.approx(p, rel=1e-6)
+        assert float(tests[criterion]["statistic"]) == pytest.approx(t, rel=1e-5)
+        assert float(tests[criterion]["p"]) == pytest.approx(p, rel=1e-5)
         p_values.append(p)
     reject, adjusted, _, _ = multipletests(p_values, alpha=0.05, method="fdr_bh")
     for criterion, p_adj in zip(SCALES, adjusted, strict=True):
-        assert float(tests[criterion]["p_adj"]) == pytest.approx(p_adj, rel=1e-6)
+        assert float(tests[criterion]["p_adj"]) == pytest.approx(p_adj, rel=1e-5)
     t, p = sps.ttest_ind(composite["A"], composite["B"], equal_var=False)
-    assert float(tests["composite"]["p"]) == pytest.approx(p, rel=1e-6)
+    assert float(tests["composite"]["p"]) == pytest.approx(p, rel=1e-5)
 
     # The report names the invalid samples and the simulated judge.
     report = (out / "t_report.md").read_text()

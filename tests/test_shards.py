@@ -74,7 +74,8 @@ def test_three_shards_in_three_processes_merge_into_one_run(
     first = ("--shard", "1/3", "--cache", str(caches[0]), "--output", str(out))
     score = run_cli("score", str(study.config), *first)
     assert score.returncode == 0, score.stderr
-    rows = (out / "scores" / "t_long.csv").read_text().splitlines()[1:]
+    # --shard is in the output names, like --criteria and --limit.
+    rows = (out / "scores" / "t-shard-1of3_long.csv").read_text().splitlines()[1:]
     assert len(rows) == shard_items[0] and all(",scored," in row for row in rows)
 
     merged = study.root / "merged"

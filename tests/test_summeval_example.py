@@ -60,19 +60,20 @@ def test_slice_runs_end_to_end_against_the_simulated_judge(tmp_path: Path) -> No
     report = run_cli("report", config, *study)
     assert report.returncode == 0, report.stderr
     out = tmp_path / "out"
+    slice_ = "summeval_slice-limit-32"  # --limit is in the output names
     for name in CRITERIA:
-        with (out / "scores" / f"summeval_slice_{name}.csv").open() as handle:
+        with (out / "scores" / f"{slice_}_{name}.csv").open() as handle:
             rows = list(csv.DictReader(handle))
         assert len(rows) == 2 + 1, "two articles and the Average row"
         assert len(rows[0]) == 1 + 16, "one column per system"
-        raw = json.loads((out / "raw" / f"summeval_slice_{name}.json").read_text())
+        raw = json.loads((out / "raw" / f"{slice_}_{name}.json").read_text())
         assert len(raw["items"]) == 32
         assert all(item["status"] == "scored" for item in raw["items"])
         prompt = raw["items"][0]["messages"][0]["content"]
         assert prompt.endswith(f"({'1-3' if name == 'flu' else '1-5'}):")
-    with (out / "scores" / "summeval_slice_long.csv").open() as handle:
+    with (out / "scores" / f"{slice_}_long.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == 32 * 4
-    assert "simulated" in (out / "summeval_slice_report.md").read_text().lower()
+    assert "simulated" in (out / f"{slice_}_report.md").read_text().lower()
 
     meta = run_cli("meta", config, *study)
     assert meta.returncode == 0, meta.stderr

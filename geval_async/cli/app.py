@@ -20,17 +20,18 @@ from pathlib import Path
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.cache import JudgeCache
-from ..judging.coverage import coverage, item_states
+from ..judging.coverage import coverage
 from ..judging.plan import Study, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
 from ..study.config import EvalConfig
+from .answers import add_answers_command, invalid_lines, warn
 from .cache import add_cache_commands
 from .meta import add_meta_command
 from .overrides import study_config
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
-from .summary import coverage_table, run_summary
+from .summary import budget_left, coverage_table, dry_run, run_summary
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="count requests, tokens and cost; send nothing"
     )
     run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument("--strict", action="store_true", help="load warnings are errors")
     run.set_defaults(handler=cmd_run)
 
     demo = commands.add_parser(
@@ -138,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_score_commands(commands, _study_arguments)
     add_cache_commands(commands, _study_arguments, _load)
     add_meta_command(commands, _study_arguments)
+    add_answers_command(commands, _study_arguments)
     return parser
 
 
@@ -145,7 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from ..scoring.results import load_results
+
     study = prepare_study(_load(args))
+    warn(study.warnings, strict=False)
     with JudgeCache(study.config.cache_path, create=False) as cache:
         counts = coverage(study, cache)
         corrupted = len(cache.corrupted)
@@ -154,14 +160,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"cache: {study.config.cache_path}" + (f" (shard {shard})" if shard else ""))
     if corrupted:
         print(f"{corrupted} corrupted cache entries were found and count as missing")
+    for line in invalid_lines(load_results(study.config)):
+        print(line)
     return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = _load(args)
     study = prepare_study(config)
+    warn(study.warnings, strict=args.strict)
     if args.dry_run:
-        return _dry_run(study)
+        dry_run(study)
+        return EXIT_OK
     key = config.judge.api_key()
     if key is None and not config.judge.is_local:
         raise ConfigError(
@@ -180,6 +190,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for message, count in result.failures.most_common(5):
         print(f"  {count} x {message}")
     resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if config.max_cost is not None:
+        resume += budget_left(config)
     if result.stopped:
         _say(f"stopped: {result.stopped}")
         _say(f"resume with: {resume}")
@@ -232,6 +244,7 @@ def _run_loop(
                 retry_failed=retry_failed,
                 on_progress=None if quiet else show,
                 progress_interval=0.5 if interactive else 5.0,
+                on_retries=_say if quiet else None,
             )
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -242,46 +255,9 @@ def _run_loop(
     return asyncio.run(main())
 
 
-def _dry_run(study: Study) -> int:
-    from ..study.pricing import estimate_cost
-
-    config = study.config
-    requests = tokens = prompt_tokens = completion_tokens = cached = 0
-    with JudgeCache(config.cache_path, create=False) as cache:
-        for state in item_states(study, cache):
-            if not state.missing:
-                cached += 1
-                continue
-            # The next chunk asks for every sample the item still lacks.
-            request = state.missing[0]
-            requests += 1
-            tokens += request.est_tokens
-            completion_tokens += config.sampling.max_tokens * request.n
-    prompt_tokens = tokens - completion_tokens
-    cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)
-    print(
-        f"items: {study.item_count} ({len(study.selected_records)} records x "
-        f"{len(study.criteria)} criteria"
-        + (f", shard {config.shard}" if config.shard else "")
-        + f"), {config.sampling.choices_per_item} answers each"
-    )
-    print(f"already cached: {cached}; requests to send: {requests} (more if the server ignores n)")
-    print(
-        f"estimated tokens: {tokens} ({prompt_tokens} prompt + "
-        f"{completion_tokens} completion at most)"
-    )
-    print(
-        "estimated cost: "
-        + (f"${cost:.2f}" if cost is not None else f"unknown (no price for {config.judge.model!r})")
-    )
-    print("dry run: nothing was sent")
-    return EXIT_OK
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..scoring.results import load_results
     from .demo import demo_config, demo_server
-    from .score import write_report
     from .summary import SIMULATED_NOTE
 
     print("geval-async demo: the UEQ study (examples/ueq) judged by the SIMULATED judge")
@@ -308,11 +284,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError:
         plots = False
         print("(no matplotlib: plots skipped; pip install 'geval-async[plots]')")
-    paths = write_report(results, plots=plots)
-    if plots:
-        from ..api import write_html
-
-        paths.append(write_html(results))
+    paths = results.write_outputs(plots=plots, html=plots)
     print("\ncomposite score (0-100), mean per condition:")
     print(results.composite().loc[["Average"]].rename_axis(None).round(2).to_string())
     print(f"\n{len(paths)} files under {config.output.path}:")
@@ -345,7 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
+        return code
     except (ConfigError, CacheError) as exc:
         _debug()
         _say(f"error: {exc}")
@@ -358,6 +332,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _debug()
         _say(f"error: {exc}")
         return EXIT_INCOMPLETE
+    except BrokenPipeError:
+        # The reader closed the pipe (`geval-async score ... | head`): the files are written
+        # before anything long is printed, so this is a normal end. Python would otherwise
+        # complain again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except (KeyboardInterrupt, asyncio.CancelledError):
         _say("interrupted: answers received so far are saved; run the same command to resume")
         return EXIT_INTERRUPTED

@@ -58,9 +58,10 @@ def add_score_commands(
 
 def _results(args: argparse.Namespace) -> StudyResults:
     from ..scoring.results import load_results
+    from .answers import warn
 
     results = load_results(study_config(args, _OVERRIDES), strict=args.strict)
-    _coverage_note(results)
+    warn(results.warnings, strict=False)
     return results
 
 
@@ -70,89 +71,14 @@ def _coverage_note(results: StudyResults) -> None:
             f"note: {results.missing} of {len(results.scores)} items have no answer in the "
             "cache and are left out (`geval-async status` shows which criteria)"
         )
-    invalid = sum(t.invalid_samples for t in results.tallies.values())
-    if invalid:
-        per = ", ".join(
-            f"{n} {t.invalid_samples}" for n, t in results.tallies.items() if t.invalid_samples
-        )
-        print(f"note: {invalid} invalid samples (unparseable or out of scale; not scored): {per}")
+    from .answers import invalid_lines
+
+    for line in invalid_lines(results):
+        print(line)
     if results.corrupted:
         print(f"note: {results.corrupted} corrupted cache entries count as missing")
     if results.simulated:
         print(SIMULATED_NOTE)
-
-
-def write_scores(results: StudyResults) -> list[Path]:
-    from ..scoring.report import output_path, write_csv, write_raw
-
-    study = results.study
-    paths = [
-        write_csv(output_path(study, "scores", f"{c.name}.csv"), results.table(c.name))
-        for c in study.criteria
-    ]
-    paths.append(write_csv(output_path(study, "scores", "long.csv"), results.long, index=False))
-    paths += write_raw(study, results.scores)
-    return paths
-
-
-def write_average(results: StudyResults) -> Path:
-    from ..scoring.report import output_path, write_csv
-
-    return write_csv(output_path(results.study, "scores", "average.csv"), results.composite())
-
-
-def write_tests(results: StudyResults, test: str | None) -> list[Path]:
-    from ..scoring.report import output_path, write_csv
-    from ..scoring.stats import comparisons_frame, format_table
-
-    study = results.study
-    comparisons = results.comparisons(test)
-    print(format_table(comparisons))
-    paths = [
-        write_csv(
-            output_path(study, "stats", "ttest.csv"), comparisons_frame(comparisons), index=False
-        )
-    ]
-    if results.paired_design:
-        both = results.comparisons(StatTest.PAIRED_T) + results.comparisons(StatTest.WILCOXON)
-        paths.append(
-            write_csv(
-                output_path(study, "stats", "paired.csv"), comparisons_frame(both), index=False
-            )
-        )
-        if (test or study.config.stats.test) == StatTest.WELCH:
-            print(
-                "the same groups appear in both conditions: the paired t-test and Wilcoxon "
-                f"test ({paths[-1].name}) match this design"
-            )
-    return paths
-
-
-def write_plots(results: StudyResults) -> dict[str, Path]:
-    from ..scoring.plots import box_plot
-    from ..scoring.report import output_path
-    from ..scoring.tables import COMPOSITE
-
-    study = results.study
-    plots = {}
-    for criterion in study.criteria:
-        scale = criterion.config.scale
-        plots[criterion.name] = box_plot(
-            results.table(criterion.name, average=False),
-            f"{criterion.config.display_name} ({criterion.name})",
-            f"weighted score ({scale.lo:g}-{scale.hi:g})",
-            output_path(study, "plots", f"{criterion.name}.png"),
-            ylim=(scale.lo, scale.hi),
-        )
-    if set(study.config.composite.criteria) <= {c.name for c in study.criteria}:
-        plots[COMPOSITE] = box_plot(
-            results.composite(average=False),
-            "Composite score",
-            "score (0-100)",
-            output_path(study, "plots", f"{COMPOSITE}.png"),
-            ylim=(0, 100),
-        )
-    return plots
 
 
 def _print_paths(paths: list[Path]) -> None:
@@ -160,72 +86,79 @@ def _print_paths(paths: list[Path]) -> None:
         print(f"wrote {path}")
 
 
+def _subset_note(results: StudyResults) -> None:
+    if results.variant:
+        print(f"note: --criteria / --limit: outputs are named with {results.variant!r}")
+    if results.composite_missing and len(results.config.stats.conditions) == 2:
+        print(
+            f"note: the composite is left out (--criteria leaves out "
+            f"{', '.join(results.composite_missing)}); the FDR correction covers the "
+            f"{len(results.config.criteria)} criteria scored"
+        )
+
+
+def _print_tests(results: StudyResults, test: str | None) -> None:
+    from ..scoring.stats import format_table
+
+    if len(results.config.stats.conditions) != 2:
+        return
+    print(format_table(results.comparisons(test)))
+    summary = results.summary_test(test)
+    if test is None and summary != results.config.stats.test:
+        print(
+            f"the same groups appear in both conditions: the summary uses the {summary} test "
+            f"([stats] test = {results.config.stats.test!r} is in the report too)"
+        )
+    elif results.paired_design and summary == "welch":
+        print(
+            "the same groups appear in both conditions: the paired t-test and Wilcoxon "
+            "test (stats/..._paired.csv) match this design"
+        )
+
+
+# Every command writes all its files before it prints anything long: a reader that closes
+# the pipe early (`geval-async score ... | head`) never costs the outputs.
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     results = _results(args)
-    _print_paths(write_scores(results))
+    paths = results.write_outputs(["scores"])
+    _coverage_note(results)
+    _subset_note(results)
+    _print_paths(paths)
     return 0
 
 
 def cmd_average(args: argparse.Namespace) -> int:
     results = _results(args)
+    paths = results.write_outputs(["average"])
+    _coverage_note(results)
     print(results.composite().round(2).to_string())
-    _print_paths([write_average(results)])
+    _print_paths(paths)
     return 0
 
 
 def cmd_ttest(args: argparse.Namespace) -> int:
     results = _results(args)
-    paths = write_tests(results, args.test)
-    if args.plots:
-        paths += list(write_plots(results).values())
+    kinds = ["tests", "plots"] if args.plots else ["tests"]
+    paths = results.write_outputs(kinds, test=args.test, plots=args.plots)
+    _coverage_note(results)
+    _subset_note(results)
+    _print_tests(results, args.test)
     _print_paths(paths)
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    if args.html:
-        from ..scoring.html.figures import require_matplotlib
-
-        require_matplotlib()  # before any file is written
     results = _results(args)
-    paths = write_report(results, test=args.test, plots=args.plots)
+    human = None
     if args.html:
-        from ..api import write_html
+        from ..api import human_comparison
 
-        paths.append(write_html(results, test=args.test))
+        human = human_comparison(results)
+    paths = results.write_outputs(test=args.test, plots=args.plots, html=args.html, human=human)
+    _coverage_note(results)
+    _subset_note(results)
+    _print_tests(results, args.test)
     _print_paths(paths)
     return 0
-
-
-def write_report(
-    results: StudyResults, *, test: str | None = None, plots: bool = False
-) -> list[Path]:
-    """Every output file plus the Markdown report; returns the paths written."""
-    from ..scoring.report import markdown_report, write_atomic
-
-    study = results.study
-    paths = write_scores(results)
-    paths.append(write_average(results))
-    has_conditions = len(study.config.stats.conditions) == 2
-    comparisons = results.comparisons(test) if has_conditions else []
-    if has_conditions:
-        paths += write_tests(results, test)
-    plot_paths = write_plots(results) if plots else {}
-    paths += plot_paths.values()
-    tables = {c.name: results.table(c.name) for c in study.criteria}
-    text = markdown_report(
-        study,
-        results.tallies,
-        tables,
-        results.composite(),
-        comparisons,
-        results.paired_design,
-        plot_paths,
-        results.simulated,
-    )
-    paths.append(
-        write_atomic(
-            study.config.output.path / f"{study.config.output.prefix}_report.md", text.encode()
-        )
-    )
-    return paths

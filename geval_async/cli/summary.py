@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..judging.coverage import Coverage
+from ..judging.cache import JudgeCache
+from ..judging.coverage import Coverage, item_states
+from ..judging.plan import Study
 from ..judging.progress import RunCounters
+from ..study.config import EvalConfig
 
 SIMULATED_NOTE = "judge: geval-async's SIMULATED server (ratings are synthetic, not an LLM's)"
 
@@ -58,3 +61,81 @@ def coverage_table(counts: Mapping[str, Coverage]) -> str:
     )
     rows.append(["total", total.items, total.answered, total.refused, total.missing])
     return table(["criterion", "items", "answered", "refused", "missing"], rows)
+
+
+def expected_duration(requests: int, tokens: int, rpm: float | None, tpm: float | None) -> str:
+    """``--dry-run``: how long the limits make the run at the least, and which one binds."""
+    if not requests:
+        return "expected duration: none (nothing to send)"
+    bounds = []
+    if rpm:
+        bounds.append((requests / rpm, f"{requests} requests at rpm {rpm:g}"))
+    if tpm:
+        bounds.append((tokens / tpm, f"{tokens} tokens at tpm {tpm:g}"))
+    if not bounds:
+        return (
+            "expected duration: unknown (no rpm/tpm limits: the server's speed and "
+            "concurrency decide)"
+        )
+    minutes, reason = max(bounds)
+    return f"expected duration: at least {_duration(minutes * 60)} under the limits ({reason})"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
+def budget_left(config: EvalConfig) -> str:
+    """What the study budget leaves, for the resume line: each resume spends from the same cap."""
+    from ..judging.budget import study_spent
+    from ..study.pricing import usd
+
+    assert config.max_cost is not None
+    spent = study_spent(config.cache_path, config)
+    left = max(0.0, config.max_cost - spent)
+    return (
+        f"\n  (study budget --max-cost {usd(config.max_cost)}: {usd(spent)} estimated so far, "
+        f"{usd(left)} left" + ("; raise --max-cost to continue)" if left < 1e-9 else ")")
+    )
+
+
+def dry_run(study: Study) -> None:
+    """Print what a run would send, cost and take, from the cache alone (``run --dry-run``)."""
+    from ..study.pricing import estimate_cost
+
+    config = study.config
+    requests = tokens = prompt_tokens = completion_tokens = cached = 0
+    with JudgeCache(config.cache_path, create=False) as cache:
+        for state in item_states(study, cache):
+            if not state.missing:
+                cached += 1
+                continue
+            # The next chunk asks for every sample the item still lacks.
+            request = state.missing[0]
+            requests += 1
+            tokens += request.est_tokens
+            completion_tokens += config.sampling.max_tokens * request.n
+    prompt_tokens = tokens - completion_tokens
+    cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)
+    print(
+        f"items: {study.item_count} ({len(study.selected_records)} records x "
+        f"{len(study.criteria)} criteria"
+        + (f", shard {config.shard}" if config.shard else "")
+        + f"), {config.sampling.choices_per_item} answers each"
+    )
+    print(f"already cached: {cached}; requests to send: {requests} (more if the server ignores n)")
+    print(
+        f"estimated tokens: {tokens} ({prompt_tokens} prompt + "
+        f"{completion_tokens} completion at most)"
+    )
+    print(
+        "estimated cost: "
+        + (f"${cost:.2f}" if cost is not None else f"unknown (no price for {config.judge.model!r})")
+    )
+    print(expected_duration(requests, tokens, config.limits.rpm, config.limits.tpm))
+    print("dry run: nothing was sent")

@@ -1,26 +1,89 @@
-"""The ``--max-cost`` cap of a run: its budget, and the most one request can cost."""
+"""The study budget: what every run is estimated to have spent, and the ``--max-cost`` cap.
+
+Each run appends its estimated spend (the requests it dispatched, each at its prompt estimate
+plus ``max_tokens x n`` completion at the model's price) to ``spend.jsonl`` in the cache
+folder, one line per run. ``--max-cost`` caps the study's total: a resumed run may spend what
+the earlier runs of the same config left, not the whole cap again.
+"""
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+import math
+import os
+import time
+from pathlib import Path
+
+import orjson
+
+from ..errors import CacheError, ConfigError
 from ..study.config import EvalConfig
 from ..study.pricing import Budget, price_of
 from .plan import JudgeRequest
 
-__all__ = ["request_cost", "run_budget"]
+__all__ = ["LEDGER", "record_spend", "request_cost", "run_budget", "study_spent"]
+
+LEDGER = "spend.jsonl"
 
 
-def run_budget(config: EvalConfig) -> Budget | None:
-    """The ``--max-cost`` budget of a run, or None without a cap."""
-    if config.max_cost is None:
-        return None
+def _study(config: EvalConfig) -> str:
+    return str(Path(config.source).resolve())
+
+
+def study_spent(cache_dir: Path, config: EvalConfig) -> float:
+    """The estimated USD the earlier runs of this study's config recorded in the cache."""
+    try:
+        lines = (Path(cache_dir) / LEDGER).read_bytes().splitlines()
+    except FileNotFoundError:
+        return 0.0
+    except OSError as exc:
+        raise CacheError(f"{cache_dir}: cannot read {LEDGER} ({exc.strerror})") from exc
+    study, total = _study(config), 0.0
+    for line in lines:
+        try:
+            run = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # a line cut by a crash: that run's spend is lost, not the ledger
+        usd = run.get("usd") if isinstance(run, dict) else None
+        if run.get("config") == study and isinstance(usd, int | float) and math.isfinite(usd):
+            total += usd
+    return total
+
+
+def record_spend(cache_dir: Path, config: EvalConfig, budget: Budget | None) -> None:
+    """Append a run's estimated spend to the ledger (nothing when it spent nothing)."""
+    if budget is None or budget.spent <= 0:
+        return
+    line = orjson.dumps(
+        {
+            "config": _study(config),
+            "model": config.judge.model,
+            "usd": round(budget.spent, 9),
+            "time": time.time(),
+        }
+    )
+    try:
+        # One write of one line with O_APPEND: two runs appending at once do not interleave.
+        handle = os.open(Path(cache_dir) / LEDGER, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        try:
+            os.write(handle, line + b"\n")
+        finally:
+            os.close(handle)
+    except OSError as exc:
+        raise CacheError(f"{cache_dir}: cannot record the run's spend ({exc.strerror})") from exc
+
+
+def run_budget(config: EvalConfig, cache_dir: Path) -> Budget | None:
+    """The budget of a run: the ``--max-cost`` cap less what earlier runs spent, or (no cap)
+    an unlimited one that only counts; None when the model has no price and there is no cap."""
     price = price_of(config.judge.model, config.price_table)
+    if config.max_cost is None:
+        return None if price is None else Budget(math.inf, price)
     if price is None:
         raise ConfigError(
             f"--max-cost needs the price of model {config.judge.model!r}: "
             "add it to the config's [prices] table"
         )
-    return Budget(config.max_cost, price)
+    return Budget(config.max_cost, price, before=study_spent(cache_dir, config))
 
 
 def request_cost(budget: Budget, request: JudgeRequest) -> float:

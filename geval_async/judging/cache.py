@@ -16,12 +16,13 @@ counted as corrupted and treated as missing.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import diskcache
+import diskcache.core
 import orjson
 
 from ..errors import CacheError
@@ -64,12 +65,16 @@ class CachedResponse:
         """The ``choices`` of the stored response body ([] for a refusal)."""
         if not self.ok:
             return []
-        parsed = orjson.loads(self.body)
+        # decode() parsed the body already (to check it); read each entry once.
+        parsed = self.__dict__.get("_parsed")
+        if parsed is None:
+            parsed = orjson.loads(self.body)
         choices = parsed.get("choices") if isinstance(parsed, dict) else None
         return choices if isinstance(choices, list) else []
 
     def encode(self) -> bytes:
-        return orjson.dumps(asdict(self))
+        # orjson writes a dataclass natively, several times faster than dataclasses.asdict.
+        return orjson.dumps(self)
 
     @classmethod
     def decode(cls, raw: Any) -> CachedResponse:
@@ -79,8 +84,15 @@ class CachedResponse:
         data = orjson.loads(raw)
         if not isinstance(data, dict) or data.get("v") != ENTRY_VERSION:
             raise ValueError("entry has no known version")
-        # The status stays the stored str (equal to its EntryStatus member): no copy per read.
-        entry = cls(**data)
+        # As cls(**data), without the frozen dataclass's field-by-field __init__ (a fifth of a
+        # rerun): every field present once, no other key. The status stays the stored str
+        # (equal to its EntryStatus member): no copy per read.
+        values = dict(_TEMPLATE)  # the fields in their order: orjson writes them so
+        values.update(data)
+        if len(values) != len(_TEMPLATE) or MISSING in values.values():
+            raise ValueError("entry has unknown or missing fields")
+        entry = object.__new__(cls)
+        entry.__dict__.update(values)
         if entry.status not in _STATUSES or not isinstance(entry.body, str):
             raise ValueError("entry has an unknown status")
         if entry.ok:
@@ -89,7 +101,13 @@ class CachedResponse:
             if entry.received < 1:
                 # An answer always has a choice; without one the next draw would start here again.
                 raise ValueError("entry has no choices")
+
+            # Kept for choices(), outside the fields (orjson writes the fields only).
+            object.__setattr__(entry, "_parsed", orjson.loads(entry.body))
         return entry
+
+
+_TEMPLATE: dict[str, Any] = {f.name: f.default for f in fields(CachedResponse)}
 
 
 @dataclass
@@ -106,6 +124,7 @@ class JudgeCache:
     create: bool = True
     corrupted: set[str] = field(default_factory=set)
     _cache: diskcache.Cache | ReadOnlyStore | None = None
+    _ahead: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -126,6 +145,10 @@ class JudgeCache:
                 size_limit=2**62,
                 cull_limit=0,
                 timeout=60,
+                # A run writes and reads each entry about once: sqlite's page cache and memory
+                # map (diskcache's defaults, 32 + 64 MB) would only hold the resident set up.
+                sqlite_cache_size=2**11,
+                sqlite_mmap_size=0,
             )
         except (OSError, sqlite3.Error) as exc:
             raise CacheError(
@@ -156,10 +179,41 @@ class JudgeCache:
                 "free space, fix its permissions or pass --cache with another folder"
             ) from exc
 
+    def prefetch(self, keys: Sequence[str]) -> None:
+        """Read the entries of many keys in one query; the next :meth:`get` of each is served
+        from memory (a rerun of a large plan reads every entry once, without a query each).
+        """
+        self._ahead = {}
+        if self._cache is None or not keys:
+            return
+        marks = ",".join("?" * len(keys))
+        try:
+            # diskcache's own table: a str key is stored with raw = 1, and a small bytes value
+            # inline with mode MODE_RAW. Anything else (a value in a file, a damaged row) is
+            # left to get(), which reads it the way diskcache does.
+            store = self._cache
+            execute = store._sql if isinstance(store, diskcache.Cache) else store._db.execute
+            rows = execute(
+                f"SELECT key, mode, value FROM Cache WHERE raw = 1 AND key IN ({marks})",
+                list(keys),
+            ).fetchall()
+        except (OSError, sqlite3.Error) as exc:
+            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
+        ahead: dict[str, Any] = dict.fromkeys(keys, _ABSENT)
+        for key, mode, value in rows:
+            if mode == diskcache.core.MODE_RAW and value is not None:
+                ahead[key] = bytes(value)
+            else:
+                del ahead[key]
+        self._ahead = ahead
+
     def get(self, key: str) -> CachedResponse | None:
         """The entry for ``key``; None when absent or corrupted (then added to ``corrupted``)."""
         if self._cache is None:
             return None
+        raw = self._ahead.pop(key, None)
+        if raw is not None:
+            return None if raw is _ABSENT else self._decode(key, raw)
         try:
             raw = self._cache.get(key, default=_ABSENT)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
@@ -172,6 +226,9 @@ class JudgeCache:
             return None
         if raw is _ABSENT:
             return None
+        return self._decode(key, raw)
+
+    def _decode(self, key: str, raw: Any) -> CachedResponse | None:
         try:
             return CachedResponse.decode(raw)
         except (ValueError, TypeError):
@@ -183,20 +240,17 @@ class JudgeCache:
 
         ``overwrite`` replaces an existing entry (``--retry-failed`` replacing a refusal).
         """
+        return self.put_many([(entry, overwrite)])[0]
+
+    def put_many(self, entries: Sequence[tuple[CachedResponse, bool]]) -> list[bool]:
+        """Store ``(entry, overwrite)`` pairs in one transaction: all are on disk, or none.
+
+        One commit for many answers costs about what one costs (see :mod:`.writer`).
+        """
         cache = self._require()
-        value = entry.encode()
         try:
-            if overwrite:
-                cache.set(entry.key, value)
-                return True
-            if cache.add(entry.key, value):
-                return True
-            if self.get(entry.key) is not None:
-                return False  # another writer stored it first
-            # The key is there but unreadable (a value file gone): replace the damaged entry,
-            # or every later run would pay for this answer again and never store it.
-            cache.set(entry.key, value)
-            return True
+            with cache.transact():
+                return [self._put(cache, entry, overwrite) for entry, overwrite in entries]
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise CacheError(
                 f"{self.directory}: cannot write to the cache ({exc}); "
@@ -225,6 +279,20 @@ class JudgeCache:
             cache.delete(key)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise CacheError(f"{self.directory}: cannot write to the cache ({exc})") from exc
+
+    def _put(self, cache: diskcache.Cache, entry: CachedResponse, overwrite: bool) -> bool:
+        value = entry.encode()
+        if overwrite:
+            cache.set(entry.key, value)
+            return True
+        if cache.add(entry.key, value):
+            return True
+        if self.get(entry.key) is not None:
+            return False  # another writer stored it first
+        # The key is there but unreadable (a value file gone): replace the damaged entry,
+        # or every later run would pay for this answer again and never store it.
+        cache.set(entry.key, value)
+        return True
 
     def __len__(self) -> int:
         return 0 if self._cache is None else len(self._cache)

@@ -26,7 +26,7 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +68,15 @@ class Claims:
         self._held: set[str] = set()
         self.directory = Path(cache_directory) / "claims"
         try:
-            # Claims are short-lived coordination, not results: no fsync on every change.
-            self._cache = diskcache.Cache(str(self.directory), sqlite_synchronous=0, timeout=60)
+            # Claims are short-lived coordination, not results: no fsync on every change, and
+            # no culling (each claim carries its own expiry; released ones are gone).
+            self._cache = diskcache.Cache(
+                str(self.directory),
+                sqlite_synchronous=0,
+                timeout=60,
+                eviction_policy="none",
+                cull_limit=0,
+            )
         except (OSError, sqlite3.Error) as exc:
             raise self._error(exc) from exc
 
@@ -86,18 +93,25 @@ class Claims:
 
     def claim(self, key: str) -> bool:
         """Claim ``key`` for this run; False when another live claim holds it."""
-        if key in self._held:
-            return False  # this run is already asking (an identical request)
+        return self.claim_many([key])[0]
+
+    def claim_many(self, keys: Sequence[str]) -> list[bool]:
+        """Claim several keys in one transaction (one commit); whether each was taken."""
         try:
-            taken = bool(self._cache.add(key, self._claim()))
-            if not taken:
-                with self._cache.transact():
-                    holder = self._holder(key)
-                    taken = holder is None or self._lapsed(holder)
-                    if taken:
-                        self._cache.set(key, self._claim())
+            with self._cache.transact():
+                return [self._take(key) for key in keys]
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise self._error(exc) from exc
+
+    def _take(self, key: str) -> bool:
+        if key in self._held:
+            return False  # this run is already asking (an identical request)
+        taken = bool(self._cache.add(key, self._claim()))
+        if not taken:
+            holder = self._holder(key)
+            taken = holder is None or self._lapsed(holder)
+            if taken:
+                self._cache.set(key, self._claim())
         if taken:
             self._held.add(key)
         return taken
@@ -124,11 +138,16 @@ class Claims:
 
         A claim that is no longer this run's is left to its holder.
         """
-        self._held.discard(key)
+        self.release_many([key])
+
+    def release_many(self, keys: Sequence[str]) -> None:
+        """Give up several claims in one transaction (see :meth:`release`)."""
         try:
             with self._cache.transact():
-                if self._is_mine(self._holder(key)):
-                    self._cache.delete(key)
+                for key in keys:
+                    self._held.discard(key)
+                    if self._is_mine(self._holder(key)):
+                        self._cache.delete(key)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise self._error(exc) from exc
 

@@ -9,12 +9,14 @@ first key scheme are read in place (:mod:`geval_async.judging.legacy`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 
 from ..study.config import EvalConfig
 from .cache import CachedResponse, JudgeCache
 from .legacy import legacy_answers, legacy_sizes
+from .origin import EntrySource
 from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_request, plan_items
 
 
@@ -38,7 +40,7 @@ class ItemState:
 
 def item_state(
     first: JudgeRequest,
-    cache: JudgeCache,
+    cache: EntrySource,
     config: EvalConfig,
     *,
     retry_failed: bool = False,
@@ -74,12 +76,26 @@ def item_state(
     return state
 
 
-def item_states(study: Study, cache: JudgeCache) -> Iterator[ItemState]:
+def item_states(study: Study, cache: EntrySource) -> Iterator[ItemState]:
     """The state of every item of the plan, in plan order."""
-    legacy = legacy_sizes(cache)
-    for item in plan_items(study):
-        first = first_request(item, study.config)
-        yield item_state(first, cache, study.config, legacy=legacy)
+    return states_ahead(plan_items(study), cache, study.config, legacy=legacy_sizes(cache))
+
+
+def states_ahead(
+    items: Iterable[JudgeItem],
+    cache: EntrySource,
+    config: EvalConfig,
+    *,
+    retry_failed: bool = False,
+    legacy: tuple[int, ...] = (),
+    chunk: int = 256,
+) -> Iterator[ItemState]:
+    """The state of each item, in order, reading the cache a chunk of items at a time."""
+    items = iter(items)
+    while firsts := [first_request(item, config) for item in islice(items, chunk)]:
+        cache.prefetch([first.key for first in firsts])
+        for first in firsts:
+            yield item_state(first, cache, config, retry_failed=retry_failed, legacy=legacy)
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..errors import Rejected
+from ..errors import TransportError
 from ..options import EntryStatus
 from .cache import CachedResponse
 from .plan import JudgeRequest
@@ -41,7 +41,9 @@ def answer_entry(request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> C
     )
 
 
-def refusal_entry(request: JudgeRequest, exc: Rejected, attempts: int) -> CachedResponse:
+def refusal_entry(
+    request: JudgeRequest, exc: TransportError, attempts: int, reason: str | None = None
+) -> CachedResponse:
     """The entry of a request the judge refused for good (a 4xx no retry fixes)."""
     return CachedResponse(
         **_origin(request),  # type: ignore[arg-type]
@@ -50,5 +52,6 @@ def refusal_entry(request: JudgeRequest, exc: Rejected, attempts: int) -> Cached
         body=exc.body.decode("utf-8", "replace"),
         latency_ms=0.0,
         attempts=attempts,
-        error=str(exc),
+        error=reason or str(exc),
+        simulated=exc.headers.get("x-geval-simulated", "") == "true",
     )

@@ -14,6 +14,7 @@ from the old entries themselves (:func:`legacy_sizes`); when an item was judged 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 
 from .cache import CachedResponse, JudgeCache
 from .keys import canonical_json
+from .origin import EntrySource
 from .plan import JudgeRequest, Study, chunk_request, first_request, plan_items
 
 LEGACY_VERSION = "g1"
@@ -37,7 +39,7 @@ def has_legacy(cache: JudgeCache) -> bool:
     return next(cache.keys(f"{LEGACY_VERSION}-"), None) is not None
 
 
-def legacy_sizes(cache: JudgeCache) -> tuple[int, ...]:
+def legacy_sizes(cache: EntrySource) -> tuple[int, ...]:
     """Every n an old draw 0 in the cache was asked with, smallest first."""
     sizes: set[int] = set()
     for key in cache.keys(f"{LEGACY_VERSION}-"):
@@ -60,7 +62,9 @@ class LegacyAnswers:
         return sum(entry.received for entry in self.entries)
 
 
-def legacy_answers(first: JudgeRequest, cache: JudgeCache, sizes: tuple[int, ...]) -> LegacyAnswers:
+def legacy_answers(
+    first: JudgeRequest, cache: EntrySource, sizes: tuple[int, ...]
+) -> LegacyAnswers:
     """What the cache holds for an item under old keys, for each n in ``sizes``."""
     found = LegacyAnswers([], [])
     seed = first.body.get("seed")
@@ -119,5 +123,5 @@ def migrate_study(study: Study, cache: JudgeCache) -> int:
 
 
 def _moved(entry: CachedResponse, request: JudgeRequest) -> CachedResponse:
-    fields = {**entry.__dict__, "key": request.key, "draw": request.draw}
-    return CachedResponse(**fields)
+    # replace(), not __dict__: a decoded entry also keeps its parsed body there.
+    return dataclasses.replace(entry, key=request.key, draw=request.draw)

@@ -6,13 +6,19 @@ the way providers count it). A cache hit never reaches this module.
 
 The limits come from the config (``rpm``/``tpm``) or, when a limit is not configured, from the
 ``x-ratelimit-limit-*`` headers of the server's answers (:meth:`RateLimits.observe`, called for
-every answer and every 429); when both exist the lower one holds. Until the first answer
-arrives nothing is known, so the first ``concurrency`` requests go out unpaced.
+every answer and every 429); when both exist the lower one holds. Until the first reply
+arrives nothing is known, so the run begins small: at most :data:`START_IN_FLIGHT` requests
+go out until then (:meth:`RateLimits.replied`), and only then do the workers open up, paced by
+whatever the headers said. A learned limit is paced a little below what the server advertises
+(:data:`LEARNED_SHARE`): the server counts arrivals, and the loopback or the network moves
+them by a few milliseconds, enough to put one request too many into a window of a second.
+A ``remaining`` header without a ``limit`` header says nothing about the rate and is ignored.
 
 Pacing, not bursting: each bucket is an aiolimiter ``AsyncLimiter`` that holds at most
 :data:`BURST_SECONDS` of credit, so requests go out at the steady rate even when the server
 would take a minute's worth at once. Providers enforce their per-minute limits over much shorter
-windows, so a client that empties a minute of quota in its first seconds meets 429s there.
+windows, so a client that empties a minute of quota in its first seconds meets 429s there. For
+the same reason a bucket starts without credit, and loses the credit it saved during a 429 pause.
 ``x-ratelimit-remaining-*`` with ``x-ratelimit-reset-*`` tells how deep the server's bucket is,
 and the burst stays within half of it.
 
@@ -43,6 +49,12 @@ _KINDS = ("requests", "tokens")
 
 #: Seconds of credit a bucket may hold: the largest burst the client sends.
 BURST_SECONDS = 0.25
+
+#: Requests in flight before the first reply (and its rate-limit headers) has arrived.
+START_IN_FLIGHT = 4
+
+#: The share of an advertised (learned) limit the client paces at.
+LEARNED_SHARE = 0.97
 
 
 def parse_duration(text: str) -> float | None:
@@ -124,14 +136,23 @@ class PacedBucket:
     credit, so it waits as long as its size asks and the rate holds for any mix of sizes.
     """
 
-    def __init__(self, per_minute: float, burst: float = BURST_SECONDS) -> None:
+    def __init__(
+        self, per_minute: float, burst: float = BURST_SECONDS, *, spent: float = 0.0
+    ) -> None:
         self.per_minute = per_minute
         self.burst = burst
-        self.limiter = self._limiter()
+        self.limiter = AsyncLimiter(per_minute / 60.0 * burst, burst)
+        # No credit to start with (see RateLimits): the first request waits 1/rate.
+        self.drain(spent)
 
-    def _limiter(self) -> AsyncLimiter:
-        per_second = self.per_minute / 60.0
-        return AsyncLimiter(per_second * self.burst, self.burst)
+    def drain(self, spent: float = 0.0) -> None:
+        """Take away the credit, and ``spent`` more: what was sent before this bucket knew."""
+        # aiolimiter has no public way to start a limiter partly used; its level is the
+        # credit used, leaking at the rate.
+        limiter = self.limiter
+        limiter._level = limiter.max_rate + spent
+        limiter._last_check = asyncio.get_running_loop().time()
+        limiter._wake_next()  # re-time the next waiter's wake-up for the new level
 
     async def acquire(self, cost: float) -> None:
         """Wait until ``cost`` units may be spent, and spend them."""
@@ -142,10 +163,18 @@ class PacedBucket:
             cost -= step
 
     def reshape(self, per_minute: float, burst: float) -> None:
-        """Change the rate or the burst; requests already waiting finish at the old pace."""
+        """Change the rate or the burst, for the requests already waiting too.
+
+        The limiter is changed in place: a new limiter would let the waiters of the old one
+        go at the old pace while new requests go at the new one, twice the rate for a while.
+        """
         if (per_minute, burst) != (self.per_minute, self.burst):
             self.per_minute, self.burst = per_minute, burst
-            self.limiter = self._limiter()
+            limiter = self.limiter
+            limiter.max_rate = per_minute / 60.0 * burst
+            limiter.time_period = burst
+            limiter._rate_per_sec = per_minute / 60.0
+            self.drain()
 
 
 class RateLimits:
@@ -161,9 +190,20 @@ class RateLimits:
         self.configured: dict[str, float | None] = {"requests": rpm, "tokens": tpm}
         self.learned: dict[str, float] = {}
         self.buckets: dict[str, PacedBucket] = {
-            kind: PacedBucket(limit) for kind, limit in self.configured.items() if limit
+            # Starting without credit: a burst at the start is what a server that enforces
+            # its limit over one second answers with 429s.
+            kind: PacedBucket(limit)
+            for kind, limit in self.configured.items()
+            if limit
         }
         self.cooldown = CoolDown()
+        # Begin small: until a reply tells the limits, only a few requests go out (unless both
+        # limits are configured: then nothing is left to learn).
+        self.opened = asyncio.Event()
+        if rpm and tpm:
+            self.opened.set()
+        # What went out before the first reply: a bucket learned from it starts that much used.
+        self._probes = {"requests": 0, "tokens": 0}
 
     def check_request(self, tokens: int) -> None:
         """Raise ConfigError for a request that the configured TPM limit can never let through."""
@@ -175,6 +215,12 @@ class RateLimits:
 
     async def acquire(self, tokens: int) -> None:
         """Wait for the cool-down and for this request's share of both buckets."""
+        if not self.opened.is_set():
+            if self._probes["requests"] >= START_IN_FLIGHT:
+                await self.opened.wait()
+            else:
+                self._probes["requests"] += 1
+                self._probes["tokens"] += tokens
         while True:
             await self._pause()
             for kind, cost in (("requests", 1), ("tokens", tokens)):
@@ -186,10 +232,25 @@ class RateLimits:
             if self.cooldown.remaining <= 0:
                 return
 
+    def replied(self) -> None:
+        """A request came back (an answer, a 429 or a failure): open up after the first.
+
+        Call :meth:`observe` with a reply's headers before, so that the workers let through
+        now are paced by what they said.
+        """
+        self.opened.set()
+
     async def _pause(self) -> None:
         # A plain sleep, not an Event: the pause can grow while we sleep; re-check on waking.
+        paused = False
         while (left := self.cooldown.remaining) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
+            paused = True
+        if paused:
+            # The credit saved up during the pause is not the server's to give: it just said
+            # no. Leave the pause at the paced rate, without a burst into the new window.
+            for bucket in self.buckets.values():
+                bucket.drain()
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Learn from the ``x-ratelimit-*`` headers of an answer or a 429.
@@ -198,6 +259,7 @@ class RateLimits:
         ``remaining`` plus ``reset`` (time until the server's bucket is full again) x the rate
         tells how deep the server's bucket is, and the client's burst stays within half of it.
         """
+        self.opened.set()  # a reply: the run opens up, paced by what it says
         found: dict[str, str] = {}
         for name, value in headers.items():
             if name[:12].lower() == _HEADER_PREFIX:
@@ -210,7 +272,9 @@ class RateLimits:
             rate = bucket.per_minute if bucket is not None else None
             if limit:
                 configured = self.configured[kind]
-                rate = min(limit, configured) if configured else limit
+                # A configured limit the server allows holds as it is; otherwise the
+                # advertised one, a little below (LEARNED_SHARE).
+                rate = configured if configured and configured <= limit else limit * LEARNED_SHARE
                 if rate != configured:
                     self.learned[kind] = rate
             if rate is None:
@@ -227,6 +291,6 @@ class RateLimits:
                 if depth / 2 < burst * 0.8:
                     burst = depth / 2
             if bucket is None:
-                self.buckets[kind] = PacedBucket(rate, burst)
+                self.buckets[kind] = PacedBucket(rate, burst, spent=self._probes[kind])
             else:
                 bucket.reshape(rate, burst)

@@ -23,10 +23,12 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..options import SamplingMode
+from ..study.checks import check_fields_inserted, check_stats
 from ..study.config import CriterionConfig, EvalConfig
 from ..study.criteria import Rubric
 from ..study.prompts import Template, check_fields, load_template
 from ..study.records import Record, load_records
+from ..study.stated_scale import scale_mismatch
 from .keys import request_key
 
 # Per-message framing tokens providers add; the estimate only needs to be close and stable.
@@ -58,6 +60,7 @@ class Study:
     config: EvalConfig
     records: list[Record]
     criteria: tuple[PlannedCriterion, ...]
+    warnings: tuple[str, ...] = ()  # doubts found at load (a prompt stating another scale)
 
     @property
     def item_count(self) -> int:
@@ -123,7 +126,26 @@ def prepare_study(config: EvalConfig) -> Study:
         condition_field=config.data.condition_field,
         required_fields=required,
     )
-    return Study(config, records, tuple(criteria))
+    check_stats(config, records)
+    return Study(config, records, tuple(criteria), _scale_warnings(criteria))
+
+
+def _scale_warnings(criteria: list[PlannedCriterion]) -> tuple[str, ...]:
+    warnings = []
+    for planned in criteria:
+        c = planned.config
+        if c.is_rubric or c.options:
+            continue
+        fixed = "".join(planned.template.parts[0::2])  # the prompt without record fields
+        stated = scale_mismatch(fixed, c.answer_scale)
+        if stated is not None:
+            scale = c.answer_scale
+            warnings.append(
+                f"{c.prompt}: criterion {c.name!r} is declared on {scale.lo:g}-{scale.hi:g} "
+                f"but its prompt states a {stated[0]}-{stated[1]} scale; make them agree "
+                "(scale = [lo, hi] in the config, or the prompt's text)"
+            )
+    return tuple(warnings)
 
 
 def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCriterion:
@@ -144,6 +166,7 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
             )
         names["rubric"] = "rubric"
     check_fields(template, names, criterion.name)
+    check_fields_inserted(criterion, template)
     points = criterion.answer_scale.points
     if config.sampling.mode == SamplingMode.LOGPROBS and not all(
         float(p).is_integer() for p in points
@@ -165,6 +188,25 @@ def plan_items(study: Study) -> Iterator[JudgeItem]:
     for criterion in study.criteria:
         for rubric in criterion.rubrics:
             for record in records:
+                item = JudgeItem(record, criterion, rubric)
+                if shard is None or shard.holds(first_request(item, study.config).key):
+                    yield item
+
+
+def send_order(study: Study) -> Iterator[JudgeItem]:
+    """Every item of the plan in the order the runner sends them: record by record.
+
+    All criteria of a record go out together, so the token cost of the requests stays even
+    over the run. Sent criterion by criterion, a criterion with a short prompt (no source
+    text) would spend a stretch of the run bound by the requests limit with tokens to spare,
+    and one with a long prompt a stretch bound by tokens with requests to spare; interleaved,
+    both limits can be used at once. (Provider prompt caches keep a prefix for minutes, so
+    each criterion's instructions stay cached as they alternate.)
+    """
+    shard = study.config.shard
+    for record in study.selected_records:
+        for criterion in study.criteria:
+            for rubric in criterion.rubrics:
                 item = JudgeItem(record, criterion, rubric)
                 if shard is None or shard.holds(first_request(item, study.config).key):
                     yield item

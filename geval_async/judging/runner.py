@@ -8,13 +8,10 @@ simply running again. Before sending, a worker claims the request (:mod:`geval_a
 a request another process, or another item of this run, is already asking for is not sent
 twice: the worker waits for its answer in the cache.
 
-Retries: a 429 pauses every worker for as long as the server asked; a transient failure is
-retried with capped exponential backoff and full jitter, up to ``limits.retries`` times; a
-refusal is stored and not retried; a failure no retry can fix (quota, key) stops the run.
-Setting the ``stop`` event (the CLI does on Ctrl-C) stops dispatching: no new request is sent,
-answers already in flight are still saved, and the run returns its counts. A ``--max-cost`` cap
-(:class:`~geval_async.pricing.Budget`) stops the run the same way, before the request that
-would take the run's estimated spend past it.
+Failures: :func:`~geval_async.judging.failures.decide` says what each one means (pause every
+worker after a 429, back off and retry, store a refusal, give up, or stop the run) and
+:meth:`_Run.apply` does it. Setting the ``stop`` event (the CLI does on Ctrl-C) stops
+dispatching: answers in flight are still saved. A ``--max-cost`` cap stops the run the same way.
 """
 
 from __future__ import annotations
@@ -26,24 +23,30 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import GevalError, RateLimited, Rejected, RunStopped, Transient
+from ..errors import GevalError, RunStopped, TransportError
 from ..options import ItemOutcome
-from .budget import request_cost, run_budget
+from .budget import record_spend, request_cost, run_budget
 from .cache import CachedResponse, JudgeCache
 from .claims import Claims
-from .coverage import item_state
+from .coverage import states_ahead
 from .entries import answer_entry, refusal_entry
+from .failures import Action, Decision, FailureFact, History, decide
 from .legacy import has_legacy, migrate_study
 from .limits import RateLimits
-from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_request, plan_items
-from .progress import CriterionCounts, RunCounters, RunResult, render_progress
-from .transport import JudgeAnswer, Transport, refuses_n
+from .origin import ServerEntries
+from .plan import JudgeItem, JudgeRequest, Study, chunk_request, send_order
+from .progress import (
+    CriterionCounts,
+    RunCounters,
+    RunResult,
+    render_progress,
+    report_progress,
+)
+from .transport import JudgeAnswer, Transport
+from .writer import Writer
 
 # How often a worker looks for an answer another process is fetching (seconds).
 _CLAIM_POLL = 0.2
-
-# A request that keeps getting 429s is not failing, it is waiting; but not forever.
-_MAX_RATE_LIMITED = 100
 
 
 @dataclass
@@ -68,8 +71,11 @@ class _Run:
     ) -> None:
         self.study, self.config = study, study.config
         self.cache, self.transport, self.claims = cache, transport, claims
+        # Lookups go through the server's view: another server's answers read as missing.
+        self.entries = ServerEntries(cache, None)
         self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
         self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
+        self.writer = Writer(cache, claims)
         self.counters = RunCounters(
             criteria={
                 name: CriterionCounts(items=items)
@@ -80,7 +86,9 @@ class _Run:
         # Set once the server refuses n > 1: items then ask for one choice per request.
         self.single_choice = False
         self.stopped: str | None = None
-        self.budget = run_budget(self.config)
+        self.budget = run_budget(self.config, cache.directory)
+        judge = self.config.judge
+        self.history = History(judge.url, judge.api_key_env, retries=self.config.limits.retries)
         self.queue: asyncio.Queue[_ItemWork | None] = asyncio.Queue(
             maxsize=2 * self.config.limits.concurrency
         )
@@ -88,18 +96,20 @@ class _Run:
     # --- producer ------------------------------------------------------------------------
 
     async def produce(self) -> None:
-        for item in plan_items(self.study):
+        states = states_ahead(
+            send_order(self.study), self.entries, self.config, retry_failed=self.retry_failed
+        )
+        for state in states:
             if self.stop.is_set():
                 break
-            first = first_request(item, self.config)
-            self.limits.check_request(first.est_tokens)
-            needed = self.missing_requests(first)
-            if needed is None:
+            item = state.item
+            self.limits.check_request(state.first.est_tokens)
+            if state.refused is not None:
                 self.counters.criteria[item.criterion.name].rejected += 1
-            elif not needed:
+            elif not state.missing:
                 self.counters.criteria[item.criterion.name].cached += 1
             else:
-                await self.queue.put(_ItemWork(item, needed))
+                await self.queue.put(_ItemWork(item, state.missing))
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
         # task group cancels the workers, and waiting here for room in a full queue nobody
         # drains any more would hang the run.
@@ -108,15 +118,10 @@ class _Run:
 
     def cached(self, request: JudgeRequest) -> CachedResponse | None:
         """The usable cache entry of a request (a refusal counts unless --retry-failed)."""
-        entry = self.cache.get(request.key)
+        entry = self.entries.get(request.key)
         if entry is not None and not entry.ok and self.retry_failed:
             return None
         return entry
-
-    def missing_requests(self, first: JudgeRequest) -> list[JudgeRequest] | None:
-        """Requests an item still needs ([] when complete, None when refused for good)."""
-        state = item_state(first, self.cache, self.config, retry_failed=self.retry_failed)
-        return None if state.refused is not None else state.missing
 
     # --- workers -------------------------------------------------------------------------
 
@@ -149,7 +154,7 @@ class _Run:
 
     async def fetch_claimed(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
         """Fetch a request unless another process (or item) is asking: then await its answer."""
-        while not self.claims.claim(request.key):
+        while not await self.writer.claim(request.key):
             await self.sleep_unless_stopped(_CLAIM_POLL)
             if self.stop.is_set():
                 return ItemOutcome.STOPPED, 0
@@ -160,10 +165,14 @@ class _Run:
             # The holder may have stored the answer just before it let go of the claim.
             entry = self.cached(request)
             if entry is not None:
-                return (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
-            return await self.fetch(request)
+                outcome = (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
+            else:
+                outcome = await self.fetch(request)
         finally:
-            self.claims.release(request.key)
+            # Let go once the answer is committed (writer.py), with the others of this turn.
+            written = self.writer.release(request.key)
+        await written  # the answer is on disk before the item counts as done
+        return outcome
 
     async def fetch(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
         """Send one request until it is answered, refused or out of retries."""
@@ -177,7 +186,9 @@ class _Run:
                 self.stop.set()  # the reason is written at the end, with the final estimate
                 return ItemOutcome.STOPPED, 0
             attempts += 1
-            self.claims.renew(request.key)
+            if attempts > 1:  # the first attempt follows the claim at once
+                self.claims.renew(request.key)
+            self.counters.requests_sent += 1
             self.counters.in_flight += 1
             self.counters.peak_in_flight = max(
                 self.counters.peak_in_flight, self.counters.in_flight
@@ -187,37 +198,18 @@ class _Run:
                 body = {**body, "n": 1}
             try:
                 answer = await self.transport.complete(body)
-            except (Rejected, Transient) as exc:
-                if body["n"] > 1 and refuses_n(exc):
-                    # The server will not return several choices: from now on every item asks
-                    # for one, and the rest come as further draws (stored as draw 0's answer,
-                    # as from a server that ignores n).
-                    self.single_choice = True
-                    self.counters.retries["n refused"] += 1
-                    if self.budget is not None:
-                        self.budget.refund(cost)
-                    continue
-                if isinstance(exc, Rejected):
-                    self.store_refusal(request, exc, attempts)
-                    return ItemOutcome.REJECTED, 0
-                transient += 1
-                self.counters.retries[_kind(exc)] += 1
-                if transient > self.config.limits.retries:
-                    return self.fail(request, f"{exc} (after {attempts} attempts)"), 0
-                await self.sleep_unless_stopped(self.delay(transient))
-                continue
-            except RateLimited as exc:
-                self.counters.rate_limited += 1
-                self.counters.retries["429"] += 1
-                limited += 1
-                if self.budget is not None:
-                    self.budget.refund(cost)
-                self.limits.observe(exc.headers)
-                if limited > _MAX_RATE_LIMITED:
-                    return self.fail(request, f"rate-limited {limited} times in a row"), 0
-                self.limits.cooldown.pause(
-                    exc.retry_after if exc.retry_after is not None else self.delay(limited)
-                )
+            except TransportError as exc:
+                fact = exc.fact if isinstance(exc.fact, FailureFact) else FailureFact()
+                self.history.answered |= fact.status is not None
+                if fact.status == 429:
+                    limited += 1
+                else:
+                    transient += 1
+                attempt = limited if fact.status == 429 else transient
+                decision = decide(fact, self.history, n=body["n"], attempt=attempt)
+                outcome = await self.apply(decision, request, exc, (attempts, attempt), cost)
+                if outcome is not None:
+                    return outcome, 0
                 continue
             except RunStopped as exc:
                 self.stopped = str(exc)
@@ -225,9 +217,53 @@ class _Run:
                 return ItemOutcome.STOPPED, 0
             finally:
                 self.counters.in_flight -= 1
+                self.limits.replied()
+            self.history.answered = True
             self.limits.observe(answer.headers)
             self.store_answer(request, answer, attempts)
             return ItemOutcome.OK, len(answer.choices)
+
+    async def apply(
+        self,
+        decision: Decision,
+        request: JudgeRequest,
+        exc: TransportError,
+        counts: tuple[int, int],
+        cost: float,
+    ) -> ItemOutcome | None:
+        """Carry out a failure decision; the item's outcome, or None to send again.
+
+        ``counts``: the request's attempts so far, and its failures of this kind in a row.
+        """
+        attempts, attempt = counts
+        action = decision.action
+        if action in (Action.PAUSE, Action.ONE_CHOICE) and self.budget is not None:
+            self.budget.refund(cost)  # neither a 429 nor a refused n is billed
+        if action is Action.STOP:
+            self.stopped = decision.message
+            self.stop.set()
+            return ItemOutcome.STOPPED
+        if action is Action.REFUSE:
+            self.store_refusal(request, exc, attempts, decision.message)
+            return ItemOutcome.REJECTED
+        if action is Action.GIVE_UP:
+            return self.fail(request, decision.message)
+        self.counters.note_retry(decision.label if action is not Action.PAUSE else "429")
+        if action is Action.ONE_CHOICE:
+            # The server will not return several choices: from now on every item asks for
+            # one, and the rest come as further draws (stored as draw 0's answer, as from a
+            # server that ignores n).
+            self.single_choice = True
+        elif action is Action.PAUSE:
+            self.counters.rate_limited += 1
+            self.limits.observe(exc.headers)
+            self.limits.cooldown.pause(
+                decision.wait if decision.wait is not None else self.delay(attempt)
+            )
+        else:
+            wait = decision.wait if decision.wait is not None else self.delay(attempt)
+            await self.sleep_unless_stopped(wait)
+        return None
 
     def delay(self, attempt: int) -> float:
         """Capped exponential backoff with full jitter."""
@@ -252,27 +288,19 @@ class _Run:
         self.counters.simulated |= answer.simulated
         self._put(request, entry)
 
-    def store_refusal(self, request: JudgeRequest, exc: Rejected, attempts: int) -> None:
-        self.failures[f"{request.item.criterion.name}: refused: {exc}"] += 1
-        self._put(request, refusal_entry(request, exc, attempts))
+    def store_refusal(
+        self, request: JudgeRequest, exc: TransportError, attempts: int, reason: str
+    ) -> None:
+        self.failures[f"{request.item.criterion.name}: refused: {reason}"] += 1
+        self._put(request, refusal_entry(request, exc, attempts, reason))
 
     def _put(self, request: JudgeRequest, entry: CachedResponse) -> None:
-        overwrite = self.retry_failed or request.key in self.cache.corrupted
-        self.cache.put(entry, overwrite=overwrite)
-
-
-def _kind(exc: Transient) -> str:
-    """A short name for a transient failure, for the retry counts in the summary."""
-    if exc.status and exc.status >= 500:
-        return f"http {exc.status}"
-    if exc.status == 200:
-        return "malformed body"
-    text = str(exc)
-    if "timeout" in text:
-        return "timeout"
-    if "cut off" in text:
-        return "truncated body"
-    return "connection"
+        overwrite = (
+            self.retry_failed
+            or request.key in self.cache.corrupted
+            or request.key in self.entries.hidden
+        )
+        self.writer.put(entry, overwrite=overwrite)
 
 
 async def run_study(
@@ -284,6 +312,7 @@ async def run_study(
     retry_failed: bool = False,
     on_progress: Callable[[str], None] | None = None,
     progress_interval: float = 0.5,
+    on_retries: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Judge every item of the study that the cache does not hold yet.
 
@@ -295,6 +324,9 @@ async def run_study(
         retry_failed: ask again for requests the cache holds as refused.
         on_progress: called with a progress line every ``progress_interval`` seconds and once
             at the end.
+        on_retries: without ``on_progress``, called with a line every ``progress_interval``
+            seconds in which requests were retried (count and last error), so that even a
+            quiet run says that it is retrying.
 
     Raises:
         CacheError: the cache cannot be written.
@@ -308,67 +340,48 @@ async def run_study(
     limits = study.config.limits
     started = time.monotonic()
     # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
-    claim_ttl = limits.timeout + 30.0
-    with Claims(cache.directory, claim_ttl) as claims:
-        return await _run(
-            study,
-            cache,
-            claims,
-            api_key=api_key,
-            stop=stop,
-            retry_failed=retry_failed,
-            on_progress=on_progress,
-            progress_interval=progress_interval,
-            started=started,
-        )
-
-
-async def _run(
-    study: Study,
-    cache: JudgeCache,
-    claims: Claims,
-    *,
-    api_key: str | None,
-    stop: asyncio.Event,
-    retry_failed: bool,
-    on_progress: Callable[[str], None] | None,
-    progress_interval: float,
-    started: float,
-) -> RunResult:
-    limits = study.config.limits
-    async with Transport(
-        study.config.judge, api_key, concurrency=limits.concurrency, timeout=limits.timeout
-    ) as transport:
-        run = _Run(
-            study,
-            cache,
-            transport,
-            claims,
-            stop=stop,
-            retry_failed=retry_failed,
-            backoff=limits.backoff,
-        )
-        reporter = None
-        if on_progress is not None:
-            reporter = asyncio.create_task(_report(run.counters, on_progress, progress_interval))
-        try:
-            async with asyncio.TaskGroup() as group:
-                group.create_task(run.produce())
-                for _ in range(limits.concurrency):
-                    group.create_task(run.work())
-        except BaseExceptionGroup as group_error:
-            # Surface our own error as itself (the CLI prints it in one line).
-            ours = group_error.subgroup(GevalError)
-            if ours is not None:
-                raise ours.exceptions[0] from None
-            raise
-        finally:
-            if reporter is not None:
-                reporter.cancel()
-                # asyncio.wait never raises the reporter's CancelledError, so a cancellation
-                # of this task (a second Ctrl-C) is not swallowed here.
-                await asyncio.wait([reporter])
-                on_progress(render_progress(run.counters))  # type: ignore[misc]
+    with Claims(cache.directory, limits.timeout + 30.0) as claims:
+        async with Transport(
+            study.config.judge, api_key, concurrency=limits.concurrency, timeout=limits.timeout
+        ) as transport:
+            run = _Run(
+                study,
+                cache,
+                transport,
+                claims,
+                stop=stop,
+                retry_failed=retry_failed,
+                backoff=limits.backoff,
+            )
+            run.entries = ServerEntries(cache, await transport.is_simulated())
+            reporter = None
+            if on_progress is not None or on_retries is not None:
+                reporter = asyncio.create_task(
+                    report_progress(run.counters, on_progress, on_retries, progress_interval)
+                )
+            try:
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(run.produce())
+                    for _ in range(limits.concurrency):
+                        group.create_task(run.work())
+            except BaseExceptionGroup as group_error:
+                # Surface our own error as itself (the CLI prints it in one line).
+                ours = group_error.subgroup(GevalError)
+                if ours is not None:
+                    raise ours.exceptions[0] from None
+                raise
+            finally:
+                # Normally empty (each worker waited for its writes); after a cancellation,
+                # the answers handed over but not yet committed are stored here.
+                run.writer.flush()
+                record_spend(cache.directory, study.config, run.budget)
+                if reporter is not None:
+                    reporter.cancel()
+                    # asyncio.wait never raises the reporter's CancelledError, so a
+                    # cancellation of this task (a second Ctrl-C) is not swallowed here.
+                    await asyncio.wait([reporter])
+                    if on_progress is not None:
+                        on_progress(render_progress(run.counters))
     stopped = run.stopped
     if stopped is None and run.budget is not None and run.budget.refused:
         stopped = run.budget.reached()
@@ -379,11 +392,3 @@ async def _run(
         failures=run.failures,
         elapsed=time.monotonic() - started,
     )
-
-
-async def _report(
-    counters: RunCounters, on_progress: Callable[[str], None], interval: float
-) -> None:
-    while True:
-        await asyncio.sleep(interval)
-        on_progress(render_progress(counters))

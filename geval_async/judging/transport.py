@@ -2,17 +2,17 @@
 
 One ``aiohttp.ClientSession`` per run with a connection pool sized to the concurrency; bodies are
 encoded with orjson. This is the boundary where the outside world's failures become the
-project's: a timeout, reset or 5xx becomes :class:`Transient`, a 429 :class:`RateLimited` (with
-the wait the server asked for), another 4xx :class:`Rejected`, and the failures that no retry can
-fix (quota exhausted, key refused, wrong URL) :class:`RunStopped`. The API key goes into a
-header and nowhere else: it never appears in an error message.
+project's: every failure becomes a :class:`~geval_async.judging.failures.FailureFact`, and
+:func:`~geval_async.judging.failures.decide` picks the error: a timeout, reset or 5xx becomes
+:class:`Transient`, a 429 :class:`RateLimited` (with the wait the server asked for), another 4xx
+:class:`Rejected`, and the failures that no retry can fix (quota exhausted, key refused, wrong
+URL) :class:`RunStopped`. The API key goes into a header and nowhere else: it never appears in
+an error message.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,18 +21,17 @@ from typing import Any
 import aiohttp
 import orjson
 
-from ..errors import (
-    RateLimited,
-    Rejected,
-    RunStopped,
-    Transient,
-    TransportError,
-    is_retryable_status,
-)
+from ..errors import RateLimited, Rejected, RunStopped, Transient, TransportError
 from ..study.config import JudgeConfig
-from .limits import retry_after
-
-_REJECT_CODES = ("context_length_exceeded", "content_filter", "string_above_max_length")
+from .failures import (
+    Action,
+    Connection,
+    FailureFact,
+    History,
+    connection_kind,
+    decide,
+    response_fact,
+)
 
 
 @dataclass(frozen=True)
@@ -89,6 +88,20 @@ class Transport:
             await self._session.close()
             self._session = None
 
+    async def is_simulated(self) -> bool | None:
+        """Whether the endpoint is geval-async's simulated judge (None when it cannot tell).
+
+        One GET of the endpoint URL, which costs nothing: any HTTP answer tells, because the
+        simulated judge marks every answer, errors included.
+        """
+        assert self._session is not None, "use Transport as an async context manager"
+        try:
+            async with asyncio.timeout(min(self._timeout, 10.0)):
+                async with self._session.get(self._url) as response:
+                    return response.headers.get("x-geval-simulated", "") == "true"
+        except (TimeoutError, aiohttp.ClientError, OSError):
+            return None
+
     async def complete(self, body: Mapping[str, Any]) -> JudgeAnswer:
         """Send one request; return the answer or raise a TransportError / RunStopped."""
         assert self._session is not None, "use Transport as an async context manager"
@@ -100,22 +113,18 @@ class Transport:
                     raw = await response.read()
                     status, headers = response.status, response.headers
         except TimeoutError as exc:
-            raise Transient(f"no answer within {self._timeout:g} s (timeout)") from exc
+            fact = FailureFact(connection=Connection.TIMEOUT)
+            raise Transient(f"no answer within {self._timeout:g} s (timeout)", fact=fact) from exc
         except aiohttp.ClientPayloadError as exc:
-            raise Transient(f"the response body was cut off ({exc})") from exc
+            fact = FailureFact(connection=Connection.TRUNCATED)
+            raise Transient(f"the response body was cut off ({exc})", fact=fact) from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise Transient(f"connection failed ({type(exc).__name__}: {exc})") from exc
+            fact = FailureFact(connection=connection_kind(exc))
+            raise Transient(f"{fact.connection} ({type(exc).__name__}: {exc})", fact=fact) from exc
         latency_ms = (time.perf_counter() - started) * 1000.0
         if status == 200:
             return _answer(status, raw, headers, latency_ms)
         raise _failure(status, raw, headers, self._url, self._judge.api_key_env)
-
-
-_REFUSES_N = re.compile(
-    r"""field\s+['"`]?n['"`]?\b|['"`]n['"`]\s+(must|should|is)|\bn\s+must\b|only one completion"""
-    r"""|\bcompletion choices?\b|\bn\s*(>|must be)\s*1\b""",
-    re.IGNORECASE,
-)
 
 
 def refuses_n(exc: TransportError) -> bool:
@@ -125,10 +134,7 @@ def refuses_n(exc: TransportError) -> bool:
     answers 400 "Field 'n': Value must be between 1 <= value <= 4" (its slot count), older
     builds 500 "Only one completion choice is allowed".
     """
-    if exc.status not in (400, 422, 500):
-        return False
-    _, _, message = _error_fields(exc.body)
-    return bool(_REFUSES_N.search(message or str(exc)))
+    return isinstance(exc.fact, FailureFact) and exc.fact.refuses_n
 
 
 def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: float) -> JudgeAnswer:
@@ -136,70 +142,43 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise Transient(
-            f"the response body is not valid JSON ({len(raw)} bytes)", status=status, body=raw
+            f"the response body is not valid JSON ({len(raw)} bytes)",
+            status=status,
+            body=raw,
+            fact=FailureFact(status=status, connection=Connection.MALFORMED),
         ) from exc
     choices = parsed.get("choices") if isinstance(parsed, dict) else None
+    malformed = FailureFact(status=status, connection=Connection.MALFORMED)
     if not isinstance(choices, list) or not choices:
-        raise Transient("the response has no choices", status=status, body=raw)
+        raise Transient("the response has no choices", status=status, body=raw, fact=malformed)
     for choice in choices:
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
-            raise Transient("a response choice has no message", status=status, body=raw)
+            raise Transient(
+                "a response choice has no message", status=status, body=raw, fact=malformed
+            )
     if all(c.get("finish_reason") == "content_filter" for c in choices):
-        raise Rejected("the answer was withheld by the content filter", status=status, body=raw)
+        raise Rejected(
+            "the answer was withheld by the content filter",
+            status=status,
+            body=raw,
+            headers=headers,
+            fact=FailureFact(status=status, code="content_filter"),
+        )
     return JudgeAnswer(status, raw, parsed, dict(headers), latency_ms)
-
-
-def _error_fields(raw: bytes) -> tuple[str, str, str]:
-    """(code, type, message) of an OpenAI-style error body; empty strings when absent."""
-    try:
-        error = orjson.loads(raw).get("error") or {}
-    except (orjson.JSONDecodeError, AttributeError):
-        return "", "", raw[:200].decode("utf-8", "replace")
-    if not isinstance(error, dict):
-        return "", "", str(error)[:200]
-    return (
-        str(error.get("code") or ""),
-        str(error.get("type") or ""),
-        str(error.get("message") or "")[:300],
-    )
 
 
 def _failure(
     status: int, raw: bytes, headers: Mapping[str, str], url: str, key_env: str
 ) -> Exception:
-    code, kind, message = _error_fields(raw)
-    shown_code = f" {code}" if code and code != str(status) else ""
-    detail = f"HTTP {status}{shown_code}" + (f": {message}" if message else "")
-    if status == 429:
-        if "insufficient_quota" in (code, kind):
-            return RunStopped(
-                "the judge API says the quota is exhausted (insufficient_quota): add credit or "
-                "raise the limit on your account, then run the same command again to resume"
-            )
-        if "request too large" in message.lower():
-            # Bigger than the whole per-minute budget: no wait will ever let it through.
-            return Rejected(
-                f"{detail} (raise the account's TPM limit or shorten the prompt)",
-                status=status,
-                body=raw,
-            )
-        wait = retry_after(headers, kind)
-        if wait is not None and not math.isfinite(wait):
-            wait = None  # "inf" or "1e400": nobody can wait that out; back off instead
-        return RateLimited(detail, retry_after=wait, body=raw, headers=headers)
-    if status in (401, 403):
-        return RunStopped(
-            f"the judge refused the API key ({detail}): check ${key_env}, then run again"
+    """The error of an HTTP answer that is not a usable 200, as :func:`decide` classifies it."""
+    fact = response_fact(status, raw, headers)
+    decision = decide(fact, History(url, key_env), n=2)
+    if decision.action is Action.STOP:
+        return RunStopped(decision.message)
+    if decision.action is Action.PAUSE:
+        return RateLimited(
+            decision.message, retry_after=decision.wait, body=raw, headers=headers, fact=fact
         )
-    if status == 404:
-        return RunStopped(
-            f"the judge URL or model was not found ({detail}) at {url}: "
-            "check base_url / model (or azure_endpoint / deployment / api_version)"
-        )
-    if is_retryable_status(status):
-        return Transient(detail, status=status, body=raw)
-    # 400 (invalid request, context too long, content filter), 413 request too large, 422 ...
-    if code in _REJECT_CODES or status in (400, 413, 422) or 400 <= status < 500:
-        return Rejected(detail, status=status, body=raw)
-    return Transient(detail, status=status, body=raw)
+    kind = Rejected if decision.action is Action.REFUSE else Transient
+    return kind(decision.message, status=status, body=raw, headers=headers, fact=fact)

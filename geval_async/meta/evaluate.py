@@ -21,7 +21,7 @@ import orjson
 import pandas as pd
 
 from ..errors import ConfigError
-from ..scoring.report import write_atomic, write_csv
+from ..scoring.outputs import Output, csv_bytes, write_files
 from ..scoring.results import load_results
 from ..study.config import EvalConfig
 from ..study.meta_study import read_meta_study
@@ -188,4 +188,6 @@ def write_meta(evaluation: MetaEvaluation) -> list[Path]:
     whole evaluation as JSON, each atomically; returns the paths."""
     csv_path, json_path = meta_paths(evaluation.config)
     document = orjson.dumps(evaluation.to_json(), option=orjson.OPT_INDENT_2)
-    return [write_csv(csv_path, evaluation.frame, index=False), write_atomic(json_path, document)]
+    return write_files(
+        [Output(csv_path, csv_bytes(evaluation.frame, index=False)), Output(json_path, document)]
+    )

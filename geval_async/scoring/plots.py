@@ -1,12 +1,14 @@
 """Box plots comparing the conditions, one PNG per criterion and the composite (``--plots``).
 
+A plot is rendered to PNG bytes; :mod:`geval_async.scoring.outputs` writes the files.
+
 matplotlib is an optional extra (``pip install geval-async[plots]``); it is imported only here,
 with the non-interactive Agg backend, so the tool runs on machines with no screen.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
 
 import numpy as np
 import pandas as pd
@@ -18,9 +20,8 @@ def box_plot(
     table: pd.DataFrame,
     title: str,
     ylabel: str,
-    path: Path,
     ylim: tuple[float, float] | None = None,
-) -> Path:
+) -> bytes:
     """A box plot per condition (column) of the per-group values, with every point shown."""
     try:
         import matplotlib
@@ -56,9 +57,7 @@ def box_plot(
         axes.set_ylim(ylim[0] - pad, ylim[1] + pad)
     axes.grid(axis="y", alpha=0.3)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp.png")
-    figure.savefig(temporary)
+    png = io.BytesIO()
+    figure.savefig(png, format="png")
     plt.close(figure)
-    temporary.replace(path)
-    return path
+    return png.getvalue()

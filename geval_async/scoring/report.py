@@ -1,66 +1,25 @@
-"""Output files: score tables, the composite, statistics, raw exports and the Markdown report.
+"""The content of two outputs: the raw exports (JSON per criterion) and the Markdown report.
 
-Every file is written whole or not at all (a temporary file renamed into place), so a crash
-never leaves a half-written table. Layout under the output folder::
-
-    scores/<prefix>_<criterion>.csv   group x condition, trailing Average row
-    scores/<prefix>_long.csv          one row per record and criterion
-    scores/<prefix>_average.csv       the 100-point composite, trailing Average row
-    stats/<prefix>_ttest.csv          the configured test per criterion + composite, BH-adjusted
-    stats/<prefix>_paired.csv         paired t and Wilcoxon (when groups appear in both conditions)
-    raw/<prefix>_<criterion>.json     per item: the prompt sent, every answer and parsed rating
-    plots/<prefix>_<criterion>.png    box plots (--plots)
-    <prefix>_report.md                coverage, invalid samples, tables, tests, plot links
+:mod:`geval_async.scoring.outputs` decides the file names and writes them.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pandas as pd
 
-from ..errors import ConfigError
 from ..judging.plan import JudgeItem, Study, render_messages
 from ..options import SamplingMode
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 
 
-def write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(data)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
-    except OSError as exc:
-        raise ConfigError(
-            f"{path}: cannot write the output file ({exc.strerror}); "
-            "check [output] path or pass --output"
-        ) from exc
-    return path
-
-
-def write_csv(path: Path, frame: pd.DataFrame, *, index: bool = True) -> Path:
-    return write_atomic(path, frame.to_csv(index=index).encode())
-
-
-def output_path(study: Study, folder: str, name: str) -> Path:
-    return study.config.output.path / folder / f"{study.config.output.prefix}_{name}"
-
-
-def write_raw(study: Study, scores: Iterable[ItemScore]) -> list[Path]:
-    """``raw/<prefix>_<criterion>.json``: per item the prompt sent, answers and ratings."""
+def raw_documents(study: Study, scores: Iterable[ItemScore]) -> dict[str, bytes]:
+    """Per criterion, the JSON of every item: the prompt sent, the answers and ratings."""
     items_by_criterion: dict[str, list[dict[str, object]]] = {c.name: [] for c in study.criteria}
     records = {r.id: r for r in study.records}
     criteria = {c.name: c for c in study.criteria}
@@ -80,7 +39,7 @@ def write_raw(study: Study, scores: Iterable[ItemScore]) -> list[Path]:
         else:
             entry.update(_raw_item(score, records, criteria))
         items_by_criterion[score.criterion].append(entry)
-    paths = []
+    documents = {}
     for name, items in items_by_criterion.items():
         document = {
             "criterion": name,
@@ -89,13 +48,8 @@ def write_raw(study: Study, scores: Iterable[ItemScore]) -> list[Path]:
             "mode": study.config.sampling.mode,
             "items": items,
         }
-        paths.append(
-            write_atomic(
-                output_path(study, "raw", f"{name}.json"),
-                orjson.dumps(document, option=orjson.OPT_INDENT_2),
-            )
-        )
-    return paths
+        documents[name] = orjson.dumps(document, option=orjson.OPT_INDENT_2)
+    return documents
 
 
 def _raw_item(
@@ -124,8 +78,16 @@ def markdown_report(
     paired_design: bool,
     plots: Mapping[str, Path],
     simulated: bool,
+    *,
+    invalid: pd.DataFrame | None = None,
+    invalid_warnings: Sequence[str] = (),
 ) -> str:
-    """The short Markdown report: coverage, invalid samples, tables, tests, plot links."""
+    """The short Markdown report: coverage, invalid samples, tables, tests, plot links.
+
+    ``invalid`` is :func:`geval_async.scoring.readings.invalid_shares` (per criterion and
+    condition, by reason); ``invalid_warnings`` say where the invalid share differs between
+    the compared conditions.
+    """
     config = study.config
     out = [f"# {config.output.prefix}: G-Eval report", ""]
     out.append(
@@ -156,6 +118,7 @@ def markdown_report(
     if examples:
         out += ["", "Examples of invalid answers (not scored, never counted as 0):", ""]
         out += [f"- {name}: {example}" for name, example in examples]
+    out += _invalid_section(invalid, invalid_warnings)
     missing = sum(t.missing + t.refused for t in tallies.values())
     if missing:
         out += ["", f"**{missing} items have no answer and are left out of every table.**"]
@@ -173,29 +136,7 @@ def markdown_report(
             _markdown(composite),
         ]
     if comparisons:
-        test = comparisons[0].test
-        out += [
-            "",
-            f"## {test} test: {comparisons[0].condition_a} vs {comparisons[0].condition_b}",
-            "",
-            f"Benjamini-Hochberg FDR across the criteria at alpha = {config.stats.alpha}; "
-            "the composite is tested on its own.",
-            "",
-        ]
-        out.append(
-            "| criterion | mean A (sd) | mean B (sd) | n A | n B | statistic | df | p | "
-            "p adj | reject | Hedges' g [CI] |"
-        )
-        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|:-:|---:|")
-        for c in comparisons:
-            df = "" if c.df is None else f"{c.df:.2f}"
-            p_adj = "" if c.p_adj is None else f"{c.p_adj:.4g}"
-            out.append(
-                f"| {c.criterion} | {c.mean_a:.3f} ({c.sd_a:.3f}) | {c.mean_b:.3f} ({c.sd_b:.3f})"
-                f" | {c.n_a} | {c.n_b} | {c.statistic:.3f} | {df} | {c.p:.4g} | {p_adj} | "
-                f"{'yes' if c.reject else 'no'} | {c.hedges_g:.2f} "
-                f"[{c.g_ci_low:.2f}, {c.g_ci_high:.2f}] |"
-            )
+        out += comparison_section(comparisons, config.stats.alpha)
         design = (
             "The same groups appear in both conditions (a within-group design): the "
             "paired t-test and Wilcoxon signed-rank test in `stats/"
@@ -212,6 +153,59 @@ def markdown_report(
             f"![{name}]({path.relative_to(config.output.path)})" for name, path in plots.items()
         ]
     return "\n".join(out) + "\n"
+
+
+def comparison_section(comparisons: list[Comparison], alpha: float, note: str = "") -> list[str]:
+    """The Markdown lines of one test's table (``note`` follows the heading)."""
+    first = comparisons[0]
+    out = [
+        "",
+        f"## {first.test} test: {first.condition_a} vs {first.condition_b}",
+        "",
+        *([note, ""] if note else []),
+        f"Benjamini-Hochberg FDR across the criteria at alpha = {alpha}; "
+        "the composite is tested on its own.",
+        "",
+    ]
+    out.append(
+        "| criterion | mean A (sd) | mean B (sd) | n A | n B | statistic | df | p | "
+        "p adj | reject | Hedges' g [CI] |"
+    )
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|:-:|---:|")
+    for c in comparisons:
+        df = "" if c.df is None else f"{c.df:.2f}"
+        p_adj = "" if c.p_adj is None else f"{c.p_adj:.4g}"
+        out.append(
+            f"| {c.criterion} | {c.mean_a:.3f} ({c.sd_a:.3f}) | {c.mean_b:.3f} ({c.sd_b:.3f})"
+            f" | {c.n_a} | {c.n_b} | {c.statistic:.3f} | {df} | {c.p:.4g} | {p_adj} | "
+            f"{'yes' if c.reject else 'no'} | {c.hedges_g:.2f} "
+            f"[{c.g_ci_low:.2f}, {c.g_ci_high:.2f}] |"
+        )
+    return out
+
+
+def _invalid_section(invalid: pd.DataFrame | None, warnings: Sequence[str]) -> list[str]:
+    """Invalid shares per criterion and condition, by reason, and the share warnings."""
+    if invalid is None or invalid.empty or not invalid["invalid"].any():
+        return []
+    reasons = [c for c in invalid.columns[5:] if invalid[c].any()]
+    out = [
+        "",
+        "## Invalid samples",
+        "",
+        "Answers that gave no rating, by reason (`geval-async answers CONFIG` lists them):",
+        "",
+        "| criterion | condition | samples | invalid | share | " + " | ".join(reasons) + " |",
+        "|---|---|---:|---:|---:|" + "---:|" * len(reasons),
+    ]
+    for row in invalid.itertuples():
+        counts = " | ".join(str(getattr(row, r)) for r in reasons)
+        out.append(
+            f"| {row.criterion} | {row.condition} | {row.samples} | {row.invalid} | "
+            f"{row.share:.1%} | {counts} |"
+        )
+    out += ["", *(f"> **Warning:** {w}" for w in warnings)] if warnings else []
+    return out
 
 
 def _markdown(table: pd.DataFrame) -> str:

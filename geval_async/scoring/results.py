@@ -5,6 +5,7 @@
     >>> results.table("con")         # users x conditions, with the Average row
     >>> results.composite()          # the 100-point composite
     >>> results.comparisons()        # Welch + BH (or the configured test)
+    >>> results.write_outputs()      # every output file, as `geval-async report` writes them
 
 Nothing here calls the network: scoring reads the cache only, so re-scoring is free.
 """
@@ -14,19 +15,24 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..errors import ConfigError
 from ..judging.cache import JudgeCache
-from ..judging.coverage import item_states
+from ..judging.origin import ServerEntries
 from ..judging.plan import Study, prepare_study
 from ..options import StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
+from .readings import ShareDifference, invalid_shares, samples_frame, share_differences
 from .scores import CriterionTally, ItemScore, score_items, tally
 from .stats import Comparison
 from .tables import compare, composite, design_is_paired, long_frame, per_group, with_average
+
+if TYPE_CHECKING:
+    from .html.gallery import HumanComparison
 
 
 @dataclass
@@ -37,6 +43,7 @@ class StudyResults:
     scores: list[ItemScore]
     simulated: bool
     corrupted: int
+    variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
 
     @property
     def config(self) -> EvalConfig:
@@ -52,6 +59,26 @@ class StudyResults:
         """Coverage and invalid samples per criterion."""
         return tally(self.scores)
 
+    @cached_property
+    def samples(self) -> pd.DataFrame:
+        """One row per answer read: record_id, group, condition, criterion, rubric, draw,
+        text, rating (NaN when invalid) and reason (None when valid)."""
+        return samples_frame(self.scores)
+
+    def invalid_shares(self) -> pd.DataFrame:
+        """Invalid samples per criterion and condition, with a count per reason."""
+        return invalid_shares(self.samples)
+
+    def share_differences(self) -> list[ShareDifference]:
+        """Criteria whose invalid share differs between the two compared conditions."""
+        stats = self.config.stats
+        return share_differences(self.samples, stats.conditions, stats.alpha)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Doubts found at load, such as a prompt that states another scale."""
+        return self.study.warnings
+
     @property
     def missing(self) -> int:
         """Items left out because the cache has no (or only a refused) answer."""
@@ -63,8 +90,29 @@ class StudyResults:
         table = per_group(self.long, criterion, self.config)
         return with_average(table) if average else table
 
+    @property
+    def has_composite(self) -> bool:
+        """Whether every criterion of the composite is among the study's (``--criteria``)."""
+        return not self.composite_missing
+
+    @property
+    def composite_missing(self) -> list[str]:
+        """The composite's criteria that ``--criteria`` left out."""
+        present = {c.name for c in self.config.criteria}
+        return [name for name in self.config.composite.criteria if name not in present]
+
     def composite(self, *, average: bool = True) -> pd.DataFrame:
-        """The 100-point composite per group and condition (plus the Average row)."""
+        """The 100-point composite per group and condition (plus the Average row).
+
+        Raises:
+            ConfigError: ``--criteria`` left out some of the composite's criteria.
+        """
+        if self.composite_missing:
+            raise ConfigError(
+                "the composite needs criteria "
+                f"{', '.join(self.config.composite.criteria)}; --criteria leaves out "
+                f"{', '.join(self.composite_missing)}: add them, or drop --criteria"
+            )
         table = composite(self.long, self.config)
         return with_average(table) if average else table
 
@@ -73,17 +121,25 @@ class StudyResults:
         """Whether the same groups appear under both compared conditions."""
         return design_is_paired(self.long, self.config)
 
+    def summary_test(self, test: StatTest | str | None = None) -> StatTest:
+        """The test of the summary: ``test``, else the configured one, except that Welch's
+        test gives way to the paired t-test when the same groups appear in both conditions."""
+        if test is not None:
+            return parse_option(StatTest, test, "the test")
+        configured = StatTest(self.config.stats.test)
+        paired = configured == StatTest.WELCH and self.paired_design
+        return StatTest.PAIRED_T if paired else configured
+
     def comparisons(self, test: StatTest | str | None = None) -> list[Comparison]:
         """The test between the two configured conditions on each criterion and the composite.
 
         Args:
-            test: "welch", "paired-t" or "wilcoxon" (default: the configured ``[stats] test``).
+            test: "welch", "paired-t" or "wilcoxon" (default: the :meth:`summary_test`).
 
         Raises:
             ConfigError: an unknown test, or the configured conditions are not in the records.
         """
-        if test is not None:
-            test = parse_option(StatTest, test, "the test")
+        test = self.summary_test(test)
         if len(self.config.stats.conditions) != 2:
             raise ConfigError(
                 f"{self.config.source}: [stats] conditions must name the two conditions to "
@@ -97,6 +153,20 @@ class StudyResults:
                     f"the records' {self.config.data.condition_field!r} field"
                 )
         return compare(self.long, self.config, test)
+
+    def write_outputs(
+        self,
+        kinds: Any = None,
+        *,
+        test: StatTest | str | None = None,
+        plots: bool = False,
+        html: bool = False,
+        human: HumanComparison | None = None,
+    ) -> list[Path]:
+        """Write the output files (all kinds by default); see :mod:`.outputs`."""
+        from .outputs import write_outputs
+
+        return write_outputs(self, kinds, test=test, plots=plots, html=html, human=human)
 
 
 def load_results(
@@ -114,10 +184,20 @@ def load_results(
     config = apply_overrides(config, **overrides)
     study = prepare_study(config)
     with JudgeCache(config.cache_path, create=False) as cache:
-        scores = list(score_items(study, cache))
+        entries = ServerEntries(cache, None)
+        scores = list(score_items(study, entries))
         corrupted = len(cache.corrupted)
-        simulated = _simulated(study, cache)
-    results = StudyResults(study, scores, simulated, corrupted)
+    if entries.origins == {True, False}:
+        raise ConfigError(
+            f"the cache {config.cache_path} holds answers of geval-async's simulated judge and "
+            "of another server for this study: scores would mix synthetic and real ratings; "
+            f"run `geval-async run {config.source}` against the real judge (it replaces the "
+            "simulated answers), or keep each in its own --cache folder"
+        )
+    simulated = True in entries.origins
+    results = StudyResults(study, scores, simulated, corrupted, _variant(config))
+    if strict and study.warnings:
+        raise ConfigError(f"{study.warnings[0]} (--strict makes this an error)")
     if strict and results.missing:
         raise ConfigError(
             f"{results.missing} of {len(scores)} items have no answer in the cache "
@@ -127,9 +207,64 @@ def load_results(
     return results
 
 
-def _simulated(study: Study, cache: JudgeCache) -> bool:
-    # One entry tells: a study is judged by one server.
-    for state in item_states(study, cache):
-        if state.entries:
-            return state.entries[0].simulated
-    return False
+def _variant(config: EvalConfig) -> str:
+    """What overrides change in the output names: a criteria subset, a record limit."""
+    try:
+        study_file = load_config(config.source)
+    except ConfigError:
+        return ""  # not read from a file: nothing to tell apart
+    variant = ""
+    names = [c.name for c in config.criteria]
+    if names != [c.name for c in study_file.criteria]:
+        variant += "-criteria-" + "-".join(names)
+    if config.limit is not None and config.limit != study_file.limit:
+        variant += f"-limit-{config.limit}"
+    if config.shard is not None:
+        variant += f"-shard-{config.shard.index}of{config.shard.count}"
+    return variant
+
+
+def read_answers(
+    config: EvalConfig | str | os.PathLike[str],
+    *,
+    criterion: str | None = None,
+    condition: str | None = None,
+    record: str | None = None,
+    reason: str | None = None,
+    **overrides: Any,
+) -> pd.DataFrame:
+    """Every answer of a study and how it was read, from the cache (no network).
+
+    One row per answer: record_id, group, condition, criterion, rubric, draw, text, rating
+    (NaN when invalid) and reason (None when valid). The filters narrow it down
+    (``reason="invalid"`` keeps every invalid answer, ``"valid"`` every valid one); overrides
+    are as on the command line.
+    """
+    samples = load_results(config, **overrides).samples
+    return filter_samples(
+        samples, criterion=criterion, condition=condition, record=record, reason=reason
+    )
+
+
+def filter_samples(
+    samples: pd.DataFrame,
+    *,
+    criterion: str | None = None,
+    condition: str | None = None,
+    record: str | None = None,
+    reason: str | None = None,
+) -> pd.DataFrame:
+    """The rows of a samples table that match every filter given."""
+    keep = pd.Series(True, index=samples.index)
+    for column, value in (("criterion", criterion), ("condition", condition)):
+        if value is not None:
+            keep &= samples[column] == value
+    if record is not None:
+        keep &= samples["record_id"].astype(str) == str(record)
+    if reason == "invalid":
+        keep &= samples["reason"].notna()
+    elif reason == "valid":
+        keep &= samples["reason"].isna()
+    elif reason is not None:
+        keep &= samples["reason"] == reason
+    return samples[keep].reset_index(drop=True)

@@ -25,12 +25,15 @@ from .ratings import RatingDistribution
 _YES = {"yes", "true", "1", "y"}
 _NO = {"no", "false", "0", "n"}
 _WORD = re.compile(r"[A-Za-z]+|\d+")
+# A label before the answer ("Answer: Yes", "Final answer - no") is not the answer.
+_LABEL = re.compile(r"^\W*(?:final\s+)?answer\s*[:=\-]\s*", re.IGNORECASE)
 _SPACE_MARKERS = "▁Ġ"
 
 
 def parse_yes_no(text: str) -> float | None:
-    """1.0 for yes/true, 0.0 for no/false (the first word decides); None when neither."""
-    match = _WORD.search(text)
+    """1.0 for yes/true, 0.0 for no/false (the first word decides, after an "Answer:" label);
+    None when neither."""
+    match = _WORD.search(_LABEL.sub("", text, count=1))
     if match is None:
         return None
     word = match.group().lower()

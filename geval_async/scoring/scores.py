@@ -14,20 +14,23 @@ Likert criteria with ``answer = "option"`` map the option number the judge chose
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..judging.cache import CachedResponse, JudgeCache
+from ..judging.cache import CachedResponse
 from ..judging.coverage import ItemState, item_states
+from ..judging.origin import EntrySource
 from ..judging.plan import PlannedCriterion, Study
-from ..options import AnswerForm, SamplingMode, ScoreStatus
+from ..options import AnswerForm, Fractional, ParserMode, SamplingMode, ScoreStatus
 from .ratings import (
     RatingDistribution,
     RatingParser,
-    distribution_from_logprobs,
+    Reading,
+    Reason,
     distribution_from_samples,
     first_token_top_logprobs,
 )
@@ -53,6 +56,7 @@ class ItemScore:
     distribution: RatingDistribution | None = None
     answers: tuple[str, ...] = ()
     ratings: tuple[float | None, ...] = ()
+    reasons: tuple[Reason | None, ...] = ()  # per answer: why it gave no rating
     rubric: str | None = None
     parts: tuple[ItemScore, ...] = ()
     outcome: RubricOutcome | None = None
@@ -88,6 +92,7 @@ class CriterionTally:
     valid_samples: int = 0
     invalid_samples: int = 0
     invalid_examples: list[str] = field(default_factory=list)
+    reasons: Counter[str] = field(default_factory=Counter)  # invalid samples by reason
 
 
 def _texts(entries: list[CachedResponse]) -> list[dict[str, Any]]:
@@ -106,8 +111,13 @@ def _choice_text(choice: dict[str, Any]) -> str:
 class _YesNo:
     """A parser with RatingParser's interface for yes/no rubric answers."""
 
-    def parse(self, text: str) -> float | None:
-        return parse_yes_no(text)
+    def read(self, text: str, finish_reason: str | None = None) -> Reading:
+        rating = parse_yes_no(text)
+        if rating is not None:
+            return Reading(rating)
+        if finish_reason == "length":
+            return Reading(None, Reason.CUT_OFF)
+        return Reading(None, Reason.NO_RATING if text.strip() else Reason.REFUSED)
 
 
 Parser = RatingParser | _YesNo
@@ -129,7 +139,11 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
         return ItemScore(status=MISSING, **base)
     choices = _texts(state.entries)[:n]
     answers = tuple(_choice_text(c) for c in choices)
-    ratings: tuple[float | None, ...] = tuple(parser.parse(a) for a in answers)
+    readings = [
+        parser.read(a, c.get("finish_reason")) for a, c in zip(answers, choices, strict=True)
+    ]
+    ratings: tuple[float | None, ...] = tuple(r.rating for r in readings)
+    reasons = tuple(r.reason for r in readings)
     if mode == SamplingMode.LOGPROBS:
         top = first_token_top_logprobs(choices[0]) if choices else None
         if top is None:
@@ -138,7 +152,12 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
         elif isinstance(parser, _YesNo):
             distribution = yes_no_from_logprobs(top)
         else:
-            distribution = distribution_from_logprobs(top, parser.scale)
+            distribution = parser.logprob_distribution(top)
+        # The first token's probabilities are what is scored: the text only explains them.
+        if distribution.invalid:
+            reasons = tuple(r or Reason.NO_RATING for r in reasons) or (Reason.NO_RATING,)
+        else:
+            reasons = (None,) * len(reasons)
     else:
         distribution = distribution_from_samples(ratings)
     config = criterion.config
@@ -154,7 +173,12 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
         ratings = tuple(None if r is None else points[int(r) - 1] for r in ratings)
     status = SCORED if distribution.weighted_score is not None else NO_VALID
     return ItemScore(
-        status=status, distribution=distribution, answers=answers, ratings=ratings, **base
+        status=status,
+        distribution=distribution,
+        answers=answers,
+        ratings=ratings,
+        reasons=reasons,
+        **base,
     )
 
 
@@ -184,10 +208,20 @@ def parser_for(criterion: PlannedCriterion) -> Parser:
     c = criterion.config
     if c.is_rubric:
         return _YesNo()
-    return RatingParser(c.answer_scale, mode=c.parser, pattern=c.pattern)
+    function = c.parser_function
+    return RatingParser(
+        c.answer_scale,
+        mode=ParserMode.FUNCTION if function is not None else c.parser,
+        pattern=c.pattern,
+        # An option number is whole: "2.5" names no option.
+        fractional=Fractional.INVALID if c.answer == AnswerForm.OPTION else c.fractional,
+        options=c.options,
+        names=(c.name, c.display_name),
+        function=function,
+    )
 
 
-def score_items(study: Study, cache: JudgeCache) -> Iterator[ItemScore]:
+def score_items(study: Study, cache: EntrySource) -> Iterator[ItemScore]:
     """Score every record on every criterion from the cache, in plan order."""
     parsers = {c.name: parser_for(c) for c in study.criteria}
     criteria = {c.name: c for c in study.criteria}
@@ -233,6 +267,7 @@ def tally(scores: list[ItemScore]) -> dict[str, CriterionTally]:
         t.valid_samples += score.valid
         t.invalid_samples += score.invalid
         for part in score.parts or (score,):
+            t.reasons.update(str(r) for r in part.reasons if r is not None)
             if part.invalid and len(t.invalid_examples) < 5:
                 bad = [a for a, r in zip(part.answers, part.ratings, strict=True) if r is None]
                 if bad:

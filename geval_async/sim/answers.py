@@ -22,6 +22,35 @@ MODEL = "sim-judge"
 FINGERPRINT = "geval-async-simulated"
 INVALID_ANSWER = "I cannot rate this text."
 STYLES = ("{r}", " {r}", "{r}.", "Score: {r}", "{r}/{top}", "Final score: {r}.", "Rating: {r}")
+# The ways judge families write a rating (SimSettings.answer_styles), each a list of forms;
+# every form states the rating {r} once, among other numbers that are not the rating.
+JUDGE_STYLES: dict[str, tuple[str, ...]] = {
+    "plain": STYLES,
+    "words": ("{W}.", "I'd give it a {w}.", "It is hard to follow, scoring a {w} out of {wtop}."),
+    "stars": ("{W} stars. The car was found on April 1.", "{r}-star text: clear, 2 slips."),
+    "out_of": (
+        "The text is a {r} out of {top} in terms of quality, as it covers 3 of the main points.",
+    ),
+    "markdown": ("**Score: {r}**\n\nThe text is mostly clear.", "**Rating:** {r}/{top}"),
+    "brackets": ("The answer is accurate but omits 2 details.\n\nRating: [[{r}]]",),
+    "prometheus": ("Feedback: The response is clear and covers 4 facts. [RESULT] {r}",),
+    "counterfactual": (
+        "The text receives a score of {r} out of {top}. The only reason for not giving it a "
+        "perfect score of {top} is one slip about the 2019 figures.",
+    ),
+    "breakdown": (
+        "Final Score: {r}/{top}\n\nHere's a breakdown:\n1. Accuracy of main events: "
+        "{top}/{top}\n2. Clarity: 1/{top}",
+    ),
+    "quoted": (
+        'The text says "15 penalties in Euro 2016" and "$4 million" on 12 June. Score: {r}',
+    ),
+    "letters": ("Answer: {L}", "{L}", "The answer is {L}."),
+    "half": ("Final score: {h}.",),
+}
+# "judges": every style a number-reading parser should read as the plain rating.
+JUDGES = tuple(k for k in JUDGE_STYLES if k not in ("letters", "half"))
+_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 NOISE_SD = 0.7
 LOGPROB_WIDTH = 0.6
 # Matches "(1-5)", "1-3", "1 to 5", "scale of 1 to 10"; the rating line comes last in a prompt.
@@ -57,6 +86,14 @@ def _yes_no(token: str) -> str:
     core = token.strip()
     if core in ("1", "2"):
         return token.replace(core, "Yes" if core == "2" else "No")
+    return token
+
+
+def _letter(token: str) -> str:
+    """Rating 1 -> "A", 2 -> "B", ... (answer_styles = "letters"), keeping the whitespace."""
+    core = token.strip()
+    if core.isdigit() and 1 <= int(core) <= 26:
+        return token.replace(core, chr(64 + int(core)))
     return token
 
 
@@ -109,6 +146,35 @@ def _logprob_choice(
     return text, {"content": tokens, "refusal": None}, cut
 
 
+def answer_forms(styles: str) -> tuple[str, ...]:
+    """The answer forms of ``styles``: "plain", "judges", or names joined by commas."""
+    names: list[str] = []
+    for name in (s.strip() for s in styles.split(",") if s.strip()):
+        names += JUDGES if name == "judges" else [name]
+    forms: list[str] = []
+    for name in names:
+        if name not in JUDGE_STYLES:
+            raise ValueError(
+                f"unknown answer style {name!r}; known: judges, {', '.join(JUDGE_STYLES)}"
+            )
+        forms += JUDGE_STYLES[name]
+    return tuple(forms) or STYLES
+
+
+def _fill(form: str, rating: int, top: int) -> str:
+    word = _WORDS[rating] if rating < len(_WORDS) else str(rating)
+    half = rating - 0.5 if rating > 1 else rating
+    return form.format(
+        r=rating,
+        top=top,
+        w=word,
+        W=word.capitalize(),
+        wtop=_WORDS[top] if top < len(_WORDS) else str(top),
+        L=chr(64 + rating),
+        h=f"{half:g}",
+    )
+
+
 def judge(
     body: dict[str, Any], settings: SimSettings, repeat: int
 ) -> tuple[list[dict[str, Any]], int, int]:
@@ -145,11 +211,12 @@ def judge(
         if body.get("logprobs"):
             k = body.get("top_logprobs") or 0
             text, logprobs, cut = _logprob_choice(t, top, invalid, k, max_tokens)
-            if yes_no:
+            rename = _yes_no if yes_no else _letter if settings.answer_styles == "letters" else None
+            if rename is not None:
                 for token in logprobs["content"][:1]:
-                    token["token"] = _yes_no(token["token"])
+                    token["token"] = rename(token["token"])
                     for alternative in token["top_logprobs"]:
-                        alternative["token"] = _yes_no(alternative["token"])
+                        alternative["token"] = rename(alternative["token"])
                 text = "".join(token["token"] for token in logprobs["content"])
             used += len(logprobs["content"])
         else:
@@ -160,8 +227,9 @@ def judge(
                 full = INVALID_ANSWER if invalid else YES_NO_STYLES[int(u4 * len(YES_NO_STYLES))]
                 full = full.format(w=word)
             else:
-                full = INVALID_ANSWER if invalid else STYLES[int(u4 * len(STYLES))]
-                full = full.format(r=rating, top=top)
+                forms = answer_forms(settings.answer_styles)
+                full = INVALID_ANSWER if invalid else forms[int(u4 * len(forms))]
+                full = _fill(full, rating, top)
             text = full[: None if max_tokens is None else max_tokens * 4]
             cut, logprobs = len(text) < len(full), None
             used += max(1, math.ceil(len(text) / 4))

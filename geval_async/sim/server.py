@@ -28,7 +28,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from .answers import FINGERPRINT, MODEL, judge
+from .answers import FINGERPRINT, MODEL, answer_forms, judge
 from .limits import (
     QUOTA_MESSAGE,
     SERVER_ERRORS,
@@ -236,6 +236,7 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
         settings: read on every request, so changing an attribute takes effect at once.
         stats: where to count; a fresh SimStats when omitted.
     """
+    answer_forms(settings.answer_styles)  # an unknown style fails here, not on every request
     judge = _Judge(settings, stats if stats is not None else SimStats())
     app = web.Application(middlewares=[_house_style], client_max_size=64 * 1024**2)
     app.add_routes(

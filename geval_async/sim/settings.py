@@ -32,6 +32,10 @@ class SimSettings:
     context_window: int = 128_000
     content_filter_marker: str = "[[FILTER]]"
     seed: int = 0
+    # How ratings are written: "plain" ("4", "Score: 4", "4/5"), "judges" (words, stars,
+    # "N out of M", markdown, [[N]], [RESULT] N, counterfactuals, breakdowns, quoted numbers),
+    # or style names joined by commas ("letters", "half" for half points, ...).
+    answer_styles: str = "plain"
 
 
 @dataclass

@@ -18,17 +18,25 @@ OpenAI cookbook's G-Eval recipe, single-brace ``{name}`` parts (``style = "forma
 ``{{``/``}}`` as literal braces). Fixed ``parts`` (inline text or ``{ file = "..." }``) and the
 automatic parts ``metric_name``, ``points`` and ``rubric`` fill placeholders that are not
 record fields.
+
+How answers are read: ``parser`` (``lenient``, ``geval``, ``regex`` with a ``pattern`` whose
+group is named ``rating``, or ``module:function``, imported here so a typo fails at load),
+``fractional`` (``keep`` / ``round`` / ``invalid`` for "4.5") and ``options`` (label ->
+rating, for answers such as "D" or "Strongly agree").
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ConfigError
-from ..options import AnswerForm, CriterionKind, ParserMode, Role, TemplateStyle
+from ..options import AnswerForm, CriterionKind, Fractional, ParserMode, Role, TemplateStyle
 from .reader import TableReader
 from .scale import Scale
 
@@ -50,6 +58,8 @@ CRITERION_KEYS = {
     "rubrics",
     "style",
     "parts",
+    "fractional",
+    "options",
 }
 
 
@@ -84,6 +94,10 @@ class CriterionConfig:
     answer: AnswerForm = AnswerForm.VALUE
     style: TemplateStyle = TemplateStyle.DOUBLE
     parts: Mapping[str, str] = field(default_factory=dict)
+    fractional: Fractional = Fractional.KEEP
+    options: Mapping[str, float] = field(default_factory=dict)
+    # parser = "module:function": the function itself, imported when the config is read.
+    parser_function: Callable[[str], Any] | None = field(default=None, compare=False)
 
     @property
     def is_rubric(self) -> bool:
@@ -141,10 +155,31 @@ def parse_criterion(
         if not all(isinstance(v, str) for v in fields_value.values()):
             raise t.error("'fields' must map placeholders to record field names")
         fields = dict(fields_value)
-    parser = t.choice("parser", ParserMode, ParserMode.LENIENT)
+    parser_word = t.get("parser", str, ParserMode.LENIENT.value)
+    function = None
+    if ":" in parser_word:
+        function = _parser_function(t, parser_word, resolve)
+        parser = ParserMode.FUNCTION
+    elif parser_word in (ParserMode.LENIENT, ParserMode.GEVAL, ParserMode.REGEX):
+        parser = ParserMode(parser_word)
+    else:
+        raise t.error(
+            "'parser' must be one of lenient, geval, regex or 'module:function', "
+            f"not {parser_word!r}"
+        )
     pattern = t.get("pattern", str)
     if parser == ParserMode.REGEX and not pattern:
-        raise t.error("parser = 'regex' needs a 'pattern' with one capturing group")
+        raise t.error(
+            "parser = 'regex' needs a 'pattern' with a group named rating: '(?P<rating>\\d)'"
+        )
+    if pattern is not None and parser != ParserMode.REGEX:
+        raise t.error(f"'pattern' needs parser = 'regex' (parser is {parser_word!r})")
+    if pattern is not None:
+        _check_pattern(t, pattern)
+    option_scale = scale if answer == AnswerForm.VALUE else Scale.integer(1, len(scale.points))
+    options = _options(t, option_scale)
+    if options and kind.is_rubric:
+        raise t.error(f"'options' apply to rated criteria, not to kind = {kind.value!r}")
     return CriterionConfig(
         name=name,
         display_name=t.get("display_name", str, name),
@@ -160,7 +195,65 @@ def parse_criterion(
         answer=answer,
         style=t.choice("style", TemplateStyle, TemplateStyle.DOUBLE),
         parts=_parts(t, resolve),
+        fractional=t.choice("fractional", Fractional, Fractional.KEEP),
+        options=options,
+        parser_function=function,
     )
+
+
+def _check_pattern(t: Any, pattern: str) -> None:
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise t.error(f"'pattern' {pattern!r} is not a valid regex ({exc})") from exc
+    if "rating" not in regex.groupindex and regex.groups != 1:
+        raise t.error(
+            f"'pattern' {pattern!r} needs a group named rating ((?P<rating>...)) or exactly "
+            f"one capturing group; it has {regex.groups}"
+        )
+
+
+def _options(t: Any, scale: Scale) -> dict[str, float]:
+    """``options = { A = 1, B = 2 }`` or ``{ "Strongly agree" = 5, ... }``: label -> rating."""
+    raw = t.get("options", dict, {})
+    options = {}
+    for label, value in raw.items():
+        if not label.strip():
+            raise t.error("'options' labels must not be empty")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise t.error(f"option {label!r} must map to a rating number, not {value!r}")
+        if scale.point(float(value)) is None:
+            raise t.error(
+                f"option {label!r} = {value} is not a point of the scale "
+                f"({scale.lo:g}-{scale.hi:g})"
+            )
+        options[label.strip()] = float(value)
+    return options
+
+
+def _parser_function(
+    t: Any, reference: str, resolve: Callable[[str], Path]
+) -> Callable[[str], Any]:
+    """Import ``module:function``: an installed module, or a .py file next to the config."""
+    module_name, _, name = reference.partition(":")
+    if not module_name or not name.isidentifier():
+        raise t.error(f"'parser' {reference!r} must be 'module:function'")
+    path = resolve(module_name if module_name.endswith(".py") else f"{module_name}.py")
+    try:
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(f"geval_parser_{path.stem}", path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module: any failure to import is a config error
+        raise t.error(f"'parser' {reference!r}: cannot import {module_name} ({exc})") from exc
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise t.error(f"'parser' {reference!r}: {module_name} has no function {name!r}")
+    return cast(Callable[[str], Any], function)
 
 
 def _rubrics(t: Any, kind: CriterionKind) -> tuple[Rubric, ...]:

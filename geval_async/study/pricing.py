@@ -55,17 +55,19 @@ def usd(amount: float) -> str:
 
 @dataclass
 class Budget:
-    """A spending cap for one run (``--max-cost``): the estimated USD dispatched so far.
+    """A study's spending cap (``--max-cost``) and the estimated USD this run dispatched.
 
     A request is charged before it is sent, at its prompt-token estimate plus ``max_tokens x n``
-    completion tokens (the most it can cost); a request that would take the total past the cap
-    is not sent. Answers already in the cache cost nothing.
+    completion tokens (the most it can cost); a request that would take the study's total
+    (``before``, what earlier runs spent, plus this run's) past the cap is not sent. Answers
+    already in the cache cost nothing.
     """
 
     cap: float
     price: tuple[float, float]
     spent: float = 0.0
     refused: bool = False  # a request was held back because of the cap
+    before: float = 0.0  # estimated spend of the study's earlier runs
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         price_in, price_out = self.price
@@ -73,7 +75,7 @@ class Budget:
 
     def charge(self, cost: float) -> bool:
         """Add ``cost`` and return True, or return False when it would pass the cap."""
-        if self.spent + cost > self.cap:
+        if self.before + self.spent + cost > self.cap:
             self.refused = True
             return False
         self.spent += cost
@@ -83,8 +85,14 @@ class Budget:
         """Give back a charge that was not billed (a 429 is never billed)."""
         self.spent -= cost
 
+    @property
+    def left(self) -> float:
+        """What the cap leaves for later runs."""
+        return max(0.0, self.cap - self.before - self.spent)
+
     def reached(self) -> str:
+        earlier = f" ({usd(self.before)} of it by earlier runs)" if self.before else ""
         return (
-            f"budget cap {usd(self.cap)} reached after {usd(self.spent)} estimated; "
-            "raise --max-cost to continue"
+            f"budget cap {usd(self.cap)} reached after {usd(self.before + self.spent)} "
+            f"estimated{earlier}; raise --max-cost to continue"
         )

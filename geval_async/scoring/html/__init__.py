@@ -1,4 +1,4 @@
-"""The HTML report: one self-contained, offline file (``<output>/<prefix>_report.html``).
+"""The HTML report: one self-contained, offline file (``<output>/<prefix><variant>_report.html``).
 
 Styles, script, data and figures (inline SVG) are all inside the file, so it opens from a USB
 stick or an e-mail attachment and never makes a network request. Sections: Overview (the
@@ -8,8 +8,9 @@ a study with human scores) and the Drill-down (every record; its answers rendere
 from inline JSON).
 
 The page is a Jinja2 template (``templates/``, shipped as package data); this package gathers
-the view model from :class:`StudyResults`. The same cache gives the same file byte for byte,
-apart from the generation time (which honours ``SOURCE_DATE_EPOCH``).
+the view model from :class:`StudyResults`, and :mod:`..outputs` writes it (the "html" kind:
+named with the variant, atomically, with the user's umask). The same cache gives the same file
+byte for byte, apart from the generation time (which honours ``SOURCE_DATE_EPOCH``).
 
     >>> from geval_async import load_results, write_html_report
     >>> write_html_report(load_results("examples/ueq/config.toml"))
@@ -25,7 +26,8 @@ from markupsafe import Markup
 
 from ...errors import ConfigError
 from ...options import StatTest
-from ..report import write_atomic
+from ..outputs import output_path, write_outputs
+from ..outputs import prefix as output_prefix
 from ..results import StudyResults
 from ..tables import COMPOSITE
 from .drilldown import drilldown_data, script_json
@@ -34,20 +36,19 @@ from .overview import (
     CriterionView,
     coverage_table,
     frame_table,
-    invalid_reasons,
     number,
     study_facts,
     test_line,
     test_table,
 )
+from .readings import REASON_WORDS, reason_counts
 
 __all__ = ["HumanComparison", "html_report_path", "render_html_report", "write_html_report"]
 
 
 def html_report_path(results: StudyResults) -> Path:
-    """Where the report goes: ``<output>/<prefix>_report.html``."""
-    output = results.config.output
-    return output.path / f"{output.prefix}_report.html"
+    """Where the report goes: ``<output>/<prefix><variant>_report.html``."""
+    return output_path(results, "", "report.html")
 
 
 def write_html_report(
@@ -56,15 +57,15 @@ def write_html_report(
     test: StatTest | str | None = None,
     human: HumanComparison | None = None,
 ) -> Path:
-    """Write the HTML report atomically; returns its path.
+    """Write the HTML report through :func:`..outputs.write_outputs`; returns its path.
 
     Args:
         results: the scored study (:func:`geval_async.load_results`).
         test: override the configured test ("welch", "paired-t", "wilcoxon").
         human: judge-vs-human pairs and correlations, for the scatter plots.
     """
-    page = render_html_report(results, test=test, human=human)
-    return write_atomic(html_report_path(results), page.encode("utf-8"))
+    [path] = write_outputs(results, ["html"], test=test, html=True, human=human)
+    return path
 
 
 def _generated() -> str:
@@ -87,10 +88,10 @@ def render_html_report(
     import jinja2
 
     config = results.config
-    prefix = config.output.prefix
+    prefix = output_prefix(results)  # with the variant, as every output is named
     has_conditions = len(config.stats.conditions) == 2
     comparisons = {c.criterion: c for c in results.comparisons(test)} if has_conditions else {}
-    reasons = invalid_reasons(results.scores)
+    reasons = reason_counts(results.invalid_shares())
     group = config.data.group_field or "record"
     criteria = []
     for planned in results.study.criteria:
@@ -107,7 +108,7 @@ def render_html_report(
             )
         )
     composite = None
-    if set(config.composite.criteria) <= {c.name for c in results.study.criteria}:
+    if results.has_composite:
         frame = results.composite()
         composite = {
             "table": frame_table(frame, f"composite per {group}", f"scores/{prefix}_average.csv"),
@@ -145,5 +146,7 @@ def render_html_report(
         figures=box_figures(results) + distribution_figures(results),
         meta=None if human is None else human_section(results, human),
         data=Markup(script_json(data)),
+        reason_words=REASON_WORDS,
+        invalid_warnings=[d.warning() for d in results.share_differences()],
         generated=_generated(),
     )

@@ -20,7 +20,7 @@ import orjson
 
 from ..results import StudyResults
 from ..scores import ItemScore
-from .readings import sample_readings
+from .readings import Item, Reading, item_readings
 
 
 def _value(number: float | None) -> float | None:
@@ -34,22 +34,23 @@ def _prompt_text(value: Any) -> str:
     return str(value)
 
 
-def _part(score: ItemScore) -> list[Any]:
+def _part(score: ItemScore, criterion: str, readings: dict[Item, list[Reading]]) -> list[Any]:
     """[rubric, [[answer, rating, reason], ...], distribution or None, weighted score]."""
-    readings = [
+    answers = [
         [r.text, r.rating] if r.reason is None else [r.text, None, r.reason]
-        for r in sample_readings(score)
+        for r in readings.get((score.record_id, criterion, score.rubric), [])
     ]
     distribution = None
     if score.distribution is not None and score.distribution.probs:
         distribution = [[v, _value(p)] for v, p in sorted(score.distribution.probs.items())]
-    return [score.rubric, readings, distribution, _value(score.weighted_score)]
+    return [score.rubric, answers, distribution, _value(score.weighted_score)]
 
 
-def _entry(score: ItemScore | None) -> list[Any] | None:
+def _entry(score: ItemScore | None, readings: dict[Item, list[Reading]]) -> list[Any] | None:
     if score is None:
         return None
-    parts = [_part(p) for p in score.parts] if score.parts else [_part(score)]
+    name = score.criterion
+    parts = [_part(p, name, readings) for p in score.parts or (score,)]
     return [_value(score.weighted_score), score.status, score.valid, score.invalid, parts]
 
 
@@ -58,6 +59,7 @@ def drilldown_data(results: StudyResults) -> dict[str, Any]:
     study = results.study
     config = study.config
     by_item = {(s.record_id, s.criterion): s for s in results.scores}
+    readings = item_readings(results.samples)  # the parser's rating or reason, per answer
     criteria = []
     prompt_fields: set[str] = set()
     for c in study.criteria:
@@ -91,7 +93,7 @@ def drilldown_data(results: StudyResults) -> dict[str, Any]:
             "g": record.group,
             "c": record.condition,
             "f": record.fields,
-            "k": [_entry(by_item.get((record.id, c.name))) for c in study.criteria],
+            "k": [_entry(by_item.get((record.id, c.name)), readings) for c in study.criteria],
         }
         if rendered:
             row["p"] = rendered

@@ -9,7 +9,6 @@ show, and the same results always give the same text.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,9 +19,7 @@ from ...judging.cache import JudgeCache
 from ...judging.plan import first_request, plan_items
 from ...options import SamplingMode
 from ..results import StudyResults
-from ..scores import ItemScore
 from ..stats import Comparison
-from .readings import sample_readings
 
 # Above this many groups a criterion's table shows its Average row only: the full table is in
 # the CSV file, and every record is in the drill-down.
@@ -158,19 +155,6 @@ def coverage_table(results: StudyResults) -> Table:
         "invalid share",
     ]
     return Table("Cache coverage and invalid samples per criterion", header, rows)
-
-
-def invalid_reasons(scores: Iterable[ItemScore]) -> dict[str, list[tuple[str, int]]]:
-    """Per criterion: each reason an answer was invalid and how often, most frequent first."""
-    counts: dict[str, Counter[str]] = {}
-    for score in scores:
-        counter = counts.setdefault(score.criterion, Counter())
-        for part in score.parts or (score,):
-            counter.update(r.reason for r in sample_readings(part) if r.reason)
-    return {
-        name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
-        for name, counter in counts.items()
-    }
 
 
 def judged_span(results: StudyResults) -> str:

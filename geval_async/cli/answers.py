@@ -1,0 +1,153 @@
+"""``geval-async answers``: what the judge wrote and how each answer was read.
+
+Without ``--record`` it lists the study's invalid samples grouped by reason and by the shape of
+their text, with counts and examples, after the invalid shares per criterion and condition.
+With ``--record ID`` it tells one record's whole story: the rendered prompt of each criterion,
+every answer, and the rating or reason read from it. Filters: ``--criterion``,
+``--condition``, ``--record``, ``--reason``. Reads the cache only; the same table is
+``geval_async.read_answers`` in Python.
+
+Also here: the invalid-share lines that ``status`` and ``score`` print, and the load warnings
+(a prompt stating another scale), errors with ``--strict``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from ..options import Reason, words
+from .overrides import study_config
+from .summary import table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..scoring.results import StudyResults
+
+_OVERRIDES = ("cache", "criteria", "limit", "model", "n", "mode")
+_TEXT_WIDTH = 70
+
+
+def add_answers_command(
+    commands: Any, study_arguments: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """Register ``answers`` on the CLI's subparsers."""
+    parser = commands.add_parser(
+        "answers", help="invalid answers grouped by reason and shape; one record's whole story"
+    )
+    study_arguments(parser)
+    parser.add_argument("--criterion", help="only this criterion")
+    parser.add_argument("--condition", help="only this condition")
+    parser.add_argument("--record", help="show this record's prompts, answers and readings")
+    parser.add_argument(
+        "--reason",
+        choices=[*words(Reason), "invalid", "valid"],
+        help="only answers read with this reason (default: every invalid one)",
+    )
+    parser.add_argument("--examples", type=int, default=2, help="examples per shape (default 2)")
+    parser.add_argument("--strict", action="store_true", help="load warnings are errors")
+    parser.set_defaults(handler=cmd_answers)
+
+
+def warn(warnings: Sequence[str], *, strict: bool) -> None:
+    """Print load warnings to stderr; with ``strict`` the first one is an error."""
+    if strict and warnings:
+        raise ConfigError(f"{warnings[0]} (--strict makes this an error)")
+    for message in warnings:
+        print(f"warning: {message}", file=sys.stderr)
+
+
+def invalid_lines(results: StudyResults) -> list[str]:
+    """The invalid shares per criterion and condition, and the share-difference warnings."""
+    shares = results.invalid_shares()
+    if shares.empty or not shares["invalid"].any():
+        return []
+    reasons = [c for c in shares.columns[5:] if shares[c].any()]
+    rows = [
+        [r.criterion, r.condition, r.samples, r.invalid, f"{r.share:.1%}"]
+        + [getattr(r, c) for c in reasons]
+        for r in shares.itertuples()
+    ]
+    header = ["criterion", "condition", "samples", "invalid", "share", *reasons]
+    lines = ["invalid samples (not scored, never counted as 0):", table(header, rows)]
+    lines += [f"warning: {d.warning()}" for d in results.share_differences()]
+    return lines
+
+
+def cmd_answers(args: argparse.Namespace) -> int:
+    from ..scoring.results import filter_samples, load_results
+
+    results = load_results(study_config(args, _OVERRIDES))
+    warn(results.warnings, strict=args.strict)
+    if args.criterion is not None:
+        results.config.criterion(args.criterion)  # an unknown name is a one-line error
+    reason: str | None = args.reason or ("invalid" if args.record is None else None)
+    samples = filter_samples(
+        results.samples,
+        criterion=args.criterion,
+        condition=args.condition,
+        record=args.record,
+        reason=reason,
+    )
+    if args.record is not None:
+        return _story(results, args.record, samples, args.criterion)
+    _overview(results, samples, args.examples, reason or "invalid")
+    return 0
+
+
+def _overview(results: StudyResults, samples: pd.DataFrame, examples: int, reason: str) -> None:
+    from ..scoring.readings import invalid_shapes
+
+    total = len(results.samples)
+    what = "are invalid" if reason == "invalid" else f"match --reason {reason}"
+    print(f"{len(samples)} of {total} answers {what}")
+    for line in invalid_lines(results):
+        print(line)
+    if samples.empty:
+        return
+    valid_only = samples["reason"].isna().all()
+    shapes = samples.assign(reason="valid") if valid_only else samples
+    grouped = invalid_shapes(shapes, examples=examples)
+    print("\nby reason and shape of text:")
+    for row in grouped.itertuples():
+        print(f"{row.count:6d}  {row.reason:<10}  {row.shape!r}  [{row.criteria}]")
+        for example in row.examples:
+            print(f"{'':8}e.g. {_cut(example)}")
+
+
+def _story(results: StudyResults, record: str, samples: pd.DataFrame, only: str | None) -> int:
+    from ..judging.plan import JudgeItem, render_messages
+
+    study = results.study
+    match = [r for r in study.records if str(r.id) == str(record)]
+    if not match:
+        raise ConfigError(f"record {record!r} is not in {study.config.data.path}")
+    found = match[0]
+    print(f"record {found.id} (group {found.group}, condition {found.condition})")
+    for criterion in study.criteria:
+        if only is not None and criterion.name != only:
+            continue
+        rows = samples[samples["criterion"] == criterion.name]
+        for rubric in criterion.rubrics:
+            name = criterion.name + (f" [{rubric.name}]" if rubric is not None else "")
+            part = rows if rubric is None else rows[rows["rubric"] == rubric.name]
+            print(f"\n=== {name} ===")
+            for message in render_messages(JudgeItem(found, criterion, rubric)):
+                print(f"--- {message['role']} ---\n{message['content']}")
+            print(f"--- {len(part)} answers ---")
+            if part.empty:
+                print("(none in the cache: run the study, or the request was refused)")
+            for answer in part.itertuples():
+                valid = not isinstance(answer.reason, str)
+                read = f"rating {answer.rating:g}" if valid else answer.reason
+                print(f"[draw {answer.draw}] {read}: {answer.text!r}")
+    return 0
+
+
+def _cut(text: str) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= _TEXT_WIDTH + 20 else text[: _TEXT_WIDTH + 19] + "…"

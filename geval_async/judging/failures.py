@@ -1,0 +1,271 @@
+"""What a failed judge request means: the one place that decides retry, refuse or stop.
+
+The transport turns whatever went wrong into a :class:`FailureFact`: the HTTP status, the
+error code, type and message of an OpenAI-style body, the kind of connection failure (refused,
+unknown host, TLS, reset, timeout, truncated body), the headers, and what the body says about
+``n`` or the request's size. :func:`decide` maps a fact, plus what the run has seen so far
+(:class:`History`), to a :class:`Decision`: pause every worker and retry, retry with backoff,
+retry asking for one choice, store a refusal, give the request up, or stop the whole run.
+Nothing downstream reads the words of an error message.
+
+A connection failure that no retry will fix (refused, unknown host, TLS) stops the run when it
+keeps happening before the endpoint has answered once: a wrong base URL costs seconds, not the
+whole retry budget of every request. Once the endpoint has answered, the same failures are a
+server restarting and are retried like a 5xx.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+import socket
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import orjson
+
+from .limits import retry_after
+
+__all__ = [
+    "Action",
+    "Connection",
+    "Decision",
+    "FailureFact",
+    "History",
+    "connection_kind",
+    "decide",
+    "response_fact",
+]
+
+# Before the endpoint has answered once, this many connection failures of a kind no retry
+# fixes stop the run (a few, so that one dropped packet does not).
+UNREACHABLE_AFTER = 3
+UNREACHABLE_PAUSE = 0.5
+# A request that keeps getting 429s is not failing, it is waiting; but not forever.
+MAX_RATE_LIMITED = 100
+
+_REFUSES_N = re.compile(
+    r"""field\s+['"`]?n['"`]?\b|['"`]n['"`]\s+(must|should|is)|\bn\s+must\b|only one completion"""
+    r"""|\bcompletion choices?\b|\bn\s*(>|must be)\s*1\b""",
+    re.IGNORECASE,
+)
+
+
+class Connection(enum.StrEnum):
+    """How a request failed when no (complete) HTTP answer arrived."""
+
+    REFUSED = "connection refused"
+    DNS = "unknown host"
+    TLS = "TLS failure"
+    RESET = "connection reset"
+    TIMEOUT = "timeout"
+    TRUNCATED = "truncated body"
+    MALFORMED = "malformed body"
+
+
+# Failures that say the URL is wrong rather than that the server is busy.
+_UNREACHABLE = (Connection.REFUSED, Connection.DNS, Connection.TLS)
+
+
+class Action(enum.StrEnum):
+    """What to do about a failure."""
+
+    PAUSE = "pause"  # 429: every worker waits, then the request is sent again
+    BACKOFF = "backoff"  # transient: this request is sent again after a growing delay
+    ONE_CHOICE = "one choice"  # the server refuses n > 1: ask for one choice per request
+    REFUSE = "refuse"  # the server refused this request for good: store the refusal
+    GIVE_UP = "give up"  # out of retries: the item stays missing until the next run
+    STOP = "stop"  # no retry can help any request: stop the run
+
+
+@dataclass(frozen=True)
+class FailureFact:
+    """Everything known about one failed attempt, as typed facts."""
+
+    status: int | None = None  # None: no HTTP answer arrived
+    connection: Connection | None = None
+    code: str = ""
+    type: str = ""
+    message: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    retry_after: float | None = None
+    refuses_n: bool = False  # the body says the server will not return several choices
+    too_large: bool = False  # a 429 for a request larger than the whole per-minute budget
+    quota_exhausted: bool = False
+
+    @property
+    def label(self) -> str:
+        """A short name for counts and the progress line: "http 503", "connection refused"."""
+        if self.connection is not None:
+            return str(self.connection)
+        return f"http {self.status}"
+
+
+@dataclass
+class History:
+    """What a run has seen, for decisions that depend on more than one attempt."""
+
+    url: str
+    key_env: str
+    retries: int = 1 << 30  # transient retries allowed per request
+    answered: bool = False  # the endpoint has sent a complete HTTP answer this run
+    unreachable: int = 0  # connection failures no retry fixes, while nothing has answered
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What :func:`decide` says to do, and the line a user reads when it is not a retry."""
+
+    action: Action
+    label: str
+    message: str = ""
+    wait: float | None = None  # seconds to wait (None: back off by the attempt count)
+
+
+def response_fact(status: int, raw: bytes, headers: Mapping[str, str]) -> FailureFact:
+    """The fact of an HTTP answer that is not a usable 200."""
+    code, kind, message = error_fields(raw)
+    wait = retry_after(headers, kind) if status == 429 else None
+    if wait is not None and not math.isfinite(wait):
+        wait = None  # "inf" or "1e400": nobody can wait that out; back off instead
+    return FailureFact(
+        status=status,
+        code=code,
+        type=kind,
+        message=message,
+        headers=dict(headers),
+        retry_after=wait,
+        refuses_n=status in (400, 422, 500) and bool(_REFUSES_N.search(message)),
+        too_large=status == 429 and "request too large" in message.lower(),
+        quota_exhausted=status == 429 and "insufficient_quota" in (code, kind),
+    )
+
+
+def error_fields(raw: bytes) -> tuple[str, str, str]:
+    """(code, type, message) of an OpenAI-style error body; the raw text as the message else."""
+    try:
+        error = orjson.loads(raw).get("error") or {}
+    except (orjson.JSONDecodeError, AttributeError):
+        return "", "", raw[:200].decode("utf-8", "replace")
+    if not isinstance(error, dict):
+        return "", "", str(error)[:200]
+    return (
+        str(error.get("code") or ""),
+        str(error.get("type") or ""),
+        str(error.get("message") or "")[:300],
+    )
+
+
+def connection_kind(exc: BaseException) -> Connection:
+    """The kind of a connection-level exception (aiohttp's or the OS's)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TimeoutError):
+            return Connection.TIMEOUT
+        if isinstance(current, ssl.SSLError | ssl.CertificateError):
+            return Connection.TLS
+        if isinstance(current, socket.gaierror):
+            return Connection.DNS
+        if isinstance(current, ConnectionRefusedError):
+            return Connection.REFUSED
+        name = type(current).__name__
+        if "DNS" in name:
+            return Connection.DNS
+        if "SSL" in name or "Certificate" in name:
+            return Connection.TLS
+        if "Payload" in name:
+            return Connection.TRUNCATED
+        os_error = getattr(current, "os_error", None)
+        current = os_error if isinstance(os_error, BaseException) else current.__cause__
+    return Connection.RESET
+
+
+def decide(
+    fact: FailureFact, history: History | None = None, *, n: int = 1, attempt: int = 1
+) -> Decision:
+    """What a failed attempt means.
+
+    Args:
+        fact: what went wrong.
+        history: what the run has seen (None: judge the fact alone, as the transport does).
+        n: the choices the request asked for.
+        attempt: how many times this request has failed this way (transient or 429).
+    """
+    label = fact.label
+    url = history.url if history is not None else "the judge URL"
+    if fact.status is None:
+        connection = fact.connection or Connection.RESET
+        if history is not None and not history.answered and connection in _UNREACHABLE:
+            history.unreachable += 1
+            if history.unreachable >= UNREACHABLE_AFTER:
+                return Decision(Action.STOP, label, _unreachable(connection, url))
+            # A short pause: the next attempt only has to confirm the URL is wrong.
+            return Decision(Action.BACKOFF, label, label, wait=UNREACHABLE_PAUSE)
+        return _backoff(label, history, attempt)
+    status = fact.status
+    detail = f"HTTP {status}" + (f" {fact.code}" if fact.code and fact.code != str(status) else "")
+    detail += f": {fact.message}" if fact.message else ""
+    if status == 200:
+        if fact.code == "content_filter":
+            return Decision(Action.REFUSE, label, "the answer was withheld by the content filter")
+        return _backoff(label, history, attempt)
+    if status == 429:
+        if fact.quota_exhausted:
+            return Decision(
+                Action.STOP,
+                label,
+                "the judge API says the quota is exhausted (insufficient_quota): add credit or "
+                "raise the limit on your account, then run the same command again to resume",
+            )
+        if fact.too_large:
+            # Bigger than the whole per-minute budget: no wait will ever let it through.
+            return Decision(
+                Action.REFUSE,
+                label,
+                f"{detail} (raise the account's TPM limit or shorten the prompt)",
+            )
+        if attempt > MAX_RATE_LIMITED:
+            return Decision(Action.GIVE_UP, label, f"rate-limited {attempt} times in a row")
+        return Decision(Action.PAUSE, label, detail, wait=fact.retry_after)
+    if status in (401, 403):
+        key_env = history.key_env if history is not None else "the API key variable"
+        return Decision(
+            Action.STOP,
+            label,
+            f"the judge refused the API key ({detail}): check ${key_env}, then run again",
+        )
+    if status == 404:
+        return Decision(
+            Action.STOP,
+            label,
+            f"the judge URL or model was not found ({detail}) at {url}: "
+            "check base_url / model (or azure_endpoint / deployment / api_version)",
+        )
+    if n > 1 and fact.refuses_n:
+        return Decision(Action.ONE_CHOICE, "n refused", detail)
+    if status in (408, 409, 425) or status >= 500:
+        return _backoff(label, history, attempt, detail)
+    # 400 (invalid request, context too long, content filter), 413, 422 and other 4xx.
+    return Decision(Action.REFUSE, label, detail)
+
+
+def _backoff(label: str, history: History | None, attempt: int, detail: str = "") -> Decision:
+    if history is not None and attempt > history.retries:
+        return Decision(Action.GIVE_UP, label, f"{detail or label} (after {attempt} attempts)")
+    return Decision(Action.BACKOFF, label, detail or label)
+
+
+def _unreachable(connection: Connection, url: str) -> str:
+    check = {
+        Connection.REFUSED: "is the server running on that host and port?",
+        Connection.DNS: "is the host name spelt right, and is there a network?",
+        Connection.TLS: "does the server speak https (or should the URL be http://)?",
+    }[connection]
+    return (
+        f"cannot reach the judge at {url} ({connection} on every attempt): check base_url "
+        f"(or --base-url): {check}"
+    )

@@ -1,0 +1,201 @@
+"""Rating distributions: sampled ratings or first-token logprobs -> probabilities over ratings.
+
+A judge gives ratings in two ways: as text, one rating per sampled answer (read by
+:class:`geval_async.scoring.ratings.RatingParser`), which :func:`distribution_from_samples`
+counts; or as the ``top_logprobs`` of its first token, which :func:`distribution_from_logprobs`
+(and :func:`distribution_from_option_logprobs` for labelled options) turns into a distribution
+directly (G-Eval's probability-weighted score). Either way the result is a
+:class:`RatingDistribution` whose ``weighted_score`` is sum(p(v) * v).
+
+Everything here is pure: no I/O, no asyncio.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..study.scale import Scale
+
+__all__ = [
+    "RatingDistribution",
+    "distribution_from_logprobs",
+    "distribution_from_option_logprobs",
+    "distribution_from_samples",
+    "first_token_top_logprobs",
+]
+
+
+@dataclass(frozen=True)
+class RatingDistribution:
+    """Probabilities over ratings, from sampled answers or from first-token logprobs.
+
+    Attributes:
+        probs: rating -> probability, summing to 1 over valid ratings; empty if none is valid.
+        valid: samples: how many samples gave a rating; logprobs: 1 if any mass is on a rating.
+        invalid: samples: how many did not; logprobs: 0 or 1.
+        valid_mass: logprobs: the probability on valid ratings before renormalising;
+            samples: valid / (valid + invalid).
+    """
+
+    probs: dict[float, float]
+    valid: int
+    invalid: int
+    valid_mass: float
+
+    @property
+    def weighted_score(self) -> float | None:
+        """sum(p(v) * v) over ratings, or None when no rating is valid."""
+        if not self.probs:
+            return None
+        score = math.fsum(p * v for v, p in self.probs.items())
+        # Probabilities that sum to 1 only up to rounding can push the score a hair past the
+        # extreme ratings; keep it inside them.
+        return min(max(score, min(self.probs)), max(self.probs))
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able form; ratings become string keys ("4", "0.5")."""
+        return {
+            "probs": {_rating_key(v): p for v, p in self.probs.items()},
+            "valid": self.valid,
+            "invalid": self.invalid,
+            "valid_mass": self.valid_mass,
+            "weighted_score": self.weighted_score,
+        }
+
+
+def _rating_key(value: float) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def distribution_from_samples(ratings: Iterable[float | None]) -> RatingDistribution:
+    """The distribution of parsed sample ratings; None (and NaN) count as invalid samples."""
+    counts: dict[float, int] = {}
+    invalid = 0
+    for rating in ratings:
+        if rating is None or not math.isfinite(rating):
+            invalid += 1
+        else:
+            counts[float(rating)] = counts.get(float(rating), 0) + 1
+    valid = sum(counts.values())
+    total = valid + invalid
+    return RatingDistribution(
+        probs={v: counts[v] / valid for v in sorted(counts)},
+        valid=valid,
+        invalid=invalid,
+        valid_mass=valid / total if total else 0.0,
+    )
+
+
+# Tokenizers show a word-initial space as "▁" (sentencepiece) or "Ġ" (byte-level BPE).
+_SPACE_MARKERS = "▁Ġ"
+_TOKEN_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def _token_rating(token: str, scale: Scale) -> float | None:
+    text = token.strip().lstrip(_SPACE_MARKERS).strip()
+    if not _TOKEN_NUMBER.fullmatch(text):
+        return None
+    return scale.point(float(text))
+
+
+def _best_logprobs(top_logprobs: list[dict[str, Any]]) -> dict[str, float]:
+    """Token -> its highest logprob; malformed, NaN or positive entries are skipped."""
+    best: dict[str, float] = {}
+    for entry in top_logprobs if isinstance(top_logprobs, list) else ():
+        if not isinstance(entry, dict):
+            continue  # a malformed alternative is skipped, not fatal
+        token, logprob = entry.get("token"), entry.get("logprob")
+        if not isinstance(token, str) or not isinstance(logprob, int | float):
+            continue
+        # A log-probability is at most 0; NaN or a positive value is a broken answer.
+        if math.isnan(logprob) or logprob > 0:
+            continue
+        best[token] = max(logprob, best.get(token, -math.inf))
+    return best
+
+
+def _from_token_mass(
+    top_logprobs: list[dict[str, Any]], rating: Callable[[str], float | None]
+) -> RatingDistribution:
+    mass: dict[float, float] = {}
+    for token, logprob in _best_logprobs(top_logprobs).items():
+        value = rating(token)
+        if value is not None:
+            mass[value] = mass.get(value, 0.0) + math.exp(logprob)
+    valid_mass = math.fsum(mass.values())
+    if valid_mass <= 0.0:
+        return RatingDistribution(probs={}, valid=0, invalid=1, valid_mass=0.0)
+    return RatingDistribution(
+        probs={v: mass[v] / valid_mass for v in sorted(mass)},
+        valid=1,
+        invalid=0,
+        valid_mass=valid_mass,
+    )
+
+
+def distribution_from_logprobs(
+    top_logprobs: list[dict[str, Any]], scale: Scale
+) -> RatingDistribution:
+    """G-Eval's distribution from the ``top_logprobs`` of the first generated token.
+
+    A token whose text (without surrounding whitespace and a leading "▁"/"Ġ") is a scale point
+    votes for that rating. " 4" and "4" are different tokens, i.e. disjoint events, so their
+    probabilities add up; the same token string listed twice is one event and counts once,
+    with its higher logprob. The result is renormalised over the ratings.
+
+    Only scales whose points are single tokens make sense here: on (0, 0.5, 1) the first token
+    of "0.5" is "0".
+    """
+    return _from_token_mass(top_logprobs, lambda token: _token_rating(token, scale))
+
+
+def distribution_from_option_logprobs(
+    top_logprobs: list[dict[str, Any]], options: Mapping[str, float]
+) -> RatingDistribution:
+    """The distribution over declared options from the first token's ``top_logprobs``.
+
+    A token votes for an option when it is the option's label ("D", " D") or the start of
+    exactly one label ("Strongly" when only "Strongly agree" starts so); a token that starts
+    several labels ("Strongly" for "Strongly agree" and "Strongly disagree") tells nothing.
+    """
+    labels = {label.lower(): value for label, value in options.items()}
+
+    def rating(token: str) -> float | None:
+        text = token.strip().lstrip(_SPACE_MARKERS).strip()
+        if not text:
+            return None
+        exact = [v for label, v in options.items() if label == text]
+        if exact:
+            return exact[0]
+        if len(text) == 1:  # a letter matches exactly (case counts: "a" is a word)
+            return None
+        starts = {v for label, v in labels.items() if label.startswith(text.lower())}
+        return starts.pop() if len(starts) == 1 else None
+
+    return _from_token_mass(top_logprobs, rating)
+
+
+def first_token_top_logprobs(choice: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The ``top_logprobs`` of the first non-whitespace token of an OpenAI chat choice.
+
+    Some models open with " " or "\\n" before the rating, so whitespace-only tokens are
+    skipped. Returns None when the choice carries no logprobs.
+    """
+    logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return None
+    for entry in content:
+        if not isinstance(entry, dict):
+            return None
+        token = entry.get("token")
+        if isinstance(token, str) and not token.strip():
+            continue
+        top = entry.get("top_logprobs")
+        return top if isinstance(top, list) else None
+    return None

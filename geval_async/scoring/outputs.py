@@ -1,0 +1,365 @@
+"""Every output file of a study: one place decides the names and writes them.
+
+    >>> results = load_results("examples/ueq/config.toml")
+    >>> results.write_outputs()                       # what `geval-async report` writes
+    >>> write_outputs(results, ["scores"])            # what `geval-async score` writes
+
+Layout under the output folder (``<prefix>`` is ``[output] prefix``)::
+
+    scores/<prefix>_<criterion>.csv   group x condition, trailing Average row
+    scores/<prefix>_long.csv          one row per record and criterion (raw values)
+    scores/<prefix>_average.csv       the 100-point composite, trailing Average row
+    stats/<prefix>_ttest.csv          the summary test per criterion + composite, BH-adjusted
+    stats/<prefix>_paired.csv         paired t and Wilcoxon (when groups appear in both conditions)
+    raw/<prefix>_<criterion>.json     per item: the prompt sent, every answer and parsed rating
+    plots/<prefix>_<criterion>.png    box plots (--plots)
+    <prefix>_report.md                coverage, invalid samples, tables, tests, plot links
+    <prefix>_report.html              one offline page: overview, figures, every answer (--html)
+
+Names carry what varies, so no command overwrites another's result: ``--criteria`` and
+``--limit`` add ``-criteria-con-flu`` / ``-limit-10`` to the prefix, and ``--test`` other than
+the configured one writes ``stats/<prefix>_ttest-<test>.csv``. Tables are rounded to
+:data:`DECIMALS` decimals and test statistics to :data:`SIGNIFICANT` significant digits; the
+long table keeps the values as computed.
+
+Everything is rendered before the first file is written, each file is written whole or not
+at all (a temporary file renamed into place) with the permissions of the user's umask, and
+scores are never replaced by emptier ones: when the cache holds no answer for the study, or
+far fewer than the outputs already on disk came from, nothing is written
+(:class:`~geval_async.errors.ConfigError` naming the cache folder read).
+
+A new kind of output is one function ``(results, options) -> list[Output]`` added to
+:data:`KINDS`.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from ..errors import ConfigError
+from .report import comparison_section, markdown_report, raw_documents
+from .stats import comparisons_frame
+from .tables import COMPOSITE
+
+if TYPE_CHECKING:
+    from .html.gallery import HumanComparison
+    from .results import StudyResults
+
+DECIMALS = 3  # score tables and the composite
+SIGNIFICANT = 6  # test statistics, p-values, effect sizes
+
+
+@dataclass(frozen=True)
+class Output:
+    """One file to write: where, and its whole content."""
+
+    path: Path
+    data: bytes
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """What the caller asked for beyond the study: a test other than the configured one, plots,
+    the HTML report (with judge-vs-human pairs, which the meta stage computes, when given)."""
+
+    test: str | None = None
+    plots: bool = False
+    html: bool = False
+    human: HumanComparison | None = None
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename.
+
+    The file gets the permissions any new file of the user gets (0666 less the umask), not
+    the 0600 of a temporary file: colleagues on a shared server can read the results.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(data)
+            os.chmod(temporary, 0o666 & ~_umask())
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot write the output file ({exc.strerror}); "
+            "check [output] path or pass --output"
+        ) from exc
+    return path
+
+
+def write_files(outputs: Iterable[Output]) -> list[Path]:
+    """Write rendered outputs, each atomically; returns their paths."""
+    return [write_atomic(output.path, output.data) for output in outputs]
+
+
+def csv_bytes(frame: pd.DataFrame, *, index: bool = True, float_format: str | None = None) -> bytes:
+    """A frame as CSV bytes (``float_format`` e.g. "%.3f"; None keeps every digit)."""
+    return frame.to_csv(index=index, float_format=float_format).encode()
+
+
+def write_csv(path: Path, frame: pd.DataFrame, *, index: bool = True) -> Path:
+    """Write a frame as CSV, atomically, every digit kept."""
+    return write_atomic(path, csv_bytes(frame, index=index))
+
+
+# --- names -------------------------------------------------------------------------------------
+
+
+def prefix(results: StudyResults) -> str:
+    """The file-name prefix: ``[output] prefix`` plus what varies (criteria subset, limit)."""
+    return results.config.output.prefix + results.variant
+
+
+def output_path(results: StudyResults, folder: str, name: str) -> Path:
+    """``<output>/<folder>/<prefix>_<name>`` (``folder`` "" for the output folder itself)."""
+    base = results.config.output.path
+    return (base / folder if folder else base) / f"{prefix(results)}_{name}"
+
+
+def tests_name(results: StudyResults, test: str | None) -> str:
+    """``ttest.csv`` for the summary test, ``ttest-<test>.csv`` for any other."""
+    if test is None or test == results.summary_test():
+        return "ttest.csv"
+    return f"ttest-{test}.csv"
+
+
+def _other_test(results: StudyResults) -> str | None:
+    """The configured test when the summary uses another (paired design, Welch configured)."""
+    configured = results.config.stats.test
+    return configured if results.summary_test() != configured else None
+
+
+# --- kinds -------------------------------------------------------------------------------------
+
+
+def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """Per-criterion tables, the long table and the raw exports."""
+    decimals = f"%.{DECIMALS}f"
+    outputs = [
+        Output(
+            output_path(results, "scores", f"{c.name}.csv"),
+            csv_bytes(results.table(c.name), float_format=decimals),
+        )
+        for c in results.study.criteria
+    ]
+    outputs.append(
+        Output(output_path(results, "scores", "long.csv"), csv_bytes(results.long, index=False))
+    )
+    for name, document in raw_documents(results.study, results.scores).items():
+        outputs.append(Output(output_path(results, "raw", f"{name}.json"), document))
+    return outputs
+
+
+def average_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """The 100-point composite (an error when ``--criteria`` leaves out one of its criteria)."""
+    return [
+        Output(
+            output_path(results, "scores", "average.csv"),
+            csv_bytes(results.composite(), float_format=f"%.{DECIMALS}f"),
+        )
+    ]
+
+
+def test_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """The summary test per criterion (+ composite), and both paired tests when they fit."""
+    if len(results.config.stats.conditions) != 2:
+        return []
+    statistic = f"%.{SIGNIFICANT}g"
+    other = _other_test(results)
+    # --test writes that test alone; else the summary test, and the configured one if other.
+    tests = [options.test] if options.test is not None else [None, *([other] if other else [])]
+    outputs = [
+        Output(
+            output_path(results, "stats", tests_name(results, test)),
+            csv_bytes(
+                comparisons_frame(results.comparisons(test)), index=False, float_format=statistic
+            ),
+        )
+        for test in tests
+    ]
+    if results.paired_design:
+        both = results.comparisons("paired-t") + results.comparisons("wilcoxon")
+        outputs.append(
+            Output(
+                output_path(results, "stats", "paired.csv"),
+                csv_bytes(comparisons_frame(both), index=False, float_format=statistic),
+            )
+        )
+    return outputs
+
+
+def plot_paths(results: StudyResults) -> dict[str, Path]:
+    """Where the box plots go, per criterion (and the composite when it can be computed)."""
+    names = [c.name for c in results.study.criteria]
+    if results.has_composite:
+        names.append(COMPOSITE)
+    return {name: output_path(results, "plots", f"{name}.png") for name in names}
+
+
+def plot_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """Box plots per criterion and the composite (needs matplotlib)."""
+    if not options.plots:
+        return []
+    from .plots import box_plot
+
+    paths = plot_paths(results)
+    outputs = []
+    for criterion in results.study.criteria:
+        scale = criterion.config.scale
+        png = box_plot(
+            results.table(criterion.name, average=False),
+            f"{criterion.config.display_name} ({criterion.name})",
+            f"weighted score ({scale.lo:g}-{scale.hi:g})",
+            ylim=(scale.lo, scale.hi),
+        )
+        outputs.append(Output(paths[criterion.name], png))
+    if COMPOSITE in paths:
+        png = box_plot(
+            results.composite(average=False), "Composite score", "score (0-100)", ylim=(0, 100)
+        )
+        outputs.append(Output(paths[COMPOSITE], png))
+    return outputs
+
+
+def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """The Markdown report."""
+    study = results.study
+    has_conditions = len(study.config.stats.conditions) == 2
+    text = markdown_report(
+        study,
+        results.tallies,
+        {c.name: results.table(c.name) for c in study.criteria},
+        results.composite() if results.has_composite else None,
+        results.comparisons(options.test) if has_conditions else [],
+        results.paired_design,
+        plot_paths(results) if options.plots else {},
+        results.simulated,
+        invalid=results.invalid_shares(),
+        invalid_warnings=[d.warning() for d in results.share_differences()],
+    )
+    other = _other_test(results) if has_conditions and options.test is None else None
+    if other is not None:
+        note = (
+            f"The test configured in `[stats] test` ({other}); the summary above uses the "
+            f"{results.summary_test()} test because the same groups appear in both conditions."
+        )
+        section = comparison_section(results.comparisons(other), results.config.stats.alpha, note)
+        text += "\n".join(section) + "\n"
+    return [Output(output_path(results, "", "report.md"), text.encode())]
+
+
+def html_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """The self-contained HTML report (needs matplotlib and Jinja2; see :mod:`.html`)."""
+    if not options.html:
+        return []
+    from .html import render_html_report
+
+    page = render_html_report(results, test=options.test, human=options.human)
+    return [Output(output_path(results, "", "report.html"), page.encode("utf-8"))]
+
+
+Kind = Callable[["StudyResults", OutputOptions], list[Output]]
+
+KINDS: dict[str, Kind] = {
+    "scores": score_outputs,
+    "average": average_outputs,
+    "tests": test_outputs,
+    "plots": plot_outputs,
+    "report": report_outputs,
+    "html": html_outputs,
+}
+
+
+# --- the front door ----------------------------------------------------------------------------
+
+
+def write_outputs(
+    results: StudyResults,
+    kinds: Sequence[str] | None = None,
+    *,
+    test: str | None = None,
+    plots: bool = False,
+    html: bool = False,
+    human: HumanComparison | None = None,
+) -> list[Path]:
+    """Render the outputs of ``kinds`` and write them.
+
+    ``kinds`` None writes everything ``geval-async report`` writes: every kind, except the
+    composite when ``--criteria`` left out some of its criteria (asking for "average" then
+    is an error that names them). Plots and the HTML report come when ``plots`` / ``html``
+    ask for them; ``human`` adds judge-vs-human scatter plots to the HTML report.
+
+    Raises:
+        ConfigError: the cache holds no answer for the study, or far fewer than the outputs
+            already on disk came from (nothing is written); a kind is unknown; a file cannot
+            be written.
+    """
+    if kinds is None:
+        kinds = [k for k in KINDS if k != "average" or not results.composite_missing]
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown:
+        raise ConfigError(f"unknown output kind {unknown[0]!r} (known: {', '.join(KINDS)})")
+    check_not_emptier(results)
+    options = OutputOptions(test=test, plots=plots, html=html, human=human)
+    outputs = [output for kind in kinds for output in KINDS[kind](results, options)]
+    return write_files(outputs)
+
+
+def check_not_emptier(results: StudyResults) -> None:
+    """Refuse to replace scores on disk with emptier ones (a mistyped --cache reads as empty)."""
+    scored = sum(t.scored for t in results.tallies.values())
+    items = len(results.scores)
+    cache = results.config.cache_path
+    if items and not scored:
+        raise ConfigError(
+            f"the cache {cache} holds no answer for any of the study's {items} items: "
+            "nothing was written; check --cache (or [cache] path), or run "
+            f"`geval-async run {results.config.source}` first"
+        )
+    before = _scored_on_disk(output_path(results, "scores", "long.csv"))
+    if before and scored < before / 2:
+        raise ConfigError(
+            f"the cache {cache} holds answers for {scored} items, but the outputs under "
+            f"{results.config.output.path} were made from {before}: nothing was written; "
+            "check --cache (or [cache] path), or pass --output to write elsewhere"
+        )
+
+
+def _scored_on_disk(long_csv: Path) -> int:
+    """Items with a score in an existing long table (0 when there is none or it is unreadable)."""
+    try:
+        with long_csv.open(newline="", encoding="utf-8") as file:
+            return sum(1 for row in csv.DictReader(file) if _is_number(row.get("score")))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return 0
+
+
+def _is_number(text: str | None) -> bool:
+    try:
+        return text is not None and math.isfinite(float(text))
+    except ValueError:
+        return False

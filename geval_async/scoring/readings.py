@@ -1,0 +1,199 @@
+"""How every answer was read: one row per sample, invalid shares, and the shapes of bad answers.
+
+The scoring stage keeps, for every answer it read, the rating or the reason there is none
+(:class:`geval_async.scoring.ratings.Reason`). This module lays them out for people:
+
+- :func:`samples_frame`: one row per answer (record, criterion, rubric, draw, text, rating,
+  reason), the table behind ``geval-async answers`` and the report's drill-down;
+- :func:`invalid_shares`: invalid samples per criterion and condition, by reason;
+- :func:`share_differences`: whether the invalid share differs between the two compared
+  conditions (Fisher's exact test on the counts): the comparison is then made on different
+  subsets of the answers;
+- :func:`invalid_shapes`: invalid answers grouped by reason and by the shape of their text.
+
+Pure and sync: pandas and scipy, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..options import Reason, words
+from .scores import ItemScore
+
+__all__ = [
+    "SAMPLE_COLUMNS",
+    "ShareDifference",
+    "invalid_shapes",
+    "invalid_shares",
+    "samples_frame",
+    "share_differences",
+    "text_shape",
+]
+
+SAMPLE_COLUMNS = [
+    "record_id",
+    "group",
+    "condition",
+    "criterion",
+    "rubric",
+    "draw",
+    "text",
+    "rating",
+    "reason",
+]
+REASONS = words(Reason)
+
+
+def samples_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
+    """One row per answer read: ``rating`` (NaN when invalid) and ``reason`` (None when valid).
+
+    Rubric criteria give one row per rubric answer (``rubric`` names it). Items the cache
+    lacks or refused have no answers, hence no rows.
+    """
+    rows = []
+    for score in scores:
+        for part in score.parts or (score,):
+            for draw, text in enumerate(part.answers):
+                rating = part.ratings[draw] if draw < len(part.ratings) else None
+                reason = part.reasons[draw] if draw < len(part.reasons) else None
+                rows.append(
+                    (
+                        part.record_id,
+                        part.group,
+                        part.condition,
+                        score.criterion,
+                        part.rubric,
+                        draw,
+                        text,
+                        float("nan") if rating is None else rating,
+                        None if reason is None else str(reason),
+                    )
+                )
+    return pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
+
+
+def invalid_shares(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per criterion and condition: samples, invalid, share and a count per reason."""
+    frame = samples.assign(
+        condition=samples["condition"].fillna("all"), invalid=samples["reason"].notna()
+    )
+    rows = []
+    for (criterion, condition), group in frame.groupby(["criterion", "condition"], sort=False):
+        counts = group["reason"].value_counts()
+        row = {
+            "criterion": criterion,
+            "condition": condition,
+            "samples": len(group),
+            "invalid": int(group["invalid"].sum()),
+        }
+        row["share"] = row["invalid"] / row["samples"] if row["samples"] else 0.0
+        row.update({reason: int(counts.get(reason, 0)) for reason in REASONS})
+        rows.append(row)
+    columns = ["criterion", "condition", "samples", "invalid", "share", *REASONS]
+    return pd.DataFrame(rows, columns=columns)
+
+
+@dataclass(frozen=True)
+class ShareDifference:
+    """Invalid shares of one criterion under the two compared conditions, and the test."""
+
+    criterion: str
+    condition_a: str
+    condition_b: str
+    invalid_a: int
+    samples_a: int
+    invalid_b: int
+    samples_b: int
+    p: float
+
+    @property
+    def share_a(self) -> float:
+        return self.invalid_a / self.samples_a if self.samples_a else 0.0
+
+    @property
+    def share_b(self) -> float:
+        return self.invalid_b / self.samples_b if self.samples_b else 0.0
+
+    def warning(self) -> str:
+        return (
+            f"{self.criterion}: {self.share_a:.1%} of the samples are invalid under "
+            f"{self.condition_a} ({self.invalid_a}/{self.samples_a}) but {self.share_b:.1%} "
+            f"under {self.condition_b} ({self.invalid_b}/{self.samples_b}); Fisher's exact "
+            f"p = {self.p:.3g}: the comparison is made on different subsets of the answers"
+        )
+
+
+def share_differences(
+    samples: pd.DataFrame, conditions: Sequence[str], alpha: float = 0.05
+) -> list[ShareDifference]:
+    """Criteria whose invalid share differs between the two conditions (Fisher's exact p < alpha).
+
+    Args:
+        samples: :func:`samples_frame`.
+        conditions: the two compared conditions (others are ignored); fewer than two: none.
+        alpha: the level of the test.
+    """
+    from scipy.stats import fisher_exact
+
+    if len(conditions) != 2:
+        return []
+    a, b = conditions
+    out = []
+    for criterion, group in samples.groupby("criterion", sort=False):
+        invalid = group["reason"].notna()
+        in_a, in_b = group["condition"] == a, group["condition"] == b
+        counts = [int((invalid & in_a).sum()), int(in_a.sum())]
+        counts += [int((invalid & in_b).sum()), int(in_b.sum())]
+        if not counts[1] or not counts[3] or counts[0] + counts[2] == 0:
+            continue
+        table = [[counts[0], counts[1] - counts[0]], [counts[2], counts[3] - counts[2]]]
+        p = float(fisher_exact(table).pvalue)
+        if p < alpha:
+            out.append(
+                ShareDifference(str(criterion), a, b, counts[0], counts[1], counts[2], counts[3], p)
+            )
+    return out
+
+
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+_SPACE = re.compile(r"\s+")
+
+
+def text_shape(text: str, width: int = 60) -> str:
+    """The shape of an answer: numbers as "#", case and spacing folded, cut to ``width``.
+
+    "Score: 4.5", "score: 3.5" and "SCORE:  2.5" share the shape "score: #".
+    """
+    shape = _SPACE.sub(" ", _DIGITS.sub("#", text.lower())).strip()
+    if not shape:
+        return "(empty)"
+    return shape if len(shape) <= width else shape[: width - 1] + "…"
+
+
+def invalid_shapes(samples: pd.DataFrame, examples: int = 2) -> pd.DataFrame:
+    """Invalid answers grouped by reason and shape: count, and a few examples (record: text)."""
+    invalid = samples[samples["reason"].notna()]
+    columns = ["reason", "shape", "count", "criteria", "examples"]
+    if invalid.empty:
+        return pd.DataFrame(columns=columns)
+    frame = invalid.assign(shape=invalid["text"].map(text_shape))
+    rows = []
+    for (reason, shape), group in frame.groupby(["reason", "shape"], sort=False):
+        rows.append(
+            {
+                "reason": reason,
+                "shape": shape,
+                "count": len(group),
+                "criteria": ", ".join(dict.fromkeys(group["criterion"])),
+                "examples": [
+                    f"{r.record_id}: {r.text!r}" for r in group.head(examples).itertuples()
+                ],
+            }
+        )
+    out = pd.DataFrame(rows, columns=columns)
+    return out.sort_values(["count", "reason"], ascending=[False, True], ignore_index=True)

@@ -1,0 +1,44 @@
+"""The default rating parser against the corpus of judge answers written for this project.
+
+tests/corpus/judge_answers.jsonl (built by tests/corpus/build.py) holds answers in every style
+judges write, each labelled with the rating a careful reader takes from it, or none. The parser
+must agree with the labels on at least 99% of them, and never give a rating where the label
+has none: a false rating biases a study silently, a missing one is at least counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from corpus.agreement import DOC, document, evaluate, load_corpus
+from corpus.build import build
+
+STYLES = {
+    "reason_then_verdict", "terse", "word_numbers", "llama_out_of", "markdown_bold",
+    "mt_bench_brackets", "prometheus_result", "stars", "letters", "half_points",
+    "counterfactual", "breakdown", "quoted_numbers", "refusal", "cut_off", "handwritten",
+}  # fmt: skip
+
+
+def test_the_corpus_file_is_what_the_builder_writes() -> None:
+    assert load_corpus() == build()
+
+
+def test_the_corpus_covers_every_style_with_at_least_400_answers() -> None:
+    rows = load_corpus()
+    assert len(rows) >= 400
+    styles = Counter(r["style"] for r in rows)
+    assert set(styles) >= STYLES
+    assert sum(r["label"] is None for r in rows) >= 30  # answers with no rating are tested too
+
+
+def test_the_parser_agrees_with_the_labels_and_never_invents_a_rating() -> None:
+    outcomes = evaluate(load_corpus())
+    false_ratings = [o.row["text"] for o in outcomes if o.false_rating]
+    assert false_ratings == []
+    disagreements = [(o.row["text"], o.row["label"], o.reading) for o in outcomes if not o.agrees]
+    assert len(disagreements) <= 0.01 * len(outcomes), disagreements
+
+
+def test_the_agreement_table_in_docs_is_current() -> None:
+    assert DOC.read_text(encoding="utf-8") == document(evaluate(load_corpus()))

@@ -1,0 +1,155 @@
+"""What the client's speed work must not change, and what it must do: real servers, no timings.
+
+Write-behind (answers committed in batches) still leaves every answer on disk and no claim
+held when ``run_study`` returns; the run begins small until the first reply tells the limits;
+a ``remaining`` header without a ``limit`` header does not throttle the client; the plan is
+sent record by record, every criterion of a record together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import socket
+import threading
+
+import diskcache
+import orjson
+from aiohttp import web
+from conftest import StudyFiles
+
+from geval_async.judging.cache import JudgeCache
+from geval_async.judging.plan import first_request, plan_items, prepare_study, send_order
+from geval_async.judging.runner import run_study
+from geval_async.sim import SimServer, SimSettings
+from geval_async.study.config import load_config
+
+
+def _judge(study: StudyFiles) -> tuple[object, int]:
+    """Run the study in this process with the library call; (result, plan size)."""
+    prepared = prepare_study(load_config(study.config))
+    with JudgeCache(prepared.config.cache_path) as cache:
+        result = asyncio.run(run_study(prepared, cache, api_key=None))
+    return result, prepared.item_count
+
+
+def test_batched_writes_are_all_on_disk_and_no_claim_is_held_when_run_study_returns(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url, limits={"concurrency": 16})
+    result, items = _judge(study)
+    assert result.complete  # type: ignore[attr-defined]
+    prepared = prepare_study(load_config(study.config))
+    keys = [first_request(item, prepared.config).key for item in plan_items(prepared)]
+    # A fresh connection, as another process would open it: everything is committed.
+    with diskcache.Cache(str(study.cache)) as stored:
+        assert all(key in stored for key in keys)
+    with diskcache.Cache(str(study.cache / "claims")) as claims:
+        assert len(claims) == 0, "every claim is let go once its answer is stored"
+    assert sim.stats.received == items == len(keys)
+
+
+def test_the_run_begins_small_so_a_one_second_window_sees_no_429_at_the_start(
+    study: StudyFiles,
+) -> None:
+    # 600 requests a minute enforced over one second (a bucket of 10), no limits configured,
+    # 32 workers: a client that sends a full pool before it has read a header gets 22 429s in
+    # its first second.
+    with SimServer(SimSettings(rpm=600, bucket_seconds=1.0)) as server:
+        study.write_config(server.base_url, limits={"concurrency": 32})
+        result, items = _judge(study)
+        assert result.complete  # type: ignore[attr-defined]
+        events = sorted(server.stats.events)
+    start = events[0][0]
+    first_second = [status for arrived, _, status in events if arrived < start + 1.0]
+    assert 429 not in first_second, first_second
+    assert sum(status == 429 for _, _, status in events) <= max(1, items // 100)
+
+
+def test_a_remaining_header_without_a_limit_does_not_throttle_the_client(
+    study: StudyFiles,
+) -> None:
+    with _RemainingOnly() as server:
+        study.write_config(server.base_url, limits={"concurrency": 8})
+        result, items = _judge(study)
+    assert result.complete  # type: ignore[attr-defined]
+    assert server.received == items
+    assert server.peak_in_flight == 8, "every worker had a request out at once"
+
+
+def test_items_are_sent_record_by_record_with_criteria_interleaved(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url, limits={"concurrency": 1})
+    result, items = _judge(study)
+    assert result.complete  # type: ignore[attr-defined]
+    prepared = prepare_study(load_config(study.config))
+    criterion_of = {
+        hashlib.sha256(orjson.dumps(first_request(item, prepared.config).body)).hexdigest(): (
+            item.criterion.name
+        )
+        for item in plan_items(prepared)
+    }
+    arrived = [criterion_of[digest] for _, digest in sorted(sim.stats.arrivals)]
+    assert len(arrived) == items
+    assert arrived[:6] == ["clar", "fit"] * 3
+    assert [i.criterion.name for i in send_order(prepared)] == arrived
+    # Scoring still reads the plan criterion by criterion.
+    assert [i.criterion.name for i in plan_items(prepared)][: items // 2] == ["clar"] * (items // 2)
+
+
+class _RemainingOnly:
+    """A plain aiohttp.web judge that sends ``x-ratelimit-remaining-requests`` and no limit."""
+
+    def __init__(self) -> None:
+        self.received = self.in_flight = self.peak_in_flight = 0
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}/v1"
+
+    async def _complete(self, request: web.Request) -> web.Response:
+        await request.read()
+        self.received += 1
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            # Long enough that eight workers unthrottled overlap on a loaded machine.
+            await asyncio.sleep(0.2)
+        finally:
+            self.in_flight -= 1
+        body = {
+            "choices": [
+                {"index": i, "message": {"role": "assistant", "content": "3"}} for i in range(3)
+            ]
+        }
+        remaining = {"x-ratelimit-remaining-requests": "5"}
+        return web.json_response(body, headers=remaining)
+
+    def __enter__(self) -> _RemainingOnly:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._complete)
+        runner = web.AppRunner(app)
+
+        def serve() -> None:
+            loop = self._loop = asyncio.new_event_loop()
+            loop.run_until_complete(runner.setup())
+            loop.run_until_complete(web.SockSite(runner, self._sock).start())
+            self._ready.set()
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)

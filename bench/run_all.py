@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ("overhead", "rate_limits", "rerun", "rescore", "memory", "peers")
+ORDER = ("overhead", "rate_limits", "rerun", "rescore", "memory", "peers", "batch")
 
 
 def headline(name: str, quick: bool) -> str:
@@ -59,6 +59,12 @@ def headline(name: str, quick: bool) -> str:
             f"{r['bucket_s']:g}s {r['contender']}: {r['wall_s']:.1f} s, {r['429s']} 429s, "
             f"{r['failed_items']} failed"
             for r in data["runs"]
+        )
+    if name == "batch":
+        r = data["result"]
+        return (
+            f"{r['requests']} requests by batch: {r['http_calls']} HTTP calls, "
+            f"{r['wall_s']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB"
         )
     return ""
 

@@ -225,6 +225,29 @@ def test_export_then_import_reproduces_the_cache(sim: SimServer, study: StudyFil
     assert _choices_by_key(fresh) == answers
 
 
+def test_imported_real_answers_replace_the_simulated_judges(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    online = run_cli("run", str(study.config), "--quiet")
+    assert online.returncode == 0, online.stderr
+    assert "SIMULATED" in run_cli("score", str(study.config)).stdout
+    exported = study.root / "in.jsonl"
+    result = run_cli("batch", "export", str(study.config), str(exported))
+    assert result.returncode == 0, result.stderr
+    # For another engine the synthetic answers are missing: every request is exported.
+    assert len(exported.read_bytes().splitlines()) == _items(study)
+
+    output = study.root / "out.jsonl"
+    output.write_bytes(_run_elsewhere(sim, exported))
+    imported = run_cli("batch", "import", str(study.config), str(output))
+    assert imported.returncode == 0, imported.stderr
+    assert f"{_items(study)} answers" in imported.stdout
+    scored = run_cli("score", str(study.config))
+    assert scored.returncode == 0, scored.stderr
+    assert "SIMULATED" not in scored.stdout  # no synthetic answer is left in the scores
+
+
 def _run_elsewhere(sim: SimServer, exported: Path) -> bytes:
     """What another engine's run-batch would write: here the sim's Batch API, by hand."""
     from openai import OpenAI
@@ -296,6 +319,11 @@ def test_max_cost_caps_what_a_submit_commits(sim: SimServer, study: StudyFiles) 
     assert "held back by --max-cost" in result.stdout
     assert 0 < sim.stats.batch_lines < _items(study)
     assert os.path.isdir(study.cache / "batches")
+    # The cap is the study's: a second submit may only spend what the first one left.
+    lines = sim.stats.batch_lines
+    again = run_cli("batch", "submit", str(study.config), "--max-cost", str(batch_cost / 2))
+    assert again.returncode == 0, again.stderr
+    assert "held back by --max-cost" in again.stdout and sim.stats.batch_lines == lines
 
 
 def _dead_pid() -> int:

@@ -15,15 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..judging.batch.control import BatchControl, make_client
+from ..judging.batch.control import BatchControl, make_client, server_is_simulated
 from ..judging.batch.files import endpoint, input_line, read_output
 from ..judging.batch.ledger import BatchRecord, Ledger
 from ..judging.batch.store import Stored, requests_by_key, store_lines
+from ..judging.budget import run_budget
 from ..judging.cache import JudgeCache
 from ..judging.claims import Claims
 from ..judging.coverage import coverage, item_states
+from ..judging.origin import ServerEntries
 from ..judging.plan import Study, prepare_study
-from ..study.pricing import Budget, price_of
+from ..study.pricing import Budget
 from .overrides import judge_key
 from .summary import coverage_table, table
 
@@ -121,8 +123,9 @@ def _with_control(
     source = study.config.source
 
     async def main() -> int:
+        simulated = await server_is_simulated(study, key)
         async with make_client(study, key) as client:
-            control = BatchControl(study, cache, client)
+            control = BatchControl(study, cache, client, simulated)
             with Claims(cache.directory, _CLAIM_TTL) as claims:
                 await control.attach(claims)
                 return await work(control, claims)
@@ -235,7 +238,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         taken = Ledger(cache.directory).live_keys()
         try:
             with open(temporary, "wb") as handle:
-                for state in item_states(study, cache):
+                # For a real engine: the simulated judge's answers count as missing (..origin).
+                for state in item_states(study, ServerEntries(cache, False)):
                     for request in state.missing if state.refused is None else ():
                         if request.key not in taken:
                             taken.add(request.key)
@@ -265,7 +269,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise ConfigError(f"{source}: cannot read the output file ({exc})") from exc
     with JudgeCache(study.config.cache_path) as cache:
         cache.check_writable()
-        requests = requests_by_key(study, cache, {line.custom_id for line in parsed})
+        # A file from elsewhere holds real answers: simulated entries give way (..origin).
+        entries = ServerEntries(cache, False)
+        requests = requests_by_key(study, entries, {line.custom_id for line in parsed})
         url = endpoint(study.config.judge)
         stored = store_lines(parsed, requests, cache, url=url)
     _report_stored(stored, f"{source}")
@@ -282,17 +288,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _budget(study: Study) -> Budget | None:
-    """``--max-cost`` at the batch price: what a submit may commit."""
-    config = study.config
-    if config.max_cost is None:
-        return None
-    price = price_of(config.judge.model, config.price_table, batch=True)
-    if price is None:
-        raise ConfigError(
-            f"--max-cost needs the batch price of model {config.judge.model!r}: "
-            "add it to the config's [prices] table"
-        )
-    return Budget(config.max_cost, price)
+    """``--max-cost`` at the batch price: what a submit may commit, less what the study's
+    earlier runs and submits spent."""
+    return run_budget(study.config, study.config.cache_path, batch=True)
 
 
 def _report_submitted(records: list[BatchRecord], held_back: int) -> None:

@@ -23,11 +23,13 @@ from ...errors import RunStopped
 from ...options import Provider
 from ...study.pricing import Budget
 from ...study.settings import DEFAULT_BASE_URL
-from ..budget import request_cost
+from ..budget import record_spend, request_cost
 from ..cache import JudgeCache
 from ..claims import Claims
 from ..coverage import item_states
+from ..origin import ServerEntries
 from ..plan import Study
+from ..transport import Transport
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
 from .store import Stored, requests_by_key, store_lines
@@ -41,6 +43,13 @@ COMPLETION_WINDOW: Literal["24h"] = "24h"
 _STORE_EVERY = 2_000
 # A record another live process is still preparing is left alone for this long.
 _PREPARING_GRACE = 3600.0
+
+
+async def server_is_simulated(study: Study, api_key: str | None) -> bool | None:
+    """Whether the judge is geval-async's simulated one: the probe an online run makes
+    (:meth:`Transport.is_simulated`), so batch answers follow the same origin rule."""
+    async with Transport(study.config.judge, api_key, concurrency=1, timeout=10.0) as probe:
+        return await probe.is_simulated()
 
 
 def make_client(study: Study, api_key: str | None) -> AsyncOpenAI:
@@ -90,10 +99,18 @@ def _message(body: object) -> str:
 
 
 class BatchControl:
-    """Batch jobs of one study on one cache. ``await control.submit()`` and so on."""
+    """Batch jobs of one study on one cache. ``await control.submit()`` and so on.
 
-    def __init__(self, study: Study, cache: JudgeCache, client: AsyncOpenAI) -> None:
+    ``simulated`` says whether the provider is the simulated judge (:func:`server_is_simulated`;
+    None when unknown): the other server's entries then count as missing, as in an online run
+    (:mod:`geval_async.judging.origin`), and are replaced by the batch's answers.
+    """
+
+    def __init__(
+        self, study: Study, cache: JudgeCache, client: AsyncOpenAI, simulated: bool | None = None
+    ) -> None:
         self.study, self.cache, self.client = study, cache, client
+        self.entries = ServerEntries(cache, simulated)
         self.ledger = Ledger(cache.directory)
         self.judge = study.config.judge
         self.endpoint = endpoint(self.judge)
@@ -117,7 +134,7 @@ class BatchControl:
 
         def lines() -> Any:
             nonlocal held_back
-            for state in item_states(self.study, self.cache):
+            for state in item_states(self.study, self.entries):
                 for request in state.missing if state.refused is None else ():
                     if request.key in taken:
                         continue  # in a live batch, or an identical request of another item
@@ -129,11 +146,15 @@ class BatchControl:
 
         records = []
         numbered = split_lines(lines(), max_lines=max_lines, max_bytes=max_bytes)
-        # Each file is written to disk as the plan is walked (never held in memory), then
-        # claimed, uploaded and submitted before the next one is written.
-        for record, keys in self.ledger.write_inputs(numbered):
-            if await self._submit_file(claims, record, keys):
-                records.append(record)
+        try:
+            # Each file is written to disk as the plan is walked (never held in memory), then
+            # claimed, uploaded and submitted before the next one is written.
+            for record, keys in self.ledger.write_inputs(numbered):
+                if await self._submit_file(claims, record, keys):
+                    records.append(record)
+        finally:
+            # What the submit committed counts against the study budget, as an online run's.
+            record_spend(self.cache.directory, self.study.config, budget)
         return records, held_back
 
     async def _submit_file(self, claims: Claims, record: BatchRecord, keys: list[str]) -> bool:
@@ -222,7 +243,7 @@ class BatchControl:
     async def collect(self, record: BatchRecord, claims: Claims) -> Stored:
         """Store an ended batch's answers, release its claims, move it to the history."""
         keys = self.ledger.keys(record)
-        requests = requests_by_key(self.study, self.cache, set(keys))
+        requests = requests_by_key(self.study, self.entries, set(keys))
         stored = Stored()
         for file_id in (record.output_file_id, record.error_file_id):
             if file_id is not None:

@@ -3,9 +3,12 @@
 A line's ``custom_id`` is a cache key of the study's plan; the line's status and body are read
 by the same function that reads an online response (:func:`~geval_async.judging.transport.
 read_response`) and stored by the same functions (:mod:`geval_async.judging.entries`), so
-``score``, ``report``, ``meta``, a rerun and ``status`` cannot tell the two apart. A refusal no
-retry fixes is stored as a refusal; a transient failure and a request that never ran (expired,
-cancelled) are not stored: the item stays missing, for another batch or an online run.
+``score``, ``report``, ``meta``, a rerun and ``status`` cannot tell the two apart; an entry
+records ``simulated`` like an online one, and another server's entry gives way to the line's
+answer (:mod:`geval_async.judging.origin`). A refusal no retry fixes is stored as a refusal;
+a transient failure and a request that never ran (expired, cancelled) are not stored: the item
+stays missing, for another batch or an online run. The lines of one pass are written in one
+transaction, as the online writer does (:mod:`geval_async.judging.writer`).
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ...errors import Rejected, RunStopped, TransportError
-from ..cache import JudgeCache
+from ..cache import CachedResponse, JudgeCache
 from ..coverage import item_states
 from ..entries import answer_entry, refusal_entry
+from ..origin import EntrySource
 from ..plan import JudgeRequest, Study, chunk_request
 from ..transport import read_response
 from .files import OutputLine
@@ -45,7 +49,7 @@ class Stored:
         self.reasons.update(other.reasons)
 
 
-def study_requests(study: Study, cache: JudgeCache) -> Iterator[JudgeRequest]:
+def study_requests(study: Study, cache: EntrySource) -> Iterator[JudgeRequest]:
     """Every request of the plan the cache can name: each item's chunks in draw order, up to
     and including the first one the cache lacks."""
     config = study.config
@@ -60,7 +64,7 @@ def study_requests(study: Study, cache: JudgeCache) -> Iterator[JudgeRequest]:
 
 
 def requests_by_key(
-    study: Study, cache: JudgeCache, wanted: Collection[str]
+    study: Study, cache: EntrySource, wanted: Collection[str]
 ) -> dict[str, JudgeRequest]:
     """The requests of the study whose cache keys are in ``wanted``, without their messages.
 
@@ -93,6 +97,7 @@ def store_lines(
     """
     stored = Stored()
     headers = _SIMULATED if simulated else {}
+    ready: dict[str, tuple[CachedResponse, str]] = {}
     for line in lines:
         request = requests.get(line.custom_id)
         if request is None:
@@ -105,21 +110,28 @@ def store_lines(
         try:
             answer = read_response(line.status, line.body, headers, url)
         except Rejected as exc:
-            entry = refusal_entry(request, exc, attempts=1)
-            counted = "refused"
+            ready[request.key] = refusal_entry(request, exc, attempts=1), "refused"
         except (TransportError, RunStopped) as exc:
             stored.missing += 1
             status = exc.status if isinstance(exc, TransportError) else None
             stored.reasons[f"HTTP {status}" if status else str(exc)] += 1
-            continue
         else:
-            entry = answer_entry(request, answer, attempts=1)
-            counted = "answered"
-        existing = cache.get(request.key)
-        if existing is not None and existing.ok:
+            ready[request.key] = answer_entry(request, answer, attempts=1), "answered"
+    puts: list[tuple[CachedResponse, bool]] = []
+    counted: list[str] = []
+    for key, (entry, outcome) in ready.items():
+        existing = cache.get(key)
+        # The other server's entry gives way, as in an online run (see ..origin).
+        other = existing is not None and existing.simulated != entry.simulated
+        if existing is not None and existing.ok and not other:
             stored.already += 1
             continue
         # A stored refusal gives way to an answer (as --retry-failed would).
-        cache.put(entry, overwrite=existing is not None and counted == "answered")
-        setattr(stored, counted, getattr(stored, counted) + 1)
+        puts.append((entry, existing is not None and (outcome == "answered" or other)))
+        counted.append(outcome)
+    for outcome, put in zip(counted, cache.put_many(puts), strict=True):
+        if put:
+            setattr(stored, outcome, getattr(stored, outcome) + 1)
+        else:
+            stored.already += 1  # another process stored it first
     return stored

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ("overhead", "rate_limits", "rerun", "rescore", "memory", "peers", "html_report")
+ORDER = ("overhead", "rate_limits", "rerun", "rescore", "memory", "peers", "html_report", "batch")
 
 
 def headline(name: str, quick: bool) -> str:
@@ -65,6 +65,12 @@ def headline(name: str, quick: bool) -> str:
         return (
             f"{r['records']} records: {r['html_mb']:.1f} MB, first render "
             f"{r['first_render_ms']:.0f} ms, {r['network_requests']} network requests"
+        )
+    if name == "batch":
+        r = data["result"]
+        return (
+            f"{r['requests']} requests by batch: {r['http_calls']} HTTP calls, "
+            f"{r['wall_s']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB"
         )
     return ""
 

@@ -17,6 +17,7 @@ from .errors import ConfigError
 
 __all__ = [
     "AnswerForm",
+    "BatchState",
     "CriterionKind",
     "EntryStatus",
     "Fractional",
@@ -142,6 +143,15 @@ class ItemOutcome(StrEnum):
     REJECTED = "rejected"
     FAILED = "failed"
     STOPPED = "stopped"
+    IN_BATCH = "in batch"  # a live batch job holds its request: not sent online
+
+
+class BatchState(StrEnum):
+    """How far a batch job's submit got, as its ledger record says (see judging/batch)."""
+
+    PREPARING = "preparing"
+    UPLOADED = "uploaded"
+    SUBMITTED = "submitted"
 
 
 class ScoreStatus(StrEnum):

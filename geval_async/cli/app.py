@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
+from ..judging.batch.ledger import Ledger
 from ..judging.cache import JudgeCache
 from ..judging.coverage import coverage
 from ..judging.plan import Study, prepare_study
@@ -26,9 +27,10 @@ from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
 from ..study.config import EvalConfig
 from .answers import add_answers_command, invalid_lines, warn
+from .batch import add_batch_commands, add_batch_flags, run_batch
 from .cache import add_cache_commands
 from .meta import add_meta_command
-from .overrides import study_config
+from .overrides import judge_key, study_config
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
 from .summary import budget_left, coverage_table, dry_run, run_summary
@@ -118,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="no progress line")
     run.add_argument("--strict", action="store_true", help="load warnings are errors")
+    add_batch_flags(run)
     run.set_defaults(handler=cmd_run)
 
     demo = commands.add_parser(
@@ -129,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the demo's cache and outputs (default: ./geval-demo)",
     )
     demo.add_argument("--fresh", action="store_true", help="empty the demo cache first")
+    demo.add_argument("--batch", action="store_true", help="judge through the Batch API")
     demo.set_defaults(handler=cmd_demo)
 
     status = commands.add_parser("status", help="per criterion: answered, refused, missing")
@@ -141,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_cache_commands(commands, _study_arguments, _load)
     add_meta_command(commands, _study_arguments)
     add_answers_command(commands, _study_arguments)
+    add_batch_commands(commands, _study_arguments)
     return parser
 
 
@@ -153,7 +158,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     study = prepare_study(_load(args))
     warn(study.warnings, strict=False)
     with JudgeCache(study.config.cache_path, create=False) as cache:
-        counts = coverage(study, cache)
+        counts = coverage(study, cache, Ledger(cache.directory).live_keys())
         corrupted = len(cache.corrupted)
     print(coverage_table(counts))
     shard = study.config.shard
@@ -172,12 +177,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         dry_run(study)
         return EXIT_OK
-    key = config.judge.api_key()
-    if key is None and not config.judge.is_local:
-        raise ConfigError(
-            f"no API key: set the environment variable {config.judge.api_key_env} "
-            f"(named by [judge] api_key_env in {config.source})"
-        )
+    key = judge_key(config)
+    if args.batch:
+        return run_batch(study, key, poll=args.poll, quiet=args.quiet)
     with JudgeCache(config.cache_path) as cache:
         result = _run_loop(study, cache, key, quiet=args.quiet, retry_failed=args.retry_failed)
         corrupted = len(cache.corrupted)
@@ -269,10 +271,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"plan: {len(study.records)} records x {len(study.criteria)} criteria, "
             f"n = {config.sampling.n} samples each; cache {config.cache_path}"
         )
-        with JudgeCache(config.cache_path) as cache:
-            result = _run_loop(study, cache, None, quiet=False)
-        print(run_summary(result.counters, result.elapsed))
-    if not result.complete:
+        if args.batch:
+            complete = run_batch(study, None, poll=0.5, quiet=False) == EXIT_OK
+        else:
+            with JudgeCache(config.cache_path) as cache:
+                result = _run_loop(study, cache, None, quiet=False)
+            print(run_summary(result.counters, result.elapsed))
+            complete = result.complete
+    if not complete:
         _say("the demo run did not finish; run `geval-async demo` again to resume")
         return EXIT_INCOMPLETE
     print("\nscoring from the cache (no network from here on)")

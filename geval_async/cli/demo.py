@@ -29,6 +29,7 @@ def demo_server() -> SimServer:
             rpm=20_000,
             tpm=20_000_000,
             seed=7,
+            batch_seconds=2.0,  # `demo --batch`: long enough to see the progress line
         )
     )
 

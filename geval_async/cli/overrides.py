@@ -9,13 +9,25 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
+from ..errors import ConfigError
 from ..study.config import EvalConfig, load_config
 from ..study.overrides import read_overrides
 
-__all__ = ["study_config"]
+__all__ = ["judge_key", "study_config"]
 
 
 def study_config(args: argparse.Namespace, names: Iterable[str]) -> EvalConfig:
     """``args.config`` loaded, with the flags among ``names`` that were given applied."""
     flags = {name: getattr(args, name, None) for name in names}
     return read_overrides(load_config(args.config), flags, flags=True)
+
+
+def judge_key(config: EvalConfig) -> str | None:
+    """The judge's API key; an error when a remote judge has none."""
+    key = config.judge.api_key()
+    if key is None and not config.judge.is_local:
+        raise ConfigError(
+            f"no API key: set the environment variable {config.judge.api_key_env} "
+            f"(named by [judge] api_key_env in {config.source})"
+        )
+    return key

@@ -44,23 +44,35 @@ def run_summary(counters: RunCounters, elapsed: float) -> str:
         f"429s {counters.rate_limited}, retries: {retries or 'none'}, "
         f"peak in flight {counters.peak_in_flight}, {elapsed:.1f} s"
     )
+    if counters.in_batch:
+        lines.append(
+            f"{counters.in_batch} items are in live batch jobs (not sent again): "
+            "collect them with `geval-async batch collect CONFIG`"
+        )
     if counters.simulated:
         lines.append(SIMULATED_NOTE)
     return "\n".join(lines)
 
 
 def coverage_table(counts: Mapping[str, Coverage]) -> str:
-    """``status``: per criterion, items answered, refused and missing."""
-    rows: list[list[object]] = [
-        [name, c.items, c.answered, c.refused, c.missing] for name, c in counts.items()
-    ]
+    """``status``: per criterion, items answered, refused and missing, and (while batch jobs
+    are live) the items in them, apart from the missing ones."""
     total = Coverage(
         answered=sum(c.answered for c in counts.values()),
         refused=sum(c.refused for c in counts.values()),
         missing=sum(c.missing for c in counts.values()),
+        in_batch=sum(c.in_batch for c in counts.values()),
     )
-    rows.append(["total", total.items, total.answered, total.refused, total.missing])
-    return table(["criterion", "items", "answered", "refused", "missing"], rows)
+    header = ["criterion", "items", "answered", "refused", "missing"]
+    rows: list[list[object]] = [
+        [name, c.items, c.answered, c.refused, c.missing]
+        for name, c in [*counts.items(), ("total", total)]
+    ]
+    if total.in_batch:
+        header.append("in batch")
+        for row, c in zip(rows, [*counts.values(), total], strict=True):
+            row.append(c.in_batch)
+    return table(header, rows)
 
 
 def expected_duration(requests: int, tokens: int, rpm: float | None, tpm: float | None) -> str:
@@ -136,6 +148,16 @@ def dry_run(study: Study) -> None:
     print(
         "estimated cost: "
         + (f"${cost:.2f}" if cost is not None else f"unknown (no price for {config.judge.model!r})")
+        + _batch_cost(config, prompt_tokens, completion_tokens)
     )
     print(expected_duration(requests, tokens, config.limits.rpm, config.limits.tpm))
     print("dry run: nothing was sent")
+
+
+def _batch_cost(config: EvalConfig, prompt_tokens: int, completion_tokens: int) -> str:
+    """``--dry-run``'s batch price, after the online one ("" when the price is unknown)."""
+    from ..study.pricing import estimate_cost
+
+    model, prices = config.judge.model, config.price_table
+    cost = estimate_cost(model, prompt_tokens, completion_tokens, prices, batch=True)
+    return "" if cost is None else f" online, ${cost:.2f} by batch (--batch)"

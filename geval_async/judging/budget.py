@@ -72,15 +72,17 @@ def record_spend(cache_dir: Path, config: EvalConfig, budget: Budget | None) -> 
         raise CacheError(f"{cache_dir}: cannot record the run's spend ({exc.strerror})") from exc
 
 
-def run_budget(config: EvalConfig, cache_dir: Path) -> Budget | None:
+def run_budget(config: EvalConfig, cache_dir: Path, *, batch: bool = False) -> Budget | None:
     """The budget of a run: the ``--max-cost`` cap less what earlier runs spent, or (no cap)
-    an unlimited one that only counts; None when the model has no price and there is no cap."""
-    price = price_of(config.judge.model, config.price_table)
+    an unlimited one that only counts; None when the model has no price and there is no cap.
+    With ``batch``, at the Batch API price (a submit of batch jobs)."""
+    price = price_of(config.judge.model, config.price_table, batch=batch)
     if config.max_cost is None:
         return None if price is None else Budget(math.inf, price)
     if price is None:
         raise ConfigError(
-            f"--max-cost needs the price of model {config.judge.model!r}: "
+            f"--max-cost needs the {'batch ' if batch else ''}price of model "
+            f"{config.judge.model!r}: "
             "add it to the config's [prices] table"
         )
     return Budget(config.max_cost, price, before=study_spent(cache_dir, config))

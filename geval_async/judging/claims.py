@@ -17,6 +17,11 @@ transaction, that the stored claim is still this run's. A run that stalled past 
 time-to-live, whose claim another process then took over, must not extend or delete the new
 holder's claim (that would let a third process send the request again). Each claim carries
 its own expiry, read against an injectable clock, so tests can move time instead of sleeping.
+
+A batch job (:mod:`geval_async.judging.batch`) claims its requests too, for as long as the batch
+lives rather than for a time-to-live: its claims name the batch, not a process, and hold while
+the batch's record is in the cache's ledger (``<cache>/batches``), whatever happens to the
+process that submitted it. Online runs skip those requests instead of waiting a day for them.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +39,7 @@ import diskcache
 import orjson
 
 from ..errors import CacheError
+from .batch.ledger import is_live
 
 __all__ = ["Claims"]
 
@@ -168,6 +174,9 @@ class Claims:
         return holder is not None and all(holder.get(k) == v for k, v in self._owner.items())
 
     def _lapsed(self, holder: dict[str, Any]) -> bool:
+        if "batch" in holder:
+            # A batch's claim holds while its record is in the ledger.
+            return not is_live(self.directory.parent, str(holder["batch"]))
         try:
             pid, host, until = int(holder["pid"]), holder["host"], float(holder["until"])
         except (TypeError, ValueError, KeyError):
@@ -175,6 +184,48 @@ class Claims:
         if until < self.clock():
             return True
         return host == _HOST and not _alive(pid)
+
+    def claim_for_batch(self, keys: Iterable[str], batch: str) -> list[str]:
+        """Claim ``keys`` for the batch whose ledger record is ``batch``, with no time limit.
+
+        Returns the keys claimed; a key a live run or another live batch holds is left out.
+        """
+        claim = orjson.dumps({"batch": batch})
+        claimed = []
+        try:
+            with self._cache.transact():
+                for key in keys:
+                    if not self._cache.add(key, claim):
+                        holder = self._holder(key)
+                        if holder is not None and not self._lapsed(holder):
+                            continue
+                        self._cache.set(key, claim)
+                    claimed.append(key)
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise self._error(exc) from exc
+        return claimed
+
+    def release_batch(self, keys: Iterable[str], batch: str) -> None:
+        """Give up the claims that batch ``batch`` holds on ``keys`` (the batch has ended)."""
+        try:
+            with self._cache.transact():
+                for key in keys:
+                    holder = self._holder(key)
+                    if holder is not None and holder.get("batch") == batch:
+                        self._cache.delete(key)
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise self._error(exc) from exc
+
+    def batch_of(self, key: str) -> str | None:
+        """The live batch that holds ``key``, or None."""
+        try:
+            holder = self._holder(key)
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise self._error(exc) from exc
+        batch = None if holder is None else holder.get("batch")
+        if batch is None or not is_live(self.directory.parent, str(batch)):
+            return None
+        return str(batch)
 
     def _error(self, exc: Exception) -> CacheError:
         return CacheError(

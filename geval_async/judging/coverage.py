@@ -9,7 +9,7 @@ first key scheme are read in place (:mod:`geval_async.judging.legacy`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -100,24 +100,30 @@ def states_ahead(
 
 @dataclass
 class Coverage:
-    """Per-criterion counts of items answered, refused and missing."""
+    """Per-criterion counts of items answered, refused, missing and waiting in batch jobs."""
 
     answered: int = 0
     refused: int = 0
     missing: int = 0
+    in_batch: int = 0
 
     @property
     def items(self) -> int:
-        return self.answered + self.refused + self.missing
+        return self.answered + self.refused + self.missing + self.in_batch
 
 
-def coverage(study: Study, cache: JudgeCache) -> dict[str, Coverage]:
-    """Count, per criterion, the items the cache answers, refuses or lacks."""
+def coverage(
+    study: Study, cache: JudgeCache, in_batch: Container[str] = frozenset()
+) -> dict[str, Coverage]:
+    """Count, per criterion, the items the cache answers, refuses or lacks; an item lacking
+    only requests whose keys are in ``in_batch`` (live batch jobs) counts as in batch."""
     counts = {c.name: Coverage() for c in study.criteria}
     for state in item_states(study, cache):
         c = counts[state.item.criterion.name]
         if state.refused is not None:
             c.refused += 1
+        elif state.missing and all(r.key in in_batch for r in state.missing):
+            c.in_batch += 1
         elif state.missing:
             c.missing += 1
         else:

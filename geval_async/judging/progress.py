@@ -49,6 +49,7 @@ class RunCounters:
     peak_in_flight: int = 0
     simulated: bool = False
     last_retry: str = ""  # the failure of the latest retry, e.g. "connection refused"
+    in_batch: int = 0  # items skipped because a live batch job holds their requests
     started: float = field(default_factory=time.monotonic)
     # Answers and tokens per second of the last minute: [second, answers, tokens] (a deque of
     # one entry per answer held 200,000 tuples at 3,500 answers a second).

@@ -155,6 +155,10 @@ class _Run:
     async def fetch_claimed(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
         """Fetch a request unless another process (or item) is asking: then await its answer."""
         while not await self.writer.claim(request.key):
+            if self.claims.batch_of(request.key) is not None:
+                # A live batch job is asking for it: its answer comes when the batch is collected.
+                self.counters.in_batch += 1
+                return ItemOutcome.IN_BATCH, 0
             await self.sleep_unless_stopped(_CLAIM_POLL)
             if self.stop.is_set():
                 return ItemOutcome.STOPPED, 0

@@ -182,3 +182,14 @@ def _failure(
         )
     kind = Rejected if decision.action is Action.REFUSE else Transient
     return kind(decision.message, status=status, body=raw, headers=headers, fact=fact)
+
+
+def read_response(status: int, raw: bytes, headers: Mapping[str, str], url: str) -> JudgeAnswer:
+    """The answer in a response received another way (a line of a batch's output file).
+
+    Raises what an online response with this status and body would have raised, so a batch's
+    answers and refusals are told apart by the same rules as online ones.
+    """
+    if status == 200:
+        return _answer(status, raw, headers, 0.0)
+    raise _failure(status, raw, headers, url, "the API key variable")

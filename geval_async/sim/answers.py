@@ -11,11 +11,10 @@ import hashlib
 import json
 import math
 import re
+import time
 from typing import Any
 
-from .limits import (
-    message_text,
-)
+from .limits import message_text, prompt_tokens
 from .settings import SimSettings
 
 MODEL = "sim-judge"
@@ -242,3 +241,29 @@ def judge(
             }
         )
     return choices, used, refusals
+
+
+def completion(
+    body: dict[str, Any], settings: SimSettings, model: str, answer_id: str, repeat: int = 0
+) -> tuple[dict[str, Any], int]:
+    """The chat-completion object answering a validated request, and how many choices refuse.
+
+    The online endpoint and the Batch API both answer with it, so a batch answers exactly as
+    online requests do.
+    """
+    choices, used, refusals = judge(body, settings, repeat)
+    prompt = prompt_tokens(body["messages"])
+    answer = {
+        "id": answer_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": FINGERPRINT,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": used,
+            "total_tokens": prompt + used,
+        },
+    }
+    return answer, refusals

@@ -9,6 +9,7 @@ a distribution over the ratings centred on the true score. On request it injects
 remote API shows (429s with retry-after, quota exhaustion, 5xx, resets, stalls, truncated
 bodies) and counts everything it received, so a test can assert what a client sent.
 
+It speaks the Batch API too (``/v1/files``, ``/v1/batches``: :mod:`geval_async.sim.batch`).
 ``GET /sim/stats``, ``POST /sim/settings`` and ``POST /sim/reset`` let another process
 (a benchmark driving the CLI) watch and steer it.
 """
@@ -28,7 +29,8 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from .answers import FINGERPRINT, MODEL, answer_forms, judge
+from .answers import MODEL, answer_forms, completion
+from .batch import BatchService
 from .limits import (
     QUOTA_MESSAGE,
     SERVER_ERRORS,
@@ -155,40 +157,28 @@ class _Judge:
             if delay > 0:
                 await asyncio.sleep(delay)
             model = body.get("model") or request.match_info.get("deployment") or MODEL
-            return self._completion(body, model, digest, prompt, truncate=fault == "truncated")
+            return self._completion(body, model, digest, truncate=fault == "truncated")
         finally:
             self.granted -= 1
 
     def _completion(
-        self, body: dict[str, Any], model: str, digest: str, prompt: int, truncate: bool
+        self, body: dict[str, Any], model: str, digest: str, truncate: bool
     ) -> web.Response:
         repeat = self.stats.answered[digest]
         # llama.cpp samples anew on every call, also when only n differs between calls.
         call = json.dumps({k: v for k, v in body.items() if k != "n"}, sort_keys=True)
         if self.settings.ignore_n:
             repeat = self.calls[call]
-        choices, used, refusals = judge(body, self.settings, repeat)
+        answer_id = f"chatcmpl-sim-{hashlib.sha256(f'{digest}:{repeat}'.encode()).hexdigest()[:24]}"
+        answer, refusals = completion(body, self.settings, model, answer_id, repeat)
         if refusals:
             self.stats.faults["invalid_answer"] += refusals
-        answer = {
-            "id": f"chatcmpl-sim-{hashlib.sha256(f'{digest}:{repeat}'.encode()).hexdigest()[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "system_fingerprint": FINGERPRINT,
-            "choices": choices,
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": used,
-                "total_tokens": prompt + used,
-            },
-        }
         text = json.dumps(answer)
         if truncate:
             text = text[: len(text) // 2]
         else:
             self.stats.answered[digest] += 1
-            self.stats.samples += len(choices)
+            self.stats.samples += len(answer["choices"])
             self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")
 
@@ -238,7 +228,8 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
     """
     answer_forms(settings.answer_styles)  # an unknown style fails here, not on every request
     judge = _Judge(settings, stats if stats is not None else SimStats())
-    app = web.Application(middlewares=[_house_style], client_max_size=64 * 1024**2)
+    # Batch input files may be 200 MB.
+    app = web.Application(middlewares=[_house_style], client_max_size=256 * 1024**2)
     app.add_routes(
         [
             web.post("/v1/chat/completions", judge.completions),
@@ -247,6 +238,7 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
             web.get("/sim/stats", judge.stats_view),
             web.post("/sim/settings", judge.update_settings),
             web.post("/sim/reset", judge.reset_stats),
+            *BatchService(settings, judge.stats).routes(),
         ]
     )
     return app

@@ -36,6 +36,14 @@ class SimSettings:
     # "N out of M", markdown, [[N]], [RESULT] N, counterfactuals, breakdowns, quoted numbers),
     # or style names joined by commas ("letters", "half" for half points, ...).
     answer_styles: str = "plain"
+    # The Batch API (/v1/files, /v1/batches): seconds from create to done; the share of lines
+    # answered with batch_failure_status; the share left unanswered when the window closes
+    # (the batch then ends "expired"); a message that makes every batch fail validation.
+    batch_seconds: float = 0.0
+    batch_failed_lines: float = 0.0
+    batch_failure_status: int = 500
+    batch_expired_lines: float = 0.0
+    batch_invalid: str | None = None
 
 
 @dataclass
@@ -59,10 +67,14 @@ class SimStats:
     faults: collections.Counter[str] = field(default_factory=collections.Counter)
     rate_limited: int = 0
     samples: int = 0
+    batches: int = 0  # batches created
+    batch_lines: int = 0  # request lines in the input files of created batches
+    batch_calls: int = 0  # HTTP calls to /v1/files and /v1/batches
 
     def reset(self) -> None:
         """Zero every counter in place (the server keeps its reference)."""
         self.received = self.rate_limited = self.samples = 0
+        self.batches = self.batch_lines = self.batch_calls = 0
         self.peak_in_flight = self.in_flight  # requests still running count on
         for counter in (self.by_status, self.answered, self.faults):
             counter.clear()
@@ -80,4 +92,7 @@ class SimStats:
             "faults": dict(self.faults),
             "rate_limited": self.rate_limited,
             "samples": self.samples,
+            "batches": self.batches,
+            "batch_lines": self.batch_lines,
+            "batch_calls": self.batch_calls,
         }

@@ -2,6 +2,8 @@
 
 Prices change; these are list prices at the time of writing and only ever feed an estimate
 (``--dry-run``) or the budget cap. A config's ``[prices]`` table adds or overrides models.
+Batch jobs (``--batch``) are billed at :data:`BATCH_PRICES`: half the online price for
+OpenAI's models, as OpenAI and Azure OpenAI charge for their Batch API.
 """
 
 from __future__ import annotations
@@ -24,11 +26,26 @@ PRICES: dict[str, tuple[float, float]] = {
     "sim-judge": (0.0, 0.0),
 }
 
+# The Batch API's price: 50% of the online price for every model above.
+BATCH_PRICES: dict[str, tuple[float, float]] = {
+    model: (price_in / 2, price_out / 2) for model, (price_in, price_out) in PRICES.items()
+}
+
 
 def price_of(
-    model: str, prices: Mapping[str, tuple[float, float]] | None = None
+    model: str, prices: Mapping[str, tuple[float, float]] | None = None, *, batch: bool = False
 ) -> tuple[float, float] | None:
-    """(input, output) USD per 1M tokens of ``model`` (longest matching prefix), or None."""
+    """(input, output) USD per 1M tokens of ``model`` (longest matching prefix), or None.
+
+    With ``batch`` the Batch API price: :data:`BATCH_PRICES`, or half the ``prices`` entry of a
+    model the built-in table does not know.
+    """
+    if batch:
+        online = price_of(model, prices)
+        if online is not None and online != price_of(model, PRICES):
+            # A [prices] entry of the config: its batch price is half, as OpenAI's.
+            return online[0] / 2, online[1] / 2
+        return price_of(model, BATCH_PRICES)
     table = PRICES if prices is None else prices
     matches = [p for p in table if model.startswith(p)]
     return table[max(matches, key=len)] if matches else None
@@ -39,9 +56,12 @@ def estimate_cost(
     prompt_tokens: int,
     completion_tokens: int,
     prices: Mapping[str, tuple[float, float]] | None = None,
+    *,
+    batch: bool = False,
 ) -> float | None:
-    """Estimated USD for the tokens, or None when the model has no known price."""
-    price = price_of(model, prices)
+    """Estimated USD for the tokens (at the Batch API price with ``batch``), or None when the
+    model has no known price."""
+    price = price_of(model, prices, batch=batch)
     if price is None:
         return None
     price_in, price_out = price

@@ -1,0 +1,372 @@
+"""``geval-async run CONFIG --batch`` and ``geval-async batch submit|status|collect|cancel|
+export|import CONFIG [FILE]``: the judge stage through a Batch API. Parsing and printing only;
+the work is in :mod:`geval_async.judging.batch`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..judging.batch.control import BatchControl, make_client, server_is_simulated
+from ..judging.batch.files import endpoint, input_line, read_output
+from ..judging.batch.ledger import BatchRecord, Ledger
+from ..judging.batch.store import Stored, requests_by_key, store_lines
+from ..judging.budget import run_budget
+from ..judging.cache import JudgeCache
+from ..judging.claims import Claims
+from ..judging.coverage import coverage, item_states
+from ..judging.origin import ServerEntries
+from ..judging.plan import Study, prepare_study
+from ..study.pricing import Budget
+from .overrides import judge_key
+from .summary import coverage_table, table
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 130
+# Claims this module takes as a process (while taking over a ledger record) lapse after this.
+_CLAIM_TTL = 300.0
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def add_batch_flags(parser: argparse.ArgumentParser) -> None:
+    """``run``'s flags for batch jobs."""
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="judge through the Batch API (half price, answers within 24 h): submit, wait, "
+        "collect; interrupting loses nothing (run again to attach)",
+    )
+    parser.add_argument(
+        "--poll",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="with --batch: seconds between status checks (default 30)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def add_batch_commands(commands: Any, study_arguments: Callable[[Any], None]) -> None:
+    """Register ``geval-async batch ...``."""
+    batch = commands.add_parser("batch", help="batch jobs: submit, status, collect, cancel, ...")
+    steps = batch.add_subparsers(dest="step", required=True, metavar="STEP")
+    helps = {
+        "submit": "submit every request the cache lacks as batch jobs, and return",
+        "status": "the live batch jobs and the items in them (attaches to interrupted submits)",
+        "collect": "store the answers of the batch jobs that have ended",
+        "cancel": "cancel the live batch jobs (answers they already have are collected)",
+        "export": "write the input JSONL of every request the cache lacks to FILE; send nothing",
+        "import": "store an output JSONL produced elsewhere (vLLM run-batch, another provider)",
+    }
+    for step, text in helps.items():
+        parser = steps.add_parser(step, help=text)
+        study_arguments(parser)
+        if step in ("export", "import"):
+            parser.add_argument("file", metavar="FILE", help="the JSONL file")
+        if step == "submit":
+            parser.add_argument(
+                "--max-cost",
+                type=float,
+                metavar="USD",
+                help="submit no more than USD at the batch price (estimate, see [prices])",
+            )
+        parser.set_defaults(handler=_handlers()[step])
+
+
+def _handlers() -> dict[str, Callable[[argparse.Namespace], int]]:
+    return {
+        "submit": cmd_submit,
+        "status": cmd_status,
+        "collect": cmd_collect,
+        "cancel": cmd_cancel,
+        "export": cmd_export,
+        "import": cmd_import,
+    }
+
+
+# --- the commands that talk to the provider ---------------------------------------------------
+
+
+def _with_control(
+    args: argparse.Namespace | None,
+    work: Callable[[BatchControl, Claims], Coroutine[Any, Any, int]],
+    study: Study | None = None,
+    key: str | None = None,
+) -> int:
+    """Open the study (from ``args`` unless given), cache, claims and client; attach to
+    interrupted submits; run ``work``."""
+    from .app import _load
+
+    if study is None:
+        assert args is not None
+        study = prepare_study(_load(args))
+        key = judge_key(study.config)
+    source = study.config.source
+
+    async def main() -> int:
+        simulated = await server_is_simulated(study, key)
+        async with make_client(study, key) as client:
+            control = BatchControl(study, cache, client, simulated)
+            with Claims(cache.directory, _CLAIM_TTL) as claims:
+                await control.attach(claims)
+                return await work(control, claims)
+
+    with JudgeCache(study.config.cache_path) as cache:
+        cache.check_writable()
+        try:
+            return asyncio.run(main())
+        except KeyboardInterrupt:
+            _say(
+                "interrupted: submitted batch jobs keep running at the provider and are in the "
+                f"ledger; `geval-async run {source} --batch` or `geval-async batch collect "
+                f"{source}` attaches to them"
+            )
+            return EXIT_INTERRUPTED
+
+
+def run_batch(study: Study, key: str | None, *, poll: float, quiet: bool) -> int:
+    """``run --batch``: submit what the cache lacks, wait with a progress line, collect."""
+
+    async def work(control: BatchControl, claims: Claims) -> int:
+        records, held_back = await control.submit(claims, budget=_budget(study))
+        _report_submitted(records, held_back)
+        show = _progress_printer(quiet=quiet, started=time.monotonic())
+        stored, collected = await control.wait(claims, poll_seconds=poll, on_progress=show)
+        if not quiet and sys.stderr.isatty():
+            print(file=sys.stderr)
+        _report_collected(collected, stored)
+        return _coverage_exit(study, control.cache, control.ledger, held_back)
+
+    return _with_control(None, work, study, key)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    async def work(control: BatchControl, claims: Claims) -> int:
+        records, held_back = await control.submit(claims, budget=_budget(control.study))
+        _report_submitted(records, held_back)
+        live = control.ledger.live()
+        print(
+            f"{len(live)} batch jobs live; see `geval-async batch status {args.config}`, "
+            f"then `geval-async batch collect {args.config}` when they have ended"
+        )
+        return EXIT_OK
+
+    return _with_control(args, work)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    async def work(control: BatchControl, claims: Claims) -> int:
+        records = await control.poll()
+        print(_batch_table(records) if records else "no live batch jobs")
+        for record in records:
+            if record.errors:
+                print(f"batch {record.label} failed validation: {record.errors[0]}")
+        counts = coverage(control.study, control.cache, control.ledger.live_keys())
+        print(coverage_table(counts))
+        ended = [r for r in records if r.ended]
+        if ended:
+            print(
+                f"{len(ended)} batch jobs have ended: "
+                f"collect them with `geval-async batch collect {args.config}`"
+            )
+        return EXIT_OK
+
+    return _with_control(args, work)
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    async def work(control: BatchControl, claims: Claims) -> int:
+        records = await control.poll()
+        stored, collected = Stored(), []
+        for record in records:
+            if record.ended:
+                stored.add(await control.collect(record, claims))
+                collected.append(record)
+        _report_collected(collected, stored)
+        running = [r for r in records if not r.ended]
+        if running:
+            print(f"{len(running)} batch jobs are still running; collect again later")
+            return EXIT_INCOMPLETE
+        return _coverage_exit(control.study, control.cache, control.ledger, 0)
+
+    return _with_control(args, work)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    async def work(control: BatchControl, claims: Claims) -> int:
+        records = await control.cancel()
+        print(_batch_table(records) if records else "no live batch jobs")
+        print(
+            "cancelling: answers they already have are stored by "
+            f"`geval-async batch collect {args.config}` once they have stopped"
+        )
+        return EXIT_OK
+
+    return _with_control(args, work)
+
+
+# --- files for any engine ----------------------------------------------------------------------
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .app import _load
+
+    study = prepare_study(_load(args))
+    target = Path(args.file)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    lines = 0
+    with JudgeCache(study.config.cache_path, create=False) as cache:
+        taken = Ledger(cache.directory).live_keys()
+        try:
+            with open(temporary, "wb") as handle:
+                # For a real engine: the simulated judge's answers count as missing (..origin).
+                for state in item_states(study, ServerEntries(cache, False)):
+                    for request in state.missing if state.refused is None else ():
+                        if request.key not in taken:
+                            taken.add(request.key)
+                            handle.write(input_line(request, study.config.judge))
+                            lines += 1
+            os.replace(temporary, target)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            raise ConfigError(f"{target}: cannot write the file ({exc})") from exc
+    print(f"{lines} requests written to {target} (custom_id = cache key); send nothing")
+    print(
+        f"run it, e.g. `vllm run-batch -i {target} -o out.jsonl --model MODEL`, then "
+        f"`geval-async batch import {args.config} out.jsonl`"
+    )
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .app import _load
+
+    study = prepare_study(_load(args))
+    source = Path(args.file)
+    try:
+        # Read every line first: a bad line fails before anything is stored.
+        parsed = list(read_output(source.read_bytes().splitlines(), str(source)))
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read the output file ({exc})") from exc
+    with JudgeCache(study.config.cache_path) as cache:
+        cache.check_writable()
+        # A file from elsewhere holds real answers: simulated entries give way (..origin).
+        entries = ServerEntries(cache, False)
+        requests = requests_by_key(study, entries, {line.custom_id for line in parsed})
+        url = endpoint(study.config.judge)
+        stored = store_lines(parsed, requests, cache, url=url)
+    _report_stored(stored, f"{source}")
+    if stored.unknown:
+        print(
+            f"{len(stored.unknown)} lines name no request of this study and were skipped "
+            f"(first: {stored.unknown[0]}); was the file made from another config?"
+        )
+    with JudgeCache(study.config.cache_path, create=False) as cache:
+        return _coverage_exit(study, cache, Ledger(cache.directory), 0)
+
+
+# --- printing ----------------------------------------------------------------------------------
+
+
+def _budget(study: Study) -> Budget | None:
+    """``--max-cost`` at the batch price: what a submit may commit, less what the study's
+    earlier runs and submits spent."""
+    return run_budget(study.config, study.config.cache_path, batch=True)
+
+
+def _report_submitted(records: list[BatchRecord], held_back: int) -> None:
+    for record in records:
+        print(f"submitted batch {record.label}: {record.requests} requests")
+    if held_back:
+        print(f"budget: {held_back} requests held back by --max-cost; raise it to submit them")
+
+
+def _report_collected(records: list[BatchRecord], stored: Stored) -> None:
+    for record in records:
+        print(
+            f"batch {record.label} {record.status}: "
+            + ", ".join(f"{count} {what}" for what, count in record.outcome.items() if count)
+        )
+        if record.errors:
+            print(f"batch {record.label} failed validation: {record.errors[0]}")
+    if records:
+        _report_stored(stored, "batches")
+
+
+def _report_stored(stored: Stored, source: str) -> None:
+    print(
+        f"stored from {source}: {stored.answered} answers, {stored.refused} refusals; "
+        f"{stored.already} already in the cache; {stored.missing} left missing"
+        + (
+            ""
+            if not stored.reasons
+            else " ("
+            + ", ".join(f"{reason} {count}" for reason, count in stored.reasons.most_common(4))
+            + ")"
+        )
+    )
+
+
+def _batch_table(records: list[BatchRecord]) -> str:
+    rows: list[list[object]] = [
+        [r.label, r.status or r.state, r.requests, r.completed, r.failed] for r in records
+    ]
+    return table(["batch", "status", "requests", "completed", "failed"], rows)
+
+
+def _progress_printer(*, quiet: bool, started: float) -> Callable[[list[BatchRecord]], None]:
+    interactive = sys.stderr.isatty()
+
+    def show(records: list[BatchRecord]) -> None:
+        if quiet:
+            return
+        live = [r for r in records if not r.ended]
+        done = sum(r.completed + r.failed for r in records)
+        total = sum(r.requests for r in records)
+        statuses = ", ".join(sorted({str(r.status) for r in live})) or "ended"
+        elapsed = int(time.monotonic() - started)
+        line = (
+            f"batches: {len(live)} live ({statuses}) | {done}/{total} requests done | "
+            f"{elapsed // 60}m{elapsed % 60:02d}s"
+        )
+        if interactive:
+            print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    return show
+
+
+def _coverage_exit(study: Study, cache: JudgeCache, ledger: Ledger, held_back: int) -> int:
+    counts = coverage(study, cache, ledger.live_keys())
+    print(coverage_table(counts))
+    missing = sum(c.missing for c in counts.values())
+    refused = sum(c.refused for c in counts.values())
+    in_batch = sum(c.in_batch for c in counts.values())
+    if missing or held_back:
+        _say(
+            f"{missing} items have no answer yet: finish them online with `geval-async run "
+            f"{study.config.source}` or in another batch with `run --batch`"
+        )
+    if in_batch:
+        _say(f"{in_batch} items are in live batch jobs")
+    return EXIT_OK if not (missing or refused or in_batch) else EXIT_INCOMPLETE

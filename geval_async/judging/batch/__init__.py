@@ -1,0 +1,7 @@
+"""Batch jobs: the judge stage through a Batch API (OpenAI, Azure OpenAI, vLLM's run-batch).
+
+:mod:`.files` writes the JSONL input files (one request per line, its cache key as
+``custom_id``) and reads output files; :mod:`.ledger` keeps what was submitted in the cache
+folder; :mod:`.store` stores output lines as the cache entries online answers make;
+:mod:`.control` submits, attaches, polls, collects and cancels through the ``openai`` package.
+"""

@@ -1,0 +1,337 @@
+"""The control plane of batch jobs, through the ``openai`` package: submit, attach, poll,
+collect, cancel.
+
+:meth:`BatchControl.submit` puts every request the cache lacks (and no live batch holds) into
+input files (:mod:`.files`), claims them for the batch, uploads each file and creates its batch,
+writing each step to the ledger (:mod:`.ledger`) before the next. :meth:`~BatchControl.attach`
+picks up what an interrupted process left: a batch created from an uploaded file is found
+(``batches.list``) or created, a record that never reached the provider is dropped.
+:meth:`~BatchControl.poll` asks for each live batch's status, :meth:`~BatchControl.collect`
+streams an ended batch's output and error files into the cache (:mod:`.store`) and releases its
+claims. The online hot path stays on aiohttp (:mod:`geval_async.judging.transport`); this
+module makes a handful of calls per batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+from ...errors import RunStopped
+from ...options import Provider
+from ...study.pricing import Budget
+from ...study.settings import DEFAULT_BASE_URL
+from ..budget import record_spend, request_cost
+from ..cache import JudgeCache
+from ..claims import Claims
+from ..coverage import item_states
+from ..origin import ServerEntries
+from ..plan import Study
+from ..transport import Transport
+from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
+from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
+from .store import Stored, requests_by_key, store_lines
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+    from openai.types import Batch
+
+COMPLETION_WINDOW: Literal["24h"] = "24h"
+# Lines stored per cache pass while an output file streams in.
+_STORE_EVERY = 2_000
+# A record another live process is still preparing is left alone for this long.
+_PREPARING_GRACE = 3600.0
+
+
+async def server_is_simulated(study: Study, api_key: str | None) -> bool | None:
+    """Whether the judge is geval-async's simulated one: the probe an online run makes
+    (:meth:`Transport.is_simulated`), so batch answers follow the same origin rule."""
+    async with Transport(study.config.judge, api_key, concurrency=1, timeout=10.0) as probe:
+        return await probe.is_simulated()
+
+
+def make_client(study: Study, api_key: str | None) -> AsyncOpenAI:
+    """An ``openai`` client for the judge's provider (the key goes into a header only)."""
+    import openai
+
+    judge = study.config.judge
+    common: dict[str, Any] = {
+        "api_key": api_key or "no-key",
+        "default_headers": dict(judge.headers),
+        "max_retries": 5,
+    }
+    if judge.provider == Provider.AZURE:
+        return openai.AsyncAzureOpenAI(
+            azure_endpoint=str(judge.azure_endpoint), api_version=judge.api_version, **common
+        )
+    return openai.AsyncOpenAI(base_url=judge.base_url or DEFAULT_BASE_URL, **common)
+
+
+@asynccontextmanager
+async def _provider(what: str) -> AsyncIterator[None]:
+    """Translate the ``openai`` package's errors into ours, once (no key ever in the text)."""
+    import openai
+
+    try:
+        yield
+    except openai.AuthenticationError as exc:
+        raise RunStopped(
+            f"{what}: the provider refused the API key (HTTP {exc.status_code}); "
+            "check the key variable named by [judge] api_key_env"
+        ) from exc
+    except openai.NotFoundError as exc:
+        raise RunStopped(
+            f"{what}: not found (HTTP 404) at the provider; check base_url (or azure_endpoint "
+            "and api_version) and that the provider offers the Batch API"
+        ) from exc
+    except openai.APIStatusError as exc:
+        raise RunStopped(f"{what}: HTTP {exc.status_code}: {_message(exc.body)}") from exc
+    except openai.APIError as exc:
+        raise RunStopped(f"{what}: {type(exc).__name__}; run the command again") from exc
+
+
+def _message(body: object) -> str:
+    error = body.get("error", body) if isinstance(body, dict) else body
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message)[:300]
+
+
+class BatchControl:
+    """Batch jobs of one study on one cache. ``await control.submit()`` and so on.
+
+    ``simulated`` says whether the provider is the simulated judge (:func:`server_is_simulated`;
+    None when unknown): the other server's entries then count as missing, as in an online run
+    (:mod:`geval_async.judging.origin`), and are replaced by the batch's answers.
+    """
+
+    def __init__(
+        self, study: Study, cache: JudgeCache, client: AsyncOpenAI, simulated: bool | None = None
+    ) -> None:
+        self.study, self.cache, self.client = study, cache, client
+        self.entries = ServerEntries(cache, simulated)
+        self.ledger = Ledger(cache.directory)
+        self.judge = study.config.judge
+        self.endpoint = endpoint(self.judge)
+
+    # --- submit --------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        claims: Claims,
+        *,
+        budget: Budget | None = None,
+        max_lines: int = MAX_LINES,
+        max_bytes: int = MAX_BYTES,
+    ) -> tuple[list[BatchRecord], int]:
+        """Submit every request the cache lacks and no live batch holds.
+
+        Returns the new batches and how many requests the budget held back.
+        """
+        held_back = 0
+        taken = self.ledger.live_keys()
+
+        def lines() -> Any:
+            nonlocal held_back
+            for state in item_states(self.study, self.entries):
+                for request in state.missing if state.refused is None else ():
+                    if request.key in taken:
+                        continue  # in a live batch, or an identical request of another item
+                    if budget is not None and not budget.charge(request_cost(budget, request)):
+                        held_back += 1
+                        continue
+                    taken.add(request.key)
+                    yield request.key, input_line(request, self.judge)
+
+        records = []
+        numbered = split_lines(lines(), max_lines=max_lines, max_bytes=max_bytes)
+        try:
+            # Each file is written to disk as the plan is walked (never held in memory), then
+            # claimed, uploaded and submitted before the next one is written.
+            for record, keys in self.ledger.write_inputs(numbered):
+                if await self._submit_file(claims, record, keys):
+                    records.append(record)
+        finally:
+            # What the submit committed counts against the study budget, as an online run's.
+            record_spend(self.cache.directory, self.study.config, budget)
+        return records, held_back
+
+    async def _submit_file(self, claims: Claims, record: BatchRecord, keys: list[str]) -> bool:
+        claimed = claims.claim_for_batch(keys, record.name)
+        if not claimed:
+            self.ledger.drop(record)  # another process is asking for all of them
+            return False
+        if len(claimed) < len(keys):
+            self.ledger.keep_input(record, set(claimed))
+        record.requests = len(claimed)
+        self.ledger.save_keys(record, claimed)
+        self.ledger.save(record)
+        async with _provider("uploading the batch input file"):
+            with self.ledger.open_input(record) as handle:
+                uploaded = await self.client.files.create(file=handle, purpose="batch")
+        record.input_file_id, record.state = uploaded.id, UPLOADED
+        self.ledger.save(record)
+        await self._create(record)
+        self.ledger.input_path(record).unlink(missing_ok=True)
+        return True
+
+    async def _create(self, record: BatchRecord) -> None:
+        async with _provider("creating the batch"):
+            batch = await self.client.batches.create(
+                input_file_id=str(record.input_file_id),
+                endpoint=self.endpoint,  # type: ignore[arg-type]
+                completion_window=COMPLETION_WINDOW,
+            )
+        record.batch_id, record.state = batch.id, SUBMITTED
+        _update(record, batch)
+        self.ledger.save(record)
+
+    # --- attach, poll ----------------------------------------------------------------------
+
+    async def attach(self, claims: Claims) -> None:
+        """Take over what an interrupted process left in the ledger."""
+        for record in self.ledger.live():
+            if record.state == SUBMITTED or record.in_hand(_PREPARING_GRACE):
+                continue
+            # One process takes over a record at a time.
+            if not claims.claim(f"batch-record:{record.name}"):
+                continue
+            try:
+                # Another process may have taken it over between the listing and the claim.
+                current = self.ledger.get(record.name)
+                if current is None or current.state == SUBMITTED:
+                    continue
+                record = current
+                if record.state == PREPARING:
+                    claims.release_batch(self.ledger.keys(record), record.name)
+                    self.ledger.drop(record)
+                elif record.state == UPLOADED:
+                    batch = await self._created_from(str(record.input_file_id))
+                    if batch is None:
+                        await self._create(record)
+                    else:
+                        record.batch_id, record.state = batch.id, SUBMITTED
+                        _update(record, batch)
+                        self.ledger.save(record)
+                    self.ledger.input_path(record).unlink(missing_ok=True)
+            finally:
+                claims.release(f"batch-record:{record.name}")
+
+    async def _created_from(self, input_file_id: str) -> Batch | None:
+        """The batch the provider created from an input file, if any."""
+        async with _provider("listing batches"):
+            async for batch in self.client.batches.list(limit=100):
+                if batch.input_file_id == input_file_id:
+                    return batch
+        return None
+
+    async def poll(self) -> list[BatchRecord]:
+        """Ask for the status of every live batch; returns their records."""
+        records = [r for r in self.ledger.live() if r.state == SUBMITTED]
+        for record in records:
+            if record.ended:
+                continue
+            async with _provider(f"asking for batch {record.batch_id}"):
+                batch = await self.client.batches.retrieve(str(record.batch_id))
+            _update(record, batch)
+            self.ledger.save(record)
+        return records
+
+    # --- collect, cancel -----------------------------------------------------------------
+
+    async def collect(self, record: BatchRecord, claims: Claims) -> Stored:
+        """Store an ended batch's answers, release its claims, move it to the history."""
+        keys = self.ledger.keys(record)
+        requests = requests_by_key(self.study, self.entries, set(keys))
+        stored = Stored()
+        for file_id in (record.output_file_id, record.error_file_id):
+            if file_id is not None:
+                stored.add(await self._store_file(file_id, requests))
+        seen = stored.answered + stored.refused + stored.missing + stored.already
+        if len(keys) > seen:
+            # A failed (or cancelled) batch answers some lines or none: the rest stay missing.
+            stored.missing += len(keys) - seen - len(stored.unknown)
+            stored.reasons[f"batch {record.status}"] += len(keys) - seen - len(stored.unknown)
+        claims.release_batch(keys, record.name)
+        record.outcome = {
+            "answered": stored.answered,
+            "refused": stored.refused,
+            "missing": stored.missing,
+            "already": stored.already,
+        }
+        self.ledger.finish(record)
+        return stored
+
+    async def _store_file(self, file_id: str, requests: dict[str, Any]) -> Stored:
+        stored = Stored()
+        source = f"batch file {file_id}"
+        async with _provider(f"downloading {source}"):
+            stream = self.client.files.with_streaming_response.content(file_id)
+            async with stream as response:
+                simulated = response.headers.get("x-geval-simulated") == "true"
+                lines: list[bytes] = []
+                async for text in response.iter_lines():
+                    lines.append(text.encode())
+                    if len(lines) >= _STORE_EVERY:
+                        stored.add(self._store(lines, requests, source, simulated))
+                        lines = []
+                stored.add(self._store(lines, requests, source, simulated))
+        return stored
+
+    def _store(
+        self, lines: list[bytes], requests: dict[str, Any], source: str, simulated: bool
+    ) -> Stored:
+        parsed = read_output(lines, source)
+        return store_lines(parsed, requests, self.cache, url=self.endpoint, simulated=simulated)
+
+    async def cancel(self) -> list[BatchRecord]:
+        """Ask the provider to cancel every live batch; returns their records."""
+        records = await self.poll()
+        for record in records:
+            if record.ended or record.status == "cancelling":
+                continue
+            async with _provider(f"cancelling batch {record.batch_id}"):
+                batch = await self.client.batches.cancel(str(record.batch_id))
+            _update(record, batch)
+            self.ledger.save(record)
+        return records
+
+    async def wait(
+        self,
+        claims: Claims,
+        *,
+        poll_seconds: float,
+        on_progress: Callable[[list[BatchRecord]], None] | None = None,
+    ) -> tuple[Stored, list[BatchRecord]]:
+        """Poll until every live batch has ended, collecting each as it ends.
+
+        Returns what was stored and the records collected.
+        """
+        total, collected = Stored(), []
+        while True:
+            records = await self.poll()
+            if on_progress is not None:
+                on_progress(records)
+            for record in records:
+                if record.ended:
+                    total.add(await self.collect(record, claims))
+                    collected.append(record)
+            if all(record.ended for record in records):
+                return total, collected
+            await asyncio.sleep(poll_seconds)
+
+
+def _update(record: BatchRecord, batch: Batch) -> None:
+    """Copy what the provider says about a batch into its record."""
+    record.status = batch.status
+    if batch.request_counts is not None:
+        record.completed = batch.request_counts.completed
+        record.failed = batch.request_counts.failed
+    record.output_file_id = batch.output_file_id
+    record.error_file_id = batch.error_file_id
+    if batch.errors is not None and batch.errors.data:
+        record.errors = [
+            (f"line {e.line}: " if e.line is not None else "") + str(e.message or e.code)
+            for e in batch.errors.data
+        ]

@@ -1,0 +1,137 @@
+"""Batch answers into the cache: each output line stored as the entry an online answer makes.
+
+A line's ``custom_id`` is a cache key of the study's plan; the line's status and body are read
+by the same function that reads an online response (:func:`~geval_async.judging.transport.
+read_response`) and stored by the same functions (:mod:`geval_async.judging.entries`), so
+``score``, ``report``, ``meta``, a rerun and ``status`` cannot tell the two apart; an entry
+records ``simulated`` like an online one, and another server's entry gives way to the line's
+answer (:mod:`geval_async.judging.origin`). A refusal no retry fixes is stored as a refusal;
+a transient failure and a request that never ran (expired, cancelled) are not stored: the item
+stays missing, for another batch or an online run. The lines of one pass are written in one
+transaction, as the online writer does (:mod:`geval_async.judging.writer`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+
+from ...errors import Rejected, RunStopped, TransportError
+from ..cache import CachedResponse, JudgeCache
+from ..coverage import item_states
+from ..entries import answer_entry, refusal_entry
+from ..origin import EntrySource
+from ..plan import JudgeRequest, Study, chunk_request
+from ..transport import read_response
+from .files import OutputLine
+
+_SIMULATED = {"x-geval-simulated": "true"}
+
+
+@dataclass
+class Stored:
+    """What storing an output file did, line by line."""
+
+    answered: int = 0
+    refused: int = 0
+    missing: int = 0  # transient failures and requests that never ran: not stored
+    already: int = 0  # the cache held an answer already
+    unknown: list[str] = field(default_factory=list)  # custom_ids of no request of the study
+    reasons: Counter[str] = field(default_factory=Counter)  # why lines were left missing
+
+    def add(self, other: Stored) -> None:
+        self.answered += other.answered
+        self.refused += other.refused
+        self.missing += other.missing
+        self.already += other.already
+        self.unknown += other.unknown
+        self.reasons.update(other.reasons)
+
+
+def study_requests(study: Study, cache: EntrySource) -> Iterator[JudgeRequest]:
+    """Every request of the plan the cache can name: each item's chunks in draw order, up to
+    and including the first one the cache lacks."""
+    config = study.config
+    for state in item_states(study, cache):
+        first = state.first
+        yield first
+        start = 0
+        for entry in state.entries:
+            start += entry.received
+            if start < first.n:
+                yield chunk_request(first, start, config)
+
+
+def requests_by_key(
+    study: Study, cache: EntrySource, wanted: Collection[str]
+) -> dict[str, JudgeRequest]:
+    """The requests of the study whose cache keys are in ``wanted``, without their messages.
+
+    Storing an answer needs a request's key, item, draw, n and model, not its prompt; leaving
+    the rendered messages out keeps 50,000 requests in a few MB.
+    """
+    return {
+        r.key: replace(r, body={"model": r.body["model"]})
+        for r in study_requests(study, cache)
+        if r.key in wanted
+    }
+
+
+def store_lines(
+    lines: Iterable[OutputLine],
+    requests: dict[str, JudgeRequest],
+    cache: JudgeCache,
+    *,
+    url: str,
+    simulated: bool = False,
+) -> Stored:
+    """Store each line under its ``custom_id``; lines of unknown ids are counted, not stored.
+
+    Args:
+        lines: parsed output (or error) file lines.
+        requests: the study's requests by cache key (:func:`requests_by_key`).
+        cache: an open, writable cache.
+        url: the endpoint named in error messages.
+        simulated: the lines came from geval-async's simulated judge.
+    """
+    stored = Stored()
+    headers = _SIMULATED if simulated else {}
+    ready: dict[str, tuple[CachedResponse, str]] = {}
+    for line in lines:
+        request = requests.get(line.custom_id)
+        if request is None:
+            stored.unknown.append(line.custom_id)
+            continue
+        if line.status is None:
+            stored.missing += 1
+            stored.reasons[(line.error or "no response").split(":")[0]] += 1
+            continue
+        try:
+            answer = read_response(line.status, line.body, headers, url)
+        except Rejected as exc:
+            ready[request.key] = refusal_entry(request, exc, attempts=1), "refused"
+        except (TransportError, RunStopped) as exc:
+            stored.missing += 1
+            status = exc.status if isinstance(exc, TransportError) else None
+            stored.reasons[f"HTTP {status}" if status else str(exc)] += 1
+        else:
+            ready[request.key] = answer_entry(request, answer, attempts=1), "answered"
+    puts: list[tuple[CachedResponse, bool]] = []
+    counted: list[str] = []
+    for key, (entry, outcome) in ready.items():
+        existing = cache.get(key)
+        # The other server's entry gives way, as in an online run (see ..origin).
+        other = existing is not None and existing.simulated != entry.simulated
+        if existing is not None and existing.ok and not other:
+            stored.already += 1
+            continue
+        # A stored refusal gives way to an answer (as --retry-failed would).
+        puts.append((entry, existing is not None and (outcome == "answered" or other)))
+        counted.append(outcome)
+    for outcome, put in zip(counted, cache.put_many(puts), strict=True):
+        if put:
+            setattr(stored, outcome, getattr(stored, outcome) + 1)
+        else:
+            stored.already += 1  # another process stored it first
+    return stored

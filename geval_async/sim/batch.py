@@ -1,0 +1,373 @@
+"""The simulated judge's Batch API: ``/v1/files`` and ``/v1/batches``, as OpenAI serves them.
+
+A client uploads a JSONL input file (``purpose = "batch"``), creates a batch on it, polls the
+batch and downloads its output and error files, exactly as with OpenAI (and under
+``/openai/...?api-version=`` as with Azure OpenAI). The input is validated the way OpenAI does
+(one JSON request per line, unique ``custom_id``, the batch's endpoint, at most 50,000 lines);
+a batch that fails validation ends ``failed`` with its reason in ``errors``. After
+``batch_seconds`` a batch is done: every line is answered by the very function that answers
+online requests (:func:`~geval_async.sim.answers.completion`), so a study judged by batch
+rates exactly as one judged online. Settings make a share of the lines fail
+(``batch_failed_lines``, with ``batch_failure_status``), a share expire (``batch_expired_lines``:
+the batch ends ``expired``) or the whole batch fail validation (``batch_invalid``).
+:class:`~geval_async.sim.settings.SimStats` counts batches, their lines and the HTTP calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from .answers import canonical, completion
+from .limits import error, validate
+from .settings import SimSettings, SimStats
+
+MAX_LINES = 50_000
+MAX_BYTES = 200 * 1024**2
+ENDPOINTS = ("/v1/chat/completions", "/chat/completions")
+FINAL = ("failed", "completed", "expired", "cancelled")
+
+
+@dataclass
+class _File:
+    id: str
+    filename: str
+    purpose: str
+    content: bytes
+    created_at: int = field(default_factory=lambda: int(time.time()))
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "file",
+            "bytes": len(self.content),
+            "created_at": self.created_at,
+            "filename": self.filename,
+            "purpose": self.purpose,
+            "status": "processed",
+        }
+
+
+@dataclass
+class _Batch:
+    id: str
+    input_file_id: str
+    endpoint: str
+    completion_window: str
+    lines: list[dict[str, Any]]
+    started: float = field(default_factory=time.monotonic)
+    created_at: int = field(default_factory=lambda: int(time.time()))
+    status: str = "validating"
+    problem: str | None = None  # why validation failed
+    problem_line: int | None = None
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    completed: int = 0
+    failed: int = 0
+    done_share: float = 1.0  # the share of lines answered when cancelled
+
+    def view(self) -> dict[str, Any]:
+        errors = None
+        if self.problem is not None:
+            item = {"code": "invalid_request", "message": self.problem, "param": None}
+            errors = {"object": "list", "data": [{**item, "line": self.problem_line}]}
+        return {
+            "id": self.id,
+            "object": "batch",
+            "endpoint": self.endpoint,
+            "errors": errors,
+            "input_file_id": self.input_file_id,
+            "completion_window": self.completion_window,
+            "status": self.status,
+            "output_file_id": self.output_file_id,
+            "error_file_id": self.error_file_id,
+            "created_at": self.created_at,
+            "request_counts": {
+                "total": len(self.lines),
+                "completed": self.completed,
+                "failed": self.failed,
+            },
+            "metadata": None,
+        }
+
+
+def _share(seed: int, *parts: Any) -> float:
+    """A uniform number in [0, 1) from a hash: which lines fail does not depend on timing."""
+    digest = hashlib.sha256(canonical([seed, *parts]).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class BatchService:
+    """The files and batches of one simulated judge, in memory."""
+
+    def __init__(self, settings: SimSettings, stats: SimStats) -> None:
+        self.settings, self.stats = settings, stats
+        self.files: dict[str, _File] = {}
+        self.batches: dict[str, _Batch] = {}
+        self._ids = 0
+
+    def routes(self) -> list[web.RouteDef]:
+        routes = []
+        for root in ("/v1", "/openai"):
+            routes += [
+                web.post(f"{root}/files", self.upload),
+                web.get(f"{root}/files/{{id}}", self.file),
+                web.get(f"{root}/files/{{id}}/content", self.content),
+                web.post(f"{root}/batches", self.create),
+                web.get(f"{root}/batches", self.listing),
+                web.get(f"{root}/batches/{{id}}", self.retrieve),
+                web.post(f"{root}/batches/{{id}}/cancel", self.cancel),
+            ]
+        return routes
+
+    def _new_id(self, prefix: str) -> str:
+        self._ids += 1
+        return f"{prefix}{self._ids:06d}sim"
+
+    def _refused(self, request: web.Request) -> web.Response | None:
+        """Count the call; refuse a wrong key or an Azure path without an api-version."""
+        self.stats.batch_calls += 1
+        if request.path.startswith("/openai/") and "api-version" not in request.query:
+            return error(404, "Resource not found", "invalid_request_error", "404")
+        key = self.settings.api_key
+        if key is not None and key not in (
+            request.headers.get("api-key"),
+            (request.headers.get("Authorization") or "").removeprefix("Bearer "),
+        ):
+            message = "Incorrect API key provided. (sim)"
+            return error(401, message, "invalid_request_error", "invalid_api_key")
+        return None
+
+    # --- files ---------------------------------------------------------------------------
+
+    async def upload(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        form = await request.post()
+        upload, purpose = form.get("file"), form.get("purpose")
+        if not isinstance(upload, web.FileField) or purpose != "batch":
+            message = "Expected a multipart form with 'file' and purpose 'batch'."
+            return error(400, message, "invalid_request_error", None)
+        content = upload.file.read()
+        if len(content) > MAX_BYTES:
+            return error(400, "File is larger than 200 MB.", "invalid_request_error", None)
+        file = _File(self._new_id("file-"), upload.filename, "batch", content)
+        self.files[file.id] = file
+        return web.json_response(file.view())
+
+    async def file(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        file = self.files.get(request.match_info["id"])
+        if file is None:
+            return error(404, "No such File object.", "invalid_request_error", None)
+        return web.json_response(file.view())
+
+    async def content(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        file = self.files.get(request.match_info["id"])
+        if file is None:
+            return error(404, "No such File object.", "invalid_request_error", None)
+        return web.Response(body=file.content, content_type="application/octet-stream")
+
+    # --- batches -------------------------------------------------------------------------
+
+    async def create(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        try:
+            params = await request.json()
+        except ValueError:
+            params = None
+        if not isinstance(params, dict) or params.get("endpoint") not in ENDPOINTS:
+            message = f"Expected input_file_id and an endpoint in {ENDPOINTS}."
+            return error(400, message, "invalid_request_error", None)
+        file = self.files.get(str(params.get("input_file_id")))
+        if file is None:
+            return error(404, "No such File object.", "invalid_request_error", None)
+        batch = _Batch(
+            self._new_id("batch_"),
+            file.id,
+            params["endpoint"],
+            str(params.get("completion_window", "24h")),
+            [],
+        )
+        self._validate(batch, file.content)
+        self.batches[batch.id] = batch
+        self.stats.batches += 1
+        self.stats.batch_lines += len(batch.lines)
+        return web.json_response(batch.view())
+
+    def _validate(self, batch: _Batch, content: bytes) -> None:
+        """Parse the input file; a bad line fails the whole batch, as OpenAI's validation."""
+        seen: set[str] = set()
+        for number, raw in enumerate(content.splitlines(), 1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                line = None
+            problem = None
+            if not isinstance(line, dict) or not isinstance(line.get("body"), dict):
+                problem = "Each line must be a JSON object with a 'body' object."
+            elif not isinstance(line.get("custom_id"), str) or line["custom_id"] in seen:
+                problem = "Each line needs a custom_id that no other line has."
+            elif line.get("method") != "POST" or line.get("url") != batch.endpoint:
+                problem = f"Each line must POST to the batch's endpoint {batch.endpoint}."
+            if problem is not None:
+                batch.problem, batch.problem_line = problem, number
+                return
+            seen.add(line["custom_id"])
+            batch.lines.append(line)
+        if len(batch.lines) > MAX_LINES:
+            batch.problem = f"A batch holds at most {MAX_LINES} requests."
+        elif not batch.lines:
+            batch.problem = "The input file has no requests."
+        elif self.settings.batch_invalid:
+            batch.problem = self.settings.batch_invalid
+
+    async def retrieve(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        batch = self.batches.get(request.match_info["id"])
+        if batch is None:
+            return error(404, "No such Batch object.", "invalid_request_error", None)
+        self._advance(batch)
+        return web.json_response(batch.view())
+
+    async def listing(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        newest_first = sorted(self.batches.values(), key=lambda b: b.id, reverse=True)
+        after = request.query.get("after")
+        if after is not None:
+            newest_first = [b for b in newest_first if b.id < after]
+        limit = int(request.query.get("limit", "20"))
+        page = newest_first[:limit]
+        for batch in page:
+            self._advance(batch)
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [b.view() for b in page],
+                "first_id": page[0].id if page else None,
+                "last_id": page[-1].id if page else None,
+                "has_more": len(newest_first) > limit,
+            }
+        )
+
+    async def cancel(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        batch = self.batches.get(request.match_info["id"])
+        if batch is None:
+            return error(404, "No such Batch object.", "invalid_request_error", None)
+        self._advance(batch)
+        if batch.status in FINAL:
+            message = f"Cannot cancel a batch that is {batch.status}."
+            return error(409, message, "invalid_request_error", None)
+        seconds = self.settings.batch_seconds
+        elapsed = time.monotonic() - batch.started
+        batch.done_share = min(1.0, elapsed / seconds) if seconds > 0 else 1.0
+        batch.status = "cancelling"
+        return web.json_response(batch.view())
+
+    # --- progress ------------------------------------------------------------------------
+
+    def _advance(self, batch: _Batch) -> None:
+        """Move a batch on by the clock: validating -> in_progress -> completed (or else)."""
+        if batch.status in FINAL:
+            return
+        if batch.problem is not None:
+            batch.status = "failed"
+            return
+        if batch.status == "cancelling":
+            self._finish(batch, "cancelled", answered=int(len(batch.lines) * batch.done_share))
+            return
+        seconds = self.settings.batch_seconds
+        elapsed = time.monotonic() - batch.started
+        if elapsed < seconds:
+            batch.status = "in_progress"
+            batch.completed = int(len(batch.lines) * elapsed / seconds)
+            return
+        expiring = self.settings.batch_expired_lines > 0
+        self._finish(batch, "expired" if expiring else "completed", answered=len(batch.lines))
+
+    def _finish(self, batch: _Batch, status: str, *, answered: int) -> None:
+        """Answer the lines, write the output and error files, and close the batch."""
+        s = self.settings
+        output, errors = [], []
+        batch.completed = batch.failed = 0
+        for number, line in enumerate(batch.lines):
+            custom_id = line["custom_id"]
+            expired = _share(s.seed, "expire", custom_id) < s.batch_expired_lines
+            if number >= answered or expired:
+                # Unanswered: in the error file with batch_expired (or _cancelled).
+                code = "batch_cancelled" if status == "cancelled" else "batch_expired"
+                message = f"This request was not executed before the batch ended ({code})."
+                errors.append(
+                    {
+                        "id": f"batch_req_{custom_id[-12:]}",
+                        "custom_id": custom_id,
+                        "response": None,
+                        "error": {"code": code, "message": message},
+                    }
+                )
+                continue
+            status_code, body = self._answer(line["body"], batch.endpoint, custom_id)
+            entry = {
+                "id": f"batch_req_{custom_id[-12:]}",
+                "custom_id": custom_id,
+                "response": {
+                    "status_code": status_code,
+                    "request_id": f"req_{custom_id[-12:]}",
+                    "body": body,
+                },
+                "error": None,
+            }
+            if status_code == 200:
+                batch.completed += 1
+                output.append(entry)
+            else:
+                batch.failed += 1
+                errors.append(entry)
+        batch.output_file_id = self._store(output, f"{batch.id}_output.jsonl")
+        batch.error_file_id = self._store(errors, f"{batch.id}_error.jsonl")
+        batch.status = status
+
+    def _answer(self, body: dict[str, Any], endpoint: str, custom_id: str) -> tuple[int, Any]:
+        s = self.settings
+        problem = validate(body, s.context_window, s.content_filter_marker)
+        if problem is not None:
+            message, code = problem
+            return 400, _error_body(message, "invalid_request_error", code)
+        if _share(s.seed, "fail", custom_id) < s.batch_failed_lines:
+            status = s.batch_failure_status
+            kind = "server_error" if status >= 500 else "invalid_request_error"
+            return status, _error_body(f"The request failed (simulated {status}).", kind, None)
+        model = str(body.get("model") or "sim-judge")
+        answer_id = f"chatcmpl-sim-batch-{custom_id[-16:]}"
+        answer, refusals = completion(body, s, model, answer_id)
+        if refusals:
+            self.stats.faults["invalid_answer"] += refusals
+        self.stats.samples += len(answer["choices"])
+        return 200, answer
+
+    def _store(self, lines: list[dict[str, Any]], filename: str) -> str | None:
+        if not lines:
+            return None
+        content = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        file = _File(self._new_id("file-"), filename, "batch_output", content)
+        self.files[file.id] = file
+        return file.id
+
+
+def _error_body(message: str, kind: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}

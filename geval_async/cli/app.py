@@ -260,6 +260,7 @@ def _run_loop(
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..scoring.results import load_results
     from .demo import demo_config, demo_server
+    from .score import print_tests
     from .summary import SIMULATED_NOTE
 
     print("geval-async demo: the UEQ study (examples/ueq) judged by the SIMULATED judge")
@@ -291,6 +292,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         plots = False
         print("(no matplotlib: plots skipped; pip install 'geval-async[plots]')")
     paths = results.write_outputs(plots=plots, html=plots)
+    print_tests(results, None)
     print("\ncomposite score (0-100), mean per condition:")
     print(results.composite().loc[["Average"]].rename_axis(None).round(2).to_string())
     print(f"\n{len(paths)} files under {config.output.path}:")

@@ -97,7 +97,7 @@ def _subset_note(results: StudyResults) -> None:
         )
 
 
-def _print_tests(results: StudyResults, test: str | None) -> None:
+def print_tests(results: StudyResults, test: str | None) -> None:
     from ..scoring.stats import format_table
 
     if len(results.config.stats.conditions) != 2:
@@ -107,7 +107,7 @@ def _print_tests(results: StudyResults, test: str | None) -> None:
     if test is None and summary != results.config.stats.test:
         print(
             f"the same groups appear in both conditions: the summary uses the {summary} test "
-            f"([stats] test = {results.config.stats.test!r} is in the report too)"
+            f"([stats] test = '{results.config.stats.test}' is in the report too)"
         )
     elif results.paired_design and summary == "welch":
         print(
@@ -144,7 +144,7 @@ def cmd_ttest(args: argparse.Namespace) -> int:
     paths = results.write_outputs(kinds, test=args.test, plots=args.plots)
     _coverage_note(results)
     _subset_note(results)
-    _print_tests(results, args.test)
+    print_tests(results, args.test)
     _print_paths(paths)
     return 0
 
@@ -159,6 +159,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = results.write_outputs(test=args.test, plots=args.plots, html=args.html, human=human)
     _coverage_note(results)
     _subset_note(results)
-    _print_tests(results, args.test)
+    print_tests(results, args.test)
     _print_paths(paths)
     return 0

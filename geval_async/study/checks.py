@@ -71,7 +71,7 @@ def check_stats(config: EvalConfig, records: Sequence[Record]) -> None:
         return
     if data.group_field is None:
         raise ConfigError(
-            f"{config.source}: [stats] test = {config.stats.test!r} pairs records by group: "
+            f"{config.source}: [stats] test = '{config.stats.test}' pairs records by group: "
             'set [data] group = "..." (or use test = "welch")'
         )
     a, b = conditions
@@ -82,7 +82,7 @@ def check_stats(config: EvalConfig, records: Sequence[Record]) -> None:
         alone = sorted(str(g) for g in groups[condition] - groups[other])
         if alone:
             raise ConfigError(
-                f"{config.source}: [stats] test = {config.stats.test!r} pairs each group's "
+                f"{config.source}: [stats] test = '{config.stats.test}' pairs each group's "
                 f"{a!r} and {b!r} records, but {len(alone)} groups appear under {condition!r} "
                 f"only (e.g. {alone[0]!r} in {data.path}): fix the records, or use "
                 'test = "welch"'

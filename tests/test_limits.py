@@ -153,11 +153,11 @@ def test_limits_learned_from_headers_pace_what_follows() -> None:
             await limits.acquire(10)
         return [now() - start, limits.learned["requests"]]
 
-    elapsed, learned = run_virtual(main)
+    virtual_seconds, learned = run_virtual(main)  # the fake clock's seconds, not a timing
     assert learned == 120 * LEARNED_SHARE
     # 120 a minute, paced a little below (LEARNED_SHARE), is about 2 a second: 21 requests,
     # the bucket starting without credit, take ~10.8 s.
-    assert elapsed == pytest.approx(21 / (2 * LEARNED_SHARE), abs=0.3)
+    assert virtual_seconds == pytest.approx(21 / (2 * LEARNED_SHARE), abs=0.3)
 
 
 def test_a_configured_limit_below_the_servers_holds() -> None:

@@ -28,5 +28,7 @@ shipped = _shipped_packages()
 setup(
     packages=[*find_packages(include=["geval_async", "geval_async.*"]), *shipped],
     package_dir={f"geval_async._data.{folder}": folder for folder in SHIPPED},
-    package_data=shipped,
+    # All package data is declared here: a [tool.setuptools.package-data] table in
+    # pyproject.toml would replace this argument, and the wheel would lose prompts/ and examples/.
+    package_data={**shipped, "geval_async.scoring.html": ["templates/*"]},
 )

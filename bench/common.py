@@ -540,3 +540,20 @@ def workdir(prefix: str) -> Iterator[Path]:
     """A temporary folder for one benchmark's studies and caches."""
     with tempfile.TemporaryDirectory(prefix=f"geval-bench-{prefix}-") as folder:
         yield Path(folder)
+
+
+def judged_study(folder: Path, records: int, *, concurrency: int) -> StudyFiles:
+    """A study of ``records`` records (n = 10) whose cache the simulated judge has filled."""
+    study = write_study(folder, records, n=10)
+    with SimProcess() as sim:
+        fill = run_child(
+            client(
+                "geval",
+                config=study.config,
+                base_url=sim.base_url,
+                cache=study.cache,
+                concurrency=concurrency,
+            )
+        ).report()
+    assert fill["complete"], fill
+    return study

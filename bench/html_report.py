@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PYTHON, SimProcess, client, run_child, save, table, workdir, write_study
+from common import PYTHON, judged_study, run_child, save, table, workdir
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -99,18 +99,7 @@ def main() -> None:
         args.records, args.repeat = 500, 1
 
     with workdir("html") as folder:
-        study = write_study(folder / "study", args.records, n=10)
-        with SimProcess() as sim:
-            fill = run_child(
-                client(
-                    "geval",
-                    config=study.config,
-                    base_url=sim.base_url,
-                    cache=study.cache,
-                    concurrency=64,
-                )
-            ).report()
-        assert fill["complete"], fill
+        study = judged_study(folder / "study", args.records, concurrency=64)
         # The same command with and without --html: the difference is the HTML report's cost.
         reports, plain = [], []
         for _ in range(args.repeat):

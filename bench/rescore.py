@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PYTHON, SimProcess, client, run_child, save, table, workdir, write_study
+from common import PYTHON, judged_study, run_child, save, table, workdir
 
 REPORT_IMPORTS = (
     "import geval_async.cli.app, geval_async.scoring.results, geval_async.scoring.report"
@@ -51,18 +51,7 @@ def main() -> None:
         args.records, args.repeat = 48, 1
 
     with workdir("rescore") as folder:
-        study = write_study(folder / "study", args.records, n=10)
-        with SimProcess() as sim:
-            fill = run_child(
-                client(
-                    "geval",
-                    config=study.config,
-                    base_url=sim.base_url,
-                    cache=study.cache,
-                    concurrency=32,
-                )
-            ).report()
-        assert fill["complete"], fill
+        study = judged_study(folder / "study", args.records, concurrency=32)
         # The judge is gone: report must not need it.
         imports, reports = [], []
         for _ in range(args.repeat):

@@ -164,16 +164,14 @@ class BatchService:
         if (refused := self._refused(request)) is not None:
             return refused
         file = self.files.get(request.match_info["id"])
-        if file is None:
-            return error(404, "No such File object.", "invalid_request_error", None)
-        return web.json_response(file.view())
+        return _no_file() if file is None else web.json_response(file.view())
 
     async def content(self, request: web.Request) -> web.Response:
         if (refused := self._refused(request)) is not None:
             return refused
         file = self.files.get(request.match_info["id"])
         if file is None:
-            return error(404, "No such File object.", "invalid_request_error", None)
+            return _no_file()
         return web.Response(body=file.content, content_type="application/octet-stream")
 
     # --- batches -------------------------------------------------------------------------
@@ -371,3 +369,7 @@ class BatchService:
 
 def _error_body(message: str, kind: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _no_file() -> web.Response:
+    return error(404, "No such File object.", "invalid_request_error", None)

@@ -180,6 +180,8 @@ def resolver(source: Path) -> Resolve:
     folder = source.resolve().parent
 
     def resolve(value: str) -> Path:
+        if "\x00" in value:  # no file system takes it; Path would fail later, far from here
+            raise ConfigError(f"{source}: path {value!r} contains a NUL character")
         candidate = Path(os.path.expanduser(value))
         return candidate if candidate.is_absolute() else folder / candidate
 

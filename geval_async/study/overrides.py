@@ -26,6 +26,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from ..options import Provider
 from .criteria import CriterionConfig
 from .pricing import price_of
@@ -110,6 +111,8 @@ def read_overrides(
 
 
 def _as_given(value: str) -> Path:
+    if "\x00" in value:  # as the file's paths (study.config.resolver)
+        raise ConfigError(f"path {value!r} contains a NUL character")
     return Path(os.path.expanduser(value))
 
 

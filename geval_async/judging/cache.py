@@ -28,6 +28,7 @@ import orjson
 from ..errors import CacheError
 from ..options import EntryStatus
 from .readonly import ReadOnlyStore
+from .rows import insert_rows, read_rows
 
 ENTRY_VERSION = 1
 _PROBE_KEY = "geval-async:probe"
@@ -235,6 +236,14 @@ class JudgeCache:
             self.corrupted.add(key)
             return None
 
+    def stored(self, keys: Sequence[str]) -> set[str]:
+        """Those of ``keys`` that have an entry (readable or not), in one query."""
+        cache = self._require()
+        try:
+            return set(read_rows(cache, keys))
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
+
     def put(self, entry: CachedResponse, *, overwrite: bool = False) -> bool:
         """Store an entry; returns False when another writer stored this key first.
 
@@ -245,12 +254,21 @@ class JudgeCache:
     def put_many(self, entries: Sequence[tuple[CachedResponse, bool]]) -> list[bool]:
         """Store ``(entry, overwrite)`` pairs in one transaction: all are on disk, or none.
 
-        One commit for many answers costs about what one costs (see :mod:`.writer`).
+        Returns, for each, whether it was stored (False: another writer stored that key first).
+        One commit and three statements for many answers cost about what one costs
+        (see :mod:`.writer` and :mod:`.rows`).
         """
         cache = self._require()
         try:
             with cache.transact():
-                return [self._put(cache, entry, overwrite) for entry, overwrite in entries]
+                stored = read_rows(cache, [entry.key for entry, _ in entries])
+                fresh: dict[str, bytes] = {}
+                done = [
+                    self._put(cache, entry, overwrite, stored, fresh)
+                    for entry, overwrite in entries
+                ]
+                insert_rows(cache, fresh.items())
+                return done
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise CacheError(
                 f"{self.directory}: cannot write to the cache ({exc}); "
@@ -280,19 +298,35 @@ class JudgeCache:
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise CacheError(f"{self.directory}: cannot write to the cache ({exc})") from exc
 
-    def _put(self, cache: diskcache.Cache, entry: CachedResponse, overwrite: bool) -> bool:
+    def _put(
+        self,
+        cache: diskcache.Cache,
+        entry: CachedResponse,
+        overwrite: bool,
+        stored: dict[str, Any],
+        fresh: dict[str, bytes],
+    ) -> bool:
+        """Store one entry of a batch: new keys go to ``fresh`` (inserted together)."""
         value = entry.encode()
-        if overwrite:
-            cache.set(entry.key, value)
+        if entry.key in fresh:
+            if not overwrite:
+                return False  # an earlier entry of this batch has the key
+            fresh[entry.key] = value
             return True
-        if cache.add(entry.key, value):
+        if entry.key not in stored:
+            fresh[entry.key] = value
             return True
-        if self.get(entry.key) is not None:
+        if not overwrite and self._readable(stored[entry.key], entry.key):
             return False  # another writer stored it first
-        # The key is there but unreadable (a value file gone): replace the damaged entry,
-        # or every later run would pay for this answer again and never store it.
+        # Overwriting (``--retry-failed``), or the key is there but unreadable (damaged, its
+        # value file gone): replace it, or every later run would pay for this answer again.
         cache.set(entry.key, value)
         return True
+
+    def _readable(self, raw: Any, key: str) -> bool:
+        if raw is None:  # kept in a file: read it the way diskcache does
+            return self.get(key) is not None
+        return self._decode(key, raw) is not None
 
     def __len__(self) -> int:
         return 0 if self._cache is None else len(self._cache)

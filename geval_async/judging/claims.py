@@ -40,10 +40,22 @@ import orjson
 
 from ..errors import CacheError
 from .batch.ledger import is_live
+from .rows import delete_rows, insert_rows, read_rows
 
 __all__ = ["Claims"]
 
 _HOST = socket.gethostname()
+
+
+def _holder_of(raw: Any) -> dict[str, Any] | None:
+    """The holder a stored claim names; {} when unreadable (lapsed), None when there is none."""
+    if raw is None:
+        return None
+    try:
+        holder = orjson.loads(raw)
+    except (TypeError, orjson.JSONDecodeError):
+        return {}  # unreadable: lapsed, see Claims._lapsed
+    return holder if isinstance(holder, dict) else {}
 
 
 def _alive(pid: int) -> bool:
@@ -105,22 +117,29 @@ class Claims:
         """Claim several keys in one transaction (one commit); whether each was taken."""
         try:
             with self._cache.transact():
-                return [self._take(key) for key in keys]
+                stored = read_rows(self._cache, keys)
+                claim = self._claim()
+                fresh: dict[str, bytes] = {}
+                taken = [self._take(key, stored, claim, fresh) for key in keys]
+                insert_rows(self._cache, fresh.items())
+                return taken
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise self._error(exc) from exc
 
-    def _take(self, key: str) -> bool:
+    def _take(
+        self, key: str, stored: dict[str, Any], claim: bytes, fresh: dict[str, bytes]
+    ) -> bool:
         if key in self._held:
             return False  # this run is already asking (an identical request)
-        taken = bool(self._cache.add(key, self._claim()))
-        if not taken:
-            holder = self._holder(key)
-            taken = holder is None or self._lapsed(holder)
-            if taken:
-                self._cache.set(key, self._claim())
-        if taken:
-            self._held.add(key)
-        return taken
+        if key in stored:
+            holder = _holder_of(stored[key])
+            if holder is not None and not self._lapsed(holder):
+                return False
+            self._cache.set(key, claim)  # a lapsed claim (or a dead process's) taken over
+        else:
+            fresh[key] = claim
+        self._held.add(key)
+        return True
 
     def renew(self, key: str) -> bool:
         """Extend this run's claim on ``key`` by the time-to-live (once per attempt).
@@ -150,25 +169,18 @@ class Claims:
         """Give up several claims in one transaction (see :meth:`release`)."""
         try:
             with self._cache.transact():
-                for key in keys:
-                    self._held.discard(key)
-                    if self._is_mine(self._holder(key)):
-                        self._cache.delete(key)
+                stored = read_rows(self._cache, keys)
+                mine = [key for key in keys if self._is_mine(_holder_of(stored.get(key)))]
+                delete_rows(self._cache, mine)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise self._error(exc) from exc
+        self._held.difference_update(keys)
 
     def _claim(self) -> bytes:
         return orjson.dumps({**self._owner, "until": self.clock() + self.ttl})
 
     def _holder(self, key: str) -> dict[str, Any] | None:
-        raw = self._cache.get(key)
-        if raw is None:
-            return None
-        try:
-            holder = orjson.loads(raw)
-        except (TypeError, orjson.JSONDecodeError):
-            return {}  # unreadable: lapsed, see _lapsed
-        return holder if isinstance(holder, dict) else {}
+        return _holder_of(self._cache.get(key))
 
     def _is_mine(self, holder: dict[str, Any] | None) -> bool:
         return holder is not None and all(holder.get(k) == v for k, v in self._owner.items())

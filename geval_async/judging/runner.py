@@ -154,7 +154,10 @@ class _Run:
 
     async def fetch_claimed(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
         """Fetch a request unless another process (or item) is asking: then await its answer."""
-        while not await self.writer.claim(request.key):
+        while True:
+            held, stored = await self.writer.claim(request.key)
+            if held:
+                break
             if self.claims.batch_of(request.key) is not None:
                 # A live batch job is asking for it: its answer comes when the batch is collected.
                 self.counters.in_batch += 1
@@ -167,7 +170,7 @@ class _Run:
                 return (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
         try:
             # The holder may have stored the answer just before it let go of the claim.
-            entry = self.cached(request)
+            entry = self.cached(request) if stored else None
             if entry is not None:
                 outcome = (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
             else:

@@ -31,7 +31,7 @@ class Writer:
         self._loop = asyncio.get_running_loop()
         self._puts: list[tuple[CachedResponse, bool]] = []
         self._releases: list[tuple[str, asyncio.Future[None]]] = []
-        self._claims: list[tuple[str, asyncio.Future[bool]]] = []
+        self._claims: list[tuple[str, asyncio.Future[tuple[bool, bool]]]] = []
         self._scheduled = False
         self._error: BaseException | None = None
         self.batches = 0
@@ -51,9 +51,14 @@ class Writer:
         self._schedule()
         return done
 
-    async def claim(self, key: str) -> bool:
-        """Claim ``key`` (see :meth:`Claims.claim`), with the other claims of this loop turn."""
-        taken: asyncio.Future[bool] = self._loop.create_future()
+    async def claim(self, key: str) -> tuple[bool, bool]:
+        """Claim ``key`` (see :meth:`Claims.claim`), with the other claims of this loop turn.
+
+        Returns whether the claim was taken, and whether the cache holds an entry under
+        ``key`` by then (a holder may have stored the answer just before it let go): both read
+        for every claim of the turn in one go.
+        """
+        taken: asyncio.Future[tuple[bool, bool]] = self._loop.create_future()
         self._claims.append((key, taken))
         self._schedule()
         return await taken
@@ -86,8 +91,10 @@ class Writer:
                 else:
                     _fail(done, error)
         if claims:
+            keys = [key for key, _ in claims]
             try:
-                taken = self.claims.claim_many([key for key, _ in claims])
+                taken = self.claims.claim_many(keys)
+                stored = self.cache.stored(keys)
             except Exception as exc:  # noqa: BLE001
                 for _, future in claims:
                     if not future.done():
@@ -95,7 +102,7 @@ class Writer:
             else:
                 for (key, future), held in zip(claims, taken, strict=True):
                     if not future.done():
-                        future.set_result(held)
+                        future.set_result((held, key in stored))
                     elif held:  # its worker is gone (cancelled): do not keep the claim
                         self.claims.release(key)
 

@@ -115,16 +115,15 @@ class Claims:
 
     def claim_many(self, keys: Sequence[str]) -> list[bool]:
         """Claim several keys in one transaction (one commit); whether each was taken."""
-        try:
-            with self._cache.transact():
-                stored = read_rows(self._cache, keys)
-                claim = self._claim()
-                fresh: dict[str, bytes] = {}
-                taken = [self._take(key, stored, claim, fresh) for key in keys]
-                insert_rows(self._cache, fresh.items())
-                return taken
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise self._error(exc) from exc
+        return self.settle([], keys)
+
+    def _take_many(self, keys: Sequence[str]) -> list[bool]:
+        stored = read_rows(self._cache, keys)
+        claim = self._claim()
+        fresh: dict[str, bytes] = {}
+        taken = [self._take(key, stored, claim, fresh) for key in keys]
+        insert_rows(self._cache, fresh.items())
+        return taken
 
     def _take(
         self, key: str, stored: dict[str, Any], claim: bytes, fresh: dict[str, bytes]
@@ -167,14 +166,25 @@ class Claims:
 
     def release_many(self, keys: Sequence[str]) -> None:
         """Give up several claims in one transaction (see :meth:`release`)."""
+        self.settle(keys, [])
+
+    def settle(self, release: Sequence[str], claim: Sequence[str]) -> list[bool]:
+        """Give up the claims on ``release``, then claim ``claim``, in one transaction.
+
+        Returns whether each key of ``claim`` was taken (see :meth:`claim_many`).
+        """
+        if not (release or claim):
+            return []
         try:
             with self._cache.transact():
-                stored = read_rows(self._cache, keys)
-                mine = [key for key in keys if self._is_mine(_holder_of(stored.get(key)))]
-                delete_rows(self._cache, mine)
+                if release:
+                    stored = read_rows(self._cache, release)
+                    mine = [k for k in release if self._is_mine(_holder_of(stored.get(k)))]
+                    delete_rows(self._cache, mine)
+                    self._held.difference_update(release)
+                return self._take_many(claim) if claim else []
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise self._error(exc) from exc
-        self._held.difference_update(keys)
 
     def _claim(self) -> bytes:
         return orjson.dumps({**self._owner, "until": self.clock() + self.ttl})

@@ -51,8 +51,14 @@ _CLAIM_POLL = 0.2
 
 @dataclass
 class _ItemWork:
+    """An item with something missing; ``claimed`` is when the producer claimed its first
+    request for this run (None: the worker claims it), ``stored`` whether the cache then held
+    an entry under that key."""
+
     item: JudgeItem
     requests: list[JudgeRequest]
+    claimed: float | None = None
+    stored: bool = False
 
 
 class _Run:
@@ -92,6 +98,9 @@ class _Run:
         self.queue: asyncio.Queue[_ItemWork | None] = asyncio.Queue(
             maxsize=2 * self.config.limits.concurrency
         )
+        # Items the producer claims together, in one transaction.
+        self.ahead: list[_ItemWork] = []
+        self.claim_batch = self.config.limits.concurrency
 
     # --- producer ------------------------------------------------------------------------
 
@@ -109,12 +118,32 @@ class _Run:
             elif not state.missing:
                 self.counters.criteria[item.criterion.name].cached += 1
             else:
-                await self.queue.put(_ItemWork(item, state.missing))
+                await self.enqueue(_ItemWork(item, state.missing))
+        await self.enqueue(None)
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
         # task group cancels the workers, and waiting here for room in a full queue nobody
         # drains any more would hang the run.
         for _ in range(self.config.limits.concurrency):
             await self.queue.put(None)
+
+    async def enqueue(self, work: _ItemWork | None) -> None:
+        """Queue ``work``, claiming items in batches (one transaction for many; None: the last).
+
+        A batch goes out when it is full, or at once while the workers have nothing to do.
+        """
+        if work is not None:
+            self.ahead.append(work)
+            if len(self.ahead) < self.claim_batch and not self.queue.empty():
+                return
+        batch, self.ahead = self.ahead, []
+        if not batch:
+            return
+        now = time.monotonic()
+        claimed = self.writer.claim_now([w.requests[0].key for w in batch])
+        for item_work, (held, stored) in zip(batch, claimed, strict=True):
+            item_work.claimed, item_work.stored = (now if held else None), stored
+        for item_work in batch:
+            await self.queue.put(item_work)
 
     def cached(self, request: JudgeRequest) -> CachedResponse | None:
         """The usable cache entry of a request (a refusal counts unless --retry-failed)."""
@@ -128,6 +157,8 @@ class _Run:
     async def work(self) -> None:
         while (work := await self.queue.get()) is not None:
             if self.stop.is_set():
+                if work.claimed is not None:
+                    self.writer.release(work.requests[0].key)
                 continue  # drain without sending: the item stays missing
             outcome = await self.judge_item(work)
             counts = self.counters.criteria[work.item.criterion.name]
@@ -140,9 +171,11 @@ class _Run:
 
     async def judge_item(self, work: _ItemWork) -> ItemOutcome:
         pending = list(work.requests)
+        claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
         while pending:
             request = pending.pop(0)
-            outcome, received = await self.fetch_claimed(request)
+            outcome, received = await self.fetch_claimed(request, claim)
+            claim = None  # a later chunk is claimed by the worker
             if outcome != ItemOutcome.OK:
                 return outcome
             if received < request.n:
@@ -152,9 +185,21 @@ class _Run:
                 pending = [chunk_request(request, request.draw + received, self.config)]
         return ItemOutcome.OK
 
-    async def fetch_claimed(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
-        """Fetch a request unless another process (or item) is asking: then await its answer."""
-        while True:
+    async def fetch_claimed(
+        self, request: JudgeRequest, claim: tuple[float | None, bool] | None
+    ) -> tuple[ItemOutcome, int]:
+        """Fetch a request unless another process (or item) is asking: then await its answer.
+
+        ``claim``: the producer's claim on it (when taken, and whether the key was stored).
+        """
+        held, stored = False, False
+        if claim is not None and claim[0] is not None:
+            stored = claim[1]
+            # Claimed in the queue a while ago: make sure it is still this run's.
+            held = time.monotonic() - claim[0] < self.claims.ttl / 2 or self.claims.renew(
+                request.key
+            )
+        while not held:
             held, stored = await self.writer.claim(request.key)
             if held:
                 break

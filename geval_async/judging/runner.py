@@ -139,7 +139,7 @@ class _Run:
         if not batch:
             return
         now = time.monotonic()
-        claimed = self.writer.claim_now([w.requests[0].key for w in batch])
+        claimed = await self.writer.claim_many([w.requests[0].key for w in batch])
         for item_work, (held, stored) in zip(batch, claimed, strict=True):
             item_work.claimed, item_work.stored = (now if held else None), stored
         for item_work in batch:
@@ -425,7 +425,7 @@ async def run_study(
             finally:
                 # Normally empty (each worker waited for its writes); after a cancellation,
                 # the answers handed over but not yet committed are stored here.
-                run.writer.flush()
+                run.writer.close()
                 record_spend(cache.directory, study.config, run.budget)
                 if reporter is not None:
                     reporter.cancel()

@@ -1,16 +1,19 @@
-"""Write-behind for the hot path: the cache and claim writes of one loop turn share a commit.
+"""Write-behind for the hot path: answers and claims committed in groups, off the event loop.
 
 At thousands of answers a second, one sqlite transaction per answer (plus one to take and one
-to let go of its claim) was most of the client's time. The :class:`Writer` collects what the
-workers hand it during one turn of the event loop and, at the end of that turn, does it all
-at once: the answers in one cache transaction, then the claims to let go and to take in one
-claims transaction (:mod:`.rows`: a few statements for the whole batch).
+to let go of its claim) was most of the client's time, and while the loop waited on a commit
+no request went out. The :class:`Writer` collects what the workers hand it and commits it in a
+thread of its own: the answers in one cache transaction, then the claims to let go and to take
+in one claims transaction (:mod:`.rows`: a few statements for the whole group). While one
+group commits, the loop goes on sending and receiving, and the next group collects: the
+slower the disk, the larger the groups (group commit). sqlite lets go of the GIL while it
+writes, and diskcache gives each thread its own connection.
 
 The order is what makes it crash-safe. A worker waits for :meth:`Writer.release` of its
 request, which resolves only after that request's answer (handed over before, with
 :meth:`Writer.put`) is committed and the claim is let go. So an answer is on disk before its
 item counts as done, before its worker sends anything else, and before another process may ask
-for it again; a SIGKILL loses at most the answers of the batch being committed, which were
+for it again; a SIGKILL loses at most the answers of the group being committed, which were
 neither counted nor released (the claims of a dead process are taken over at once).
 """
 
@@ -18,28 +21,50 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from .cache import CachedResponse, JudgeCache
 from .claims import Claims
 
+Claimed = list[tuple[bool, bool]]
+
+
+@dataclass
+class _Group:
+    """What one commit writes, and who waits for it."""
+
+    puts: list[tuple[CachedResponse, bool]] = field(default_factory=list)
+    releases: list[tuple[str, asyncio.Future[None]]] = field(default_factory=list)
+    claims: list[tuple[list[str], asyncio.Future[Claimed]]] = field(default_factory=list)
+    # Filled by the commit:
+    error: BaseException | None = None
+    claimed: list[Claimed] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.puts or self.releases or self.claims)
+
 
 class Writer:
-    """Batches cache puts, claim releases and claims; one per run, made inside the loop."""
+    """Batches cache puts, claim releases and claims; one per run, made inside the loop.
+
+    Use :meth:`close` when the run ends: it commits what is left and stops the thread.
+    """
 
     def __init__(self, cache: JudgeCache, claims: Claims) -> None:
         self.cache, self.claims = cache, claims
         self._loop = asyncio.get_running_loop()
-        self._puts: list[tuple[CachedResponse, bool]] = []
-        self._releases: list[tuple[str, asyncio.Future[None]]] = []
-        self._claims: list[tuple[str, asyncio.Future[tuple[bool, bool]]]] = []
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="geval-writer")
+        self._next = _Group()
         self._scheduled = False
+        self._busy = False  # a group is being committed in the thread
         self._error: BaseException | None = None
         self.batches = 0
 
     def put(self, entry: CachedResponse, *, overwrite: bool) -> None:
         """Store ``entry`` in the next commit (await :meth:`release` of its key to know)."""
-        self._puts.append((entry, overwrite))
+        self._next.puts.append((entry, overwrite))
         self._schedule()
 
     def release(self, key: str) -> asyncio.Future[None]:
@@ -48,68 +73,100 @@ class Writer:
         The future raises the commit's CacheError if the answers could not be written.
         """
         done: asyncio.Future[None] = self._loop.create_future()
-        self._releases.append((key, done))
+        self._next.releases.append((key, done))
         self._schedule()
         return done
 
     async def claim(self, key: str) -> tuple[bool, bool]:
-        """Claim ``key`` (see :meth:`Claims.claim`), with the other claims of this loop turn.
+        """Claim ``key``; see :meth:`claim_many`."""
+        return (await self.claim_many([key]))[0]
 
-        Returns whether the claim was taken, and whether the cache holds an entry under
-        ``key`` by then (a holder may have stored the answer just before it let go).
+    async def claim_many(self, keys: Sequence[str]) -> Claimed:
+        """Claim ``keys`` (see :meth:`Claims.claim`) with the next commit.
+
+        Returns, for each, whether the claim was taken, and whether the cache holds an entry
+        under the key by then (a holder may have stored the answer just before it let go).
         """
-        taken: asyncio.Future[tuple[bool, bool]] = self._loop.create_future()
-        self._claims.append((key, taken))
+        taken: asyncio.Future[Claimed] = self._loop.create_future()
+        self._next.claims.append((list(keys), taken))
         self._schedule()
         return await taken
 
-    def claim_now(self, keys: Sequence[str]) -> list[tuple[bool, bool]]:
-        """Claim ``keys`` at once, in one transaction, as :meth:`claim` does for one key."""
-        taken = self.claims.claim_many(keys)
-        stored = self.cache.stored([key for key, held in zip(keys, taken, strict=True) if held])
-        return [(held, key in stored) for key, held in zip(keys, taken, strict=True)]
+    def close(self) -> None:
+        """Commit everything handed over so far and stop the thread (the run has ended).
 
-    def flush(self) -> None:
-        """Commit everything handed over so far (also called when the run ends)."""
-        self._scheduled = False
-        puts, self._puts = self._puts, []
-        releases, self._releases = self._releases, []
-        claims, self._claims = self._claims, []
-        if not (puts or releases or claims):
-            return
-        self.batches += 1
-        # A failed commit fails every later waiter too: nothing after it is known to be stored.
-        error = self._error
-        if puts:
-            try:
-                self.cache.put_many(puts)
-            except Exception as exc:  # noqa: BLE001 - handed to every waiter of this batch
-                error = self._error = exc
-        # One claims transaction: let go (even when the write failed: nobody should wait on
-        # an answer not coming), then take.
-        try:
-            taken = self.claims.settle([key for key, _ in releases], [key for key, _ in claims])
-            stored = self.cache.stored([k for (k, _), t in zip(claims, taken, strict=True) if t])
-        except Exception as exc:  # noqa: BLE001
-            error = error or exc
-            taken, stored = [], set()
-        for _, done in releases:
-            _settle(done, error, None)
-        for index, (key, future) in enumerate(claims):
-            if index >= len(taken):
-                _settle(future, error, None)
-            elif future.done():
-                if taken[index]:  # its worker is gone (cancelled): do not keep the claim
-                    self.claims.release(key)
-            else:
-                future.set_result((taken[index], key in stored))
+        Waits for a commit under way; what was handed over after it is committed here.
+        """
+        self._pool.shutdown(wait=True)
+        group, self._next = self._next, _Group()
+        if group:
+            self._commit(group)
+            self._settle(group)
 
     def _schedule(self) -> None:
         # call_soon runs after every callback already due in this turn: the workers woken by
         # the answers that arrived together all hand over their writes before the commit.
-        if not self._scheduled:
+        if not self._scheduled and not self._busy:
             self._scheduled = True
-            self._loop.call_soon(self.flush)
+            self._loop.call_soon(self._start)
+
+    def _start(self) -> None:
+        self._scheduled = False
+        if self._busy or not self._next:
+            return
+        group, self._next = self._next, _Group()
+        self._busy = True
+        try:
+            future = self._loop.run_in_executor(self._pool, self._commit, group)
+        except RuntimeError:  # the pool is shut down: the run is ending, close() commits
+            self._busy = False
+            self._next = group
+            return
+        future.add_done_callback(lambda _: self._done(group))
+
+    def _done(self, group: _Group) -> None:
+        self._busy = False
+        self._settle(group)
+        if self._next:
+            self._schedule()
+
+    def _commit(self, group: _Group) -> None:
+        """Write one group (in the writer's thread: sqlite only, nothing of asyncio)."""
+        self.batches += 1
+        # A failed commit fails every later waiter too: nothing after it is known to be stored.
+        error = self._error
+        if group.puts and error is None:
+            try:
+                self.cache.put_many(group.puts)
+            except Exception as exc:  # noqa: BLE001 - handed to every waiter of this group
+                error = self._error = exc
+        # One claims transaction: let go (even when the write failed: nobody should wait on
+        # an answer not coming), then take.
+        wanted = [key for keys, _ in group.claims for key in keys]
+        try:
+            taken = self.claims.settle([key for key, _ in group.releases], wanted)
+            stored = self.cache.stored([k for k, t in zip(wanted, taken, strict=True) if t])
+        except Exception as exc:  # noqa: BLE001
+            group.error = error or exc
+            return
+        group.error = error
+        results = iter(zip(taken, (key in stored for key in wanted), strict=True))
+        group.claimed = [[next(results) for _ in keys] for keys, _ in group.claims]
+
+    def _settle(self, group: _Group) -> None:
+        """Hand the group's outcome to its waiters (on the loop)."""
+        for _, done in group.releases:
+            _settle(done, group.error, None)
+        for index, (keys, future) in enumerate(group.claims):
+            if index >= len(group.claimed):
+                _settle(future, group.error or RuntimeError("claims not written"), None)
+            elif future.done():
+                # Its worker is gone (cancelled): do not keep the claims.
+                held = [k for k, (t, _) in zip(keys, group.claimed[index], strict=True) if t]
+                if held:
+                    self.claims.release_many(held)
+            else:
+                future.set_result(group.claimed[index])
 
 
 def _settle(future: asyncio.Future[Any], error: BaseException | None, result: Any) -> None:

@@ -20,9 +20,11 @@ neither counted nor released (the claims of a dead process are taken over at onc
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from queue import SimpleQueue
 from typing import Any
 
 from .cache import CachedResponse, JudgeCache
@@ -41,6 +43,7 @@ class _Group:
     # Filled by the commit:
     error: BaseException | None = None
     claimed: list[Claimed] = field(default_factory=list)
+    settled: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.puts or self.releases or self.claims)
@@ -55,10 +58,12 @@ class Writer:
     def __init__(self, cache: JudgeCache, claims: Claims) -> None:
         self.cache, self.claims = cache, claims
         self._loop = asyncio.get_running_loop()
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="geval-writer")
+        self._jobs: SimpleQueue[_Group | None] = SimpleQueue()
+        self._thread: threading.Thread | None = None
         self._next = _Group()
         self._scheduled = False
-        self._busy = False  # a group is being committed in the thread
+        self._busy: _Group | None = None  # the group being committed in the thread
+        self._closed = False
         self._error: BaseException | None = None
         self.batches = 0
 
@@ -97,7 +102,12 @@ class Writer:
 
         Waits for a commit under way; what was handed over after it is committed here.
         """
-        self._pool.shutdown(wait=True)
+        self._closed = True
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join()
+        if self._busy is not None:  # committed, but its waiters not told yet
+            self._done(self._busy)
         group, self._next = self._next, _Group()
         if group:
             self._commit(group)
@@ -106,26 +116,33 @@ class Writer:
     def _schedule(self) -> None:
         # call_soon runs after every callback already due in this turn: the workers woken by
         # the answers that arrived together all hand over their writes before the commit.
-        if not self._scheduled and not self._busy:
+        if not self._scheduled and self._busy is None and not self._closed:
             self._scheduled = True
             self._loop.call_soon(self._start)
 
     def _start(self) -> None:
         self._scheduled = False
-        if self._busy or not self._next:
+        if self._busy is not None or self._closed or not self._next:
             return
         group, self._next = self._next, _Group()
-        self._busy = True
-        try:
-            future = self._loop.run_in_executor(self._pool, self._commit, group)
-        except RuntimeError:  # the pool is shut down: the run is ending, close() commits
-            self._busy = False
-            self._next = group
-            return
-        future.add_done_callback(lambda _: self._done(group))
+        self._busy = group
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="geval-writer", daemon=True)
+            self._thread.start()
+        self._jobs.put(group)
+
+    def _serve(self) -> None:
+        """The writer's thread: commit each group, then tell the loop."""
+        while (group := self._jobs.get()) is not None:
+            self._commit(group)
+            # A closed loop raises RuntimeError: close() tells the waiters then.
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._done, group)
 
     def _done(self, group: _Group) -> None:
-        self._busy = False
+        if group.settled:
+            return
+        self._busy = None
         self._settle(group)
         if self._next:
             self._schedule()
@@ -155,6 +172,7 @@ class Writer:
 
     def _settle(self, group: _Group) -> None:
         """Hand the group's outcome to its waiters (on the loop)."""
+        group.settled = True
         for _, done in group.releases:
             _settle(done, group.error, None)
         for index, (keys, future) in enumerate(group.claims):

@@ -21,20 +21,19 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ..errors import GevalError, RunStopped, TransportError
 from ..options import ItemOutcome
 from .budget import record_spend, request_cost, run_budget
 from .cache import CachedResponse, JudgeCache
 from .claims import Claims
-from .coverage import states_ahead
 from .entries import answer_entry, refusal_entry
 from .failures import Action, Decision, FailureFact, History, decide
+from .feed import Feed, ItemWork
 from .legacy import has_legacy, migrate_study
 from .limits import RateLimits
 from .origin import ServerEntries
-from .plan import JudgeItem, JudgeRequest, Study, chunk_request, send_order
+from .plan import JudgeRequest, Study, chunk_request
 from .progress import (
     CriterionCounts,
     RunCounters,
@@ -47,18 +46,6 @@ from .writer import Writer
 
 # How often a worker looks for an answer another process is fetching (seconds).
 _CLAIM_POLL = 0.2
-
-
-@dataclass
-class _ItemWork:
-    """An item with something missing; ``claimed`` is when the producer claimed its first
-    request for this run (None: the worker claims it), ``stored`` whether the cache then held
-    an entry under that key."""
-
-    item: JudgeItem
-    requests: list[JudgeRequest]
-    claimed: float | None = None
-    stored: bool = False
 
 
 class _Run:
@@ -95,55 +82,15 @@ class _Run:
         self.budget = run_budget(self.config, cache.directory)
         judge = self.config.judge
         self.history = History(judge.url, judge.api_key_env, retries=self.config.limits.retries)
-        self.queue: asyncio.Queue[_ItemWork | None] = asyncio.Queue(
-            maxsize=2 * self.config.limits.concurrency
+        self.feed = Feed(
+            study,
+            self.entries,
+            self.writer,
+            limits=self.limits,
+            counters=self.counters,
+            stop=stop,
+            retry_failed=retry_failed,
         )
-        # Items the producer claims together, in one transaction.
-        self.ahead: list[_ItemWork] = []
-        self.claim_batch = self.config.limits.concurrency
-
-    # --- producer ------------------------------------------------------------------------
-
-    async def produce(self) -> None:
-        states = states_ahead(
-            send_order(self.study), self.entries, self.config, retry_failed=self.retry_failed
-        )
-        for state in states:
-            if self.stop.is_set():
-                break
-            item = state.item
-            self.limits.check_request(state.first.est_tokens)
-            if state.refused is not None:
-                self.counters.criteria[item.criterion.name].rejected += 1
-            elif not state.missing:
-                self.counters.criteria[item.criterion.name].cached += 1
-            else:
-                await self.enqueue(_ItemWork(item, state.missing))
-        await self.enqueue(None)
-        # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
-        # task group cancels the workers, and waiting here for room in a full queue nobody
-        # drains any more would hang the run.
-        for _ in range(self.config.limits.concurrency):
-            await self.queue.put(None)
-
-    async def enqueue(self, work: _ItemWork | None) -> None:
-        """Queue ``work``, claiming items in batches (one transaction for many; None: the last).
-
-        A batch goes out when it is full, or at once while the workers have nothing to do.
-        """
-        if work is not None:
-            self.ahead.append(work)
-            if len(self.ahead) < self.claim_batch and not self.queue.empty():
-                return
-        batch, self.ahead = self.ahead, []
-        if not batch:
-            return
-        now = time.monotonic()
-        claimed = await self.writer.claim_many([w.requests[0].key for w in batch])
-        for item_work, (held, stored) in zip(batch, claimed, strict=True):
-            item_work.claimed, item_work.stored = (now if held else None), stored
-        for item_work in batch:
-            await self.queue.put(item_work)
 
     def cached(self, request: JudgeRequest) -> CachedResponse | None:
         """The usable cache entry of a request (a refusal counts unless --retry-failed)."""
@@ -155,7 +102,7 @@ class _Run:
     # --- workers -------------------------------------------------------------------------
 
     async def work(self) -> None:
-        while (work := await self.queue.get()) is not None:
+        while (work := await self.feed.get()) is not None:
             if self.stop.is_set():
                 if work.claimed is not None:
                     self.writer.release(work.requests[0].key)
@@ -169,7 +116,7 @@ class _Run:
             elif outcome == ItemOutcome.FAILED:
                 counts.failed += 1
 
-    async def judge_item(self, work: _ItemWork) -> ItemOutcome:
+    async def judge_item(self, work: ItemWork) -> ItemOutcome:
         pending = list(work.requests)
         claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
         while pending:
@@ -405,7 +352,7 @@ async def run_study(
                 retry_failed=retry_failed,
                 backoff=limits.backoff,
             )
-            run.entries = ServerEntries(cache, await transport.is_simulated())
+            run.entries = run.feed.entries = ServerEntries(cache, await transport.is_simulated())
             reporter = None
             if on_progress is not None or on_retries is not None:
                 reporter = asyncio.create_task(
@@ -413,7 +360,7 @@ async def run_study(
                 )
             try:
                 async with asyncio.TaskGroup() as group:
-                    group.create_task(run.produce())
+                    group.create_task(run.feed.produce())
                     for _ in range(limits.concurrency):
                         group.create_task(run.work())
             except BaseExceptionGroup as group_error:

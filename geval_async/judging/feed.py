@@ -1,0 +1,108 @@
+"""The producer side of the worker pool: what is left to ask, claimed in batches, queued.
+
+The feed walks the plan in send order (:func:`~geval_async.judging.plan.send_order`) and
+looks every item up in the cache (:func:`~geval_async.judging.coverage.states_ahead`): what
+is stored is counted and never touches a limiter or the network; an item with something
+missing is claimed for this run (:mod:`geval_async.judging.claims`), many items in one
+transaction, and goes onto a bounded queue the workers take from. A claim another process
+holds is left to the worker, which waits for that process's answer instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from ..study.config import EvalConfig
+from .coverage import states_ahead
+from .limits import RateLimits
+from .origin import EntrySource
+from .plan import JudgeItem, JudgeRequest, Study, send_order
+from .progress import RunCounters
+from .writer import Writer
+
+__all__ = ["Feed", "ItemWork"]
+
+
+@dataclass
+class ItemWork:
+    """An item with something missing, as a worker takes it.
+
+    ``claimed`` is when the feed claimed its first request for this run (None: the worker
+    claims it), ``stored`` whether the cache then held an entry under that key.
+    """
+
+    item: JudgeItem
+    requests: list[JudgeRequest]
+    claimed: float | None = None
+    stored: bool = False
+
+
+class Feed:
+    """The queue of a run's missing items, and the producer that fills it."""
+
+    def __init__(
+        self,
+        study: Study,
+        entries: EntrySource,
+        writer: Writer,
+        *,
+        limits: RateLimits,
+        counters: RunCounters,
+        stop: asyncio.Event,
+        retry_failed: bool,
+    ) -> None:
+        self.study, self.entries, self.writer = study, entries, writer
+        self.limits, self.counters, self.stop = limits, counters, stop
+        self.retry_failed = retry_failed
+        self.config: EvalConfig = study.config
+        self.workers = self.config.limits.concurrency
+        self.queue: asyncio.Queue[ItemWork | None] = asyncio.Queue(maxsize=2 * self.workers)
+        # Items claimed together, in one transaction: as many as there are workers.
+        self._ahead: list[ItemWork] = []
+
+    async def get(self) -> ItemWork | None:
+        """The next item to judge; None when there is none left (one None per worker)."""
+        return await self.queue.get()
+
+    async def produce(self) -> None:
+        states = states_ahead(
+            send_order(self.study), self.entries, self.config, retry_failed=self.retry_failed
+        )
+        for state in states:
+            if self.stop.is_set():
+                break
+            item = state.item
+            self.limits.check_request(state.first.est_tokens)
+            if state.refused is not None:
+                self.counters.criteria[item.criterion.name].rejected += 1
+            elif not state.missing:
+                self.counters.criteria[item.criterion.name].cached += 1
+            else:
+                await self._enqueue(ItemWork(item, state.missing))
+        await self._enqueue(None)
+        # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
+        # task group cancels the workers, and waiting here for room in a full queue nobody
+        # drains any more would hang the run.
+        for _ in range(self.workers):
+            await self.queue.put(None)
+
+    async def _enqueue(self, work: ItemWork | None) -> None:
+        """Queue ``work``, claiming items in batches (None: the last batch).
+
+        A batch goes out when it is full, or at once while the workers have nothing to do.
+        """
+        if work is not None:
+            self._ahead.append(work)
+            if len(self._ahead) < self.workers and not self.queue.empty():
+                return
+        batch, self._ahead = self._ahead, []
+        if not batch:
+            return
+        now = time.monotonic()
+        claimed = await self.writer.claim_many([w.requests[0].key for w in batch])
+        for item_work, (held, stored) in zip(batch, claimed, strict=True):
+            item_work.claimed, item_work.stored = (now if held else None), stored
+        for item_work in batch:
+            await self.queue.put(item_work)

@@ -83,7 +83,9 @@ class Claims:
         self.ttl, self.clock = ttl, clock
         # "run" tells this run's claims from those of another run in the same process.
         self._owner = {"pid": os.getpid(), "host": _HOST, "run": secrets.token_hex(8)}
-        self._held: set[str] = set()
+        # The claims this run holds, with the value stored for each: letting go deletes a row
+        # only while it still holds exactly that value (nobody took it over meanwhile).
+        self._held: dict[str, bytes] = {}
         self.directory = Path(cache_directory) / "claims"
         try:
             # Claims are short-lived coordination, not results: no fsync on every change, and
@@ -137,7 +139,7 @@ class Claims:
             self._cache.set(key, claim)  # a lapsed claim (or a dead process's) taken over
         else:
             fresh[key] = claim
-        self._held.add(key)
+        self._held[key] = claim
         return True
 
     def renew(self, key: str) -> bool:
@@ -150,11 +152,13 @@ class Claims:
             with self._cache.transact():
                 mine = self._is_mine(self._holder(key))
                 if mine:
-                    self._cache.set(key, self._claim())
+                    claim = self._claim()
+                    self._cache.set(key, claim)
+                    self._held[key] = claim
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise self._error(exc) from exc
         if not mine:
-            self._held.discard(key)
+            self._held.pop(key, None)
         return mine
 
     def release(self, key: str) -> None:
@@ -178,10 +182,8 @@ class Claims:
         try:
             with self._cache.transact():
                 if release:
-                    stored = read_rows(self._cache, release)
-                    mine = [k for k in release if self._is_mine(_holder_of(stored.get(k)))]
-                    delete_rows(self._cache, mine)
-                    self._held.difference_update(release)
+                    held = self._held
+                    delete_rows(self._cache, [(k, held.pop(k)) for k in release if k in held])
                 return self._take_many(claim) if claim else []
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise self._error(exc) from exc

@@ -3,8 +3,8 @@
 diskcache's ``add``, ``get`` and ``delete`` each run three to five SQL statements through a
 Python layer; at thousands of answers a second that was most of the client's time (the answer
 and its claim written, the claim read and deleted: about nine statements a request). The
-functions here do the same to many keys with one ``SELECT ... IN``, one ``executemany`` and
-one ``DELETE ... IN``, inside a transaction the caller opened with ``cache.transact()``.
+functions here do the same to many keys with one ``SELECT ... IN`` or one ``executemany``,
+inside a transaction the caller opened with ``cache.transact()``.
 
 They write exactly the rows diskcache writes for a ``str`` key and a ``bytes`` value kept in the
 table (``raw = 1``, ``mode = MODE_RAW``, no expiry, no tag, size 0), so ``diskcache.Cache.get``
@@ -58,11 +58,9 @@ def insert_rows(cache: diskcache.Cache, rows: Iterable[tuple[str, bytes]]) -> No
     )
 
 
-def delete_rows(cache: diskcache.Cache, keys: Sequence[str]) -> None:
-    """Delete the rows of ``keys`` whose values are kept in the table."""
-    for start in range(0, len(keys), _CHUNK):
-        chunk = keys[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        cache._sql(
-            f"DELETE FROM Cache WHERE raw = 1 AND filename IS NULL AND key IN ({marks})", chunk
-        )
+def delete_rows(cache: diskcache.Cache, rows: Iterable[tuple[str, bytes]]) -> None:
+    """Delete the ``(key, value)`` rows whose stored value is still exactly ``value``."""
+    cache._con.executemany(
+        "DELETE FROM Cache WHERE key = ? AND raw = 1 AND value = ?",
+        [(key, sqlite3.Binary(value)) for key, value in rows],
+    )

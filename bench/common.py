@@ -218,6 +218,15 @@ class SimProcess:
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read())  # type: ignore[no-any-return]
 
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the server process has used so far (Linux /proc; None elsewhere)."""
+        try:
+            assert self.process is not None
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, AssertionError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stats(self) -> dict[str, Any]:
         """The server's counts, without the per-body ``answered`` table (large on big runs)."""
         stats = self._call("/sim/stats")

@@ -360,3 +360,13 @@ def test_yes_no_rubrics_read_answer_yes(sim: SimServer, tmp_path: Path) -> None:
     assert scored.returncode == 0, scored.stderr
     # The simulated judge answers rubrics "Yes", " yes", "Yes.", "Answer: Yes", "Yes, it does.".
     assert "invalid samples" not in scored.stdout, scored.stdout
+
+
+def test_retry_failed_with_batch_is_refused_not_ignored(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url)
+    result = run_study(study, "--batch", "--retry-failed")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--retry-failed does not re-ask refused requests through the Batch API" in (
+        result.stderr
+    )
+    assert sim.stats.received == 0 and sim.stats.batches == 0, "nothing was asked"

@@ -25,12 +25,11 @@ from ..judging.coverage import coverage
 from ..judging.plan import Study, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
-from ..study.config import EvalConfig
 from .answers import add_answers_command, invalid_lines, warn
 from .batch import add_batch_commands, add_batch_flags, run_batch
 from .cache import add_cache_commands
 from .meta import add_meta_command
-from .overrides import judge_key, study_config
+from .overrides import judge_key, load_study
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
 from .summary import budget_left, coverage_table, dry_run, run_summary
@@ -66,29 +65,6 @@ def _study_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--shard", metavar="I/K", help="only share I of K of the items (one of K machines)"
     )
-
-
-_OVERRIDES = (
-    "base_url",
-    "model",
-    "cache",
-    "output",
-    "concurrency",
-    "rpm",
-    "tpm",
-    "timeout",
-    "retries",
-    "n",
-    "mode",
-    "criteria",
-    "limit",
-    "max_cost",
-    "shard",
-)
-
-
-def _load(args: argparse.Namespace) -> EvalConfig:
-    return study_config(args, _OVERRIDES)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sim_command(commands, cmd_sim)
 
     add_score_commands(commands, _study_arguments)
-    add_cache_commands(commands, _study_arguments, _load)
+    add_cache_commands(commands, _study_arguments, load_study)
     add_meta_command(commands, _study_arguments)
     add_answers_command(commands, _study_arguments)
     add_batch_commands(commands, _study_arguments)
@@ -155,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_status(args: argparse.Namespace) -> int:
     from ..scoring.results import load_results
 
-    study = prepare_study(_load(args))
+    study = prepare_study(load_study(args))
     warn(study.warnings, strict=False)
     with JudgeCache(study.config.cache_path, create=False) as cache:
         counts = coverage(study, cache, Ledger(cache.directory).live_keys())
@@ -171,13 +147,18 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    config = _load(args)
+    config = load_study(args)
     study = prepare_study(config)
     warn(study.warnings, strict=args.strict)
     if args.dry_run:
         dry_run(study)
         return EXIT_OK
     key = judge_key(config)
+    if args.batch and args.retry_failed:
+        raise ConfigError(
+            "--retry-failed does not re-ask refused requests through the Batch API: run "
+            f"`geval-async run {args.config} --retry-failed` (online) for them, then --batch"
+        )
     if args.batch:
         return run_batch(study, key, poll=args.poll, quiet=args.quiet)
     with JudgeCache(config.cache_path) as cache:

@@ -26,7 +26,7 @@ from ..judging.coverage import coverage, item_states
 from ..judging.origin import ServerEntries
 from ..judging.plan import Study, prepare_study
 from ..study.pricing import Budget
-from .overrides import judge_key
+from .overrides import judge_key, load_study
 from .summary import coverage_table, table
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 130
@@ -114,11 +114,9 @@ def _with_control(
 ) -> int:
     """Open the study (from ``args`` unless given), cache, claims and client; attach to
     interrupted submits; run ``work``."""
-    from .app import _load
-
     if study is None:
         assert args is not None
-        study = prepare_study(_load(args))
+        study = prepare_study(load_study(args))
         key = judge_key(study.config)
     source = study.config.source
 
@@ -228,9 +226,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .app import _load
-
-    study = prepare_study(_load(args))
+    study = prepare_study(load_study(args))
     target = Path(args.file)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     lines = 0
@@ -258,9 +254,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .app import _load
-
-    study = prepare_study(_load(args))
+    study = prepare_study(load_study(args))
     source = Path(args.file)
     try:
         # Read every line first: a bad line fails before anything is stored.

@@ -13,13 +13,37 @@ from ..errors import ConfigError
 from ..study.config import EvalConfig, load_config
 from ..study.overrides import read_overrides
 
-__all__ = ["judge_key", "study_config"]
+__all__ = ["STUDY_FLAGS", "judge_key", "load_study", "study_config"]
+
+# The flags of the study commands (run, status, score, ...) that patch the config.
+STUDY_FLAGS = (
+    "base_url",
+    "model",
+    "cache",
+    "output",
+    "concurrency",
+    "rpm",
+    "tpm",
+    "timeout",
+    "retries",
+    "n",
+    "mode",
+    "criteria",
+    "limit",
+    "max_cost",
+    "shard",
+)
 
 
 def study_config(args: argparse.Namespace, names: Iterable[str]) -> EvalConfig:
     """``args.config`` loaded, with the flags among ``names`` that were given applied."""
     flags = {name: getattr(args, name, None) for name in names}
     return read_overrides(load_config(args.config), flags, flags=True)
+
+
+def load_study(args: argparse.Namespace) -> EvalConfig:
+    """The study config of a study command: ``args.config`` with its :data:`STUDY_FLAGS`."""
+    return study_config(args, STUDY_FLAGS)
 
 
 def judge_key(config: EvalConfig) -> str | None:

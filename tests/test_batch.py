@@ -469,3 +469,15 @@ def test_demo_by_batch_prints_the_tables_of_the_online_demo(tmp_path: Path) -> N
         return stdout[stdout.index("scoring from the cache") : stdout.index(" files under ")]
 
     assert scoring(batch.stdout) == scoring(online.stdout)
+
+
+def test_dry_run_leaves_out_what_live_batch_jobs_are_asking(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    sim.settings.batch_seconds = 3600.0
+    assert run_cli("batch", "submit", str(study.config)).returncode == 0
+    dry = run_cli("run", str(study.config), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"in live batch jobs: {_items(study)}; requests to send: 0" in dry.stdout
+    assert sim.stats.received == 0 and sim.stats.batches == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..judging.batch.ledger import Ledger
 from ..judging.cache import JudgeCache
 from ..judging.coverage import Coverage, item_states
 from ..judging.plan import Study
@@ -121,11 +122,16 @@ def dry_run(study: Study) -> None:
     from ..study.pricing import estimate_cost
 
     config = study.config
-    requests = tokens = prompt_tokens = completion_tokens = cached = 0
+    requests = tokens = prompt_tokens = completion_tokens = cached = in_batch = 0
     with JudgeCache(config.cache_path, create=False) as cache:
+        # A live batch job's requests are not sent again (the run skips them).
+        batched = Ledger(cache.directory).live_keys()
         for state in item_states(study, cache):
             if not state.missing:
                 cached += 1
+                continue
+            if all(request.key in batched for request in state.missing):
+                in_batch += 1
                 continue
             # The next chunk asks for every sample the item still lacks.
             request = state.missing[0]
@@ -140,7 +146,11 @@ def dry_run(study: Study) -> None:
         + (f", shard {config.shard}" if config.shard else "")
         + f"), {config.sampling.choices_per_item} answers each"
     )
-    print(f"already cached: {cached}; requests to send: {requests} (more if the server ignores n)")
+    print(
+        f"already cached: {cached}; "
+        + (f"in live batch jobs: {in_batch}; " if in_batch else "")
+        + f"requests to send: {requests} (more if the server ignores n)"
+    )
     print(
         f"estimated tokens: {tokens} ({prompt_tokens} prompt + "
         f"{completion_tokens} completion at most)"

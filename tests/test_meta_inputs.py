@@ -438,3 +438,14 @@ def test_prompts_are_needed_only_when_the_cache_judge_is_read(tmp_path: Path) ->
     assert {(c.judge, c.criterion) for c in evaluation.correlations} == {("j", "coh"), ("j", "rel")}
     result = run_cli("run", str(config), "--dry-run")
     assert result.returncode == 2 and "prompt file" in result.stderr
+
+
+def test_a_judge_flag_on_judge_files_alone_is_refused_not_ignored(tmp_path: Path) -> None:
+    judge = _known_judge(_records())
+    full = _write_csv(tmp_path / "full.csv", judge)
+    config = _files_only_config(tmp_path, _keyed_judge("full", full))
+    result = run_cli("meta", str(config), "--model", "gpt-4o")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--model gpt-4o: only chooses the answers of the config's own judge" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists(), "nothing written"

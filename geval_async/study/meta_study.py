@@ -122,6 +122,14 @@ def _narrow(study: MetaStudy, overrides: Mapping[str, Any], flags: bool) -> Meta
     TableReader("flags" if flags else "overrides", "", overrides, set(OVERRIDES))
     for name, value in overrides.items():
         origin = _origin(name, value, flags)
+        if name not in ("criteria", "limit", "output"):
+            # It would choose which of the cache's answers to read, and none are read here:
+            # said, not silently dropped.
+            raise ConfigError(
+                f"{origin}: only chooses the answers of the config's own judge in the cache, "
+                f"and {study.source} is meta-evaluated from its judge files alone "
+                "(no [judge] section, or the cache left out): drop it"
+            )
         if name == "criteria":
             study = replace(
                 study, criteria=_criteria(study, TableReader(origin, "", {name: value}, {name}))

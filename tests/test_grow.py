@@ -178,3 +178,20 @@ def test_cache_migrate_moves_a_studys_old_entries(sim: SimServer, study: StudyFi
     assert _keys(study.cache) == {"g2-"}
     assert _long_table(study) == (LEGACY / "samples_n3_long.csv").read_text()
     assert sim.stats.received == 0
+
+
+def test_old_answers_of_an_item_the_new_keys_answer_too_are_kept(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    # A mixed history: the new code judged n = 2 first, then a cache of the first key scheme
+    # (n = 3, the same items) was copied in. Five samples per item are paid for.
+    study.write_config(sim.base_url, sampling={"n": 2})
+    assert run_study(study).returncode == 0
+    items = _items(study)
+    assert sim.stats.samples == 2 * items
+    _load_legacy(study, "samples_n3")
+    study.write_config(sim.base_url, sampling={"n": 5})
+    grown = run_study(study)
+    assert grown.returncode == 0, grown.stderr
+    assert sim.stats.samples == 2 * items, "the old answers make up the 5: nothing is asked"
+    assert _keys(study.cache) == {"g2-"}

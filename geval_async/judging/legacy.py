@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..study.config import EvalConfig
 from .cache import CachedResponse, JudgeCache
 from .keys import canonical_json
 from .origin import EntrySource
@@ -97,9 +98,10 @@ def legacy_answers(
 def migrate_study(study: Study, cache: JudgeCache) -> int:
     """Move the old entries of a study's items to the new keys; returns how many moved.
 
-    An item's old answers become its first chunks, in sample order. An item the new keys
-    already answer keeps those, and its old entries go. A refusal moves only when the item has
-    no answer. Items of other studies keep their old entries.
+    An item's old answers become its chunks in sample order, after any answers the new keys
+    already hold for it (samples are independent, so every paid-for answer stays usable when
+    n grows). A refusal moves only when the item has no answer; an old answer replaces a new
+    refusal. Items of other studies keep their old entries.
     """
     sizes = legacy_sizes(cache)
     if not sizes:
@@ -110,16 +112,30 @@ def migrate_study(study: Study, cache: JudgeCache) -> int:
         found = legacy_answers(first, cache, sizes)
         if not found.keys:
             continue
-        if cache.get(first.key) is None:
-            start = 0
-            for entry in found.entries or ([found.refusal] if found.refusal else []):
-                request = chunk_request(first, start, study.config)
-                cache.put(_moved(entry, request))
-                start += entry.received
-                moved += 1
+        start, blocked = _chain_end(first, cache, study.config)
+        entries = found.entries
+        if not entries and found.refusal is not None and start == 0 and not blocked:
+            entries = [found.refusal]
+        for entry in entries:
+            request = chunk_request(first, start, study.config)
+            # The first may land on a refusal (or damaged entry) of the new keys: it replaces it.
+            cache.put(_moved(entry, request), overwrite=blocked)
+            blocked = False
+            start += entry.received
+            moved += 1
         for key in found.keys:
             cache.delete(key)
     return moved
+
+
+def _chain_end(first: JudgeRequest, cache: JudgeCache, config: EvalConfig) -> tuple[int, bool]:
+    """Where an item's answers under the new keys end (the samples they hold), and whether
+    that key holds something else already (a refusal, or a damaged entry)."""
+    start, request = 0, first
+    while (entry := cache.get(request.key)) is not None and entry.ok:
+        start += entry.received
+        request = chunk_request(first, start, config)
+    return start, entry is not None or request.key in cache.corrupted
 
 
 def _moved(entry: CachedResponse, request: JudgeRequest) -> CachedResponse:

@@ -13,7 +13,7 @@ Nothing here calls the network: scoring reads the cache only, so re-scoring is f
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,10 @@ class StudyResults:
     simulated: bool
     corrupted: int
     variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
+    # Each test's comparisons, computed once: `report` asks for them in several outputs.
+    _comparisons: dict[StatTest, list[Comparison]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def config(self) -> EvalConfig:
@@ -53,6 +57,12 @@ class StudyResults:
     def long(self) -> pd.DataFrame:
         """One row per record and criterion: score, status, valid/invalid, distribution."""
         return long_frame(self.scores)
+
+    @cached_property
+    def group_tables(self) -> dict[str, pd.DataFrame]:
+        """Per criterion, the mean weighted score per group and condition (no Average row):
+        computed once, as every table, the composite and each test read them."""
+        return {c.name: per_group(self.long, c.name, self.config) for c in self.config.criteria}
 
     @cached_property
     def tallies(self) -> dict[str, CriterionTally]:
@@ -87,8 +97,8 @@ class StudyResults:
     def table(self, criterion: str, *, average: bool = True) -> pd.DataFrame:
         """Mean weighted score per group and condition (plus the Average row)."""
         self.config.criterion(criterion)
-        table = per_group(self.long, criterion, self.config)
-        return with_average(table) if average else table
+        table = self.group_tables[criterion]
+        return with_average(table) if average else table.copy()
 
     @property
     def has_composite(self) -> bool:
@@ -113,7 +123,7 @@ class StudyResults:
                 f"{', '.join(self.config.composite.criteria)}; --criteria leaves out "
                 f"{', '.join(self.composite_missing)}: add them, or drop --criteria"
             )
-        table = composite(self.long, self.config)
+        table = composite(self.group_tables, self.config)
         return with_average(table) if average else table
 
     @property
@@ -152,7 +162,9 @@ class StudyResults:
                     f"{self.config.source}: [stats] condition {condition!r} does not occur in "
                     f"the records' {self.config.data.condition_field!r} field"
                 )
-        return compare(self.long, self.config, test)
+        if test not in self._comparisons:
+            self._comparisons[test] = compare(self.group_tables, self.config, test)
+        return list(self._comparisons[test])
 
     def write_outputs(
         self,

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -100,8 +100,9 @@ def with_average(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def composite(long: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
-    """The 100-point composite per group and condition.
+def composite(tables: Mapping[str, pd.DataFrame], config: EvalConfig) -> pd.DataFrame:
+    """The 100-point composite per group and condition, from the :func:`per_group` tables of
+    its criteria (keyed by criterion name).
 
     ``normalize = "max"``: mean over criteria of score / scale maximum, x 100 (the UEQ study's
     formula: mean(con/5, flu/3, ind/5, rel/5) x 100). ``"minmax"``: (score - lo) / (hi - lo),
@@ -110,7 +111,7 @@ def composite(long: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
     parts = []
     for name in config.composite.criteria:
         scale = config.criterion(name).scale
-        table = per_group(long, name, config)
+        table = tables[name]
         if config.composite.normalize == Normalization.MINMAX:
             parts.append((table - scale.lo) / (scale.hi - scale.lo))
         else:
@@ -121,10 +122,12 @@ def composite(long: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
 
 
 def compare(
-    long: pd.DataFrame, config: EvalConfig, test: StatTest | str | None = None
+    tables: Mapping[str, pd.DataFrame], config: EvalConfig, test: StatTest | str | None = None
 ) -> list[Comparison]:
     """The configured test between the two conditions on every criterion, BH-adjusted across
     the criteria, followed by the composite (its own family of one, so p_adj = p).
+
+    ``tables`` are the :func:`per_group` tables of every criterion, keyed by name.
 
     Raises:
         ConfigError: ``test`` is not one of the tests.
@@ -133,12 +136,11 @@ def compare(
     a, b = config.stats.conditions
     alpha = config.stats.alpha
     criteria = [c.name for c in config.criteria]
-    tables = {name: per_group(long, name, config) for name in criteria}
     results = [_compare_table(name, tables[name], a, b, test, alpha) for name in criteria]
     adjusted = adjust_fdr(results, alpha=alpha)
     if set(config.composite.criteria) <= set(criteria):
         adjusted += adjust_fdr(
-            [_compare_table(COMPOSITE, composite(long, config), a, b, test, alpha)], alpha=alpha
+            [_compare_table(COMPOSITE, composite(tables, config), a, b, test, alpha)], alpha=alpha
         )
     return adjusted
 

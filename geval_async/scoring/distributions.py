@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..study.scale import Scale
@@ -46,7 +47,7 @@ class RatingDistribution:
     invalid: int
     valid_mass: float
 
-    @property
+    @cached_property  # read by the status, the tables and the raw export of every item
     def weighted_score(self) -> float | None:
         """sum(p(v) * v) over ratings, or None when no rating is valid."""
         if not self.probs:

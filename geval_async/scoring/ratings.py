@@ -52,6 +52,10 @@ __all__ = [
 ]
 
 _GEVAL = re.compile(r"\s*([-+]?\d+(?:\.\d+)?)")
+# Distinct answers a parser remembers: sampled answers repeat ("4", "Score: 4") across a study's
+# thousands of samples, so most readings are looked up, not parsed again. The bound keeps a
+# study of long, all-different answers from holding a reading per answer.
+_REMEMBERED = 4096
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,7 @@ class RatingParser:
         self.function = function
         self._names = criterion_names(names)
         self._regex: re.Pattern[str] | None = None
+        self._readings: dict[str, Reading] = {}
         if mode == ParserMode.REGEX:
             self._regex = _compile(pattern)
         elif pattern is not None:
@@ -136,9 +141,19 @@ class RatingParser:
             finish_reason: the API's ``finish_reason``; "length" (max_tokens reached) turns
                 an answer without a rating into :attr:`Reason.CUT_OFF`.
         """
-        reading = self._read(text if isinstance(text, str) else "")
+        reading = self._remembered(text if isinstance(text, str) else "")
         if reading.rating is None and finish_reason == "length":
             return Reading(None, Reason.CUT_OFF)
+        return reading
+
+    def _remembered(self, text: str) -> Reading:
+        """The reading of ``text``, parsed once per distinct text (a user's function, which
+        may not be pure, is called for every answer)."""
+        reading = self._readings.get(text)
+        if reading is None:
+            reading = self._read(text)
+            if self.mode != ParserMode.FUNCTION and len(self._readings) < _REMEMBERED:
+                self._readings[text] = reading
         return reading
 
     def _read(self, text: str) -> Reading:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -47,6 +48,7 @@ SAMPLE_COLUMNS = [
     "reason",
 ]
 REASONS = words(Reason)
+_NAN = float("nan")
 
 
 def samples_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
@@ -55,26 +57,25 @@ def samples_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
     Rubric criteria give one row per rubric answer (``rubric`` names it). Items the cache
     lacks or refused have no answers, hence no rows.
     """
-    rows = []
+    # Built a column at a time, an item's answers at once: a study has tens of thousands.
+    columns: dict[str, list[Any]] = {name: [] for name in SAMPLE_COLUMNS}
     for score in scores:
         for part in score.parts or (score,):
-            for draw, text in enumerate(part.answers):
-                rating = part.ratings[draw] if draw < len(part.ratings) else None
-                reason = part.reasons[draw] if draw < len(part.reasons) else None
-                rows.append(
-                    (
-                        part.record_id,
-                        part.group,
-                        part.condition,
-                        score.criterion,
-                        part.rubric,
-                        draw,
-                        text,
-                        float("nan") if rating is None else rating,
-                        None if reason is None else str(reason),
-                    )
-                )
-    return pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
+            count = len(part.answers)
+            ratings = part.ratings[:count] + (None,) * (count - len(part.ratings))
+            reasons = part.reasons[:count] + (None,) * (count - len(part.reasons))
+            columns["record_id"] += [part.record_id] * count
+            columns["group"] += [part.group] * count
+            columns["condition"] += [part.condition] * count
+            columns["criterion"] += [score.criterion] * count
+            columns["rubric"] += [part.rubric] * count
+            columns["draw"] += range(count)
+            columns["text"] += part.answers
+            columns["rating"] += [_NAN if r is None else r for r in ratings]
+            columns["reason"] += [None if r is None else str(r) for r in reasons]
+    if not columns["draw"]:
+        return pd.DataFrame([], columns=SAMPLE_COLUMNS)  # object columns, as rows would give
+    return pd.DataFrame(columns, columns=SAMPLE_COLUMNS)
 
 
 def invalid_shares(samples: pd.DataFrame) -> pd.DataFrame:

@@ -126,7 +126,7 @@ class StudyResults:
         table = composite(self.group_tables, self.config)
         return with_average(table) if average else table
 
-    @property
+    @cached_property
     def paired_design(self) -> bool:
         """Whether the same groups appear under both compared conditions."""
         return design_is_paired(self.long, self.config)

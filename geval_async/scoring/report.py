@@ -211,7 +211,7 @@ def _invalid_section(invalid: pd.DataFrame | None, warnings: Sequence[str]) -> l
 def _markdown(table: pd.DataFrame) -> str:
     header = [str(table.index.name or "")] + [str(c) for c in table.columns]
     lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * len(table.columns) + "|"]
-    for index, row in table.iterrows():
+    for index, *row in table.itertuples(name=None):
         cells = ["" if pd.isna(v) else f"{v:.3f}" for v in row]
         lines.append("| " + " | ".join([str(index), *cells]) + " |")
     return "\n".join(lines)

@@ -29,7 +29,14 @@ from ..study.config import EvalConfig, apply_overrides, load_config
 from .readings import ShareDifference, invalid_shares, samples_frame, share_differences
 from .scores import CriterionTally, ItemScore, score_items, tally
 from .stats import Comparison
-from .tables import compare, composite, design_is_paired, long_frame, per_group, with_average
+from .tables import (
+    compare,
+    composite,
+    design_is_paired,
+    group_tables,
+    long_frame,
+    with_average,
+)
 
 if TYPE_CHECKING:
     from .html.gallery import HumanComparison
@@ -62,7 +69,7 @@ class StudyResults:
     def group_tables(self) -> dict[str, pd.DataFrame]:
         """Per criterion, the mean weighted score per group and condition (no Average row):
         computed once, as every table, the composite and each test read them."""
-        return {c.name: per_group(self.long, c.name, self.config) for c in self.config.criteria}
+        return group_tables(self.long, self.config)
 
     @cached_property
     def tallies(self) -> dict[str, CriterionTally]:
@@ -77,10 +84,19 @@ class StudyResults:
 
     def invalid_shares(self) -> pd.DataFrame:
         """Invalid samples per criterion and condition, with a count per reason."""
-        return invalid_shares(self.samples)
+        return self._invalid_shares.copy()
 
     def share_differences(self) -> list[ShareDifference]:
         """Criteria whose invalid share differs between the two compared conditions."""
+        return list(self._share_differences)
+
+    # Computed once: the report and the command's notes both show them.
+    @cached_property
+    def _invalid_shares(self) -> pd.DataFrame:
+        return invalid_shares(self.samples)
+
+    @cached_property
+    def _share_differences(self) -> list[ShareDifference]:
         stats = self.config.stats
         return share_differences(self.samples, stats.conditions, stats.alpha)
 

@@ -73,23 +73,23 @@ def _group_column(long: pd.DataFrame) -> pd.Series:
     return long["group"] if long["group"].notna().any() else long["record_id"]
 
 
-def per_group(long: pd.DataFrame, criterion: str, config: EvalConfig) -> pd.DataFrame:
-    """Mean weighted score per group (rows) and condition (columns), without the Average row."""
-    rows = long[long["criterion"] == criterion]
-    frame = rows.assign(_group=_group_column(rows), _condition=rows["condition"].fillna("all"))
-    table = frame.pivot_table(
-        index="_group",
-        columns="_condition",
-        values="score",
-        aggfunc="mean",
-        dropna=False,
-        sort=False,
-    )
-    conditions = _conditions(config, long) or ["all"]
-    table = table.reindex(index=_groups(long), columns=conditions)
-    table.index.name = config.data.group_field or "record"
-    table.columns.name = None
-    return table
+def group_tables(long: pd.DataFrame, config: EvalConfig) -> dict[str, pd.DataFrame]:
+    """Per criterion (keyed by name), the mean weighted score per group (rows) and condition
+    (columns), without the Average row."""
+    frame = long.assign(_group=_group_column(long), _condition=long["condition"].fillna("all"))
+    # One grouping for every criterion: the tables of a study come from one pass over it.
+    keys = ["criterion", "_group", "_condition"]
+    means = frame.groupby(keys, sort=False, dropna=False)["score"].mean()
+    groups, conditions = _groups(long), _conditions(config, long) or ["all"]
+    tables = {}
+    for criterion in config.criteria:
+        rows = means[means.index.get_level_values("criterion") == criterion.name]
+        table = rows.droplevel("criterion").unstack("_condition")
+        table = table.reindex(index=groups, columns=conditions).astype(float)
+        table.index.name = config.data.group_field or "record"
+        table.columns.name = None
+        tables[criterion.name] = table
+    return tables
 
 
 def with_average(table: pd.DataFrame) -> pd.DataFrame:
@@ -101,7 +101,7 @@ def with_average(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def composite(tables: Mapping[str, pd.DataFrame], config: EvalConfig) -> pd.DataFrame:
-    """The 100-point composite per group and condition, from the :func:`per_group` tables of
+    """The 100-point composite per group and condition, from the :func:`group_tables` of
     its criteria (keyed by criterion name).
 
     ``normalize = "max"``: mean over criteria of score / scale maximum, x 100 (the UEQ study's
@@ -127,7 +127,7 @@ def compare(
     """The configured test between the two conditions on every criterion, BH-adjusted across
     the criteria, followed by the composite (its own family of one, so p_adj = p).
 
-    ``tables`` are the :func:`per_group` tables of every criterion, keyed by name.
+    ``tables`` are the :func:`group_tables` of every criterion.
 
     Raises:
         ConfigError: ``test`` is not one of the tests.

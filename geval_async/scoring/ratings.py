@@ -141,19 +141,17 @@ class RatingParser:
             finish_reason: the API's ``finish_reason``; "length" (max_tokens reached) turns
                 an answer without a rating into :attr:`Reason.CUT_OFF`.
         """
-        reading = self._remembered(text if isinstance(text, str) else "")
-        if reading.rating is None and finish_reason == "length":
-            return Reading(None, Reason.CUT_OFF)
-        return reading
-
-    def _remembered(self, text: str) -> Reading:
-        """The reading of ``text``, parsed once per distinct text (a user's function, which
-        may not be pure, is called for every answer)."""
+        if not isinstance(text, str):
+            text = ""
         reading = self._readings.get(text)
         if reading is None:
             reading = self._read(text)
+            # Each distinct answer is parsed once (a user's function, which may not be pure,
+            # is called for every answer).
             if self.mode != ParserMode.FUNCTION and len(self._readings) < _REMEMBERED:
                 self._readings[text] = reading
+        if reading.rating is None and finish_reason == "length":
+            return Reading(None, Reason.CUT_OFF)
         return reading
 
     def _read(self, text: str) -> Reading:

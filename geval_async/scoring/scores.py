@@ -138,12 +138,11 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
     if state.missing:
         return ItemScore(status=MISSING, **base)
     choices = _texts(state.entries)[:n]
-    answers = tuple(_choice_text(c) for c in choices)
-    readings = [
-        parser.read(a, c.get("finish_reason")) for a, c in zip(answers, choices, strict=True)
-    ]
-    ratings: tuple[float | None, ...] = tuple(r.rating for r in readings)
-    reasons = tuple(r.reason for r in readings)
+    answers = tuple(map(_choice_text, choices))
+    # map, not generators: a study reads tens of thousands of answers here.
+    readings = list(map(parser.read, answers, [c.get("finish_reason") for c in choices]))
+    ratings: tuple[float | None, ...] = tuple([r.rating for r in readings])
+    reasons = tuple([r.reason for r in readings])
     if mode == SamplingMode.LOGPROBS:
         top = first_token_top_logprobs(choices[0]) if choices else None
         if top is None:

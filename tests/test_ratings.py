@@ -452,6 +452,30 @@ def test_an_answer_cut_off_before_its_rating_says_so() -> None:
     assert parser.read("4\n\nThe summary", "length").rating == 4  # the rating came first
 
 
+def test_an_answer_read_again_reads_the_same_whatever_came_before() -> None:
+    """A parser remembers each distinct answer: a cut-off answer seen first must not make
+    the same text read as cut off when it finished, nor the other way round."""
+    parser = RatingParser(LIKERT)
+    text = "To evaluate the summary, I will"
+    assert parser.read(text, "length").reason == "cut_off"
+    assert parser.read(text, "stop").reason == "no_rating"
+    assert parser.read(text).reason == "no_rating"
+    assert parser.read(text, "length").reason == "cut_off"
+    assert [parser.parse("Score: 4") for _ in range(3)] == [4, 4, 4]
+
+
+def test_a_user_function_is_called_for_every_answer() -> None:
+    calls: list[str] = []
+
+    def count(text: str) -> str:
+        calls.append(text)
+        return text.strip()
+
+    parser = RatingParser(LIKERT, mode="function", function=count)
+    assert [parser.parse("3") for _ in range(3)] == [3, 3, 3]
+    assert calls == ["3", "3", "3"]
+
+
 def test_options_are_read_as_their_ratings() -> None:
     letters = RatingParser(LIKERT, options={"A": 1, "B": 2, "C": 3, "D": 4, "E": 5})
     assert [letters.parse(t) for t in ("D", "Answer: B", "(E)", "A good one. Answer: C")] == [

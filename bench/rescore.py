@@ -6,9 +6,10 @@ composite, Welch tests with FDR, Markdown report; no plots). Each command runs `
 times in a fresh process and the median is kept. Set against it, a process that only imports
 what ``report`` imports (the CLI, the scoring stage, pandas, scipy.stats, statsmodels); the
 difference is the work itself (floor: 0.6 s), in wall and in CPU seconds. ``python -X
-importtime`` names the heaviest imports.
+importtime`` names the heaviest imports; ``--profile N`` prints the N functions of the work
+with the most time of their own (cProfile, in one more process, after the imports).
 
-    .venv/bin/python bench/rescore.py [--quick] [--records 480] [--repeat 3]
+    .venv/bin/python bench/rescore.py [--quick] [--records 480] [--repeat 3] [--profile 15]
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ REPORT_IMPORTS = (
     "import geval_async.cli.app, geval_async.scoring.results, geval_async.scoring.report"
 )
 FLOOR_S = 0.6
+# The work of `report` under cProfile, its imports done first; prints the top of the profile.
+PROFILE = """
+import cProfile, contextlib, io, pstats, sys
+{imports}
+from geval_async.cli.app import main
+profile = cProfile.Profile()
+with contextlib.redirect_stdout(io.StringIO()):
+    profile.runcall(main, ["report", sys.argv[1], "--output", sys.argv[2]])
+pstats.Stats(profile).sort_stats("tottime").print_stats(int(sys.argv[3]))
+"""
 
 
 def _heaviest_imports(count: int = 6) -> list[tuple[str, float]]:
@@ -46,6 +57,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=480)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="48 records, one repeat")
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="print the top N of the profile"
+    )
     args = parser.parse_args()
     if args.quick:
         args.records, args.repeat = 48, 1
@@ -59,9 +73,17 @@ def main() -> None:
             reports.append(run_child([PYTHON, "-m", "geval_async", "report", str(study.config)]))
             assert reports[-1].returncode == 0, reports[-1].stdout + reports[-1].stderr
         outputs = sorted(p.name for p in (study.folder / "out").rglob("*") if p.is_file())
+        if args.profile:
+            code = PROFILE.format(imports=REPORT_IMPORTS)
+            out = str(folder / "profiled")
+            run = run_child([PYTHON, "-c", code, str(study.config), out, str(args.profile)])
+            assert run.returncode == 0, run.stderr
+            print(run.stdout)
 
     report_s = statistics.median(r.wall for r in reports)
     import_s = statistics.median(r.wall for r in imports)
+    report_cpu = statistics.median(r.cpu for r in reports)
+    import_cpu = statistics.median(r.cpu for r in imports)
     row = {
         "records": args.records,
         "criteria": len(study.criteria),
@@ -70,12 +92,13 @@ def main() -> None:
         "report_s": report_s,
         "imports_s": import_s,
         "report_minus_imports_s": report_s - import_s,
-        "report_cpu_s": statistics.median(r.cpu for r in reports),
-        "imports_cpu_s": statistics.median(r.cpu for r in imports),
-        "report_minus_imports_cpu_s": statistics.median(r.cpu for r in reports)
-        - statistics.median(r.cpu for r in imports),
+        "report_cpu_s": report_cpu,
+        "imports_cpu_s": import_cpu,
+        "report_minus_imports_cpu_s": report_cpu - import_cpu,
         "floor_s": FLOOR_S,
         "passed": report_s - import_s <= FLOOR_S,
+        # Wall time on a shared machine counts the others' work too; CPU seconds do not.
+        "passed_cpu": report_cpu - import_cpu <= FLOOR_S,
         "report_maxrss_mb": max(r.maxrss_mb for r in reports),
     }
     heaviest = _heaviest_imports()

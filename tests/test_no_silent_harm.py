@@ -189,6 +189,13 @@ def test_paired_design_gets_the_paired_test_in_the_summary(
     assert report.returncode == 0
     text = (study.output / "t_report.md").read_text()
     assert "## paired-t test" in text and "## welch test" in text
+    assert "`stats/t_paired.csv`" in text and (study.output / "stats" / "t_paired.csv").exists()
+    # A subset's report names the subset's own paired file.
+    subset = run_cli("report", str(study.config), "--limit", "4")
+    assert subset.returncode == 0, subset.stderr
+    text = (study.output / "t-limit-4_report.md").read_text()
+    assert "`stats/t-limit-4_paired.csv`" in text, text
+    assert (study.output / "stats" / "t-limit-4_paired.csv").exists()
 
 
 def test_the_wrong_key_stop_counts_the_requests_sent(sim: SimServer, study: StudyFiles) -> None:

@@ -255,7 +255,7 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         {c.name: results.table(c.name) for c in study.criteria},
         results.composite() if results.has_composite else None,
         results.comparisons(options.test) if has_conditions else [],
-        results.paired_design,
+        output_path(results, "stats", "paired.csv").name if results.paired_design else None,
         plot_paths(results) if options.plots else {},
         results.simulated,
         invalid=results.invalid_shares(),

@@ -75,7 +75,7 @@ def markdown_report(
     tables: Mapping[str, pd.DataFrame],
     composite: pd.DataFrame | None,
     comparisons: list[Comparison],
-    paired_design: bool,
+    paired_file: str | None,
     plots: Mapping[str, Path],
     simulated: bool,
     *,
@@ -86,7 +86,8 @@ def markdown_report(
 
     ``invalid`` is :func:`geval_async.scoring.readings.invalid_shares` (per criterion and
     condition, by reason); ``invalid_warnings`` say where the invalid share differs between
-    the compared conditions.
+    the compared conditions. ``paired_file`` names the paired tests' file when the same
+    groups appear in both conditions (None: they do not).
     """
     config = study.config
     out = [f"# {config.output.prefix}: G-Eval report", ""]
@@ -139,10 +140,9 @@ def markdown_report(
         out += comparison_section(comparisons, config.stats.alpha)
         design = (
             "The same groups appear in both conditions (a within-group design): the "
-            "paired t-test and Wilcoxon signed-rank test in `stats/"
-            f"{config.output.prefix}_paired.csv` match this design; Welch's test treats "
-            "the conditions as independent samples."
-            if paired_design
+            f"paired t-test and Wilcoxon signed-rank test in `stats/{paired_file}` match "
+            "this design; Welch's test treats the conditions as independent samples."
+            if paired_file is not None
             else "Groups differ between the conditions: Welch's test (independent samples) "
             "matches this design."
         )

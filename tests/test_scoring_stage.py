@@ -40,8 +40,12 @@ def _independent_scores(cache_path: Path) -> dict[tuple[str, str], float]:
     ratings: dict[tuple[str, str], list[int]] = {}
     with diskcache.Cache(str(cache_path)) as cache:
         for key in cache.iterkeys():
-            entry = json.loads(cache[key])
-            body = json.loads(entry["body"])
+            # As geval_async/judging/stored.py lays an entry out: a mark, a 10-byte header,
+            # the metadata's JSON on one line, then the response body as received.
+            mark, rest = cache[key][:8], cache[key][8 + 10 :]
+            assert mark == b"\x00entry2\n"
+            meta, raw_body = rest.split(b"\n", 1)
+            entry, body = json.loads(meta), json.loads(raw_body)
             for choice in body["choices"]:
                 match = re.search(r"\d+", choice["message"]["content"])
                 values = ratings.setdefault((entry["record_id"], entry["criterion"]), [])

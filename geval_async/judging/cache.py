@@ -10,105 +10,32 @@ Entries are never evicted (``eviction_policy="none"``): a cache is a record of p
 not a best-effort memo. ``add`` is atomic across processes, so two runs of one plan store each
 answer once. diskcache and sqlite errors are translated to
 :class:`~geval_async.errors.CacheError` here and nowhere else. An entry that does not decode is
-counted as corrupted and treated as missing.
+counted as corrupted and treated as missing. How an entry becomes bytes, and is checked when
+read back, is :mod:`geval_async.judging.stored`.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
-from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import diskcache
 import diskcache.core
-import orjson
 
 from ..errors import CacheError
-from ..options import EntryStatus
 from .readonly import ReadOnlyStore
 from .rows import insert_rows, read_rows
+from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head
 
-ENTRY_VERSION = 1
+__all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache"]
+
+_E = TypeVar("_E", CachedResponse, EntryHead)
+
 _PROBE_KEY = "geval-async:probe"
-_STATUSES = frozenset(EntryStatus)
 _ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
-
-
-@dataclass(frozen=True)
-class CachedResponse:
-    """One stored judge answer (``status == "ok"``) or permanent refusal (``"rejected"``)."""
-
-    key: str
-    status: EntryStatus
-    http_status: int
-    body: str
-    time: float
-    latency_ms: float
-    attempts: int
-    n: int
-    draw: int
-    model: str
-    record_id: str
-    criterion: str
-    received: int = 0
-    usage: dict[str, Any] | None = None
-    error: str | None = None
-    simulated: bool = False
-    v: int = ENTRY_VERSION
-
-    @property
-    def ok(self) -> bool:
-        return self.status == EntryStatus.OK
-
-    def choices(self) -> list[dict[str, Any]]:
-        """The ``choices`` of the stored response body ([] for a refusal)."""
-        if not self.ok:
-            return []
-        # decode() parsed the body already (to check it); read each entry once.
-        parsed = self.__dict__.get("_parsed")
-        if parsed is None:
-            parsed = orjson.loads(self.body)
-        choices = parsed.get("choices") if isinstance(parsed, dict) else None
-        return choices if isinstance(choices, list) else []
-
-    def encode(self) -> bytes:
-        # orjson writes a dataclass natively, several times faster than dataclasses.asdict.
-        return orjson.dumps(self)
-
-    @classmethod
-    def decode(cls, raw: Any) -> CachedResponse:
-        """Decode a stored value; raises ValueError when it is not a valid entry."""
-        if not isinstance(raw, bytes | bytearray):
-            raise ValueError("entry is not bytes")
-        data = orjson.loads(raw)
-        if not isinstance(data, dict) or data.get("v") != ENTRY_VERSION:
-            raise ValueError("entry has no known version")
-        # As cls(**data), without the frozen dataclass's field-by-field __init__ (a fifth of a
-        # rerun): every field present once, no other key. The status stays the stored str
-        # (equal to its EntryStatus member): no copy per read.
-        values = dict(_TEMPLATE)  # the fields in their order: orjson writes them so
-        values.update(data)
-        if len(values) != len(_TEMPLATE) or MISSING in values.values():
-            raise ValueError("entry has unknown or missing fields")
-        entry = object.__new__(cls)
-        entry.__dict__.update(values)
-        if entry.status not in _STATUSES or not isinstance(entry.body, str):
-            raise ValueError("entry has an unknown status")
-        if entry.ok:
-            # The body was checked when it arrived; failing now means the entry was damaged.
-            orjson.loads(entry.body)
-            if entry.received < 1:
-                # An answer always has a choice; without one the next draw would start here again.
-                raise ValueError("entry has no choices")
-
-            # Kept for choices(), outside the fields (orjson writes the fields only).
-            object.__setattr__(entry, "_parsed", orjson.loads(entry.body))
-        return entry
-
-
-_TEMPLATE: dict[str, Any] = {f.name: f.default for f in fields(CachedResponse)}
 
 
 @dataclass
@@ -210,28 +137,35 @@ class JudgeCache:
 
     def get(self, key: str) -> CachedResponse | None:
         """The entry for ``key``; None when absent or corrupted (then added to ``corrupted``)."""
+        return self._read(key, CachedResponse.decode)
+
+    def head(self, key: str) -> EntryHead | None:
+        """What a lookup needs of the entry for ``key`` (the entry checked whole, not parsed);
+        None when absent or corrupted, as :meth:`get`."""
+        return self._read(key, decode_head)
+
+    def _read(self, key: str, decode: Callable[[Any], _E]) -> _E | None:
         if self._cache is None:
             return None
         raw = self._ahead.pop(key, None)
-        if raw is not None:
-            return None if raw is _ABSENT else self._decode(key, raw)
-        try:
-            raw = self._cache.get(key, default=_ABSENT)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            if isinstance(exc, OSError) and isinstance(self._cache, ReadOnlyStore):
-                self.corrupted.add(key)  # its value file is gone: damage, as diskcache reports
+        if raw is None:
+            try:
+                raw = self._cache.get(key, default=_ABSENT)
+            except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+                if isinstance(exc, OSError) and isinstance(self._cache, ReadOnlyStore):
+                    self.corrupted.add(key)  # its value file is gone: damage, as diskcache says
+                    return None
+                raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
+            except Exception:  # noqa: BLE001 - an undecodable pickle or file is damage, not a bug
+                self.corrupted.add(key)
                 return None
-            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
-        except Exception:  # noqa: BLE001 - an undecodable pickle or file is damage, not a bug
-            self.corrupted.add(key)
-            return None
         if raw is _ABSENT:
             return None
-        return self._decode(key, raw)
+        return self._decode(key, raw, decode)
 
-    def _decode(self, key: str, raw: Any) -> CachedResponse | None:
+    def _decode(self, key: str, raw: Any, decode: Callable[[Any], _E]) -> _E | None:
         try:
-            return CachedResponse.decode(raw)
+            return decode(raw)
         except (ValueError, TypeError):
             self.corrupted.add(key)
             return None
@@ -326,7 +260,7 @@ class JudgeCache:
     def _readable(self, raw: Any, key: str) -> bool:
         if raw is None:  # kept in a file: read it the way diskcache does
             return self.get(key) is not None
-        return self._decode(key, raw) is not None
+        return self._decode(key, raw, CachedResponse.decode) is not None
 
     def __len__(self) -> int:
         return 0 if self._cache is None else len(self._cache)

@@ -12,26 +12,30 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import Generic, TypeVar
 
 from ..study.config import EvalConfig
-from .cache import CachedResponse, JudgeCache
+from .cache import CachedResponse, EntryHead, JudgeCache
 from .legacy import legacy_answers, legacy_sizes
-from .origin import EntrySource
+from .origin import EntrySource, Heads
 from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_request, plan_items
+
+_E = TypeVar("_E", CachedResponse, EntryHead)
 
 
 @dataclass
-class ItemState:
+class ItemState(Generic[_E]):
     """The cached answers of one item and what it still lacks.
 
-    ``refused`` is the stored refusal when a request of the item was refused for good.
+    ``refused`` is the stored refusal when a request of the item was refused for good. The
+    answers are whole entries, or their heads when read from :class:`~.origin.Heads`.
     """
 
     item: JudgeItem
     first: JudgeRequest
-    entries: list[CachedResponse] = field(default_factory=list)
+    entries: list[_E] = field(default_factory=list)
     missing: list[JudgeRequest] = field(default_factory=list)
-    refused: CachedResponse | None = None
+    refused: _E | None = None
 
     @property
     def complete(self) -> bool:
@@ -40,18 +44,18 @@ class ItemState:
 
 def item_state(
     first: JudgeRequest,
-    cache: EntrySource,
+    cache: EntrySource[_E],
     config: EvalConfig,
     *,
     retry_failed: bool = False,
     legacy: tuple[int, ...] = (),
-) -> ItemState:
+) -> ItemState[_E]:
     """Walk an item's chunks; with ``retry_failed`` a refusal counts as missing.
 
     ``legacy`` are the n values of old draws in the cache (:func:`legacy_sizes`), looked up
     when the item has no draw 0 under the new keys.
     """
-    state = ItemState(first.item, first)
+    state: ItemState[_E] = ItemState(first.item, first)
     start = 0
     request = first
     while start < first.n:
@@ -76,20 +80,22 @@ def item_state(
     return state
 
 
-def item_states(study: Study, cache: EntrySource) -> Iterator[ItemState]:
+def item_states(
+    study: Study, cache: EntrySource[CachedResponse]
+) -> Iterator[ItemState[CachedResponse]]:
     """The state of every item of the plan, in plan order."""
     return states_ahead(plan_items(study), cache, study.config, legacy=legacy_sizes(cache))
 
 
 def states_ahead(
     items: Iterable[JudgeItem],
-    cache: EntrySource,
+    cache: EntrySource[_E],
     config: EvalConfig,
     *,
     retry_failed: bool = False,
     legacy: tuple[int, ...] = (),
     chunk: int = 256,
-) -> Iterator[ItemState]:
+) -> Iterator[ItemState[_E]]:
     """The state of each item, in order, reading the cache a chunk of items at a time."""
     items = iter(items)
     while firsts := [first_request(item, config) for item in islice(items, chunk)]:
@@ -118,7 +124,8 @@ def coverage(
     """Count, per criterion, the items the cache answers, refuses or lacks; an item lacking
     only requests whose keys are in ``in_batch`` (live batch jobs) counts as in batch."""
     counts = {c.name: Coverage() for c in study.criteria}
-    for state in item_states(study, cache):
+    legacy = legacy_sizes(cache)
+    for state in states_ahead(plan_items(study), Heads(cache), study.config, legacy=legacy):
         c = counts[state.item.criterion.name]
         if state.refused is not None:
             c.refused += 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..study.config import EvalConfig
 from .coverage import states_ahead
 from .limits import RateLimits
-from .origin import EntrySource
+from .origin import Heads, ServerEntries
 from .plan import JudgeItem, JudgeRequest, Study, send_order
 from .progress import RunCounters
 from .writer import Writer
@@ -45,7 +45,7 @@ class Feed:
     def __init__(
         self,
         study: Study,
-        entries: EntrySource,
+        entries: ServerEntries,
         writer: Writer,
         *,
         limits: RateLimits,
@@ -67,8 +67,9 @@ class Feed:
         return await self.queue.get()
 
     async def produce(self) -> None:
+        # Heads: deciding what is missing needs no entry's metadata or body parsed.
         states = states_ahead(
-            send_order(self.study), self.entries, self.config, retry_failed=self.retry_failed
+            send_order(self.study), Heads(self.entries), self.config, retry_failed=self.retry_failed
         )
         for state in states:
             if self.stop.is_set():

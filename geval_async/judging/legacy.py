@@ -18,15 +18,17 @@ import dataclasses
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..study.config import EvalConfig
-from .cache import CachedResponse, JudgeCache
+from .cache import CachedResponse, EntryHead, JudgeCache
 from .keys import canonical_json
 from .origin import EntrySource
 from .plan import JudgeRequest, Study, chunk_request, first_request, plan_items
 
 LEGACY_VERSION = "g1"
+
+_E = TypeVar("_E", CachedResponse, EntryHead)
 
 
 def legacy_key(body: Mapping[str, Any], draw: int) -> str:
@@ -40,7 +42,7 @@ def has_legacy(cache: JudgeCache) -> bool:
     return next(cache.keys(f"{LEGACY_VERSION}-"), None) is not None
 
 
-def legacy_sizes(cache: EntrySource) -> tuple[int, ...]:
+def legacy_sizes(cache: EntrySource[CachedResponse]) -> tuple[int, ...]:
     """Every n an old draw 0 in the cache was asked with, smallest first."""
     sizes: set[int] = set()
     for key in cache.keys(f"{LEGACY_VERSION}-"):
@@ -51,12 +53,12 @@ def legacy_sizes(cache: EntrySource) -> tuple[int, ...]:
 
 
 @dataclass
-class LegacyAnswers:
+class LegacyAnswers(Generic[_E]):
     """An item's answers under old keys: the ok entries in sample order, and a refusal."""
 
-    entries: list[CachedResponse]
+    entries: list[_E]
     keys: list[str]
-    refusal: CachedResponse | None = None
+    refusal: _E | None = None
 
     @property
     def received(self) -> int:
@@ -64,10 +66,10 @@ class LegacyAnswers:
 
 
 def legacy_answers(
-    first: JudgeRequest, cache: EntrySource, sizes: tuple[int, ...]
-) -> LegacyAnswers:
+    first: JudgeRequest, cache: EntrySource[_E], sizes: tuple[int, ...]
+) -> LegacyAnswers[_E]:
     """What the cache holds for an item under old keys, for each n in ``sizes``."""
-    found = LegacyAnswers([], [])
+    found: LegacyAnswers[_E] = LegacyAnswers([], [])
     seed = first.body.get("seed")
     for size in sizes:
         key = legacy_key({**first.body, "n": size}, 0)
@@ -139,5 +141,4 @@ def _chain_end(first: JudgeRequest, cache: JudgeCache, config: EvalConfig) -> tu
 
 
 def _moved(entry: CachedResponse, request: JudgeRequest) -> CachedResponse:
-    # replace(), not __dict__: a decoded entry also keeps its parsed body there.
     return dataclasses.replace(entry, key=request.key, draw=request.draw)

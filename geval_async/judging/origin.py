@@ -12,17 +12,21 @@ The scoring stage uses it to notice a study whose answers mix the two.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from .cache import CachedResponse, JudgeCache
+from .cache import CachedResponse, EntryHead, JudgeCache
 
-__all__ = ["EntrySource", "ServerEntries"]
+__all__ = ["EntrySource", "Heads", "ServerEntries"]
+
+_E = TypeVar("_E", CachedResponse, EntryHead)
+_E_co = TypeVar("_E_co", CachedResponse, EntryHead, covariant=True)
 
 
-class EntrySource(Protocol):
-    """Anything entries are read from by key (a :class:`JudgeCache` or a view of one)."""
+class EntrySource(Protocol[_E_co]):
+    """Anything entries are read from by key (a :class:`JudgeCache` or a view of one); ``get``
+    gives whole entries (:class:`CachedResponse`) or, from :class:`Heads`, their heads."""
 
-    def get(self, key: str) -> CachedResponse | None: ...
+    def get(self, key: str) -> _E_co | None: ...
 
     def keys(self, prefix: str = "") -> Iterator[str]: ...
 
@@ -50,7 +54,13 @@ class ServerEntries:
         self.cache.prefetch(keys)
 
     def get(self, key: str) -> CachedResponse | None:
-        entry = self.cache.get(key)
+        return self._seen(key, self.cache.get(key))
+
+    def head(self, key: str) -> EntryHead | None:
+        """What a lookup needs of the entry, under the same rule as :meth:`get`."""
+        return self._seen(key, self.cache.head(key))
+
+    def _seen(self, key: str, entry: _E | None) -> _E | None:
         if entry is None:
             return None
         if self.simulated is not None and entry.simulated != self.simulated:
@@ -59,3 +69,20 @@ class ServerEntries:
         if entry.ok:
             self.origins.add(entry.simulated)
         return entry
+
+
+class Heads:
+    """A cache, or a server's view of one, read as entry heads: for walks that only decide
+    what is answered and what is missing (a run's lookups, ``status``)."""
+
+    def __init__(self, source: JudgeCache | ServerEntries) -> None:
+        self.source = source
+
+    def get(self, key: str) -> EntryHead | None:
+        return self.source.head(key)
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        return self.source.keys(prefix)
+
+    def prefetch(self, keys: Sequence[str]) -> None:
+        self.source.prefetch(keys)

@@ -1,0 +1,162 @@
+"""A stored judge answer: the :class:`CachedResponse` record, and its bytes in a cache folder.
+
+An entry is written as a mark, a checksum, a small header, the metadata as one line of JSON
+and then the response body's bytes as received::
+
+    b"\\x00entry2\\n" | crc32 (4 bytes) | ok, simulated, received (6 bytes) | {"key": ...}\\n | body
+
+The CRC-32 covers everything after itself, so a damaged entry (a cut or changed body, a
+changed byte anywhere) is found without parsing the body, and the header repeats what a
+lookup needs (answered or refused, how many choices, which server), so a rerun, which looks
+up each entry of its plan, reads an :class:`EntryHead` without parsing any JSON. Caches
+written before hold the entry's JSON (the body an escaped string inside it): those still
+read, their body parsed to find damage.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import MISSING, dataclass, fields
+from typing import Any
+
+import orjson
+
+from ..options import EntryStatus
+
+__all__ = ["ENTRY_VERSION", "PACKED", "CachedResponse", "EntryHead"]
+
+# The version of the fields (an archive holds them as JSON): unchanged by how they are stored.
+ENTRY_VERSION = 1
+PACKED = b"\x00entry2\n"
+_CRC = struct.Struct("<I")  # the CRC-32 of everything after it
+_HEADER = struct.Struct("<BBI")  # ok, simulated, received
+_SUMMED = len(PACKED) + _CRC.size  # where the checksummed part starts
+_META = _SUMMED + _HEADER.size  # where the metadata's JSON starts
+_STATUSES = frozenset(EntryStatus)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryHead:
+    """What looking an entry up needs: answered or refused, its choices, its server."""
+
+    ok: bool
+    received: int
+    simulated: bool
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """One stored judge answer (``status == "ok"``) or permanent refusal (``"rejected"``)."""
+
+    key: str
+    status: EntryStatus
+    http_status: int
+    body: str
+    time: float
+    latency_ms: float
+    attempts: int
+    n: int
+    draw: int
+    model: str
+    record_id: str
+    criterion: str
+    received: int = 0
+    usage: dict[str, Any] | None = None
+    error: str | None = None
+    simulated: bool = False
+    v: int = ENTRY_VERSION
+
+    @property
+    def ok(self) -> bool:
+        return self.status == EntryStatus.OK
+
+    @property
+    def head(self) -> EntryHead:
+        return EntryHead(self.ok, self.received, self.simulated)
+
+    def choices(self) -> list[dict[str, Any]]:
+        """The ``choices`` of the stored response body ([] for a refusal)."""
+        if not self.ok:
+            return []
+        parsed = orjson.loads(self.body)
+        choices = parsed.get("choices") if isinstance(parsed, dict) else None
+        return choices if isinstance(choices, list) else []
+
+    def encode(self) -> bytes:
+        """The entry's bytes in a cache folder (the one way an entry is written)."""
+        header = _HEADER.pack(self.ok, self.simulated, self.received)
+        meta = orjson.dumps({name: getattr(self, name) for name in _META_FIELDS})
+        summed = b"%b%b\n%b" % (header, meta, self.body.encode())
+        return b"%b%b%b" % (PACKED, _CRC.pack(zlib.crc32(summed)), summed)
+
+    @classmethod
+    def decode(cls, raw: Any) -> CachedResponse:
+        """Decode a stored value; raises ValueError when it is not a valid entry."""
+        if not isinstance(raw, bytes | bytearray):
+            raise ValueError("entry is not bytes")
+        if not raw.startswith(PACKED):
+            return cls._decode_json(raw)
+        _check(raw)
+        end = raw.index(b"\n", _META)
+        data = orjson.loads(memoryview(raw)[_META:end])
+        if not isinstance(data, dict):
+            raise ValueError("entry has no metadata")
+        data["body"] = raw[end + 1 :].decode()
+        return cls._build(data)
+
+    @classmethod
+    def _decode_json(cls, raw: bytes | bytearray) -> CachedResponse:
+        """An entry stored as its JSON (caches written before the packed form)."""
+        data = orjson.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("entry is not an object")
+        entry = cls._build(data)
+        if entry.ok:
+            # The body was checked when it arrived; failing now means the entry was damaged.
+            orjson.loads(entry.body)
+        return entry
+
+    @classmethod
+    def _build(cls, data: dict[str, Any]) -> CachedResponse:
+        if data.get("v") != ENTRY_VERSION:
+            raise ValueError("entry has no known version")
+        # As cls(**data), without the frozen dataclass's field-by-field __init__: every field
+        # present once, no other key. The status stays the stored str (equal to its
+        # EntryStatus member): no copy per read.
+        values = dict(_TEMPLATE)  # the fields in their order: orjson writes them so
+        values.update(data)
+        if len(values) != len(_TEMPLATE) or MISSING in values.values():
+            raise ValueError("entry has unknown or missing fields")
+        entry = object.__new__(cls)
+        entry.__dict__.update(values)
+        if entry.status not in _STATUSES or not isinstance(entry.body, str):
+            raise ValueError("entry has an unknown status")
+        if entry.ok and entry.received < 1:
+            # An answer always has a choice; without one the next draw would start here again.
+            raise ValueError("entry has no choices")
+        return entry
+
+
+def decode_head(raw: Any) -> EntryHead:
+    """The head of a stored value, checked whole; raises ValueError when it is not valid."""
+    if isinstance(raw, bytes | bytearray) and raw.startswith(PACKED):
+        ok, simulated, received = _check(raw)
+        if ok > 1 or simulated > 1 or (ok and received < 1):
+            raise ValueError("entry has an invalid header")
+        return EntryHead(ok == 1, received, simulated == 1)
+    return CachedResponse.decode(raw).head
+
+
+def _check(raw: bytes | bytearray) -> tuple[int, int, int]:
+    """The header's fields, once the checksum shows the entry is as it was written."""
+    if len(raw) < _META:
+        raise ValueError("entry is cut short")
+    if zlib.crc32(memoryview(raw)[_SUMMED:]) != _CRC.unpack_from(raw, len(PACKED))[0]:
+        raise ValueError("entry does not match its checksum: damaged")
+    ok, simulated, received = _HEADER.unpack_from(raw, _SUMMED)
+    return ok, simulated, received
+
+
+_TEMPLATE: dict[str, Any] = {f.name: f.default for f in fields(CachedResponse)}
+_META_FIELDS = tuple(name for name in _TEMPLATE if name != "body")

@@ -1,0 +1,155 @@
+"""How entries are stored: caches written before still read, and damage is found by checksum.
+
+Each test runs the real CLI against the simulated judge and edits the real cache folder
+(diskcache's sqlite file) the way a disk, an old version or a bad copy would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sqlite3
+from pathlib import Path
+
+import orjson
+from conftest import StudyFiles, cache_snapshot, run_cli, run_study, summary_row
+from hypothesis import given
+from hypothesis import strategies as st
+
+from geval_async.judging.cache import CachedResponse
+from geval_async.judging.stored import PACKED, decode_head
+from geval_async.options import EntryStatus
+from geval_async.sim import SimServer
+
+
+def _old_form(entry: CachedResponse) -> bytes:
+    """The entry as geval-async stored it before the packed form: its JSON, body inside."""
+    return orjson.dumps(dataclasses.asdict(entry))
+
+
+def _store(cache: Path, values: dict[str, bytes]) -> None:
+    with sqlite3.connect(cache / "cache.db") as db:
+        for key, value in values.items():
+            db.execute("UPDATE Cache SET value = ? WHERE key = ?", (value, key))
+    db.close()
+
+
+def _scores(study: StudyFiles) -> str:
+    result = run_cli("score", str(study.config))
+    assert result.returncode == 0, result.stderr
+    return (study.output / "scores" / "t_long.csv").read_text()
+
+
+def test_a_cache_written_before_reads_as_it_did(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url)
+    assert run_study(study).returncode == 0
+    sent = sim.stats.received
+    packed = cache_snapshot(study.cache)
+    assert all(value.startswith(PACKED) for value in packed.values())
+    scores = _scores(study)
+
+    _store(study.cache, {k: _old_form(CachedResponse.decode(v)) for k, v in packed.items()})
+    old = cache_snapshot(study.cache)
+    assert not any(value.startswith(PACKED) for value in old.values())
+
+    status = run_cli("status", str(study.config))
+    assert "corrupted" not in status.stdout
+    assert summary_row(status.stdout)["answered"] == study.n_records * 2
+    rerun = run_study(study)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert sim.stats.received == sent, "no answer of the old cache is asked for again"
+    assert cache_snapshot(study.cache) == old, "reading an old cache does not rewrite it"
+    assert _scores(study) == scores
+
+
+def test_a_damaged_body_in_an_old_entry_is_found_and_fetched_again(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    assert run_study(study).returncode == 0
+    sent = sim.stats.received
+    key, value = sorted(cache_snapshot(study.cache).items())[0]
+    damaged = orjson.loads(_old_form(CachedResponse.decode(value)))
+    damaged["body"] = damaged["body"][:20]  # the entry's JSON parses, its body does not
+    _store(study.cache, {key: orjson.dumps(damaged)})
+
+    result = run_study(study)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 corrupted cache entries" in result.stdout, result.stdout
+    assert sim.stats.received == sent + 1
+    stored = cache_snapshot(study.cache)[key]
+    assert stored.startswith(PACKED), "the answer fetched again is stored in the packed form"
+    assert CachedResponse.decode(stored).choices() == CachedResponse.decode(value).choices()
+
+
+def test_a_changed_rating_in_a_stored_body_is_found_by_its_checksum(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    # A changed digit leaves the body valid JSON: only the checksum tells that the stored
+    # rating is not the one the judge gave.
+    study.write_config(sim.base_url)
+    assert run_study(study).returncode == 0
+    sent = sim.stats.received
+    before = cache_snapshot(study.cache)
+    key, value = next(
+        (k, v) for k, v in sorted(before.items()) if re.search(rb'"content": "\D*[1-5]', v)
+    )
+    digit = re.search(rb'"content": "\D*([1-5])', value)
+    assert digit is not None
+    at = digit.start(1)
+    changed = value[:at] + (b"2" if value[at : at + 1] != b"2" else b"3") + value[at + 1 :]
+    orjson.loads(changed[changed.index(b"\n", 18) + 1 :])  # the body still parses
+    _store(study.cache, {key: changed})
+
+    status = run_cli("status", str(study.config))
+    assert "1 corrupted cache entries" in status.stdout, status.stdout
+    result = run_study(study)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sim.stats.received == sent + 1, "exactly the changed entry is fetched again"
+    after = CachedResponse.decode(cache_snapshot(study.cache)[key])
+    assert after.choices() == CachedResponse.decode(value).choices()
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+_entries = st.builds(
+    CachedResponse,
+    key=st.just("g2-" + "ab" * 32),
+    status=st.sampled_from(list(EntryStatus)),
+    http_status=st.integers(0, 599),
+    body=st.one_of(
+        _text, st.lists(_text, max_size=3).map(lambda t: orjson.dumps({"choices": t}).decode())
+    ),
+    time=st.floats(0, 2e9),
+    latency_ms=st.floats(0, 1e6),
+    attempts=st.integers(1, 50),
+    n=st.integers(1, 128),
+    draw=st.integers(0, 127),
+    model=_text,
+    record_id=_text,
+    criterion=_text,
+    received=st.integers(1, 128),
+    usage=st.none() | st.dictionaries(_text, st.integers(0, 10**6), max_size=3),
+    error=st.none() | _text,
+    simulated=st.booleans(),
+)
+
+
+@given(_entries)
+def test_an_entry_reads_back_as_written(entry: CachedResponse) -> None:
+    raw = entry.encode()
+    assert CachedResponse.decode(raw) == entry
+    assert decode_head(raw) == entry.head
+
+
+@given(_entries, st.data())
+def test_any_changed_byte_of_an_entry_is_found(entry: CachedResponse, data: st.DataObject) -> None:
+    raw = entry.encode()
+    at = data.draw(st.integers(0, len(raw) - 1))
+    byte = data.draw(st.integers(0, 255).filter(lambda b: b != raw[at]))
+    changed = raw[:at] + bytes([byte]) + raw[at + 1 :]
+    for decode in (CachedResponse.decode, decode_head):
+        try:
+            decode(changed)
+        except (ValueError, TypeError):
+            continue
+        raise AssertionError(f"byte {at} changed to {byte} was not found by {decode}")

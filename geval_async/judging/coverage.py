@@ -18,7 +18,7 @@ from ..study.config import EvalConfig
 from .cache import CachedResponse, EntryHead, JudgeCache
 from .legacy import legacy_answers, legacy_sizes
 from .origin import EntrySource, Heads
-from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_request, plan_items
+from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_requests, plan_items
 
 _E = TypeVar("_E", CachedResponse, EntryHead)
 
@@ -98,7 +98,7 @@ def states_ahead(
 ) -> Iterator[ItemState[_E]]:
     """The state of each item, in order, reading the cache a chunk of items at a time."""
     items = iter(items)
-    while firsts := [first_request(item, config) for item in islice(items, chunk)]:
+    while firsts := first_requests(islice(items, chunk), config):
         cache.prefetch([first.key for first in firsts])
         for first in firsts:
             yield item_state(first, cache, config, retry_failed=retry_failed, legacy=legacy)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from ..errors import TransportError
 from ..options import EntryStatus
 from .cache import CachedResponse
 from .plan import JudgeRequest
-from .transport import JudgeAnswer
+
+if TYPE_CHECKING:
+    from .transport import JudgeAnswer
 
 __all__ = ["answer_entry", "refusal_entry"]
 

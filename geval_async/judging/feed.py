@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 
 from ..study.config import EvalConfig
-from .coverage import states_ahead
+from .cache import EntryHead
+from .coverage import ItemState, states_ahead
 from .limits import RateLimits
 from .origin import Heads, ServerEntries
 from .plan import JudgeItem, JudgeRequest, Study, send_order
@@ -46,14 +49,14 @@ class Feed:
         self,
         study: Study,
         entries: ServerEntries,
-        writer: Writer,
         *,
         limits: RateLimits,
         counters: RunCounters,
         stop: asyncio.Event,
         retry_failed: bool,
     ) -> None:
-        self.study, self.entries, self.writer = study, entries, writer
+        self.study, self.entries = study, entries
+        self.writer: Writer  # set by the run once there is something to send
         self.limits, self.counters, self.stop = limits, counters, stop
         self.retry_failed = retry_failed
         self.config: EvalConfig = study.config
@@ -66,22 +69,37 @@ class Feed:
         """The next item to judge; None when there is none left (one None per worker)."""
         return await self.queue.get()
 
-    async def produce(self) -> None:
+    def first_work(self) -> Iterator[ItemState[EntryHead]] | None:
+        """Count what the cache settles up to the first item with something missing; the
+        items from that one on, or None when there is nothing to send (then the run opens no
+        transport and no claims)."""
         # Heads: deciding what is missing needs no entry's metadata or body parsed.
         states = states_ahead(
             send_order(self.study), Heads(self.entries), self.config, retry_failed=self.retry_failed
         )
         for state in states:
+            if self.stop.is_set() or not self._settled(state):
+                return chain([state], states)
+        return None
+
+    def _settled(self, state: ItemState[EntryHead]) -> bool:
+        """Count an item the cache answers or refuses; False when it needs requests."""
+        self.limits.check_request(state.first.est_tokens)
+        if state.refused is not None:
+            self.counters.criteria[state.item.criterion.name].rejected += 1
+        elif not state.missing:
+            self.counters.criteria[state.item.criterion.name].cached += 1
+        else:
+            return False
+        return True
+
+    async def produce(self, states: Iterable[ItemState[EntryHead]]) -> None:
+        """Queue the items of ``states`` that need requests (from :meth:`first_work`)."""
+        for state in states:
             if self.stop.is_set():
                 break
-            item = state.item
-            self.limits.check_request(state.first.est_tokens)
-            if state.refused is not None:
-                self.counters.criteria[item.criterion.name].rejected += 1
-            elif not state.missing:
-                self.counters.criteria[item.criterion.name].cached += 1
-            else:
-                await self._enqueue(ItemWork(item, state.missing))
+            if not self._settled(state):
+                await self._enqueue(ItemWork(state.item, state.missing))
         await self._enqueue(None)
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
         # task group cancels the workers, and waiting here for room in a full queue nobody

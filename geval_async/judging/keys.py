@@ -24,6 +24,8 @@ from typing import Any
 import orjson
 
 KEY_VERSION = "g2"
+# Stands for the prompt text while a KeyFrame is made: a NUL-framed word no request holds.
+_TEXT_MARK = orjson.dumps("\x00geval-async prompt text\x00")
 
 
 def canonical_json(value: Any) -> bytes:
@@ -40,3 +42,38 @@ def request_key(body: Mapping[str, Any], draw: int) -> str:
     asked = {name: value for name, value in body.items() if name != "n"}
     digest = hashlib.sha256(canonical_json({"body": asked, "draw": draw})).hexdigest()
     return f"{KEY_VERSION}-{digest}"
+
+
+class KeyFrame:
+    """The key of many requests that differ only in their prompt text, each hashed fast.
+
+    The requests of one criterion (one model, sampling, role and draw) differ only in their
+    one message's text: the canonical JSON before and after that text is the same for all,
+    so it is made once, and each key is one SHA-256 over that prefix, the text as a JSON
+    string and that suffix. These are the very bytes :func:`request_key` hashes (a JSON
+    string's encoding does not depend on what surrounds it), so the keys are the same.
+    """
+
+    def __init__(self, before: bytes, after: bytes) -> None:
+        self._before = hashlib.sha256(before)
+        self._after = after
+
+    @classmethod
+    def around(cls, body: Mapping[str, Any], draw: int) -> KeyFrame | None:
+        """The frame of ``body``'s requests (its message's text left out); None when the
+        body has not exactly one message, or holds the mark used to find the text."""
+        messages = body["messages"]
+        if len(messages) != 1 or _TEXT_MARK in canonical_json(body):
+            return None
+        text = orjson.loads(_TEXT_MARK)
+        asked = {name: value for name, value in body.items() if name != "n"}
+        asked["messages"] = [{**messages[0], "content": text}]
+        before, _, after = canonical_json({"body": asked, "draw": draw}).partition(_TEXT_MARK)
+        return cls(before, after)
+
+    def key(self, text: str) -> str:
+        """The key of the request whose message's text is ``text``."""
+        digest = self._before.copy()
+        digest.update(orjson.dumps(text))
+        digest.update(self._after)
+        return f"{KEY_VERSION}-{digest.hexdigest()}"

@@ -17,7 +17,7 @@ scores the first n samples in draw order (see :mod:`geval_async.judging.keys`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ from ..study.criteria import Rubric
 from ..study.prompts import Template, check_fields, load_template
 from ..study.records import Record, load_records
 from ..study.stated_scale import scale_mismatch
-from .keys import request_key
+from .keys import KeyFrame, request_key
 
 # Per-message framing tokens providers add; the estimate only needs to be close and stable.
 _TOKENS_PER_MESSAGE = 4
@@ -226,6 +226,11 @@ def render_messages(item: JudgeItem) -> list[dict[str, str]]:
 def _request(
     item: JudgeItem, config: EvalConfig, messages: list[dict[str, str]], draw: int, n: int
 ) -> JudgeRequest:
+    body = _body(config, messages, draw, n)
+    return JudgeRequest(item, draw, n, body, request_key(body, draw), _estimate(config, body))
+
+
+def _body(config: EvalConfig, messages: list[dict[str, str]], draw: int, n: int) -> dict[str, Any]:
     sampling = config.sampling
     body: dict[str, Any] = {
         "model": config.judge.model,
@@ -240,18 +245,44 @@ def _request(
         body["top_logprobs"] = sampling.top_logprobs
     if sampling.seed is not None:
         body["seed"] = sampling.seed + draw
-    chars = sum(len(m["content"]) for m in messages)
-    est = (
+    return body
+
+
+def _estimate(config: EvalConfig, body: dict[str, Any]) -> int:
+    messages = body["messages"]
+    chars = 0
+    for message in messages:
+        chars += len(message["content"])
+    return (
         -(-chars // _CHARS_PER_TOKEN)
         + _TOKENS_PER_MESSAGE * len(messages)
-        + sampling.max_tokens * n
+        + config.sampling.max_tokens * body["n"]
     )
-    return JudgeRequest(item, draw, n, body, request_key(body, draw), est)
 
 
 def first_request(item: JudgeItem, config: EvalConfig) -> JudgeRequest:
     """Draw 0 of an item: all its answers asked for at once."""
     return _request(item, config, render_messages(item), 0, config.sampling.choices_per_item)
+
+
+def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[JudgeRequest]:
+    """Draw 0 of each item, as :func:`first_request` makes it, for many items at once: each
+    criterion's part of the key is hashed once (:class:`~.keys.KeyFrame`; a rerun of a large
+    plan renders and hashes every request)."""
+    n = config.sampling.choices_per_item
+    frames: dict[int, tuple[PlannedCriterion, KeyFrame | None]] = {}
+    requests = []
+    for item in items:
+        messages = render_messages(item)
+        body = _body(config, messages, 0, n)
+        criterion = item.criterion
+        known = frames.get(id(criterion))
+        if known is None or known[0] is not criterion:
+            known = frames[id(criterion)] = (criterion, KeyFrame.around(body, 0))
+        frame = known[1]
+        key = request_key(body, 0) if frame is None else frame.key(messages[0]["content"])
+        requests.append(JudgeRequest(item, 0, n, body, key, _estimate(config, body)))
+    return requests
 
 
 def chunk_request(request: JudgeRequest, start: int, config: EvalConfig) -> JudgeRequest:

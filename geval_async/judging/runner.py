@@ -21,6 +21,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import GevalError, RunStopped, TransportError
 from ..options import ItemOutcome
@@ -34,6 +35,7 @@ from .legacy import has_legacy, migrate_study
 from .limits import RateLimits
 from .origin import ServerEntries
 from .plan import JudgeRequest, Study, chunk_request
+from .probe import server_is_simulated
 from .progress import (
     CriterionCounts,
     RunCounters,
@@ -41,8 +43,10 @@ from .progress import (
     render_progress,
     report_progress,
 )
-from .transport import JudgeAnswer, Transport
 from .writer import Writer
+
+if TYPE_CHECKING:
+    from .transport import JudgeAnswer, Transport
 
 # How often a worker looks for an answer another process is fetching (seconds).
 _CLAIM_POLL = 0.2
@@ -54,21 +58,21 @@ class _Run:
     def __init__(
         self,
         study: Study,
-        cache: JudgeCache,
-        transport: Transport,
-        claims: Claims,
+        entries: ServerEntries,
         *,
         stop: asyncio.Event,
         retry_failed: bool,
         backoff: float,
     ) -> None:
         self.study, self.config = study, study.config
-        self.cache, self.transport, self.claims = cache, transport, claims
         # Lookups go through the server's view: another server's answers read as missing.
-        self.entries = ServerEntries(cache, None)
+        self.cache, self.entries = entries.cache, entries
+        # Set by connect(), once the plan has something to send.
+        self.transport: Transport
+        self.claims: Claims
+        self.writer: Writer
         self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
         self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
-        self.writer = Writer(cache, claims)
         self.counters = RunCounters(
             criteria={
                 name: CriterionCounts(items=items)
@@ -79,18 +83,21 @@ class _Run:
         # Set once the server refuses n > 1: items then ask for one choice per request.
         self.single_choice = False
         self.stopped: str | None = None
-        self.budget = run_budget(self.config, cache.directory)
+        self.budget = run_budget(self.config, self.cache.directory)
         judge = self.config.judge
         self.history = History(judge.url, judge.api_key_env, retries=self.config.limits.retries)
         self.feed = Feed(
             study,
             self.entries,
-            self.writer,
             limits=self.limits,
             counters=self.counters,
             stop=stop,
             retry_failed=retry_failed,
         )
+
+    def connect(self, transport: Transport, claims: Claims) -> None:
+        self.transport, self.claims = transport, claims
+        self.writer = self.feed.writer = Writer(self.cache, claims)
 
     def cached(self, request: JudgeRequest) -> CachedResponse | None:
         """The usable cache entry of a request (a refusal counts unless --retry-failed)."""
@@ -338,49 +345,49 @@ async def run_study(
     stop = stop if stop is not None else asyncio.Event()
     limits = study.config.limits
     started = time.monotonic()
-    # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
-    with Claims(cache.directory, limits.timeout + 30.0) as claims:
-        async with Transport(
-            study.config.judge, api_key, concurrency=limits.concurrency, timeout=limits.timeout
-        ) as transport:
-            run = _Run(
-                study,
-                cache,
-                transport,
-                claims,
-                stop=stop,
-                retry_failed=retry_failed,
-                backoff=limits.backoff,
-            )
-            run.entries = run.feed.entries = ServerEntries(cache, await transport.is_simulated())
-            reporter = None
-            if on_progress is not None or on_retries is not None:
-                reporter = asyncio.create_task(
-                    report_progress(run.counters, on_progress, on_retries, progress_interval)
-                )
-            try:
-                async with asyncio.TaskGroup() as group:
-                    group.create_task(run.feed.produce())
-                    for _ in range(limits.concurrency):
-                        group.create_task(run.work())
-            except BaseExceptionGroup as group_error:
-                # Surface our own error as itself (the CLI prints it in one line).
-                ours = group_error.subgroup(GevalError)
-                if ours is not None:
-                    raise ours.exceptions[0] from None
-                raise
-            finally:
-                # Normally empty (each worker waited for its writes); after a cancellation,
-                # the answers handed over but not yet committed are stored here.
-                run.writer.close()
-                record_spend(cache.directory, study.config, run.budget)
-                if reporter is not None:
-                    reporter.cancel()
-                    # asyncio.wait never raises the reporter's CancelledError, so a
-                    # cancellation of this task (a second Ctrl-C) is not swallowed here.
-                    await asyncio.wait([reporter])
-                    if on_progress is not None:
-                        on_progress(render_progress(run.counters))
+    entries = ServerEntries(cache, await server_is_simulated(study.config.judge, limits.timeout))
+    run = _Run(study, entries, stop=stop, retry_failed=retry_failed, backoff=limits.backoff)
+    states = run.feed.first_work()
+    if states is None:  # the cache holds everything: no transport, no claims
+        if on_progress is not None:
+            on_progress(render_progress(run.counters))
+    else:
+        from .transport import Transport  # here: a rerun with nothing to send needs no HTTP
+
+        # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
+        with Claims(cache.directory, limits.timeout + 30.0) as claims:
+            async with Transport(
+                study.config.judge, api_key, concurrency=limits.concurrency, timeout=limits.timeout
+            ) as transport:
+                run.connect(transport, claims)
+                reporter = None
+                if on_progress is not None or on_retries is not None:
+                    reporter = asyncio.create_task(
+                        report_progress(run.counters, on_progress, on_retries, progress_interval)
+                    )
+                try:
+                    async with asyncio.TaskGroup() as group:
+                        group.create_task(run.feed.produce(states))
+                        for _ in range(limits.concurrency):
+                            group.create_task(run.work())
+                except BaseExceptionGroup as group_error:
+                    # Surface our own error as itself (the CLI prints it in one line).
+                    ours = group_error.subgroup(GevalError)
+                    if ours is not None:
+                        raise ours.exceptions[0] from None
+                    raise
+                finally:
+                    # Normally empty (each worker waited for its writes); after a cancellation,
+                    # the answers handed over but not yet committed are stored here.
+                    run.writer.close()
+                    record_spend(cache.directory, study.config, run.budget)
+                    if reporter is not None:
+                        reporter.cancel()
+                        # asyncio.wait never raises the reporter's CancelledError, so a
+                        # cancellation of this task (a second Ctrl-C) is not swallowed here.
+                        await asyncio.wait([reporter])
+                        if on_progress is not None:
+                            on_progress(render_progress(run.counters))
     stopped = run.stopped
     if stopped is None and run.budget is not None and run.budget.refused:
         stopped = run.budget.reached()

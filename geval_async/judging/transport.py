@@ -88,20 +88,6 @@ class Transport:
             await self._session.close()
             self._session = None
 
-    async def is_simulated(self) -> bool | None:
-        """Whether the endpoint is geval-async's simulated judge (None when it cannot tell).
-
-        One GET of the endpoint URL, which costs nothing: any HTTP answer tells, because the
-        simulated judge marks every answer, errors included.
-        """
-        assert self._session is not None, "use Transport as an async context manager"
-        try:
-            async with asyncio.timeout(min(self._timeout, 10.0)):
-                async with self._session.get(self._url) as response:
-                    return response.headers.get("x-geval-simulated", "") == "true"
-        except (TimeoutError, aiohttp.ClientError, OSError):
-            return None
-
     async def complete(self, body: Mapping[str, Any]) -> JudgeAnswer:
         """Send one request; return the answer or raise a TransportError / RunStopped."""
         assert self._session is not None, "use Transport as an async context manager"

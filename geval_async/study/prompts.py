@@ -57,7 +57,8 @@ class Template:
         """Fill every placeholder with ``str(values[name])``, literally."""
         out = list(self.parts)
         for i in range(1, len(out), 2):
-            out[i] = _text(values[out[i]])
+            value = values[out[i]]
+            out[i] = value if type(value) is str else _text(value)  # text mostly: no call
         return "".join(out)
 
 

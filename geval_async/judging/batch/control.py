@@ -23,13 +23,13 @@ from ...errors import RunStopped
 from ...options import Provider
 from ...study.pricing import Budget
 from ...study.settings import DEFAULT_BASE_URL
+from .. import probe
 from ..budget import record_spend, request_cost
 from ..cache import JudgeCache
 from ..claims import Claims
 from ..coverage import item_states
 from ..origin import ServerEntries
 from ..plan import Study
-from ..transport import Transport
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
 from .store import Stored, requests_by_key, store_lines
@@ -47,9 +47,8 @@ _PREPARING_GRACE = 3600.0
 
 async def server_is_simulated(study: Study, api_key: str | None) -> bool | None:
     """Whether the judge is geval-async's simulated one: the probe an online run makes
-    (:meth:`Transport.is_simulated`), so batch answers follow the same origin rule."""
-    async with Transport(study.config.judge, api_key, concurrency=1, timeout=10.0) as probe:
-        return await probe.is_simulated()
+    (:mod:`geval_async.judging.probe`), so batch answers follow the same origin rule."""
+    return await probe.server_is_simulated(study.config.judge)
 
 
 def make_client(study: Study, api_key: str | None) -> AsyncOpenAI:

@@ -23,7 +23,6 @@ from ..coverage import item_states
 from ..entries import answer_entry, refusal_entry
 from ..origin import EntrySource
 from ..plan import JudgeRequest, Study, chunk_request
-from ..transport import read_response
 from .files import OutputLine
 
 _SIMULATED = {"x-geval-simulated": "true"}
@@ -95,6 +94,8 @@ def store_lines(
         url: the endpoint named in error messages.
         simulated: the lines came from geval-async's simulated judge.
     """
+    from ..transport import read_response  # here: a run that only reads never loads aiohttp
+
     stored = Stored()
     headers = _SIMULATED if simulated else {}
     ready: dict[str, tuple[CachedResponse, str]] = {}

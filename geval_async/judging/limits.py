@@ -4,23 +4,25 @@ Two paced buckets hold the run under the requests-per-minute and tokens-per-minu
 request costs one request and its estimated tokens (prompt estimate plus ``max_tokens x n``,
 the way providers count it). A cache hit never reaches this module.
 
+Pacing, not bursting. Providers enforce their per-minute limits over much shorter windows
+(the stub of ``bench/`` over any one second), so a limit is honoured as a steady rate: each
+send leaves at least its cost's share of a minute after the send before it actually left
+(:class:`PacedBucket`, a GCRA with :data:`CATCH_UP_SECONDS` of tolerance), never in a burst,
+not at the start and not after a stall. One lock takes the sends through both buckets in turn,
+so a request that waited for tokens does not leave on the heels of the one before. The pace
+is a little below the limit (:data:`CONFIGURED_SHARE`): the server counts arrivals, and the
+loopback, the network or a loaded machine moves them by a few milliseconds, enough to put
+one request too many into a server's second; each such 429 pauses every worker, which costs
+far more than the margin.
+
 The limits come from the config (``rpm``/``tpm``) or, when a limit is not configured, from the
 ``x-ratelimit-limit-*`` headers of the server's answers (:meth:`RateLimits.observe`, called for
 every answer and every 429); when both exist the lower one holds. Until the first reply
 arrives nothing is known, so the run begins small: at most :data:`START_IN_FLIGHT` requests
 go out until then (:meth:`RateLimits.replied`), and only then do the workers open up, paced by
-whatever the headers said. A learned limit is paced a little below what the server advertises
-(:data:`LEARNED_SHARE`): the server counts arrivals, and the loopback or the network moves
-them by a few milliseconds, enough to put one request too many into a window of a second.
-A ``remaining`` header without a ``limit`` header says nothing about the rate and is ignored.
-
-Pacing, not bursting: each bucket is an aiolimiter ``AsyncLimiter`` that holds at most
-:data:`BURST_SECONDS` of credit, so requests go out at the steady rate even when the server
-would take a minute's worth at once. Providers enforce their per-minute limits over much shorter
-windows, so a client that empties a minute of quota in its first seconds meets 429s there. For
-the same reason a bucket starts without credit, and loses the credit it saved during a 429 pause.
-``x-ratelimit-remaining-*`` with ``x-ratelimit-reset-*`` tells how deep the server's bucket is,
-and the burst stays within half of it.
+whatever the headers said; a learned limit is paced further below what the server advertises
+(:data:`LEARNED_SHARE`), as those first requests went out unpaced. A ``remaining`` header
+without a ``limit`` header says nothing about the rate and is ignored.
 
 A 429 pauses every worker, not just the one that got it: all of them wait on one shared
 :class:`CoolDown` until the time the server asked for (``retry-after-ms``, ``retry-after`` or
@@ -38,8 +40,6 @@ import math
 import re
 from collections.abc import Mapping
 
-from aiolimiter import AsyncLimiter
-
 from ..errors import ConfigError
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -47,8 +47,14 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _HEADER_PREFIX = "x-ratelimit-"
 _KINDS = ("requests", "tokens")
 
-#: Seconds of credit a bucket may hold: the largest burst the client sends.
-BURST_SECONDS = 0.25
+#: Seconds a send may leave ahead of its paced time, to make up for the previous one leaving
+#: late by as much (an event loop wakes a timer a little late, often by a millisecond; at 100
+#: requests a second, losing that every time would cost a tenth of the rate). Any 11 sends at
+#: 10 a second still span 1 s less this.
+CATCH_UP_SECONDS = 0.002
+
+#: The share of a configured limit the client paces at.
+CONFIGURED_SHARE = 0.99
 
 #: Requests in flight before the first reply (and its rate-limit headers) has arrived.
 START_IN_FLIGHT = 4
@@ -127,54 +133,30 @@ class CoolDown:
 
 
 class PacedBucket:
-    """``per_minute`` units a minute at a steady pace, holding ``burst`` seconds of credit.
+    """``per_minute`` units a minute, each send spaced from the one before by its cost.
 
-    An :class:`aiolimiter.AsyncLimiter` whose period is the burst, not the minute: a limiter of
-    ``max_rate = per_minute`` per 60 s would let a whole minute of quota out at once, which
-    providers (who enforce their per-minute limits over much shorter windows) answer with 429s.
-    A cost bigger than the credit (one long prompt against a small TPM) is taken in steps of the
-    credit, so it waits as long as its size asks and the rate holds for any mix of sizes.
+    A generic cell rate algorithm (GCRA): ``due`` is the time by which everything sent so far
+    is paid for at the rate. A send may leave once the clock reaches ``due`` (less
+    :data:`CATCH_UP_SECONDS`) and moves ``due`` on by its cost, counted from the later of
+    ``due`` and the time it actually left. A send that left late therefore does not let the next
+    one catch up (no burst after a stall), and a bucket never holds more credit than the catch-up
+    allowance, so any window of W seconds carries at most ``W x rate`` plus one send's cost.
+    A cost of many units (one long prompt against the TPM) simply makes the next send wait as
+    long as its size asks, so the rate holds for any mix of sizes.
     """
 
-    def __init__(
-        self, per_minute: float, burst: float = BURST_SECONDS, *, spent: float = 0.0
-    ) -> None:
+    def __init__(self, per_minute: float, *, now: float, spent: float = 0.0) -> None:
         self.per_minute = per_minute
-        self.burst = burst
-        self.limiter = AsyncLimiter(per_minute / 60.0 * burst, burst)
-        # No credit to start with (see RateLimits): the first request waits 1/rate.
-        self.drain(spent)
+        # What went out before this bucket knew (the probes of a learned limit) is paid first.
+        self.due = now + spent * 60.0 / per_minute
 
-    def drain(self, spent: float = 0.0) -> None:
-        """Take away the credit, and ``spent`` more: what was sent before this bucket knew."""
-        # aiolimiter has no public way to start a limiter partly used; its level is the
-        # credit used, leaking at the rate.
-        limiter = self.limiter
-        limiter._level = limiter.max_rate + spent
-        limiter._last_check = asyncio.get_running_loop().time()
-        limiter._wake_next()  # re-time the next waiter's wake-up for the new level
+    def ready_at(self) -> float:
+        """The earliest time the next send may leave."""
+        return self.due - CATCH_UP_SECONDS
 
-    async def acquire(self, cost: float) -> None:
-        """Wait until ``cost`` units may be spent, and spend them."""
-        limiter = self.limiter
-        while cost > 0:
-            step = min(cost, limiter.max_rate)
-            await limiter.acquire(step)
-            cost -= step
-
-    def reshape(self, per_minute: float, burst: float) -> None:
-        """Change the rate or the burst, for the requests already waiting too.
-
-        The limiter is changed in place: a new limiter would let the waiters of the old one
-        go at the old pace while new requests go at the new one, twice the rate for a while.
-        """
-        if (per_minute, burst) != (self.per_minute, self.burst):
-            self.per_minute, self.burst = per_minute, burst
-            limiter = self.limiter
-            limiter.max_rate = per_minute / 60.0 * burst
-            limiter.time_period = burst
-            limiter._rate_per_sec = per_minute / 60.0
-            self.drain()
+    def charge(self, cost: float, now: float) -> None:
+        """A send of ``cost`` units left at ``now``."""
+        self.due = max(self.due, now) + cost * 60.0 / self.per_minute
 
 
 class RateLimits:
@@ -189,14 +171,17 @@ class RateLimits:
         self.rpm, self.tpm = rpm, tpm
         self.configured: dict[str, float | None] = {"requests": rpm, "tokens": tpm}
         self.learned: dict[str, float] = {}
+        self._loop = asyncio.get_running_loop()
+        now = self._loop.time()
         self.buckets: dict[str, PacedBucket] = {
-            # Starting without credit: a burst at the start is what a server that enforces
-            # its limit over one second answers with 429s.
-            kind: PacedBucket(limit)
+            kind: PacedBucket(limit * CONFIGURED_SHARE, now=now)
             for kind, limit in self.configured.items()
             if limit
         }
         self.cooldown = CoolDown()
+        # One send at a time through the buckets, in the order the workers asked: each one's
+        # spacing is measured from the one before it actually left.
+        self._turn = asyncio.Lock()
         # Begin small: until a reply tells the limits, only a few requests go out (unless both
         # limits are configured: then nothing is left to learn).
         self.opened = asyncio.Event()
@@ -214,23 +199,32 @@ class RateLimits:
             )
 
     async def acquire(self, tokens: int) -> None:
-        """Wait for the cool-down and for this request's share of both buckets."""
+        """Wait for the cool-down and for this request's turn in both buckets."""
         if not self.opened.is_set():
             if self._probes["requests"] >= START_IN_FLIGHT:
                 await self.opened.wait()
             else:
                 self._probes["requests"] += 1
                 self._probes["tokens"] += tokens
-        while True:
+        if not self.buckets:
             await self._pause()
+            return
+        async with self._turn:
+            # Both buckets at once: a request that passed the requests bucket and then waited
+            # for tokens would leave closer to the next one than the requests rate allows.
+            # Re-read after every sleep: a 429 may have paused the run, a header changed a rate.
+            while (wait := self._wait()) > 0:  # noqa: ASYNC110
+                await asyncio.sleep(wait)
+            now = self._loop.time()
             for kind, cost in (("requests", 1), ("tokens", tokens)):
                 bucket = self.buckets.get(kind)
                 if bucket is not None:
-                    await bucket.acquire(cost)
-            # A 429 that arrived while this worker waited in the buckets: wait out the pause,
-            # then queue again, so the workers leave it at the paced rate, not all at once.
-            if self.cooldown.remaining <= 0:
-                return
+                    bucket.charge(cost, now)
+
+    def _wait(self) -> float:
+        now = self._loop.time()
+        ready = max(bucket.ready_at() for bucket in self.buckets.values())
+        return max(self.cooldown.remaining, ready - now)
 
     def replied(self) -> None:
         """A request came back (an answer, a 429 or a failure): open up after the first.
@@ -242,22 +236,14 @@ class RateLimits:
 
     async def _pause(self) -> None:
         # A plain sleep, not an Event: the pause can grow while we sleep; re-check on waking.
-        paused = False
         while (left := self.cooldown.remaining) > 0:  # noqa: ASYNC110
             await asyncio.sleep(left)
-            paused = True
-        if paused:
-            # The credit saved up during the pause is not the server's to give: it just said
-            # no. Leave the pause at the paced rate, without a burst into the new window.
-            for bucket in self.buckets.values():
-                bucket.drain()
 
     def observe(self, headers: Mapping[str, str]) -> None:
-        """Learn from the ``x-ratelimit-*`` headers of an answer or a 429.
+        """Learn from the ``x-ratelimit-limit-*`` headers of an answer or a 429.
 
-        ``limit`` sets the rate of a limit that is not configured (or is configured higher);
-        ``remaining`` plus ``reset`` (time until the server's bucket is full again) x the rate
-        tells how deep the server's bucket is, and the client's burst stays within half of it.
+        A limit sets the pace of a limit that is not configured, and of one configured higher
+        than the server says: the server's figure is the one it enforces.
         """
         self.opened.set()  # a reply: the run opens up, paced by what it says
         found: dict[str, str] = {}
@@ -268,29 +254,19 @@ class RateLimits:
             return
         for kind in _KINDS:
             limit = _number(found.get(f"x-ratelimit-limit-{kind}"))
-            bucket = self.buckets.get(kind)
-            rate = bucket.per_minute if bucket is not None else None
-            if limit:
-                configured = self.configured[kind]
-                # A configured limit the server allows holds as it is; otherwise the
-                # advertised one, a little below (LEARNED_SHARE).
-                rate = configured if configured and configured <= limit else limit * LEARNED_SHARE
-                if rate != configured:
-                    self.learned[kind] = rate
-            if rate is None:
+            if not limit:
                 continue
-            burst = bucket.burst if bucket is not None else BURST_SECONDS
-            remaining = _number(found.get(f"x-ratelimit-remaining-{kind}"))
-            reset = found.get(f"x-ratelimit-reset-{kind}")
-            refill = parse_duration(reset) if reset is not None else None
-            if remaining is not None and refill is not None:
-                depth = remaining * 60.0 / rate + refill
-                # Bursting more than half the server's bucket leaves no room for the jitter of
-                # arrivals. Only a clearly smaller depth reshapes the bucket (which starts it
-                # afresh), so the noise of successive headers does not.
-                if depth / 2 < burst * 0.8:
-                    burst = depth / 2
-            if bucket is None:
-                self.buckets[kind] = PacedBucket(rate, burst, spent=self._probes[kind])
+            configured = self.configured[kind]
+            if configured:
+                pace = min(configured, limit) * CONFIGURED_SHARE
+                if limit < configured:
+                    self.learned[kind] = pace
             else:
-                bucket.reshape(rate, burst)
+                pace = self.learned[kind] = limit * LEARNED_SHARE
+            bucket = self.buckets.get(kind)
+            if bucket is None:
+                now = self._loop.time()
+                self.buckets[kind] = PacedBucket(pace, now=now, spent=self._probes[kind])
+            else:
+                # In place: the requests already waiting go at the new pace too.
+                bucket.per_minute = pace

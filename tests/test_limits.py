@@ -238,7 +238,7 @@ def test_limits_learned_from_headers_pace_what_follows() -> None:
         return [now() - start, limits.learned["requests"]]
 
     virtual_seconds, learned = run_virtual(main)  # the fake clock's seconds, not a timing
-    assert learned == 120 * LEARNED_SHARE
+    assert learned == 120
     # 120 a minute, paced a little below (LEARNED_SHARE), is about 2 a second: 21 requests,
     # the first at once, take ~10.3 s.
     assert virtual_seconds == pytest.approx(20 / (2 * LEARNED_SHARE), abs=CATCH_UP_SECONDS * 20)
@@ -255,6 +255,49 @@ def test_a_configured_limit_below_the_servers_holds() -> None:
 
     # One a second (a little below), not 100: six requests take five seconds and a little.
     assert run_virtual(main) == pytest.approx(5 / CONFIGURED_SHARE, abs=CATCH_UP_SECONDS * 5)
+
+
+def test_a_server_that_says_its_limit_is_lower_than_configured_wins() -> None:
+    async def main() -> list[float]:
+        limits = RateLimits(rpm=1_200, tpm=None)  # the config says 20 a second ...
+        limits.replied()
+        limits.observe({"x-ratelimit-limit-requests": "600"})  # ... the server enforces 10
+        return await _send_times(limits, workers=16, sends=100)
+
+    times = run_virtual(main)
+    assert _most_in_any_second(times) == 10
+    assert times[-1] - times[0] == pytest.approx(99 / (10 * CONFIGURED_SHARE), abs=0.01)
+
+
+def _sim_headers(remaining: int) -> dict[str, str]:
+    return {
+        "x-ratelimit-limit-requests": "600",
+        "x-ratelimit-remaining-requests": str(remaining),
+        "x-ratelimit-reset-requests": "100ms",
+    }
+
+
+def test_the_margin_goes_while_the_server_has_room_and_comes_back_at_a_429() -> None:
+    async def main() -> tuple[list[float], list[float], list[float]]:
+        limits = RateLimits(rpm=600, tpm=None)
+        limits.replied()
+        # A stub-like server at its limit: nothing to spare, the margin holds.
+        limits.observe(_sim_headers(remaining=0))
+        tight = await _send_times(limits, workers=8, sends=21)
+        # A token bucket with 2 s of room (the simulated judge's): the full limit.
+        limits.observe(_sim_headers(remaining=20))
+        roomy = await _send_times(limits, workers=8, sends=21)
+        limits.cooldown.pause(0.5)  # a 429: the margin is back for good, room or not
+        limits.observe(_sim_headers(remaining=20))
+        refused = await _send_times(limits, workers=8, sends=21)
+        return tight, roomy, refused
+
+    tight, roomy, refused = run_virtual(main)
+    # 19 gaps of a tenth of a second (the first send of each stretch may catch up 2 ms) ...
+    assert roomy[-1] - roomy[1] == pytest.approx(1.9, abs=1e-6)
+    # ... each a little wider with the margin.
+    assert tight[-1] - tight[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-6)
+    assert refused[-1] - refused[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-6)
 
 
 def test_a_shallow_server_bucket_shrinks_the_burst() -> None:

@@ -13,7 +13,10 @@ so a request that waited for tokens does not leave on the heels of the one befor
 is a little below the limit (:data:`CONFIGURED_SHARE`): the server counts arrivals, and the
 loopback, the network or a loaded machine moves them by a few milliseconds, enough to put
 one request too many into a server's second; each such 429 pauses every worker, which costs
-far more than the margin.
+far more than the margin. The margin goes while the server's ``x-ratelimit-remaining-*``
+says it could take at least a second's worth at once (a token bucket with room: a few
+milliseconds of bunching cannot overflow it, and the pace is the full limit), and comes back
+for good at the first 429.
 
 The limits come from the config (``rpm``/``tpm``) or, when a limit is not configured, from the
 ``x-ratelimit-limit-*`` headers of the server's answers (:meth:`RateLimits.observe`, called for
@@ -52,6 +55,9 @@ _KINDS = ("requests", "tokens")
 #: requests a second, losing that every time would cost a tenth of the rate). Any 11 sends at
 #: 10 a second still span 1 s less this.
 CATCH_UP_SECONDS = 0.002
+
+#: The catch-up allowed while the server says it has a second's worth of room to spare.
+SPARE_CATCH_UP_SECONDS = 0.05
 
 #: The share of a configured limit the client paces at.
 CONFIGURED_SHARE = 0.99
@@ -121,6 +127,7 @@ class CoolDown:
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.until = 0.0
+        self.pauses = 0  # how many 429s paused the run
 
     @property
     def remaining(self) -> float:
@@ -130,10 +137,11 @@ class CoolDown:
     def pause(self, seconds: float) -> None:
         """Pause every worker for ``seconds`` from now (an earlier, longer pause stands)."""
         self.until = max(self.until, self._loop.time() + seconds)
+        self.pauses += 1
 
 
 class PacedBucket:
-    """``per_minute`` units a minute, each send spaced from the one before by its cost.
+    """``per_minute`` units a minute (times ``share``), each send spaced from the last by its cost.
 
     A generic cell rate algorithm (GCRA): ``due`` is the time by which everything sent so far
     is paid for at the rate. A send may leave once the clock reaches ``due`` (less
@@ -143,20 +151,30 @@ class PacedBucket:
     allowance, so any window of W seconds carries at most ``W x rate`` plus one send's cost.
     A cost of many units (one long prompt against the TPM) simply makes the next send wait as
     long as its size asks, so the rate holds for any mix of sizes.
+
+    Args:
+        per_minute: the limit honoured.
+        share: the fraction of it paced at while a send must leave room for jitter (a margin).
+        now: the loop's time.
+        spent: units sent before this bucket knew, paid for first (a learned limit's probes).
     """
 
-    def __init__(self, per_minute: float, *, now: float, spent: float = 0.0) -> None:
+    def __init__(self, per_minute: float, share: float, *, now: float, spent: float = 0.0) -> None:
         self.per_minute = per_minute
-        # What went out before this bucket knew (the probes of a learned limit) is paid first.
-        self.due = now + spent * 60.0 / per_minute
+        self.share = share
+        # The server's last answer said it could take a second's worth at once, and no 429
+        # has come (RateLimits.observe): no margin, and more catch-up.
+        self.spare = False
+        self.due = now + spent * 60.0 / (per_minute * share)
 
     def ready_at(self) -> float:
         """The earliest time the next send may leave."""
-        return self.due - CATCH_UP_SECONDS
+        return self.due - (SPARE_CATCH_UP_SECONDS if self.spare else CATCH_UP_SECONDS)
 
     def charge(self, cost: float, now: float) -> None:
         """A send of ``cost`` units left at ``now``."""
-        self.due = max(self.due, now) + cost * 60.0 / self.per_minute
+        rate = self.per_minute if self.spare else self.per_minute * self.share
+        self.due = max(self.due, now) + cost * 60.0 / rate
 
 
 class RateLimits:
@@ -174,7 +192,7 @@ class RateLimits:
         self._loop = asyncio.get_running_loop()
         now = self._loop.time()
         self.buckets: dict[str, PacedBucket] = {
-            kind: PacedBucket(limit * CONFIGURED_SHARE, now=now)
+            kind: PacedBucket(limit, CONFIGURED_SHARE, now=now)
             for kind, limit in self.configured.items()
             if limit
         }
@@ -222,6 +240,10 @@ class RateLimits:
                     bucket.charge(cost, now)
 
     def _wait(self) -> float:
+        if self.cooldown.pauses:
+            # The server has refused at this pace: the margin is back, whatever it says.
+            for bucket in self.buckets.values():
+                bucket.spare = False
         now = self._loop.time()
         ready = max(bucket.ready_at() for bucket in self.buckets.values())
         return max(self.cooldown.remaining, ready - now)
@@ -240,10 +262,12 @@ class RateLimits:
             await asyncio.sleep(left)
 
     def observe(self, headers: Mapping[str, str]) -> None:
-        """Learn from the ``x-ratelimit-limit-*`` headers of an answer or a 429.
+        """Learn from the ``x-ratelimit-*`` headers of an answer or a 429.
 
-        A limit sets the pace of a limit that is not configured, and of one configured higher
-        than the server says: the server's figure is the one it enforces.
+        A ``limit`` sets the pace of a limit that is not configured, and of one configured
+        higher than the server says: the server's figure is the one it enforces. A
+        ``remaining`` of at least a second's worth of the limit lets the pace drop its margin
+        (the server has room for a few milliseconds' bunching), until the first 429.
         """
         self.opened.set()  # a reply: the run opens up, paced by what it says
         found: dict[str, str] = {}
@@ -257,16 +281,21 @@ class RateLimits:
             if not limit:
                 continue
             configured = self.configured[kind]
-            if configured:
-                pace = min(configured, limit) * CONFIGURED_SHARE
-                if limit < configured:
-                    self.learned[kind] = pace
+            if not configured or limit < configured:
+                self.learned[kind] = limit
             else:
-                pace = self.learned[kind] = limit * LEARNED_SHARE
+                limit = configured
             bucket = self.buckets.get(kind)
             if bucket is None:
                 now = self._loop.time()
-                self.buckets[kind] = PacedBucket(pace, now=now, spent=self._probes[kind])
+                spent = self._probes[kind]
+                bucket = self.buckets[kind] = PacedBucket(
+                    limit, LEARNED_SHARE, now=now, spent=spent
+                )
             else:
                 # In place: the requests already waiting go at the new pace too.
-                bucket.per_minute = pace
+                bucket.per_minute = limit
+            remaining = _number(found.get(f"x-ratelimit-remaining-{kind}"))
+            bucket.spare = (
+                not self.cooldown.pauses and remaining is not None and remaining >= limit / 60.0
+            )

@@ -14,9 +14,11 @@ is a little below the limit (:data:`CONFIGURED_SHARE`): the server counts arriva
 loopback, the network or a loaded machine moves them by a few milliseconds, enough to put
 one request too many into a server's second; each such 429 pauses every worker, which costs
 far more than the margin. The margin goes while the server's ``x-ratelimit-remaining-*``
-says it could take at least a second's worth at once (a token bucket with room: a few
-milliseconds of bunching cannot overflow it, and the pace is the full limit), and comes back
-for good at the first 429.
+says it could take at least a second's worth at once (a token bucket with room, like the
+simulated judge's: a few milliseconds of bunching cannot overflow it, so the pace is the full
+limit and a late send may be caught up by :data:`SPARE_CATCH_UP_SECONDS`), and comes back for
+good at the first 429. A server that counts over one second never says so: after it admitted
+a request, at most a second's worth less one remains.
 
 The limits come from the config (``rpm``/``tpm``) or, when a limit is not configured, from the
 ``x-ratelimit-limit-*`` headers of the server's answers (:meth:`RateLimits.observe`, called for
@@ -59,13 +61,13 @@ CATCH_UP_SECONDS = 0.002
 #: The catch-up allowed while the server says it has a second's worth of room to spare.
 SPARE_CATCH_UP_SECONDS = 0.05
 
-#: The share of a configured limit the client paces at.
+#: The share of a configured limit the client paces at (with a margin).
 CONFIGURED_SHARE = 0.99
 
 #: Requests in flight before the first reply (and its rate-limit headers) has arrived.
 START_IN_FLIGHT = 4
 
-#: The share of an advertised (learned) limit the client paces at.
+#: The share of an advertised (learned) limit the client paces at (with a margin).
 LEARNED_SHARE = 0.97
 
 

@@ -19,8 +19,12 @@ reported for comparison). 64 workers: at 300 ms a request, 16 could not reach 10
 
 On the independent stub (``bench/stub.py``): 600 requests/min enforced over any one second
 (at most 10 arrivals in a sliding second), zero latency, ``x-ratelimit-limit/remaining/reset``
-headers, 240 requests, at 16 and 64 workers, limits learned and configured. This is where the
-start shows: a client that sends a full pool before it has read a header meets 429s at once.
+headers, 240 requests, at 16 and 64 workers, limits learned and configured; requests bind (no
+tokens limit, bound 24 s) and tokens bind (a bucket of one second's worth of T tokens/min,
+T such that tokens take 1.5 x the requests' time: bound 36 s). This is where the start and
+any burst show: a client that sends a full pool before it has read a header, or two requests
+where the limit leaves room for one, meets 429s at once. ``arrival_span/bound`` is the stub's
+own clock, first arrival to last admitted: the pacing without the client's start and end.
 
 The simulated server's bucket holds ``bucket_seconds`` of quota. With 60 s the first minute
 may burst; OpenAI enforces its per-minute limits over much shorter windows, so the runs use a
@@ -175,6 +179,7 @@ def main() -> None:
         "wall_s",
         "wall/bound",
         "wall/in_order",
+        "arrival_span/bound",
         "floor",
         "429s",
         "429_pct",
@@ -196,50 +201,64 @@ def main() -> None:
 
 
 def _stub_runs(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
-    """The independent stub with a one-second window: learned and configured, 16 and 64."""
+    """The independent stub with a one-second window: learned and configured, 16 and 64 workers,
+    requests bind (no tokens limit) and tokens bind (a one-second bucket of T/60 tokens)."""
     study = write_study(folder / "stub-study", -(-args.stub_requests // 4))
-    requests = study.requests
-    bound = requests / args.stub_rpm * 60
+    plan = plan_bodies(study.config, folder / "stub-bodies.jsonl")
+    requests = plan["requests"]
+    requests_bound = requests / args.stub_rpm * 60
+    variants = {
+        "requests bind": None,
+        # T tight: tokens take 1.5 x the requests' time.
+        "tokens bind": int(plan["tokens"] / (1.5 * requests_bound) * 60),
+    }
     rows = []
-    for workers in (int(w) for w in args.stub_workers.split(",")):
-        for mode in ("configured", "learned"):
-            configured = mode == "configured"
-            with StubProcess(rpm=args.stub_rpm, headers="full") as stub:
-                spec = {
-                    "config": study.config,
-                    "base_url": stub.base_url,
-                    "cache": folder / f"stub-cache-{workers}-{mode}",
-                    "concurrency": workers,
-                    "rpm": args.stub_rpm if configured else None,
+    for variant, tpm in variants.items():
+        bound = requests_bound if tpm is None else bounds(plan, args.stub_rpm, tpm)[0]
+        for workers in (int(w) for w in args.stub_workers.split(",")):
+            for mode in ("configured", "learned"):
+                configured = mode == "configured"
+                with StubProcess(rpm=args.stub_rpm, tpm=tpm, headers="full") as stub:
+                    spec = {
+                        "config": study.config,
+                        "base_url": stub.base_url,
+                        "cache": folder / f"stub-cache-{len(rows)}",
+                        "concurrency": workers,
+                        "rpm": args.stub_rpm if configured else None,
+                        "tpm": tpm if configured else None,
+                    }
+                    report = run_child(client("geval", **spec)).report()
+                    stats = stub.stats()
+                limited = int(stats["by_status"].get("429", 0))
+                floor = 1.02 if configured else 1.10
+                row = {
+                    "server": "stub",
+                    "workers": workers,
+                    "bucket_s": 1.0,
+                    "variant": variant,
+                    "client_limits": mode,
+                    "requests": requests,
+                    "tokens": plan["tokens"],
+                    "rpm": args.stub_rpm,
+                    "tpm": tpm,
+                    "bound_s": bound,
+                    "wall_s": report["wall"],
+                    "wall/bound": report["wall"] / bound,
+                    # The server's own clock: from the first arrival to the last one admitted.
+                    "arrival_span/bound": stats["last_at"] / bound,
+                    "floor": floor,
+                    "429s": limited,
+                    "429_pct": 100 * limited / requests,
+                    "first_429_s": stats["limited_at"][0] if stats["limited_at"] else None,
+                    "failed": report["failed"],
+                    "peak_in_flight": report["peak_in_flight"],
+                    "client_cpu_s": report["cpu"],
                 }
-                report = run_child(client("geval", **spec)).report()
-                stats = stub.stats()
-            limited = int(stats["by_status"].get("429", 0))
-            floor = 1.02 if configured else 1.10
-            row = {
-                "server": "stub",
-                "workers": workers,
-                "bucket_s": 1.0,
-                "variant": "requests bind",
-                "client_limits": mode,
-                "requests": requests,
-                "rpm": args.stub_rpm,
-                "bound_s": bound,
-                "wall_s": report["wall"],
-                "wall/bound": report["wall"] / bound,
-                "floor": floor,
-                "429s": limited,
-                "429_pct": 100 * limited / requests,
-                "first_429_s": stats["limited_at"][0] if stats["limited_at"] else None,
-                "failed": report["failed"],
-                "peak_in_flight": report["peak_in_flight"],
-                "client_cpu_s": report["cpu"],
-            }
-            row["passed"] = (
-                row["wall/bound"] <= floor and report["complete"] and row["429_pct"] <= 1.0
-            )
-            rows.append(row)
-            print(table([row], list(row)), flush=True)
+                row["passed"] = (
+                    row["wall/bound"] <= floor and report["complete"] and row["429_pct"] <= 1.0
+                )
+                rows.append(row)
+                print(table([row], list(row)), flush=True)
     return rows
 
 

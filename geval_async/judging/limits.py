@@ -61,6 +61,12 @@ CATCH_UP_SECONDS = 0.002
 #: The catch-up allowed while the server says it has a second's worth of room to spare.
 SPARE_CATCH_UP_SECONDS = 0.05
 
+#: Seconds of tokens kept for a request that the requests limit held back: a short prompt
+#: (fewer tokens than a request's share of the TPM) leaves them to the long one after it, so
+#: a plan of mixed prompt sizes uses the whole TPM. Requests keep none (no bunching).
+TOKENS_CARRY_SECONDS = 0.1
+_CARRY = {"requests": 0.0, "tokens": TOKENS_CARRY_SECONDS}
+
 #: The share of a configured limit the client paces at (with a margin).
 CONFIGURED_SHARE = 0.99
 
@@ -148,22 +154,33 @@ class PacedBucket:
     A generic cell rate algorithm (GCRA): ``due`` is the time by which everything sent so far
     is paid for at the rate. A send may leave once the clock reaches ``due`` (less
     :data:`CATCH_UP_SECONDS`) and moves ``due`` on by its cost, counted from the later of
-    ``due`` and the time it actually left. A send that left late therefore does not let the next
-    one catch up (no burst after a stall), and a bucket never holds more credit than the catch-up
-    allowance, so any window of W seconds carries at most ``W x rate`` plus one send's cost.
-    A cost of many units (one long prompt against the TPM) simply makes the next send wait as
-    long as its size asks, so the rate holds for any mix of sizes.
+    ``due`` and the time it actually left (less ``carry``). A send that left late therefore
+    does not let the next one catch up (no burst after a stall), and a bucket never holds more
+    credit than the catch-up allowance plus ``carry``, so any window of W seconds carries at most
+    ``(W + catch-up + carry) x rate`` plus one send's cost. A cost of many units (one long prompt
+    against the TPM) simply makes the next send wait as long as its size asks, so the rate holds
+    for any mix of sizes.
 
     Args:
         per_minute: the limit honoured.
         share: the fraction of it paced at while a send must leave room for jitter (a margin).
         now: the loop's time.
         spent: units sent before this bucket knew, paid for first (a learned limit's probes).
+        carry: seconds of credit kept for a send that another limit held back.
     """
 
-    def __init__(self, per_minute: float, share: float, *, now: float, spent: float = 0.0) -> None:
+    def __init__(
+        self,
+        per_minute: float,
+        share: float,
+        *,
+        now: float,
+        spent: float = 0.0,
+        carry: float = 0.0,
+    ) -> None:
         self.per_minute = per_minute
         self.share = share
+        self.carry = carry
         # The server's last answer said it could take a second's worth at once, and no 429
         # has come (RateLimits.observe): no margin, and more catch-up.
         self.spare = False
@@ -176,7 +193,7 @@ class PacedBucket:
     def charge(self, cost: float, now: float) -> None:
         """A send of ``cost`` units left at ``now``."""
         rate = self.per_minute if self.spare else self.per_minute * self.share
-        self.due = max(self.due, now) + cost * 60.0 / rate
+        self.due = max(self.due, now - self.carry) + cost * 60.0 / rate
 
 
 class RateLimits:
@@ -194,7 +211,7 @@ class RateLimits:
         self._loop = asyncio.get_running_loop()
         now = self._loop.time()
         self.buckets: dict[str, PacedBucket] = {
-            kind: PacedBucket(limit, CONFIGURED_SHARE, now=now)
+            kind: PacedBucket(limit, CONFIGURED_SHARE, now=now, carry=_CARRY[kind])
             for kind, limit in self.configured.items()
             if limit
         }
@@ -292,7 +309,7 @@ class RateLimits:
                 now = self._loop.time()
                 spent = self._probes[kind]
                 bucket = self.buckets[kind] = PacedBucket(
-                    limit, LEARNED_SHARE, now=now, spent=spent
+                    limit, LEARNED_SHARE, now=now, spent=spent, carry=_CARRY[kind]
                 )
             else:
                 # In place: the requests already waiting go at the new pace too.

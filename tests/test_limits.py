@@ -231,6 +231,25 @@ def test_every_worker_waits_out_a_429_then_leaves_at_the_paced_rate() -> None:
     assert _most_in_any_second(after) <= 10
 
 
+def test_a_refused_request_gives_its_slot_back_and_no_more() -> None:
+    async def main() -> list[float]:
+        limits = RateLimits(rpm=600, tpm=None)
+        limits.replied()
+        await limits.acquire(10)  # sent at 0 ...
+        limits.refused(10, 0.03)  # ... and refused: retry in 30 ms, when the server has room
+        sent = []
+        for _ in range(3):
+            await limits.acquire(10)
+            sent.append(now())
+        return sent
+
+    sent = run_virtual(main)
+    gap = 0.1 / CONFIGURED_SHARE
+    # The retry takes the refused request's slot at the end of the pause (not a slot behind
+    # it, 0.1 s later), and the sends after it are paced from there: no credit for a burst.
+    assert sent == pytest.approx([0.03, 0.03 + gap, 0.03 + 2 * gap], abs=CATCH_UP_SECONDS)
+
+
 def test_limits_learned_from_headers_pace_what_follows() -> None:
     async def main() -> list[float]:
         limits = RateLimits(rpm=None, tpm=None)

@@ -33,7 +33,8 @@ A 429 pauses every worker, not just the one that got it: all of them wait on one
 :class:`CoolDown` until the time the server asked for (``retry-after-ms``, ``retry-after`` or
 ``x-ratelimit-reset-*``), and after the pause they leave at the paced rate, not all at once.
 Without that, N workers would each discover the limit on their own and hit the server again
-together (a thundering herd).
+together (a thundering herd). The refused request's costs go back to the buckets
+(:meth:`RateLimits.refused`): the server did not count it either.
 
 Buckets and cool-down belong to one event loop; create them inside the running loop.
 """
@@ -195,6 +196,12 @@ class PacedBucket:
         rate = self.per_minute if self.spare else self.per_minute * self.share
         self.due = max(self.due, now - self.carry) + cost * 60.0 / rate
 
+    def refund(self, cost: float) -> None:
+        """Give back a send's ``cost``: the server refused it (a 429) and did not count it."""
+        # Refunds can take ``due`` into the past; the next charge counts from the later of it
+        # and the time of sending (less ``carry``), so that is no credit for a burst.
+        self.due -= cost * 60.0 / (self.per_minute * self.share)
+
 
 class RateLimits:
     """The requests and tokens buckets plus the cool-down; one per run, made inside the loop.
@@ -266,6 +273,19 @@ class RateLimits:
         now = self._loop.time()
         ready = max(bucket.ready_at() for bucket in self.buckets.values())
         return max(self.cooldown.remaining, ready - now)
+
+    def refused(self, tokens: int, seconds: float) -> None:
+        """A 429: pause every worker for ``seconds``, and give the request's costs back.
+
+        Servers do not count a request they refuse (OpenAI's buckets, the simulated judge,
+        ``bench/stub.py``), so neither do the buckets: the retry after the pause takes the
+        slot the refused request would have used, instead of one more behind it.
+        """
+        self.cooldown.pause(seconds)
+        for kind, cost in (("requests", 1), ("tokens", tokens)):
+            bucket = self.buckets.get(kind)
+            if bucket is not None:
+                bucket.refund(cost)
 
     def replied(self) -> None:
         """A request came back (an answer, a 429 or a failure): open up after the first.

@@ -263,9 +263,8 @@ class _Run:
         elif action is Action.PAUSE:
             self.counters.rate_limited += 1
             self.limits.observe(exc.headers)
-            self.limits.cooldown.pause(
-                decision.wait if decision.wait is not None else self.delay(attempt)
-            )
+            wait = decision.wait if decision.wait is not None else self.delay(attempt)
+            self.limits.refused(request.est_tokens, wait)
         else:
             wait = decision.wait if decision.wait is not None else self.delay(attempt)
             await self.sleep_unless_stopped(wait)

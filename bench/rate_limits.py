@@ -150,6 +150,9 @@ def main() -> None:
                         "wall_s": report["wall"],
                         "wall/bound": ratio,
                         "wall/in_order": report["wall"] / in_order,
+                        # Before run_study: reading the study and making the plan.
+                        "setup_s": report["wall"] - report["run_elapsed"],
+                        "run/bound": report["run_elapsed"] / bound,
                         "floor": floor,
                         "429s": limited,
                         "429_pct": 100 * limited / plan["requests"],
@@ -179,6 +182,8 @@ def main() -> None:
         "wall_s",
         "wall/bound",
         "wall/in_order",
+        "setup_s",
+        "run/bound",
         "arrival_span/bound",
         "floor",
         "429s",
@@ -244,6 +249,8 @@ def _stub_runs(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
                     "bound_s": bound,
                     "wall_s": report["wall"],
                     "wall/bound": report["wall"] / bound,
+                    "setup_s": report["wall"] - report["run_elapsed"],
+                    "run/bound": report["run_elapsed"] / bound,
                     # The server's own clock: from the first arrival to the last one admitted.
                     "arrival_span/bound": stats["last_at"] / bound,
                     "floor": floor,

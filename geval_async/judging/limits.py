@@ -55,8 +55,8 @@ _KINDS = ("requests", "tokens")
 
 #: Seconds a send may leave ahead of its paced time, to make up for the previous one leaving
 #: late by as much (an event loop wakes a timer a little late, often by a millisecond; at 100
-#: requests a second, losing that every time would cost a tenth of the rate). Any 11 sends at
-#: 10 a second still span 1 s less this.
+#: requests a second, losing that every time would cost a tenth of the rate). Any 11 sends
+#: paced at 99 % of 10 a second still span 1.0101 s less this.
 CATCH_UP_SECONDS = 0.002
 
 #: The catch-up allowed while the server says it has a second's worth of room to spare.

@@ -18,7 +18,17 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ("overhead", "rate_limits", "rerun", "rescore", "memory", "peers", "html_report", "batch")
+ORDER = (
+    "overhead",
+    "writes",
+    "rate_limits",
+    "rerun",
+    "rescore",
+    "memory",
+    "peers",
+    "html_report",
+    "batch",
+)
 
 
 def headline(name: str, quick: bool) -> str:
@@ -31,6 +41,11 @@ def headline(name: str, quick: bool) -> str:
             f"{r['server']} {r['workers']} workers: {r['ratio']:.2f} x bare aiohttp "
             f"(floor 0.85), CPU per request {r['cpu_per_request_ratio']:.1f} x"
             for r in data["summary"]
+        )
+    if name == "writes":
+        return "; ".join(
+            f"groups of {r['group']}: {r['cpu_us_per_entry']:.0f} us CPU an entry"
+            for r in data["runs"]
         )
     if name == "rate_limits":
         return "; ".join(

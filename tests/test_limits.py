@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
+from aiolimiter import AsyncLimiter
 
 from geval_async.errors import ConfigError
 from geval_async.judging.limits import (
@@ -342,6 +343,45 @@ def test_a_shallow_server_bucket_shrinks_the_burst() -> None:
 
     times = run_virtual(main)
     assert len(set(times)) == len(times), "no two requests leave at the same instant"
+
+
+def test_the_requests_sent_before_a_learned_limit_are_paid_for_first() -> None:
+    async def main() -> float:
+        limits = RateLimits(rpm=None, tpm=None)
+        for _ in range(4):  # the probes: out before any reply, unpaced
+            await limits.acquire(10)
+        start = now()
+        limits.observe({"x-ratelimit-limit-requests": "120"})  # 2 a second
+        await limits.acquire(10)
+        return now() - start
+
+    # The fifth request goes after the four probes' share of the rate, not at once.
+    assert run_virtual(main) == pytest.approx(4 / (2 * LEARNED_SHARE), abs=CATCH_UP_SECONDS)
+
+
+def test_the_buckets_are_aiolimiters_whose_internals_the_pacing_drives() -> None:
+    """``PacedBucket`` reshapes, pre-charges and refunds an ``AsyncLimiter`` through its private
+    ``_level`` and ``_rate_per_sec`` (aiolimiter has no public way): an aiolimiter release that
+    renamed them, or changed what they mean, fails here rather than pacing a run wrongly."""
+
+    async def main() -> list[bool]:
+        limits = RateLimits(rpm=600, tpm=60_000)
+        assert all(isinstance(b.limiter, AsyncLimiter) for b in limits.buckets.values())
+        limiter = AsyncLimiter(10, 1.0)  # 10 a second
+        assert limiter._rate_per_sec == 10
+        await limiter.acquire(4)
+        assert limiter._level == 4  # the level is the units not yet drained
+        limiter._level = 10.0
+        seen = [limiter.has_capacity(1)]  # full: no room
+        await asyncio.sleep(0.1)
+        seen.append(limiter.has_capacity(1))  # one unit drained at 10 a second
+        limiter._level = 10.0
+        limiter._rate_per_sec = 5.0  # a slower rate, set in place
+        await asyncio.sleep(0.1)
+        seen.append(limiter.has_capacity(1))  # half a unit drained: still no room
+        return seen
+
+    assert run_virtual(main) == [False, True, False]
 
 
 def test_a_request_the_tpm_limit_can_never_pass_is_a_config_error() -> None:

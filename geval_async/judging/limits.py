@@ -6,10 +6,12 @@ the way providers count it). A cache hit never reaches this module.
 
 Pacing, not bursting. Providers enforce their per-minute limits over much shorter windows
 (the stub of ``bench/`` over any one second), so a limit is honoured as a steady rate: each
-send leaves at least its cost's share of a minute after the send before it actually left
-(:class:`PacedBucket`, a GCRA with :data:`CATCH_UP_SECONDS` of tolerance), never in a burst,
-not at the start and not after a stall. One lock takes the sends through both buckets in turn,
-so a request that waited for tokens does not leave on the heels of the one before. The pace
+send leaves at least its cost's share of a minute after the send before it actually left,
+never in a burst, not at the start and not after a stall. Each bucket is an aiolimiter
+``AsyncLimiter`` (a leaky bucket) driven as a GCRA with :data:`CATCH_UP_SECONDS` of tolerance
+(:class:`PacedBucket`, the one place that touches the limiter's internals). One lock takes
+the sends through both buckets at once, so a request that waited for tokens does not leave on
+the heels of the one before. The pace
 is a little below the limit (:data:`CONFIGURED_SHARE`): the server counts arrivals, and the
 loopback, the network or a loaded machine moves them by a few milliseconds, enough to put
 one request too many into a server's second; each such 429 pauses every worker, which costs
@@ -45,6 +47,8 @@ import asyncio
 import math
 import re
 from collections.abc import Mapping
+
+from aiolimiter import AsyncLimiter
 
 from ..errors import ConfigError
 
@@ -152,32 +156,32 @@ class CoolDown:
 class PacedBucket:
     """``per_minute`` units a minute (times ``share``), each send spaced from the last by its cost.
 
-    A generic cell rate algorithm (GCRA): ``due`` is the time by which everything sent so far
-    is paid for at the rate. A send may leave once the clock reaches ``due`` (less
-    :data:`CATCH_UP_SECONDS`) and moves ``due`` on by its cost, counted from the later of
-    ``due`` and the time it actually left (less ``carry``). A send that left late therefore
-    does not let the next one catch up (no burst after a stall), and a bucket never holds more
-    credit than the catch-up allowance plus ``carry``, so any window of W seconds carries at most
-    ``(W + catch-up + carry) x rate`` plus one send's cost. A cost of many units (one long prompt
-    against the TPM) simply makes the next send wait as long as its size asks, so the rate holds
-    for any mix of sizes.
+    The bucket is an :class:`aiolimiter.AsyncLimiter` (a leaky bucket: its level drains at the
+    rate), driven as a generic cell rate algorithm (GCRA): a send may leave once the level has
+    drained to the tolerance (:data:`CATCH_UP_SECONDS` of the rate, plus ``carry``), and then
+    adds its whole cost. The level never drains below 0, so a send that left late does not let
+    the next one catch up (no burst after a stall or an idle stretch), and any window of W
+    seconds carries at most ``(W + catch-up + carry) x rate`` plus one send's cost. A cost of
+    many units (one long prompt against the TPM) simply makes the next send wait as long as its
+    size asks, so the rate holds for any mix of sizes.
+
+    Why the limiter's internals (``_level``, ``_rate_per_sec``; ``test_limits`` checks they
+    exist): aiolimiter has no public way to pre-charge a limiter (a learned limit's probes, the
+    carry not given at the start), to charge a cost above its capacity, to give a refused
+    request's cost back, or to change its rate in place (margin on/off, a lower limit: a new
+    limiter would let the old one's waiters go at the old pace). Its own waiting is not used
+    either: ``RateLimits`` takes a send through both buckets at once, asking ``has_capacity``
+    and sleeping for :meth:`wait`, so this class is the only place that knows them.
 
     Args:
         per_minute: the limit honoured.
         share: the fraction of it paced at while a send must leave room for jitter (a margin).
-        now: the loop's time.
         spent: units sent before this bucket knew, paid for first (a learned limit's probes).
         carry: seconds of credit kept for a send that another limit held back.
     """
 
     def __init__(
-        self,
-        per_minute: float,
-        share: float,
-        *,
-        now: float,
-        spent: float = 0.0,
-        carry: float = 0.0,
+        self, per_minute: float, share: float, *, spent: float = 0.0, carry: float = 0.0
     ) -> None:
         self.per_minute = per_minute
         self.share = share
@@ -185,22 +189,53 @@ class PacedBucket:
         # The server's last answer said it could take a second's worth at once, and no 429
         # has come (RateLimits.observe): no margin, and more catch-up.
         self.spare = False
-        self.due = now + spent * 60.0 / (per_minute * share)
+        self.limiter = AsyncLimiter(1.0, 1.0)
+        self._shape()
+        # No credit at the start: the carry is kept for later, not given away at once.
+        self.limiter.has_capacity(0)  # starts its drain clock now (its level is 0 so far)
+        self.limiter._level = spent + carry * self._rate()
 
-    def ready_at(self) -> float:
-        """The earliest time the next send may leave."""
-        return self.due - (SPARE_CATCH_UP_SECONDS if self.spare else CATCH_UP_SECONDS)
+    def _rate(self) -> float:
+        return self.per_minute / 60.0 * (1.0 if self.spare else self.share)
 
-    def charge(self, cost: float, now: float) -> None:
-        """A send of ``cost`` units left at ``now``."""
-        rate = self.per_minute if self.spare else self.per_minute * self.share
-        self.due = max(self.due, now - self.carry) + cost * 60.0 / rate
+    def _shape(self) -> None:
+        # Capacity: one unit on top of the tolerance, so ``has_capacity(1)`` holds exactly when
+        # the level has drained to the tolerance (the GCRA's "due, less the catch-up").
+        rate = self._rate()
+        catch_up = SPARE_CATCH_UP_SECONDS if self.spare else CATCH_UP_SECONDS
+        limiter = self.limiter
+        limiter.max_rate = 1.0 + (catch_up + self.carry) * rate
+        limiter.time_period = limiter.max_rate / rate
+        limiter._rate_per_sec = rate
+
+    def reshape(self, per_minute: float, spare: bool) -> None:
+        """Pace at ``per_minute`` (without the margin if ``spare``), the waiting sends too."""
+        if (per_minute, spare) != (self.per_minute, self.spare):
+            self.limiter.has_capacity(0)  # drain at the old rate up to now, first
+            self.per_minute, self.spare = per_minute, spare
+            self._shape()
+
+    def wait(self) -> float:
+        """Seconds until the next send may leave (0: now)."""
+        limiter = self.limiter
+        if limiter.has_capacity(1):
+            return 0.0
+        return (limiter._level + 1.0 - limiter.max_rate) / limiter._rate_per_sec
+
+    def charge(self, cost: float) -> None:
+        """A send of ``cost`` units leaves now."""
+        limiter = self.limiter
+        limiter.has_capacity(0)  # drain up to now, first
+        # Not ``acquire(cost)``: that refuses a cost above the capacity and waits before the
+        # send; a GCRA admits on the tolerance and charges after.
+        limiter._level += cost
 
     def refund(self, cost: float) -> None:
         """Give back a send's ``cost``: the server refused it (a 429) and did not count it."""
-        # Refunds can take ``due`` into the past; the next charge counts from the later of it
-        # and the time of sending (less ``carry``), so that is no credit for a burst.
-        self.due -= cost * 60.0 / (self.per_minute * self.share)
+        limiter = self.limiter
+        limiter.has_capacity(0)
+        # Not below 0: a refund is the slot back, not credit for a burst.
+        limiter._level = max(0.0, limiter._level - cost)
 
 
 class RateLimits:
@@ -215,10 +250,8 @@ class RateLimits:
         self.rpm, self.tpm = rpm, tpm
         self.configured: dict[str, float | None] = {"requests": rpm, "tokens": tpm}
         self.learned: dict[str, float] = {}
-        self._loop = asyncio.get_running_loop()
-        now = self._loop.time()
         self.buckets: dict[str, PacedBucket] = {
-            kind: PacedBucket(limit, CONFIGURED_SHARE, now=now, carry=_CARRY[kind])
+            kind: PacedBucket(limit, CONFIGURED_SHARE, carry=_CARRY[kind])
             for kind, limit in self.configured.items()
             if limit
         }
@@ -254,25 +287,24 @@ class RateLimits:
             await self._pause()
             return
         async with self._turn:
-            # Both buckets at once: a request that passed the requests bucket and then waited
-            # for tokens would leave closer to the next one than the requests rate allows.
+            # Both buckets at once (the longer of their waits, then both charged): a request
+            # that passed the requests bucket and then waited for tokens would leave closer to
+            # the next one than the requests rate allows.
             # Re-read after every sleep: a 429 may have paused the run, a header changed a rate.
             while (wait := self._wait()) > 0:  # noqa: ASYNC110
                 await asyncio.sleep(wait)
-            now = self._loop.time()
             for kind, cost in (("requests", 1), ("tokens", tokens)):
                 bucket = self.buckets.get(kind)
                 if bucket is not None:
-                    bucket.charge(cost, now)
+                    bucket.charge(cost)
 
     def _wait(self) -> float:
         if self.cooldown.pauses:
             # The server has refused at this pace: the margin is back, whatever it says.
             for bucket in self.buckets.values():
-                bucket.spare = False
-        now = self._loop.time()
-        ready = max(bucket.ready_at() for bucket in self.buckets.values())
-        return max(self.cooldown.remaining, ready - now)
+                bucket.reshape(bucket.per_minute, spare=False)
+        ready = max(bucket.wait() for bucket in self.buckets.values())
+        return max(self.cooldown.remaining, ready)
 
     def refused(self, tokens: int, seconds: float) -> None:
         """A 429: pause every worker for ``seconds``, and give the request's costs back.
@@ -326,15 +358,10 @@ class RateLimits:
                 limit = configured
             bucket = self.buckets.get(kind)
             if bucket is None:
-                now = self._loop.time()
-                spent = self._probes[kind]
                 bucket = self.buckets[kind] = PacedBucket(
-                    limit, LEARNED_SHARE, now=now, spent=spent, carry=_CARRY[kind]
+                    limit, LEARNED_SHARE, spent=self._probes[kind], carry=_CARRY[kind]
                 )
-            else:
-                # In place: the requests already waiting go at the new pace too.
-                bucket.per_minute = limit
             remaining = _number(found.get(f"x-ratelimit-remaining-{kind}"))
-            bucket.spare = (
-                not self.cooldown.pauses and remaining is not None and remaining >= limit / 60.0
-            )
+            spare = not self.cooldown.pauses and remaining is not None and remaining >= limit / 60.0
+            # In place: the requests already waiting go at the new pace too.
+            bucket.reshape(limit, spare)

@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import diskcache
-import diskcache.core
 
 from ..errors import CacheError
 from .readonly import ReadOnlyStore
-from .rows import insert_rows, read_rows
+from .rows import insert_rows, read_rows, stored_keys
 from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head
 
 __all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache"]
@@ -114,25 +113,21 @@ class JudgeCache:
         self._ahead = {}
         if self._cache is None or not keys:
             return
-        marks = ",".join("?" * len(keys))
         try:
             # diskcache's own table: a str key is stored with raw = 1, and a small bytes value
             # inline with mode MODE_RAW. Anything else (a value in a file, a damaged row) is
             # left to get(), which reads it the way diskcache does.
             store = self._cache
             execute = store._sql if isinstance(store, diskcache.Cache) else store._db.execute
-            rows = execute(
-                f"SELECT key, mode, value FROM Cache WHERE raw = 1 AND key IN ({marks})",
-                list(keys),
-            ).fetchall()
+            found = read_rows(execute, keys)
         except (OSError, sqlite3.Error) as exc:
             raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
         ahead: dict[str, Any] = dict.fromkeys(keys, _ABSENT)
-        for key, mode, value in rows:
-            if mode == diskcache.core.MODE_RAW and value is not None:
-                ahead[key] = bytes(value)
-            else:
+        for key, value in found.items():
+            if value is None:
                 del ahead[key]
+            else:
+                ahead[key] = value
         self._ahead = ahead
 
     def get(self, key: str) -> CachedResponse | None:
@@ -174,7 +169,7 @@ class JudgeCache:
         """Those of ``keys`` that have an entry (readable or not), in one query."""
         cache = self._require()
         try:
-            return set(read_rows(cache, keys))
+            return stored_keys(cache._sql, keys)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
 
@@ -195,7 +190,7 @@ class JudgeCache:
         cache = self._require()
         try:
             with cache.transact():
-                stored = read_rows(cache, [entry.key for entry, _ in entries])
+                stored = read_rows(cache._sql, [entry.key for entry, _ in entries])
                 fresh: dict[str, bytes] = {}
                 done = [
                     self._put(cache, entry, overwrite, stored, fresh)

@@ -120,7 +120,7 @@ class Claims:
         return self.settle([], keys)
 
     def _take_many(self, keys: Sequence[str]) -> list[bool]:
-        stored = read_rows(self._cache, keys)
+        stored = read_rows(self._cache._sql, keys)
         claim = self._claim()
         fresh: dict[str, bytes] = {}
         taken = [self._take(key, stored, claim, fresh) for key in keys]

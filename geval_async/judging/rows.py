@@ -16,36 +16,47 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import diskcache
 import diskcache.core
 
-__all__ = ["delete_rows", "insert_rows", "read_rows"]
+__all__ = ["Execute", "delete_rows", "insert_rows", "read_rows", "stored_keys"]
+
+# Runs one SQL statement with its parameters, as ``sqlite3.Connection.execute`` does.
+Execute = Callable[[str, Sequence[Any]], sqlite3.Cursor]
 
 # sqlite's default limit on the parameters of one statement is 32,766 (999 before 3.32).
 _CHUNK = 900
 
 
-def read_rows(cache: diskcache.Cache, keys: Sequence[str]) -> dict[str, Any]:
+def read_rows(execute: Execute, keys: Sequence[str]) -> dict[str, Any]:
     """The stored values of those ``keys`` that have a row; a value kept in a file is None.
 
-    A value kept in a file (written by diskcache itself) reads as None: the caller goes
-    through ``cache.get`` for it, which knows the file.
+    ``execute`` runs one statement: diskcache's ``Cache._sql`` (inside the caller's
+    transaction) or a read-only store's connection. A value kept in a file (written by
+    diskcache itself) reads as None: the caller goes through ``cache.get`` for it, which knows
+    the file.
     """
-    found: dict[str, Any] = {}
+    return {
+        key: bytes(value) if mode == diskcache.core.MODE_RAW and value is not None else None
+        for key, mode, value in _select(execute, "key, mode, value", keys)
+    }
+
+
+def stored_keys(execute: Execute, keys: Sequence[str]) -> set[str]:
+    """Those of ``keys`` that have a row, without reading their values."""
+    return {key for (key,) in _select(execute, "key", keys)}
+
+
+def _select(execute: Execute, columns: str, keys: Sequence[str]) -> Iterator[tuple[Any, ...]]:
     for start in range(0, len(keys), _CHUNK):
-        chunk = keys[start : start + _CHUNK]
+        chunk = list(keys[start : start + _CHUNK])
         marks = ",".join("?" * len(chunk))
-        rows = cache._sql(  # diskcache's own connection, inside the caller's transaction
-            f"SELECT key, mode, value FROM Cache WHERE raw = 1 AND key IN ({marks})", chunk
+        yield from execute(
+            f"SELECT {columns} FROM Cache WHERE raw = 1 AND key IN ({marks})", chunk
         ).fetchall()
-        for key, mode, value in rows:
-            found[key] = (
-                bytes(value) if mode == diskcache.core.MODE_RAW and value is not None else None
-            )
-    return found
 
 
 def insert_rows(cache: diskcache.Cache, rows: Iterable[tuple[str, bytes]]) -> None:

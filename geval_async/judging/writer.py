@@ -65,7 +65,6 @@ class Writer:
         self._busy: _Group | None = None  # the group being committed in the thread
         self._closed = False
         self._error: BaseException | None = None
-        self.batches = 0
 
     def put(self, entry: CachedResponse, *, overwrite: bool) -> None:
         """Store ``entry`` in the next commit (await :meth:`release` of its key to know)."""
@@ -149,7 +148,6 @@ class Writer:
 
     def _commit(self, group: _Group) -> None:
         """Write one group (in the writer's thread: sqlite only, nothing of asyncio)."""
-        self.batches += 1
         # A failed commit fails every later waiter too: nothing after it is known to be stored.
         error = self._error
         if group.puts and error is None:

@@ -69,14 +69,18 @@ def geval(spec: Spec) -> dict[str, Any]:
         concurrency=spec.get("concurrency", config.limits.concurrency),
     )
     config = replace(config, limits=limits)
-    cpu0, t0 = _cpu(), time.perf_counter()
+    # time.monotonic() too: on Linux the server in its own process reads the same clock, so a
+    # benchmark can place the server's first and last arrivals inside this run.
+    cpu0, t0, started = _cpu(), time.perf_counter(), time.monotonic()
     study = prepare_study(config)
     with JudgeCache(config.cache_path) as cache:
         result = asyncio.run(run_study(study, cache, api_key=None))
-    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+    wall, cpu, ended = time.perf_counter() - t0, _cpu() - cpu0, time.monotonic()
     total = result.counters.total()
     return {
         "wall": wall,
+        "started_monotonic": started,
+        "ended_monotonic": ended,
         "run_elapsed": result.elapsed,
         "cpu": cpu,
         "sent": result.counters.requests_sent,

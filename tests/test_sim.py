@@ -211,6 +211,26 @@ async def test_rpm_limit_answers_429_with_retry_after(srv: SimServer) -> None:
     assert srv.stats.rate_limited == 1 and srv.stats.by_status == {200: 2, 429: 1}
 
 
+async def test_the_timeline_ends_the_pace_at_the_last_admitted_arrival(srv: SimServer) -> None:
+    """What a benchmark reads from /sim/stats to split a run: a refused arrival is not part
+    of the pace, and the last answer left at least its latency after the last admitted one."""
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{srv.root_url}/sim/stats") as resp:
+            empty = (await resp.json())["timeline"]
+        assert empty == {"first_arrival": None, "last_admitted": None, "last_answered": None}
+        srv.settings.rpm, srv.settings.latency_ms = 2, 50
+        url = f"{srv.base_url}/chat/completions"
+        answers = [await post(url, request(messages=messages(f"t{i}"))) for i in range(3)]
+        assert [status for status, _, _ in answers] == [200, 200, 429]
+        async with session.get(f"{srv.root_url}/sim/stats") as resp:
+            timeline = (await resp.json())["timeline"]
+    (first, _), (second, _), (refused, _) = srv.stats.arrivals
+    assert timeline["first_arrival"] == first
+    assert timeline["last_admitted"] == second < refused
+    # asyncio may wake a timer a clock tick early, never more
+    assert timeline["last_answered"] - second >= 0.05 - 1e-3
+
+
 def test_tpm_limit_counts_prompt_and_max_tokens(srv: SimServer, client: openai.OpenAI) -> None:
     cost = prompt_tokens(messages()) + 8 * 2
     srv.settings.tpm = 2 * cost

@@ -55,6 +55,7 @@ class SimStats:
     ``samples`` counts the choices those answers held.
     ``events`` holds (arrival, response time, status) per request, on ``time.monotonic()``,
     with the same 0 / -1 statuses as ``by_status``.
+    ``timeline()`` sums them up on that clock for a benchmark in another process.
     """
 
     received: int = 0
@@ -81,6 +82,22 @@ class SimStats:
         self.arrivals.clear()
         self.events.clear()
 
+    def timeline(self) -> dict[str, float | None]:
+        """The run on the server's clock (``time.monotonic()``, None before any request).
+
+        ``first_arrival``; ``last_admitted``, the last arrival not refused with a 429 (the
+        limiter's pace ends there); ``last_answered``, when the last 200 was sent. From the
+        last admitted arrival to the last answer is the server's latency tail, which no
+        client pacing at the limit can remove.
+        """
+        admitted = [arrived for arrived, _, status in self.events if status != 429]
+        answered = [sent for _, sent, status in self.events if status == 200]
+        return {
+            "first_arrival": self.arrivals[0][0] if self.arrivals else None,
+            "last_admitted": max(admitted, default=None),
+            "last_answered": max(answered, default=None),
+        }
+
     def as_dict(self) -> dict[str, Any]:
         """A JSON-able summary; counter keys are strings so it survives a JSON round trip."""
         return {
@@ -95,4 +112,5 @@ class SimStats:
             "batches": self.batches,
             "batch_lines": self.batch_lines,
             "batch_calls": self.batch_calls,
+            "timeline": self.timeline(),
         }

@@ -7,6 +7,7 @@ plain aiohttp.web app standing in for another provider) with its own cache and o
 from __future__ import annotations
 
 import asyncio
+import csv
 import os
 import re
 import socket
@@ -196,6 +197,63 @@ def test_paired_design_gets_the_paired_test_in_the_summary(
     text = (study.output / "t-limit-4_report.md").read_text()
     assert "`stats/t-limit-4_paired.csv`" in text, text
     assert (study.output / "stats" / "t-limit-4_paired.csv").exists()
+
+
+def _summary_tests(study: StudyFiles) -> set[str]:
+    """The ``test`` column of the summary file a report wrote."""
+    with (study.output / "stats" / "t_ttest.csv").open() as handle:
+        return {row["test"] for row in csv.DictReader(handle)}
+
+
+def test_a_paired_design_with_no_test_named_gets_the_paired_test_beside_welch(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    _judged(sim, study)  # every user in both conditions; no [stats] test
+    assert "test" not in study.config.read_text()
+    report = run_cli("report", str(study.config))
+    assert report.returncode == 0, report.stderr
+    assert _summary_tests(study) == {"paired-t"}
+    assert (study.output / "stats" / "t_ttest-welch.csv").exists()
+    text = (study.output / "t_report.md").read_text()
+    assert "The test configured in `[stats] test` (welch); the summary above uses the " in text
+    assert "because `[stats] test` names it" not in text
+
+
+def test_a_named_welch_test_is_honoured_in_a_paired_design(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    """A user who wrote ``test = "welch"`` (a pairing that is not real) gets Welch's test in
+    the summary, with the paired tests still beside it; nothing switches it silently."""
+    _judged(sim, study)
+    study.write_config(sim.base_url, stats={"test": "welch"})
+    result = run_cli("ttest", str(study.config))
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if line.startswith("composite")]
+    assert rows and "welch" in rows[0] and "paired-t" not in rows[0], result.stdout
+    assert "(welch: as [stats] test names it)" in result.stdout
+    for stale in (study.output / "stats").glob("*"):
+        stale.unlink()
+    report = run_cli("report", str(study.config))
+    assert report.returncode == 0, report.stderr
+    assert _summary_tests(study) == {"welch"}
+    assert not (study.output / "stats" / "t_ttest-welch.csv").exists()
+    assert (study.output / "stats" / "t_paired.csv").exists()
+    text = (study.output / "t_report.md").read_text()
+    assert "## welch test" in text and "## paired-t test" not in text
+    assert "The summary uses Welch's test because `[stats] test` names it." in text
+
+
+def test_an_unknown_test_in_the_config_is_one_line_and_exit_2(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    _judged(sim, study)
+    study.write_config(sim.base_url, stats={"test": "student"})
+    report = run_cli("report", str(study.config))
+    assert report.returncode == 2
+    assert report.stderr.strip().splitlines() == [
+        f"error: {study.config}: [stats] 'test' must be one of welch, paired-t, wilcoxon, "
+        "not 'student'"
+    ]
 
 
 def test_the_wrong_key_stop_counts_the_requests_sent(sim: SimServer, study: StudyFiles) -> None:

@@ -104,14 +104,16 @@ def print_tests(results: StudyResults, test: str | None) -> None:
         return
     print(format_table(results.comparisons(test)))
     summary = results.summary_test(test)
-    if test is None and summary != results.config.stats.test:
+    stated = results.config.stats.stated_test
+    if test is None and summary != stated:
         print(
             f"the same groups appear in both conditions: the summary uses the {summary} test "
-            f"([stats] test = '{results.config.stats.test}' is in the report too)"
+            f"([stats] test = '{stated}' is in the report too)"
         )
     elif results.paired_design and summary == "welch":
+        named = " (welch: as [stats] test names it)" if test is None else ""
         print(
-            "the same groups appear in both conditions: the paired t-test and Wilcoxon "
+            f"the same groups appear in both conditions{named}: the paired t-test and Wilcoxon "
             "test (stats/..._paired.csv) match this design"
         )
 

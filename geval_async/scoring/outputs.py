@@ -148,8 +148,9 @@ def tests_name(results: StudyResults, test: str | None) -> str:
 
 
 def _other_test(results: StudyResults) -> str | None:
-    """The configured test when the summary uses another (paired design, Welch configured)."""
-    configured = results.config.stats.test
+    """Welch's test when the summary uses another because ``[stats] test`` names none and the
+    design is paired (a named test is the summary's)."""
+    configured = results.config.stats.stated_test
     return configured if results.summary_test() != configured else None
 
 

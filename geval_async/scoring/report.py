@@ -13,7 +13,7 @@ import orjson
 import pandas as pd
 
 from ..judging.plan import JudgeItem, Study, render_messages
-from ..options import SamplingMode
+from ..options import SamplingMode, StatTest
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 
@@ -142,6 +142,11 @@ def markdown_report(
             "The same groups appear in both conditions (a within-group design): the "
             f"paired t-test and Wilcoxon signed-rank test in `stats/{paired_file}` match "
             "this design; Welch's test treats the conditions as independent samples."
+            + (
+                " The summary uses Welch's test because `[stats] test` names it."
+                if config.stats.test == StatTest.WELCH and comparisons[0].test == StatTest.WELCH
+                else ""
+            )
             if paired_file is not None
             else "Groups differ between the conditions: Welch's test (independent samples) "
             "matches this design."

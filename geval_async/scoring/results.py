@@ -148,13 +148,16 @@ class StudyResults:
         return design_is_paired(self.long, self.config)
 
     def summary_test(self, test: StatTest | str | None = None) -> StatTest:
-        """The test of the summary: ``test``, else the configured one, except that Welch's
-        test gives way to the paired t-test when the same groups appear in both conditions."""
+        """The test of the summary: ``test``, else the one ``[stats] test`` names, else (none
+        named) the paired t-test when the same groups appear in both conditions and Welch's
+        test otherwise. A named test is honoured even for a paired design: the user may know
+        that the pairing is not real."""
         if test is not None:
             return parse_option(StatTest, test, "the test")
-        configured = StatTest(self.config.stats.test)
-        paired = configured == StatTest.WELCH and self.paired_design
-        return StatTest.PAIRED_T if paired else configured
+        configured = self.config.stats.test
+        if configured is not None:
+            return configured
+        return StatTest.PAIRED_T if self.paired_design else StatTest.WELCH
 
     def comparisons(self, test: StatTest | str | None = None) -> list[Comparison]:
         """The test between the two configured conditions on each criterion and the composite.

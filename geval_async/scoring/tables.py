@@ -132,7 +132,8 @@ def compare(
     Raises:
         ConfigError: ``test`` is not one of the tests.
     """
-    test = config.stats.test if test is None else parse_option(StatTest, test, "the test")
+    # None: the config's test (``StudyResults.summary_test`` resolves an unset one by design).
+    test = config.stats.stated_test if test is None else parse_option(StatTest, test, "the test")
     a, b = config.stats.conditions
     alpha = config.stats.alpha
     criteria = [c.name for c in config.criteria]

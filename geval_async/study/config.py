@@ -138,7 +138,8 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
     stats = StatsConfig(
         conditions=conditions,
         alpha=float(alpha),
-        test=stats_t.choice("test", StatTest, StatTest.WELCH),
+        # Unset is not Welch: the design chooses then, while a named test is always honoured.
+        test=stats_t.choice("test", StatTest, StatTest.WELCH) if "test" in stats_t.table else None,
     )
     return EvalConfig(
         source=source,

@@ -117,11 +117,22 @@ class CompositeConfig:
 
 @dataclass(frozen=True)
 class StatsConfig:
-    """The two conditions compared, the test and the FDR level."""
+    """The two conditions compared, the test and the FDR level.
+
+    ``test`` is None when the config names none: the design then chooses (the paired t-test
+    when the same groups appear under both conditions, Welch's otherwise;
+    ``StudyResults.summary_test``). A test the config names is always the one used.
+    """
 
     conditions: tuple[str, ...] = ()
     alpha: float = 0.05
-    test: StatTest = StatTest.WELCH
+    test: StatTest | None = None
+
+    @property
+    def stated_test(self) -> StatTest:
+        """The test the config names, Welch's when it names none (kept beside a paired
+        summary, as before the design chose)."""
+        return self.test if self.test is not None else StatTest.WELCH
 
 
 @dataclass(frozen=True)

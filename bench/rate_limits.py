@@ -196,8 +196,11 @@ def main() -> None:
     ]
     print()
     print(table(rows, columns))
+    # A run of one server does not replace the file of both (rate_limits_sim.json).
+    servers = sorted(set(args.servers.split(",")))
+    name = "rate_limits" if servers == ["sim", "stub"] else "_".join(["rate_limits", *servers])
     path = save(
-        "rate_limits_baseline" if args.baseline else "rate_limits",
+        "rate_limits_baseline" if args.baseline else name,
         {
             "settings": {**vars(args), "latency_ms": LATENCY_MS, "latency_sigma": SIGMA},
             "plan": plan,

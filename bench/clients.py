@@ -5,6 +5,9 @@ setup excluded), the CPU seconds that work took, the whole process's CPU seconds
 and what it got back.
 
 * ``geval``      geval-async's library entry point, ``run_study`` inside ``asyncio.run``.
+* ``geval-nostore`` analysis only, not a product: ``geval`` with its two stores turned off
+                 (answers not written, claims always granted, nothing released), to show
+                 what the rest of the client costs.
 * ``bare``       the floor: a bare aiohttp loop POSTing the same pre-encoded bodies with the same
                  number of workers, reading each answer and nothing else.
 * ``sequential`` the original G-Eval loop, re-implemented: one request at a time with the
@@ -92,6 +95,18 @@ def geval(spec: Spec) -> dict[str, Any]:
         "peak_in_flight": result.counters.peak_in_flight,
         "retries": dict(result.counters.retries),
     }
+
+
+def geval_nostore(spec: Spec) -> dict[str, Any]:
+    """``geval`` without durable answers or claims: what the client costs beyond its stores."""
+    from geval_async.judging.cache import JudgeCache
+    from geval_async.judging.claims import Claims
+
+    JudgeCache.put_many = lambda self, entries: [True] * len(entries)  # type: ignore[method-assign]
+    JudgeCache.stored = lambda self, keys: set()  # type: ignore[method-assign]
+    Claims.settle = lambda self, released, wanted: [True] * len(wanted)  # type: ignore[method-assign]
+    Claims.release_many = lambda self, keys: None  # type: ignore[method-assign]
+    return geval(spec)
 
 
 def _use_limits_module(path: str) -> None:
@@ -244,6 +259,7 @@ def lookup(spec: Spec) -> dict[str, Any]:
 
 CONTENDERS: dict[str, Callable[[Spec], dict[str, Any]]] = {
     "geval": geval,
+    "geval-nostore": geval_nostore,
     "bare": bare,
     "sequential": sequential,
     "gather": gather,

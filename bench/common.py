@@ -239,16 +239,27 @@ class SimProcess:
 class StubProcess(SimProcess):
     """``python bench/stub.py`` (the independent fixed-body server) in its own process."""
 
+    def __init__(self, work_us: float = 0.0, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.work_us = work_us
+
     def command(self) -> list[str]:
-        return [PYTHON, str(BENCH / "stub.py"), "--port", "0"]
+        work = ["--work-us", str(self.work_us)] if self.work_us else []
+        return [PYTHON, str(BENCH / "stub.py"), "--port", "0", *work]
 
     def stats(self) -> dict[str, Any]:
         return self._call("/stats")
 
 
 def server(kind: str, **settings: Any) -> SimProcess:
-    """The project's simulated judge (``sim``) or the independent stub (``stub``)."""
-    return StubProcess(**settings) if kind == "stub" else SimProcess(**settings)
+    """The project's simulated judge (``sim``) or the independent stub (``stub``).
+
+    ``stub+W`` is the stub spending W microseconds of CPU on each request (``--work-us``).
+    """
+    if kind == "stub" or kind.startswith("stub+"):
+        work = float(kind.partition("+")[2] or 0)
+        return StubProcess(work_us=work, **settings)
+    return SimProcess(**settings)
 
 
 def server_429s(stats: dict[str, Any]) -> int:

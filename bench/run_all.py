@@ -38,7 +38,8 @@ def headline(name: str, quick: bool) -> str:
     data = json.loads(path.read_text())
     if name == "overhead":
         return "; ".join(
-            f"{r['server']} {r['workers']} workers: {r['ratio']:.2f} x bare aiohttp "
+            f"{r['server']} {r['workers']} workers, {r.get('contender', 'geval')}: "
+            f"{r['ratio']:.2f} x bare aiohttp "
             f"(floor 0.85), CPU per request {r['cpu_per_request_ratio']:.1f} x"
             for r in data["summary"]
         )

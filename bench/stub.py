@@ -10,13 +10,16 @@ request body and nothing else. Options add what real servers do to the headers:
   way OpenAI describes its TPM limit; a request costs its prompt tokens (four characters a
   token, four more a message) plus ``max_tokens x n`` and is refused (not charged) when the
   bucket holds fewer; the body is parsed for this only;
+* ``--work-us W``: spend W microseconds of CPU on every admitted request before answering
+  (a busy loop), the way a real server spends CPU on each request before its model even
+  starts; benchmark 2 uses it to show how the client's share of the machine decides the ratio;
 * ``--headers full|remaining|none``: ``x-ratelimit-limit/remaining/reset-*`` (full),
   ``x-ratelimit-remaining-requests`` alone (remaining), or no rate headers (none, the default).
 
 ``GET /stats`` returns the counts, every 429's arrival time and the last admitted arrival,
 ``{"received", "by_status", "limited_at", "last_at"}`` (seconds since the first request).
 
-    python bench/stub.py [--port 0] [--rpm 600] [--tpm 150000] [--headers full]
+    python bench/stub.py [--port 0] [--rpm 600] [--tpm 150000] [--headers full] [--work-us 250]
 """
 
 from __future__ import annotations
@@ -77,7 +80,16 @@ class TokenBucket:
         }
 
 
-def make_app(rpm: int | None, headers: str, tpm: int | None = None) -> web.Application:
+def spend(microseconds: float) -> None:
+    """Burn ``microseconds`` of this thread's CPU (a stand-in for a server's own work)."""
+    until = time.thread_time() + microseconds / 1e6
+    while time.thread_time() < until:
+        pass
+
+
+def make_app(
+    rpm: int | None, headers: str, tpm: int | None = None, work_us: float = 0.0
+) -> web.Application:
     counts: Counter[int] = Counter()
     admitted: deque[float] = deque()  # arrival times of the last second's admitted requests
     started: list[float] = []
@@ -129,6 +141,8 @@ def make_app(rpm: int | None, headers: str, tpm: int | None = None) -> web.Appli
                 extra |= tokens.headers()
         counts[200] += 1
         last_at[0] = now - started[0]
+        if work_us:
+            spend(work_us)
         return web.Response(body=BODY, content_type="application/json", headers=extra)
 
     async def stats(request: web.Request) -> web.Response:
@@ -161,13 +175,19 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--rpm", type=int)
     parser.add_argument("--tpm", type=int)
+    parser.add_argument("--work-us", type=float, default=0.0, help="CPU per request")
     parser.add_argument("--headers", choices=("full", "remaining", "none"), default="none")
     args = parser.parse_args()
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", args.port))
     print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}/v1", flush=True)
-    web.run_app(make_app(args.rpm, args.headers, args.tpm), sock=sock, print=None, access_log=None)
+    web.run_app(
+        make_app(args.rpm, args.headers, args.tpm, args.work_us),
+        sock=sock,
+        print=None,
+        access_log=None,
+    )
 
 
 if __name__ == "__main__":

@@ -418,6 +418,10 @@ def test_input_files_are_split_at_the_line_limit(sim: SimServer, study: StudyFil
     result = _run_batch(study)
     assert result.returncode == 0, result.stderr
     assert sim.stats.batches == 5
+    # Five batches collected by one command (the plan walked once for all of them): every
+    # line of every file is stored under its own item.
+    assert _total(result.stdout) == [str(_items(study)), str(_items(study)), "0", "0"]
+    assert len(_choices_by_key(study.cache)) == _items(study)
 
 
 @given(

@@ -29,7 +29,7 @@ from ..cache import JudgeCache
 from ..claims import Claims
 from ..coverage import item_states
 from ..origin import ServerEntries
-from ..plan import Study
+from ..plan import JudgeRequest, Study
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
 from .store import Stored, requests_by_key, store_lines
@@ -113,6 +113,9 @@ class BatchControl:
         self.ledger = Ledger(cache.directory)
         self.judge = study.config.judge
         self.endpoint = endpoint(self.judge)
+        # The requests behind live batches' keys, found by one walk of the plan (see
+        # _requests_for): without it, every ended batch walked the whole plan again.
+        self._requests: dict[str, JudgeRequest] = {}
 
     # --- submit --------------------------------------------------------------------------
 
@@ -242,7 +245,7 @@ class BatchControl:
     async def collect(self, record: BatchRecord, claims: Claims) -> Stored:
         """Store an ended batch's answers, release its claims, move it to the history."""
         keys = self.ledger.keys(record)
-        requests = requests_by_key(self.study, self.entries, set(keys))
+        requests = self._requests_for(keys)
         stored = Stored()
         for file_id in (record.output_file_id, record.error_file_id):
             if file_id is not None:
@@ -261,6 +264,20 @@ class BatchControl:
         }
         self.ledger.finish(record)
         return stored
+
+    def _requests_for(self, keys: list[str]) -> dict[str, JudgeRequest]:
+        """The requests of the plan behind ``keys`` (a key the plan does not name is left out).
+
+        The first call walks the plan once for the keys of every live batch, so a run whose
+        batches end one after another renders the plan once, not once a batch. A key stays
+        the same request whatever is stored since: keys are content addresses.
+        """
+        unknown = set(keys).difference(self._requests)
+        if unknown:
+            wanted = unknown | self.ledger.live_keys().difference(self._requests)
+            self._requests.update(requests_by_key(self.study, self.entries, wanted))
+        found = self._requests
+        return {key: found[key] for key in keys if key in found}
 
     async def _store_file(self, file_id: str, requests: dict[str, Any]) -> Stored:
         stored = Stored()

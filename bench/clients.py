@@ -55,13 +55,17 @@ def _bodies(spec: Spec) -> list[bytes]:
 def geval(spec: Spec) -> dict[str, Any]:
     from dataclasses import replace
 
+    from geval_async.judging import transport  # noqa: F401 - see below
     from geval_async.judging.cache import JudgeCache
     from geval_async.judging.plan import prepare_study
     from geval_async.judging.runner import run_study
     from geval_async.study.config import apply_overrides, load_config
 
+    # run_study imports aiohttp (through transport) only when something is missing; imported
+    # here, before the clock, as ``bare`` imports aiohttp before its clock: imports excluded.
+
     if spec.get("limits_module"):
-        _use_limits_module(spec["limits_module"])
+        _use_limits_module(spec["limits_module"], spec.get("limits_package") or "geval_async")
     config = apply_overrides(
         load_config(spec["config"]), base_url=spec["base_url"], cache=spec.get("cache")
     )
@@ -104,18 +108,20 @@ def geval_nostore(spec: Spec) -> dict[str, Any]:
 
     JudgeCache.put_many = lambda self, entries: [True] * len(entries)  # type: ignore[method-assign]
     JudgeCache.stored = lambda self, keys: set()  # type: ignore[method-assign]
-    Claims.settle = lambda self, released, wanted: [True] * len(wanted)  # type: ignore[method-assign]
+    Claims.settle = lambda self, release, claim: [True] * len(claim)  # type: ignore[method-assign]
     Claims.release_many = lambda self, keys: None  # type: ignore[method-assign]
     return geval(spec)
 
 
-def _use_limits_module(path: str) -> None:
-    """Run with another version of geval_async/limits.py (a before/after comparison)."""
+def _use_limits_module(path: str, package: str) -> None:
+    """Run with another version of limits.py (a before/after comparison), loaded into
+    ``package`` (geval_async.judging since the stages got their rooms), whose modules its
+    relative imports reach."""
     import importlib.util
 
     from geval_async.judging import runner
 
-    module_spec = importlib.util.spec_from_file_location("geval_async._bench_limits", path)
+    module_spec = importlib.util.spec_from_file_location(f"{package}._bench_limits", path)
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)

@@ -106,17 +106,11 @@ def main() -> None:
     modes = ["configured", "learned"]
     rows: list[dict[str, Any]] = []
     with workdir("rate") as folder:
-        old_limits = None
+        old_limits: tuple[Path, str] | None = None
         if args.baseline:
-            old_limits = folder / "limits_baseline.py"
-            old_limits.write_bytes(
-                subprocess.run(
-                    ["git", "show", f"{args.baseline}:geval_async/limits.py"],
-                    cwd=ROOT,
-                    check=True,
-                    capture_output=True,
-                ).stdout
-            )
+            source, package = _old_limits(args.baseline)
+            old_limits = (folder / "limits_baseline.py", package)
+            old_limits[0].write_bytes(source)
             modes = ["configured", f"configured, limits.py@{args.baseline}"]
         study = write_study(folder / "study", -(-args.requests // len(criteria)), criteria=criteria)
         plan = plan_bodies(study.config, folder / "bodies.jsonl")
@@ -219,7 +213,7 @@ def _sim_row(
     variant: str,
     tpm: int,
     mode: str,
-    old_limits: Path | None,
+    old_limits: tuple[Path, str] | None,  # limits.py of another revision, and its package
 ) -> dict[str, Any]:
     """One run against the simulated judge: its figures, split at the server's arrivals."""
     bound, in_order = bounds(plan, args.rpm, tpm)
@@ -238,7 +232,8 @@ def _sim_row(
             "concurrency": args.concurrency,
             "rpm": args.rpm if configured else None,
             "tpm": tpm if configured else None,
-            "limits_module": old_limits if "@" in mode else None,
+            "limits_module": old_limits[0] if old_limits and "@" in mode else None,
+            "limits_package": old_limits[1] if old_limits else None,
         }
         report = run_child(client("geval", **spec)).report()
         stats = sim.stats()
@@ -311,7 +306,7 @@ def _stub_runs(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
         # T tight: tokens take 1.5 x the requests' time.
         "tokens bind": int(plan["tokens"] / (1.5 * requests_bound) * 60),
     }
-    rows = []
+    rows: list[dict[str, Any]] = []
     for variant, tpm in variants.items():
         bound = requests_bound if tpm is None else bounds(plan, args.stub_rpm, tpm)[0]
         for workers in (int(w) for w in args.stub_workers.split(",")):
@@ -361,6 +356,17 @@ def _stub_runs(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
                 rows.append(row)
                 print(table([row], list(row)), flush=True)
     return rows
+
+
+def _old_limits(revision: str) -> tuple[bytes, str]:
+    """limits.py as it was at ``revision``: under judging/ since the stages got their rooms."""
+    for path in ("geval_async/judging/limits.py", "geval_async/limits.py"):
+        shown = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT, capture_output=True)
+        if shown.returncode == 0:
+            # The package it is loaded into decides what its relative imports reach.
+            package = "geval_async.judging" if "judging" in path else "geval_async"
+            return shown.stdout, package
+    sys.exit(f"--baseline {revision}: no limits.py at that revision")
 
 
 if __name__ == "__main__":

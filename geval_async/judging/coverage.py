@@ -18,7 +18,7 @@ from ..study.config import EvalConfig
 from .cache import CachedResponse, EntryHead, JudgeCache
 from .legacy import legacy_answers, legacy_sizes
 from .origin import EntrySource, Heads
-from .plan import JudgeItem, JudgeRequest, Study, chunk_request, first_requests, plan_items
+from .plan import JudgeItem, JudgeRequest, Study, chunk_request, planned_requests
 
 _E = TypeVar("_E", CachedResponse, EntryHead)
 
@@ -84,11 +84,11 @@ def item_states(
     study: Study, cache: EntrySource[CachedResponse]
 ) -> Iterator[ItemState[CachedResponse]]:
     """The state of every item of the plan, in plan order."""
-    return states_ahead(plan_items(study), cache, study.config, legacy=legacy_sizes(cache))
+    return states_ahead(planned_requests(study), cache, study.config, legacy=legacy_sizes(cache))
 
 
 def states_ahead(
-    items: Iterable[JudgeItem],
+    firsts: Iterable[JudgeRequest],
     cache: EntrySource[_E],
     config: EvalConfig,
     *,
@@ -96,11 +96,12 @@ def states_ahead(
     legacy: tuple[int, ...] = (),
     chunk: int = 256,
 ) -> Iterator[ItemState[_E]]:
-    """The state of each item, in order, reading the cache a chunk of items at a time."""
-    items = iter(items)
-    while firsts := first_requests(islice(items, chunk), config):
-        cache.prefetch([first.key for first in firsts])
-        for first in firsts:
+    """The state of each item (given by its first request, :func:`~.plan.planned_requests`),
+    in order, reading the cache a chunk of items at a time."""
+    firsts = iter(firsts)
+    while ahead := list(islice(firsts, chunk)):
+        cache.prefetch([first.key for first in ahead])
+        for first in ahead:
             yield item_state(first, cache, config, retry_failed=retry_failed, legacy=legacy)
 
 
@@ -125,7 +126,8 @@ def coverage(
     only requests whose keys are in ``in_batch`` (live batch jobs) counts as in batch."""
     counts = {c.name: Coverage() for c in study.criteria}
     legacy = legacy_sizes(cache)
-    for state in states_ahead(plan_items(study), Heads(cache), study.config, legacy=legacy):
+    heads = Heads(cache, planned=study.planned)
+    for state in states_ahead(planned_requests(study), heads, study.config, legacy=legacy):
         c = counts[state.item.criterion.name]
         if state.refused is not None:
             c.refused += 1

@@ -1,6 +1,6 @@
 """The producer side of the worker pool: what is left to ask, claimed in batches, queued.
 
-The feed walks the plan in send order (:func:`~geval_async.judging.plan.send_order`) and
+The feed walks the plan in send order (:func:`~geval_async.judging.plan.planned_requests`) and
 looks every item up in the cache (:func:`~geval_async.judging.coverage.states_ahead`): what
 is stored is counted and never touches a limiter or the network; an item with something
 missing is claimed for this run (:mod:`geval_async.judging.claims`), many items in one
@@ -21,7 +21,7 @@ from .cache import EntryHead
 from .coverage import ItemState, states_ahead
 from .limits import RateLimits
 from .origin import Heads, ServerEntries
-from .plan import JudgeItem, JudgeRequest, Study, send_order
+from .plan import JudgeItem, JudgeRequest, Study, planned_requests
 from .progress import RunCounters
 from .writer import Writer
 
@@ -75,10 +75,16 @@ class Feed:
         transport and no claims)."""
         # Heads: deciding what is missing needs no entry's metadata or body parsed.
         states = states_ahead(
-            send_order(self.study), Heads(self.entries), self.config, retry_failed=self.retry_failed
+            planned_requests(self.study, send=True),
+            Heads(self.entries, planned=self.study.planned),
+            self.config,
+            retry_failed=self.retry_failed,
         )
         for state in states:
             if self.stop.is_set() or not self._settled(state):
+                # From here on the run writes: heads read in one pass would go stale, so the
+                # rest of the walk reads the cache a chunk at a time.
+                self.entries.cache.forget_heads()
                 return chain([state], states)
         return None
 

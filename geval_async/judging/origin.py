@@ -60,6 +60,9 @@ class ServerEntries:
         """What a lookup needs of the entry, under the same rule as :meth:`get`."""
         return self._seen(key, self.cache.head(key))
 
+    def scan_heads(self, planned: int) -> bool:
+        return self.cache.scan_heads(planned)
+
     def _seen(self, key: str, entry: _E | None) -> _E | None:
         if entry is None:
             return None
@@ -73,16 +76,23 @@ class ServerEntries:
 
 class Heads:
     """A cache, or a server's view of one, read as entry heads: for walks that only decide
-    what is answered and what is missing (a run's lookups, ``status``)."""
+    what is answered and what is missing (a run's lookups, ``status``).
 
-    def __init__(self, source: JudgeCache | ServerEntries) -> None:
+    ``planned``: about how many lookups the walk makes (:attr:`~.plan.Study.planned`); a
+    cache not much larger is read whole at the first prefetch
+    (:meth:`~.cache.JudgeCache.scan_heads`), a larger one a chunk of keys at a time.
+    """
+
+    def __init__(self, source: JudgeCache | ServerEntries, *, planned: int = 0) -> None:
         self.source = source
-
-    def get(self, key: str) -> EntryHead | None:
-        return self.source.head(key)
+        self.get = source.head  # the walk's hot path: one call per lookup
+        self._planned = planned
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         return self.source.keys(prefix)
 
     def prefetch(self, keys: Sequence[str]) -> None:
+        if self._planned:
+            self.source.scan_heads(self._planned)  # once; prefetch is a no-op after a scan
+            self._planned = 0
         self.source.prefetch(keys)

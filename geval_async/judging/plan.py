@@ -18,7 +18,8 @@ scores the first n samples in draw order (see :mod:`geval_async.judging.keys`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from ..errors import ConfigError
@@ -78,6 +79,14 @@ class Study:
         return counts
 
     @property
+    def planned(self) -> int:
+        """About how many first requests the plan looks up (exact without ``--shard``): a
+        cache not much larger is read whole (:meth:`~.cache.JudgeCache.scan_heads`)."""
+        items = len(self.selected_records) * sum(len(c.rubrics) for c in self.criteria)
+        shard = self.config.shard
+        return items if shard is None else -(-items // shard.count)
+
+    @property
     def selected_records(self) -> list[Record]:
         """The records in the plan (the first ``--limit`` when a limit is set)."""
         limit = self.config.limit
@@ -96,14 +105,27 @@ class JudgeItem:
 
 @dataclass(frozen=True, slots=True)
 class JudgeRequest:
-    """One chat-completions request of an item, with its cache key and token estimate."""
+    """One chat-completions request of an item, with its cache key and token estimate.
+
+    Its messages and body are made when asked for, not kept: a rerun looks up every request
+    of the plan and sends none, and a request waiting to be sent holds no prompt text.
+    """
 
     item: JudgeItem
     draw: int
     n: int
-    body: dict[str, Any]
     key: str
     est_tokens: int
+    config: EvalConfig = field(repr=False, compare=False)
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return render_messages(self.item)
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The request as sent."""
+        return _body(self.config, self.messages, self.draw, self.n)
 
 
 def prepare_study(config: EvalConfig) -> Study:
@@ -183,14 +205,9 @@ def plan_items(study: Study) -> Iterator[JudgeItem]:
 
     With a shard (``--shard I/K``), only the items whose first draw's key falls in it.
     """
-    records = study.selected_records
-    shard = study.config.shard
-    for criterion in study.criteria:
-        for rubric in criterion.rubrics:
-            for record in records:
-                item = JudgeItem(record, criterion, rubric)
-                if shard is None or shard.holds(first_request(item, study.config).key):
-                    yield item
+    if study.config.shard is None:
+        return _plan_order(study)
+    return (request.item for request in planned_requests(study))
 
 
 def send_order(study: Study) -> Iterator[JudgeItem]:
@@ -203,31 +220,62 @@ def send_order(study: Study) -> Iterator[JudgeItem]:
     both limits can be used at once. (Provider prompt caches keep a prefix for minutes, so
     each criterion's instructions stay cached as they alternate.)
     """
-    shard = study.config.shard
+    if study.config.shard is None:
+        return _send_order(study)
+    return (request.item for request in planned_requests(study, send=True))
+
+
+def planned_requests(
+    study: Study, *, send: bool = False, chunk: int = 256
+) -> Iterator[JudgeRequest]:
+    """The first request of every item of the plan, in plan order (or in send order), made a
+    chunk at a time (:func:`first_requests`); with a shard, of its items only, each rendered
+    and hashed once."""
+    items = _send_order(study) if send else _plan_order(study)
+    config = study.config
+    shard = config.shard
+    while requests := first_requests(islice(items, chunk), config):
+        if shard is None:
+            yield from requests
+        else:
+            yield from (request for request in requests if shard.holds(request.key))
+
+
+def _plan_order(study: Study) -> Iterator[JudgeItem]:
+    records = study.selected_records
+    for criterion in study.criteria:
+        for rubric in criterion.rubrics:
+            for record in records:
+                yield JudgeItem(record, criterion, rubric)
+
+
+def _send_order(study: Study) -> Iterator[JudgeItem]:
+    pairs = [(criterion, rubric) for criterion in study.criteria for rubric in criterion.rubrics]
     for record in study.selected_records:
-        for criterion in study.criteria:
-            for rubric in criterion.rubrics:
-                item = JudgeItem(record, criterion, rubric)
-                if shard is None or shard.holds(first_request(item, study.config).key):
-                    yield item
+        for criterion, rubric in pairs:
+            yield JudgeItem(record, criterion, rubric)
 
 
 def render_messages(item: JudgeItem) -> list[dict[str, str]]:
     """The judge messages for an item (the template filled from the record)."""
+    return [{"role": item.criterion.config.role, "content": render_text(item)}]
+
+
+def render_text(item: JudgeItem) -> str:
+    """The text of an item's one message: its criterion's template filled from the record."""
     criterion = item.criterion
     values: dict[str, Any] = {
-        name: item.record.fields[field] for name, field in criterion.config.fields.items()
+        name: item.record.fields[source] for name, source in criterion.config.fields.items()
     }
     if item.rubric is not None:
         values["rubric"] = item.rubric.text
-    return [{"role": criterion.config.role, "content": criterion.template.render(values)}]
+    return criterion.template.render(values)
 
 
-def _request(
-    item: JudgeItem, config: EvalConfig, messages: list[dict[str, str]], draw: int, n: int
-) -> JudgeRequest:
-    body = _body(config, messages, draw, n)
-    return JudgeRequest(item, draw, n, body, request_key(body, draw), _estimate(config, body))
+def _request(item: JudgeItem, config: EvalConfig, draw: int, n: int) -> JudgeRequest:
+    messages = render_messages(item)
+    key = request_key(_body(config, messages, draw, n), draw)
+    return JudgeRequest(item, draw, n, key, _estimate(config, messages, n), config)
 
 
 def _body(config: EvalConfig, messages: list[dict[str, str]], draw: int, n: int) -> dict[str, Any]:
@@ -248,44 +296,50 @@ def _body(config: EvalConfig, messages: list[dict[str, str]], draw: int, n: int)
     return body
 
 
-def _estimate(config: EvalConfig, body: dict[str, Any]) -> int:
-    messages = body["messages"]
+def _estimate(config: EvalConfig, messages: list[dict[str, str]], n: int) -> int:
     chars = 0
     for message in messages:
         chars += len(message["content"])
+    return _tokens(config, chars, len(messages), n)
+
+
+def _tokens(config: EvalConfig, chars: int, messages: int, n: int) -> int:
     return (
         -(-chars // _CHARS_PER_TOKEN)
-        + _TOKENS_PER_MESSAGE * len(messages)
-        + config.sampling.max_tokens * body["n"]
+        + _TOKENS_PER_MESSAGE * messages
+        + config.sampling.max_tokens * n
     )
 
 
 def first_request(item: JudgeItem, config: EvalConfig) -> JudgeRequest:
     """Draw 0 of an item: all its answers asked for at once."""
-    return _request(item, config, render_messages(item), 0, config.sampling.choices_per_item)
+    return _request(item, config, 0, config.sampling.choices_per_item)
 
 
 def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[JudgeRequest]:
     """Draw 0 of each item, as :func:`first_request` makes it, for many items at once: each
     criterion's part of the key is hashed once (:class:`~.keys.KeyFrame`; a rerun of a large
-    plan renders and hashes every request)."""
+    plan renders and hashes every request) and no body is built."""
     n = config.sampling.choices_per_item
     frames: dict[int, tuple[PlannedCriterion, KeyFrame | None]] = {}
     requests = []
     for item in items:
-        messages = render_messages(item)
-        body = _body(config, messages, 0, n)
+        text = render_text(item)
         criterion = item.criterion
         known = frames.get(id(criterion))
         if known is None or known[0] is not criterion:
+            body = _body(config, [{"role": criterion.config.role, "content": text}], 0, n)
             known = frames[id(criterion)] = (criterion, KeyFrame.around(body, 0))
         frame = known[1]
-        key = request_key(body, 0) if frame is None else frame.key(messages[0]["content"])
-        requests.append(JudgeRequest(item, 0, n, body, key, _estimate(config, body)))
+        if frame is None:
+            key = request_key(_body(config, render_messages(item), 0, n), 0)
+        else:
+            key = frame.key(text)
+        requests.append(JudgeRequest(item, 0, n, key, _tokens(config, len(text), 1, n), config))
     return requests
 
 
 def chunk_request(request: JudgeRequest, start: int, config: EvalConfig) -> JudgeRequest:
     """The chunk of ``request``'s item that starts at sample ``start`` and asks for the rest."""
     total = request.draw + request.n
-    return _request(request.item, config, request.body["messages"], start, total - start)
+    return _request(request.item, config, start, total - start)

@@ -22,7 +22,15 @@ from typing import Any
 import diskcache
 import diskcache.core
 
-__all__ = ["Execute", "delete_rows", "insert_rows", "read_rows", "stored_keys"]
+__all__ = [
+    "Execute",
+    "count_rows",
+    "delete_rows",
+    "insert_rows",
+    "read_rows",
+    "scan_rows",
+    "stored_keys",
+]
 
 # Runs one SQL statement with its parameters, as ``sqlite3.Connection.execute`` does.
 Execute = Callable[[str, Sequence[Any]], sqlite3.Cursor]
@@ -43,6 +51,20 @@ def read_rows(execute: Execute, keys: Sequence[str]) -> dict[str, Any]:
         key: bytes(value) if mode == diskcache.core.MODE_RAW and value is not None else None
         for key, mode, value in _select(execute, "key, mode, value", keys)
     }
+
+
+def count_rows(execute: Execute) -> int:
+    """How many rows the table holds (sqlite counts them from the smallest index)."""
+    return int(execute("SELECT count(*) FROM Cache", ()).fetchone()[0])
+
+
+def scan_rows(execute: Execute) -> Iterator[tuple[str, Any]]:
+    """Every row with a ``str`` key, as ``(key, value)`` in the table's own order: one pass
+    over the file, the cheapest way to read most of it. A value kept in a file is None, as in
+    :func:`read_rows`; a value in the row is given as sqlite gives it (bytes for an entry)."""
+    raw = diskcache.core.MODE_RAW
+    for key, mode, value in execute("SELECT key, mode, value FROM Cache WHERE raw = 1", ()):
+        yield key, (value if mode == raw else None)
 
 
 def stored_keys(execute: Execute, keys: Sequence[str]) -> set[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ...errors import Rejected, RunStopped, TransportError
 from ..cache import CachedResponse, JudgeCache
@@ -65,16 +65,12 @@ def study_requests(study: Study, cache: EntrySource) -> Iterator[JudgeRequest]:
 def requests_by_key(
     study: Study, cache: EntrySource, wanted: Collection[str]
 ) -> dict[str, JudgeRequest]:
-    """The requests of the study whose cache keys are in ``wanted``, without their messages.
+    """The requests of the study whose cache keys are in ``wanted``.
 
-    Storing an answer needs a request's key, item, draw, n and model, not its prompt; leaving
-    the rendered messages out keeps 50,000 requests in a few MB.
+    A request holds no rendered messages (they are made when asked for), so 50,000 requests
+    take a few MB.
     """
-    return {
-        r.key: replace(r, body={"model": r.body["model"]})
-        for r in study_requests(study, cache)
-        if r.key in wanted
-    }
+    return {r.key: r for r in study_requests(study, cache) if r.key in wanted}
 
 
 def store_lines(

@@ -27,7 +27,7 @@ from ..options import SamplingMode
 from ..study.checks import check_fields_inserted, check_stats
 from ..study.config import CriterionConfig, EvalConfig
 from ..study.criteria import Rubric
-from ..study.prompts import Template, check_fields, load_template
+from ..study.prompts import Template, check_fields, field_text, load_template
 from ..study.records import Record, load_records
 from ..study.stated_scale import scale_mismatch
 from .keys import KeyFrame, request_key
@@ -103,7 +103,9 @@ class JudgeItem:
     rubric: Rubric | None = None
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, though never changed: a frozen dataclass is made four times slower, and a rerun
+# makes one of each per item of the plan.
+@dataclass(slots=True)
 class JudgeRequest:
     """One chat-completions request of an item, with its cache key and token estimate.
 
@@ -317,26 +319,49 @@ def first_request(item: JudgeItem, config: EvalConfig) -> JudgeRequest:
 
 
 def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[JudgeRequest]:
-    """Draw 0 of each item, as :func:`first_request` makes it, for many items at once: each
-    criterion's part of the key is hashed once (:class:`~.keys.KeyFrame`; a rerun of a large
-    plan renders and hashes every request) and no body is built."""
+    """Draw 0 of each item, as :func:`first_request` makes it, for many items at once: a rerun
+    of a large plan looks up every request. Each criterion's part of the key is hashed once
+    (:class:`~.keys.KeyFrame`), and its template is filled from each record without a
+    mapping of values; no body is built."""
     n = config.sampling.choices_per_item
-    frames: dict[int, tuple[PlannedCriterion, KeyFrame | None]] = {}
+    prompts: dict[tuple[int, int], _Prompt] = {}
     requests = []
     for item in items:
-        text = render_text(item)
-        criterion = item.criterion
-        known = frames.get(id(criterion))
-        if known is None or known[0] is not criterion:
-            body = _body(config, [{"role": criterion.config.role, "content": text}], 0, n)
-            known = frames[id(criterion)] = (criterion, KeyFrame.around(body, 0))
-        frame = known[1]
-        if frame is None:
-            key = request_key(_body(config, render_messages(item), 0, n), 0)
-        else:
-            key = frame.key(text)
-        requests.append(JudgeRequest(item, 0, n, key, _tokens(config, len(text), 1, n), config))
+        criterion, rubric = item.criterion, item.rubric
+        prompt = prompts.get((id(criterion), id(rubric)))
+        if prompt is None or prompt.criterion is not criterion or prompt.rubric is not rubric:
+            prompt = prompts[id(criterion), id(rubric)] = _Prompt(item, config)
+        if prompt.frame is None:
+            requests.append(first_request(item, config))
+            continue
+        text = prompt.text(item.record)
+        tokens = _tokens(config, len(text), 1, n)
+        requests.append(JudgeRequest(item, 0, n, prompt.frame.key(text), tokens, config))
     return requests
+
+
+class _Prompt:
+    """One criterion's (and rubric's) template, ready to be filled from many records, and
+    the frame of its first requests' keys (None: keyed the slow way)."""
+
+    def __init__(self, item: JudgeItem, config: EvalConfig) -> None:
+        self.criterion, self.rubric = item.criterion, item.rubric
+        template = self.criterion.template
+        if self.rubric is not None:
+            template = template.fill({"rubric": self.rubric.text})  # as render_text does
+        fields = self.criterion.config.fields
+        self._parts = list(template.parts)
+        self._slots = [(i, fields[template.parts[i]]) for i in range(1, len(template.parts), 2)]
+        body = _body(config, render_messages(item), 0, config.sampling.choices_per_item)
+        self.frame = KeyFrame.around(body, 0)
+
+    def text(self, record: Record) -> str:
+        """What :func:`render_text` gives for this criterion and ``record``."""
+        parts, fields = self._parts.copy(), record.fields
+        for index, source in self._slots:
+            value = fields[source]
+            parts[index] = value if type(value) is str else field_text(value)
+        return "".join(parts)
 
 
 def chunk_request(request: JudgeRequest, start: int, config: EvalConfig) -> JudgeRequest:

@@ -48,7 +48,7 @@ class Template:
         for i in range(1, len(self.parts), 2):
             name, after = self.parts[i], self.parts[i + 1]
             if name in values:
-                parts[-1] += _text(values[name]) + after
+                parts[-1] += field_text(values[name]) + after
             else:
                 parts += [name, after]
         return Template(self.source, tuple(parts))
@@ -58,11 +58,12 @@ class Template:
         out = list(self.parts)
         for i in range(1, len(out), 2):
             value = values[out[i]]
-            out[i] = value if type(value) is str else _text(value)  # text mostly: no call
+            out[i] = value if type(value) is str else field_text(value)  # text mostly: no call
         return "".join(out)
 
 
-def _text(value: Any) -> str:
+def field_text(value: Any) -> str:
+    """A record field's value as a template inserts it."""
     # Integral floats print as "3", not "3.0", the way a person would write them in a prompt.
     if isinstance(value, float) and value.is_integer():
         return str(int(value))

@@ -27,7 +27,7 @@ import diskcache
 from ..errors import CacheError
 from .readonly import ReadOnlyStore
 from .rows import count_rows, insert_rows, read_rows, scan_rows, stored_keys
-from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head
+from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, decode_heads
 
 __all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache"]
 
@@ -35,8 +35,6 @@ _E = TypeVar("_E", CachedResponse, EntryHead)
 
 _PROBE_KEY = "geval-async:probe"
 _ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
-_DAMAGED = object()  # a head scan_heads found damaged
-_UNREAD = object()  # an entry scan_heads left to get() (its value in a file, or not bytes)
 # scan_heads reads the whole table when it holds at most this many rows per planned lookup.
 _SCAN_RATIO = 2
 
@@ -56,7 +54,9 @@ class JudgeCache:
     corrupted: set[str] = field(default_factory=set)
     _cache: diskcache.Cache | ReadOnlyStore | None = None
     _ahead: dict[str, Any] = field(default_factory=dict)
-    _heads: dict[str, Any] | None = None  # set by scan_heads: every entry's head, by key
+    # Set by scan_heads: every entry's head by key, and the keys left to head() to read.
+    _heads: dict[str, EntryHead] | None = None
+    _unread: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -146,27 +146,19 @@ class JudgeCache:
         """
         if self._cache is None or planned <= 0:
             return False
-        heads: dict[str, Any] = {}
         try:
             execute = self._execute()
             if count_rows(execute) > _SCAN_RATIO * planned:
                 return False
-            for key, value in scan_rows(execute):
-                if value is None:
-                    heads[key] = _UNREAD
-                    continue
-                try:
-                    heads[key] = decode_head(value)
-                except (ValueError, TypeError):
-                    heads[key] = _UNREAD if type(value) is not bytes else _DAMAGED
+            heads, others = decode_heads(scan_rows(execute))
         except (OSError, sqlite3.Error) as exc:
             raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
-        self._heads = heads
+        self._heads, self._unread = heads, set(others)
         return True
 
     def forget_heads(self) -> None:
         """Drop what :meth:`scan_heads` read (call it before writing: it would go stale)."""
-        self._heads = None
+        self._heads, self._unread = None, set()
 
     def _execute(self) -> Callable[[str, Sequence[Any]], sqlite3.Cursor]:
         store = self._cache
@@ -181,13 +173,9 @@ class JudgeCache:
         None when absent or corrupted, as :meth:`get`."""
         if self._heads is not None:
             head = self._heads.get(key)
-            if head is None:
-                return None
-            if head is _DAMAGED:
-                self.corrupted.add(key)
-                return None
-            if head is not _UNREAD:
-                return head  # type: ignore[no-any-return]
+            if head is not None or key not in self._unread:
+                return head  # None: the table did not hold the key
+            # Damaged, kept in a file or not an entry: read and judged as one at a time.
         return self._read(key, decode_head)
 
     def _read(self, key: str, decode: Callable[[Any], _E]) -> _E | None:

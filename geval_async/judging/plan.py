@@ -93,7 +93,9 @@ class Study:
         return self.records if limit is None else self.records[:limit]
 
 
-@dataclass(frozen=True, slots=True)
+# JudgeItem and JudgeRequest are not frozen, though never changed: a frozen dataclass is made
+# four times slower, and a rerun makes one of each per item of the plan.
+@dataclass(slots=True)
 class JudgeItem:
     """One record judged on one criterion (or one rubric of it): needs ``choices_per_item``
     answers."""
@@ -103,8 +105,6 @@ class JudgeItem:
     rubric: Rubric | None = None
 
 
-# Not frozen, though never changed: a frozen dataclass is made four times slower, and a rerun
-# makes one of each per item of the plan.
 @dataclass(slots=True)
 class JudgeRequest:
     """One chat-completions request of an item, with its cache key and token estimate.

@@ -62,9 +62,12 @@ def scan_rows(execute: Execute) -> Iterator[tuple[str, Any]]:
     """Every row with a ``str`` key, as ``(key, value)`` in the table's own order: one pass
     over the file, the cheapest way to read most of it. A value kept in a file is None, as in
     :func:`read_rows`; a value in the row is given as sqlite gives it (bytes for an entry)."""
-    raw = diskcache.core.MODE_RAW
-    for key, mode, value in execute("SELECT key, mode, value FROM Cache WHERE raw = 1", ()):
-        yield key, (value if mode == raw else None)
+    return iter(
+        execute(
+            "SELECT key, CASE WHEN mode = ? THEN value END FROM Cache WHERE raw = 1",
+            (diskcache.core.MODE_RAW,),
+        )
+    )
 
 
 def stored_keys(execute: Execute, keys: Sequence[str]) -> set[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterable
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
@@ -24,7 +25,7 @@ import orjson
 
 from ..options import EntryStatus
 
-__all__ = ["ENTRY_VERSION", "PACKED", "CachedResponse", "EntryHead"]
+__all__ = ["ENTRY_VERSION", "PACKED", "CachedResponse", "EntryHead", "decode_head", "decode_heads"]
 
 # The version of the fields (an archive holds them as JSON): unchanged by how they are stored.
 ENTRY_VERSION = 1
@@ -151,6 +152,36 @@ def decode_head(raw: Any) -> EntryHead:
         _check(raw)
         return _head(bytes(raw[_SUMMED:_META]))
     return CachedResponse.decode(raw).head
+
+
+def decode_heads(rows: Iterable[tuple[str, Any]]) -> tuple[dict[str, EntryHead], list[str]]:
+    """The heads of many ``(key, value)`` rows, each entry checked whole as by
+    :func:`decode_head`; and the keys of the rest (damaged, kept in a file, not bytes), for the
+    cache to read and judge one at a time."""
+    heads: dict[str, EntryHead] = {}
+    others: list[str] = []
+    crc32, stored_crc, known = zlib.crc32, _CRC.unpack_from, _HEADS
+    marked = len(PACKED)
+    # One loop, no call per entry but the checksum's: a rerun reads every entry of its plan.
+    for key, raw in rows:
+        if (
+            type(raw) is bytes
+            and raw[:marked] == PACKED
+            and len(raw) >= _META
+            and crc32(raw[_SUMMED:]) == stored_crc(raw, marked)[0]
+        ):
+            head = known.get(raw[_SUMMED:_META])
+            if head is not None:
+                heads[key] = head
+                continue
+        if type(raw) is bytes:  # an entry of an older form, or damaged (then left over)
+            try:
+                heads[key] = decode_head(raw)
+                continue
+            except ValueError:
+                pass
+        others.append(key)
+    return heads, others
 
 
 def _head(header: bytes) -> EntryHead:

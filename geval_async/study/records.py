@@ -61,27 +61,33 @@ def load_records(
         if not isinstance(item, dict):
             raise ConfigError(f"{path}: {where}: a record must be a JSON object")
         record_id = _key_field(path, where, item, id_field, "id")
-        label = f"{where}, record {record_id!r}"
         if record_id in seen:
             raise ConfigError(
-                f"{path}: {label}: duplicate id (first at {seen[record_id]}); ids must be unique"
+                f"{path}: {_label(where, record_id)}: duplicate id (first at {seen[record_id]}); "
+                "ids must be unique"
             )
         seen[record_id] = where
-        group = _key_field(path, label, item, group_field, "group") if group_field else None
+        group = (
+            _key_field(path, where, item, group_field, "group", record_id) if group_field else None
+        )
         condition = (
-            _key_field(path, label, item, condition_field, "condition") if condition_field else None
+            _key_field(path, where, item, condition_field, "condition", record_id)
+            if condition_field
+            else None
         )
         for name in required:
-            if name not in item or item[name] is None:
+            value = item.get(name)
+            if type(value) is str:
+                continue  # the usual case, checked first: a large study has many records
+            if value is None:
                 raise ConfigError(
-                    f"{path}: {label}: field {name!r} is missing "
+                    f"{path}: {_label(where, record_id)}: field {name!r} is missing "
                     "(a criterion inserts it into its prompt): add it to the record"
                 )
-            value = item[name]
             if isinstance(value, bool) or not isinstance(value, _SCALAR):
                 raise ConfigError(
-                    f"{path}: {label}: field {name!r} must be text or a number, "
-                    f"not {type(value).__name__}"
+                    f"{path}: {_label(where, record_id)}: field {name!r} must be text or a "
+                    f"number, not {type(value).__name__}"
                 )
         records.append(Record(record_id, group, condition, item, where))
     if not records:
@@ -89,21 +95,29 @@ def load_records(
     return records
 
 
-def _key_field(path: Path, where: str, item: dict[str, Any], name: str, role: str) -> str:
+def _label(where: str, record_id: str | None) -> str:
+    return where if record_id is None else f"{where}, record {record_id!r}"
+
+
+def _key_field(
+    path: Path, where: str, item: dict[str, Any], name: str, role: str, record_id: str | None = None
+) -> str:
     value = item.get(name)
+    if type(value) is str and value.strip():
+        return value  # the usual case, checked first
     if value is None:
         raise ConfigError(
-            f"{path}: {where}: {role} field {name!r} is missing "
+            f"{path}: {_label(where, record_id)}: {role} field {name!r} is missing "
             f"(set [data] {role} in the config if the field has another name)"
         )
     if isinstance(value, bool) or not isinstance(value, _SCALAR):
         raise ConfigError(
-            f"{path}: {where}: {role} field {name!r} must be text or a number, "
-            f"not {type(value).__name__}"
+            f"{path}: {_label(where, record_id)}: {role} field {name!r} must be text or a "
+            f"number, not {type(value).__name__}"
         )
     text = str(value)
     if not text.strip():
-        raise ConfigError(f"{path}: {where}: {role} field {name!r} is empty")
+        raise ConfigError(f"{path}: {_label(where, record_id)}: {role} field {name!r} is empty")
     return text
 
 
@@ -125,7 +139,7 @@ def _read(path: Path) -> Sequence[tuple[str, Any]]:
         return [(f"item {i}", item) for i, item in enumerate(items, start=1)]
     rows = []
     for number, line in enumerate(content.splitlines(), start=1):
-        if not line.strip():
+        if not line or line.isspace():  # not strip(): that copies every line
             continue
         try:
             rows.append((f"line {number}", orjson.loads(line)))

@@ -1,0 +1,196 @@
+"""How a run looks its plan up: one pass over a cache the plan covers, keyed batches otherwise.
+
+A rerun reads the head of every entry of its plan. When the cache holds not much more than
+the plan, it reads the whole table in one pass (``JudgeCache.scan_heads``); in a big, shared
+cache it asks for the plan's keys in batches. Both must find the same: answers, refusals,
+damaged entries (fetched again), entries of the older form or kept in a file, another
+server's answers (read as missing), absent keys. Real cache folders, the real CLI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from pathlib import Path
+
+import diskcache
+import orjson
+from conftest import StudyFiles, run_cli, run_study, summary_row
+
+from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.plan import first_request, plan_items, prepare_study
+from geval_async.options import EntryStatus
+from geval_async.sim import SimServer
+from geval_async.study.config import load_config
+
+
+def _entry(key: str, *, ok: bool = True, body: str = '{"choices": [{}, {}]}') -> CachedResponse:
+    return CachedResponse(
+        key=key,
+        status=EntryStatus.OK if ok else EntryStatus.REJECTED,
+        http_status=200 if ok else 400,
+        body=body,
+        time=1.0,
+        latency_ms=2.0,
+        attempts=1,
+        n=2,
+        draw=0,
+        model="m",
+        record_id="r",
+        criterion="c",
+        received=2 if ok else 0,
+        error=None if ok else "refused",
+        simulated=True,
+    )
+
+
+def _set_value(folder: Path, key: str, value: bytes) -> None:
+    with sqlite3.connect(folder / "cache.db") as db:
+        db.execute("UPDATE Cache SET value = ? WHERE key = ?", (value, key))
+    db.close()
+
+
+def _cache_of_every_kind(folder: Path) -> list[str]:
+    """A cache holding each kind of entry a lookup meets; the keys looked up (one absent)."""
+    keys = [f"g2-{name}" for name in ("answered", "refused", "damaged", "old", "file", "absent")]
+    with JudgeCache(folder) as cache:
+        for key in keys[:4]:
+            assert cache.put(_entry(key, ok=key != "g2-refused"))
+    damaged = bytearray(_entry("g2-damaged").encode())
+    damaged[-3] ^= 1  # one flipped bit in the body
+    _set_value(folder, "g2-damaged", bytes(damaged))
+    old = dataclasses.asdict(_entry("g2-old"))  # the entry's JSON, as stored before packing
+    _set_value(folder, "g2-old", orjson.dumps(old))
+    # diskcache keeps a large value in a file next to the table, not in the row.
+    long_body = orjson.dumps({"choices": [{}, {}], "pad": "x" * 40_000}).decode()
+    with diskcache.Cache(str(folder)) as raw:
+        raw.set("g2-file", _entry("g2-file", body=long_body).encode())
+        assert raw._sql("SELECT filename FROM Cache WHERE key = 'g2-file'").fetchone()[0]
+    return keys
+
+
+def _lookups(cache: JudgeCache, keys: list[str]) -> dict[str, tuple[bool, int] | None]:
+    found = {}
+    for key in keys:
+        head = cache.head(key)
+        found[key] = None if head is None else (head.ok, head.received)
+    return found
+
+
+def test_one_pass_and_keyed_batches_find_the_same_entries(tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    keys = _cache_of_every_kind(folder)
+    expected = {
+        "g2-answered": (True, 2),
+        "g2-refused": (False, 0),
+        "g2-damaged": None,
+        "g2-old": (True, 2),
+        "g2-file": (True, 2),
+        "g2-absent": None,
+    }
+    for create in (True, False):  # a run's cache, and a read-only one (status)
+        with JudgeCache(folder, create=create) as whole:
+            assert whole.scan_heads(planned=len(keys)), "5 entries for 6 lookups: one pass"
+            assert _lookups(whole, keys) == expected
+            assert whole.corrupted == {"g2-damaged"}
+        with JudgeCache(folder, create=create) as batched:
+            assert not batched.scan_heads(planned=2), "5 entries for 2 lookups: batches"
+            batched.prefetch(keys)
+            assert _lookups(batched, keys) == expected
+            assert batched.corrupted == {"g2-damaged"}
+
+
+def test_after_forget_heads_lookups_see_new_entries(tmp_path: Path) -> None:
+    with JudgeCache(tmp_path / "cache") as cache:
+        assert cache.scan_heads(planned=10)
+        assert cache.head("g2-new") is None
+        cache.forget_heads()  # as a run does before it writes
+        cache.put(_entry("g2-new"))
+        cache.prefetch(["g2-new"])
+        head = cache.head("g2-new")
+        assert head is not None and head.ok
+
+
+def _first_keys(study: StudyFiles) -> dict[tuple[str, str], str]:
+    """(record id, criterion) -> the key of the item's first request."""
+    plan = prepare_study(load_config(study.config))
+    return {
+        (item.record.id, item.criterion.name): first_request(item, plan.config).key
+        for item in plan_items(plan)
+    }
+
+
+def _damage(study: StudyFiles, key: str) -> None:
+    with sqlite3.connect(study.cache / "cache.db") as db:
+        (value,) = db.execute("SELECT value FROM Cache WHERE key = ?", (key,)).fetchone()
+        changed = bytearray(value)
+        changed[-2] ^= 1
+        db.execute("UPDATE Cache SET value = ? WHERE key = ?", (bytes(changed), key))
+    db.close()
+
+
+def _as_other_server(study: StudyFiles, key: str) -> None:
+    """Make the entry under ``key`` read as another (not simulated) server's answer."""
+    with sqlite3.connect(study.cache / "cache.db") as db:
+        (value,) = db.execute("SELECT value FROM Cache WHERE key = ?", (key,)).fetchone()
+        real = dataclasses.replace(CachedResponse.decode(value), simulated=False)
+        db.execute("UPDATE Cache SET value = ? WHERE key = ?", (real.encode(), key))
+    db.close()
+
+
+def test_a_small_plan_in_a_big_cache_finds_damage_and_another_servers_answer(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    assert run_study(study).returncode == 0
+    keys = _first_keys(study)
+    _damage(study, keys["u000-A", "clar"])
+    sent = sim.stats.received
+
+    # --limit 2: 4 items in a cache of 48 entries, looked up in keyed batches.
+    status = run_cli("status", str(study.config), "--limit", "2")
+    assert status.returncode == 0, status.stderr
+    assert summary_row(status.stdout)["missing"] == 1, status.stdout  # the damaged one
+    _as_other_server(study, keys["u000-B", "fit"])
+    rerun = run_study(study, "--limit", "2")
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert summary_row(rerun.stdout) == {
+        "items": 4,
+        "cached": 2,
+        "new": 2,
+        "refused": 0,
+        "failed": 0,
+        "missing": 0,
+    }
+    assert sim.stats.received == sent + 2, "the damaged entry and the other server's, again"
+
+    # The whole plan (one pass over the table) now finds everything stored.
+    again = run_study(study)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert summary_row(again.stdout)["cached"] == study.n_records * 2
+    assert sim.stats.received == sent + 2
+
+
+def test_a_whole_plan_read_in_one_pass_finds_damage_and_another_servers_answer(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    assert run_study(study).returncode == 0
+    keys = _first_keys(study)
+    _damage(study, keys["u003-B", "fit"])
+    sent = sim.stats.received
+
+    status = run_cli("status", str(study.config))
+    assert summary_row(status.stdout)["missing"] == 1, status.stdout
+    _as_other_server(study, keys["u007-A", "clar"])
+    rerun = run_study(study)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    row = summary_row(rerun.stdout)
+    assert (row["cached"], row["new"]) == (study.n_records * 2 - 2, 2)
+    assert sim.stats.received == sent + 2
+    # The answers fetched again replaced the damaged and the other server's entries.
+    with sqlite3.connect(study.cache / "cache.db") as db:
+        values = dict(db.execute("SELECT key, value FROM Cache").fetchall())
+    db.close()
+    for key in (keys["u003-B", "fit"], keys["u007-A", "clar"]):
+        assert CachedResponse.decode(values[key]).simulated

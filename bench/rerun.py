@@ -9,7 +9,11 @@ key and look each key up directly in diskcache (``key in cache``), in a fresh pr
 * ``rerun (CLI)``: ``python -m geval_async run CONFIG --quiet``, the whole process, interpreter
   start and imports included, as a user runs it;
 * ``rerun (run_study)``: the library call only (study loading included, imports excluded);
-* ``hash + lookup``: the floor, split into loading the study, hashing and looking up.
+* ``hash + lookup``: the floor, split into loading the study, hashing and looking up;
+* ``split``: where a rerun's time goes, in a fresh process (``--split CONFIG CACHE``): loading
+  the study, making the plan's first requests (render and hash), and reading every entry's
+  head in one pass over the table (what ``run`` does when the cache is not much larger than
+  the plan) against reading them in keyed ``IN (...)`` batches (what it does in a big cache).
 
 The figure is the CLI's wall time beyond interpreter start (``python -c pass``), floor 1.5 s
 for the 100,000-request plan; CPU seconds are reported too (steadier on a shared machine).
@@ -25,14 +29,53 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import json
+import time
+
 from common import PYTHON, SimProcess, client, run_child, save, table, workdir, write_study
+
+
+def split(config: str, cache: str) -> dict[str, float]:
+    """Seconds of each stage of a rerun's walk (run in a fresh child process)."""
+    from itertools import islice
+
+    from geval_async.judging.cache import JudgeCache
+    from geval_async.judging.plan import planned_requests, prepare_study
+    from geval_async.study.config import load_config
+
+    started = time.perf_counter()
+    study = prepare_study(load_config(config))
+    loaded = time.perf_counter()
+    keys = [request.key for request in planned_requests(study, send=True)]
+    keyed = time.perf_counter()
+    with JudgeCache(Path(cache)) as whole:
+        assert whole.scan_heads(study.planned), "the cache is larger than the plan"
+        found = sum(whole.head(key) is not None for key in keys)
+    one_pass = time.perf_counter()
+    with JudgeCache(Path(cache)) as batched:
+        requests = iter(keys)
+        while chunk := list(islice(requests, 256)):
+            batched.prefetch(chunk)
+            found -= sum(batched.head(key) is not None for key in chunk)
+    done = time.perf_counter()
+    assert found == 0, "one pass and keyed batches found different entries"
+    return {
+        "load_s": loaded - started,
+        "first_requests_s": keyed - loaded,
+        "heads_one_pass_s": one_pass - keyed,
+        "heads_batched_s": done - one_pass,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="480,25000", help="records per plan (x 4 criteria)")
     parser.add_argument("--quick", action="store_true", help="480 and 2,500 records")
+    parser.add_argument("--split", nargs=2, metavar=("CONFIG", "CACHE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.split:
+        print(json.dumps(split(*args.split)))
+        return
     if args.quick:
         args.sizes = "480,2500"
 
@@ -68,6 +111,9 @@ def main() -> None:
             assert cli.returncode == 0, cli.stderr
             library = run_child(client("geval", **common)).report()
             floor = run_child(client("lookup", **common)).report()
+            stages = run_child([PYTHON, __file__, "--split", str(study.config), str(study.cache)])
+            assert stages.returncode == 0, stages.stderr
+            parts = json.loads(stages.stdout)
             sent = sim.stats()["received"] - before
             assert sent == 0, f"the rerun sent {sent} requests"
             assert library["cached"] == study.requests and library["sent"] == 0, library
@@ -89,6 +135,7 @@ def main() -> None:
                 "cli_x_floor": cli.wall / floor["wall"],
                 "run_study_x_floor": library["wall"] / floor["wall"],
                 "cli_maxrss_mb": cli.maxrss_mb,
+                **parts,
             }
             rows.append(row)
             print(table([row], list(row)), flush=True)
@@ -115,6 +162,8 @@ def main() -> None:
     print(
         table(rows, ["requests", "floor_load_s", "floor_hash_s", "floor_lookup_s", "cli_maxrss_mb"])
     )
+    stages = ["load_s", "first_requests_s", "heads_one_pass_s", "heads_batched_s"]
+    print(table(rows, ["requests", *stages]))
     path = save(
         "rerun",
         {

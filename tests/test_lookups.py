@@ -18,7 +18,7 @@ import orjson
 from conftest import StudyFiles, run_cli, run_study, summary_row
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.plan import first_request, plan_items, prepare_study
+from geval_async.judging.plan import first_request, first_requests, plan_items, prepare_study
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
@@ -194,3 +194,53 @@ def test_a_whole_plan_read_in_one_pass_finds_damage_and_another_servers_answer(
     db.close()
     for key in (keys["u003-B", "fit"], keys["u007-A", "clar"]):
         assert CachedResponse.decode(values[key]).simulated
+
+
+RUBRIC_CONFIG = """
+[data]
+path = "records.jsonl"
+group = "user"
+condition = "bot"
+[judge]
+model = "m"
+base_url = "http://127.0.0.1:9/v1"
+[sampling]
+n = 3
+seed = 11
+[cache]
+path = "cache"
+[[criteria]]
+name = "fair"
+kind = "and"
+prompt = "rubric.txt"
+fields = ["reply", "turns"]
+rubrics = [{ name = "a", text = "Quotes \\"{{reply}}\\" stay" }, { name = "b", text = "B\\n" }]
+[[criteria]]
+name = "plain"
+prompt = "plain.txt"
+scale = [1, 5]
+fields = ["reply"]
+"""
+
+
+def test_first_requests_made_in_bulk_are_each_the_first_request(tmp_path: Path) -> None:
+    # Numbers in the fields (an integral float prints as "3"), quotes, braces and newlines in
+    # the texts, rubrics: keys are content addresses users' caches depend on.
+    (tmp_path / "rubric.txt").write_text("Rule: {{rubric}}\nReply: {{reply}} ({{turns}} turns)")
+    (tmp_path / "plain.txt").write_text('"{{reply}}"\n\t\\ is it clear?')
+    rows = [
+        {"id": "1", "user": "u1", "bot": "A", "reply": 'She said "hi" {x}\n', "turns": 3.0},
+        {"id": "2", "user": "u1", "bot": "B", "reply": 42, "turns": 2.5},
+        {"id": "3", "user": "u2", "bot": "A", "reply": "naïve \u2028 ✓", "turns": 7},
+    ]
+    (tmp_path / "records.jsonl").write_text("".join(orjson.dumps(r).decode() + "\n" for r in rows))
+    config = tmp_path / "config.toml"
+    config.write_text(RUBRIC_CONFIG)
+    plan = prepare_study(load_config(config))
+    items = list(plan_items(plan))
+    assert len(items) == 9  # 3 records x (2 rubrics + 1)
+    bulk = first_requests(items, plan.config)
+    one_by_one = [first_request(item, plan.config) for item in items]
+    assert [(r.key, r.est_tokens) for r in bulk] == [(r.key, r.est_tokens) for r in one_by_one]
+    assert [r.body for r in bulk] == [r.body for r in one_by_one]
+    assert "(3 turns)" in bulk[0].body["messages"][0]["content"]

@@ -26,7 +26,7 @@ import diskcache
 
 from ..errors import CacheError
 from .readonly import ReadOnlyStore
-from .rows import count_rows, insert_rows, read_rows, scan_rows, stored_keys
+from .rows import Execute, count_rows, insert_rows, read_rows, scan_rows, stored_keys
 from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, decode_heads
 
 __all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache"]
@@ -160,9 +160,12 @@ class JudgeCache:
         """Drop what :meth:`scan_heads` read (call it before writing: it would go stale)."""
         self._heads, self._unread = None, set()
 
-    def _execute(self) -> Callable[[str, Sequence[Any]], sqlite3.Cursor]:
+    def _execute(self) -> Execute:
+        """How to run a statement on the table: diskcache's, or the read-only connection's."""
         store = self._cache
-        return store._sql if isinstance(store, diskcache.Cache) else store._db.execute  # type: ignore[union-attr]
+        if store is None:
+            raise CacheError(f"{self.directory}: the cache folder is not open")
+        return store._sql if isinstance(store, diskcache.Cache) else store._db.execute
 
     def get(self, key: str) -> CachedResponse | None:
         """The entry for ``key``; None when absent or corrupted (then added to ``corrupted``)."""

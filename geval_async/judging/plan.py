@@ -93,8 +93,8 @@ class Study:
         return self.records if limit is None else self.records[:limit]
 
 
-# JudgeItem and JudgeRequest are not frozen, though never changed: a frozen dataclass is made
-# four times slower, and a rerun makes one of each per item of the plan.
+# JudgeItem and JudgeRequest are not frozen, though never changed: a frozen dataclass's
+# __init__ sets each field through object.__setattr__, and a rerun makes one of each per item.
 @dataclass(slots=True)
 class JudgeItem:
     """One record judged on one criterion (or one rubric of it): needs ``choices_per_item``
@@ -122,6 +122,7 @@ class JudgeRequest:
 
     @property
     def messages(self) -> list[dict[str, str]]:
+        """The judge messages (rendered again each time: they are not kept)."""
         return render_messages(self.item)
 
     @property

@@ -121,8 +121,11 @@ def main() -> None:
     print(table(rows, columns + ["maxrss_mb"]))
     print()
     print(table(summary, [c for c in summary[0] if c != "ratio_per_round"]))
+    # The floor's run keeps its file; another choice of servers or contenders gets its own.
+    default = (args.servers, args.contenders) == ("sim,stub", "bare,geval")
     path = save(
-        "overhead", {"settings": vars(args), "plan": plan, "runs": rows, "summary": summary}
+        "overhead" if default else "overhead_sweep",
+        {"settings": vars(args), "plan": plan, "runs": rows, "summary": summary},
     )
     print(f"wrote {path}")
 

@@ -90,5 +90,5 @@ def run_budget(config: EvalConfig, cache_dir: Path, *, batch: bool = False) -> B
 
 def request_cost(budget: Budget, request: JudgeRequest) -> float:
     """The most a request can cost: its prompt estimate plus max_tokens x n completion."""
-    completion = int(request.body.get("max_tokens") or 0) * int(request.body.get("n") or 1)
+    completion = request.max_completion_tokens
     return budget.cost(request.est_tokens - completion, completion)

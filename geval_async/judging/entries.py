@@ -22,7 +22,7 @@ def _origin(request: JudgeRequest) -> dict[str, object]:
         "time": time.time(),
         "n": request.n,
         "draw": request.draw,
-        "model": str(request.body["model"]),
+        "model": request.model,
         "record_id": request.item.record.id,
         "criterion": request.item.criterion.name,
     }

@@ -130,6 +130,16 @@ class JudgeRequest:
         """The request as sent."""
         return _body(self.config, self.messages, self.draw, self.n)
 
+    @property
+    def model(self) -> str:
+        """The body's model, without rendering the body."""
+        return self.config.judge.model
+
+    @property
+    def max_completion_tokens(self) -> int:
+        """The body's ``max_tokens x n``: the most the answer can bill, without rendering."""
+        return self.config.sampling.max_tokens * self.n
+
 
 def prepare_study(config: EvalConfig) -> Study:
     """Load the templates and records and check that every placeholder can be filled.

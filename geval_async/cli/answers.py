@@ -95,6 +95,14 @@ def cmd_answers(args: argparse.Namespace) -> int:
     )
     if args.record is not None:
         return _story(results, args.record, samples, args.criterion)
+    if results.samples.empty:
+        # "0 of 0 answers are invalid" would read as a clean bill of health.
+        config = results.config
+        raise ConfigError(
+            f"the cache {config.cache_path} holds no answer for the study's "
+            f"{len(results.scores)} items: check --cache (or [cache] path), or run "
+            f"`geval-async run {config.source}` first"
+        )
     _overview(results, samples, args.examples, reason or "invalid")
     return 0
 

@@ -287,14 +287,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
+    from ..sim.answers import answer_forms
     from ..sim.server import SimSettings, serve
 
     settings = SimSettings(**{name: getattr(args, name) for name in sim_setting_names()})
+    try:
+        answer_forms(settings.answer_styles)
+    except ValueError as exc:
+        raise ConfigError(f"--answer-styles {settings.answer_styles}: {exc}") from exc
     _say("geval-async simulated judge: synthetic ratings for tests and demos, not an LLM")
     try:
         asyncio.run(serve(settings, args.host, args.port))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except OSError as exc:  # serve() binds before it serves: a port in use, an unknown host
+        reason = exc.strerror or str(exc)
+        raise ConfigError(
+            f"--host {args.host} --port {args.port}: cannot listen there ({reason}); "
+            "check --host, or choose another port (--port 0 picks a free one)"
+        ) from exc
     return EXIT_OK
 
 

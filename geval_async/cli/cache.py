@@ -25,7 +25,7 @@ def add_cache_commands(
 ) -> None:
     """Register ``cache`` and its subcommands on the CLI's subparsers."""
     group = commands.add_parser(
-        "cache", help="merge, export, import, verify, count, prune or migrate cache folders"
+        "cache", help="merge, export, import, verify, stats, prune or migrate cache folders"
     )
     sub = group.add_subparsers(dest="cache_command", required=True, metavar="SUBCOMMAND")
 
@@ -52,10 +52,16 @@ def add_cache_commands(
     stats.add_argument("cache", type=Path, help="a cache folder")
     stats.set_defaults(handler=cmd_stats)
 
-    prune = sub.add_parser("prune", help="remove entries by model, age or disuse")
+    prune = sub.add_parser(
+        "prune", help="remove the entries that meet every condition given: model, age, disuse"
+    )
     prune.add_argument("cache", type=Path, help="a cache folder")
-    prune.add_argument("--model", action="append", default=[], help="entries of this model")
-    prune.add_argument("--older-than", type=float, metavar="DAYS", help="entries older than")
+    prune.add_argument(
+        "--model", action="append", default=[], help="entries of this model (repeat for several)"
+    )
+    prune.add_argument(
+        "--older-than", type=float, metavar="DAYS", help="entries stored more than DAYS days ago"
+    )
     prune.add_argument(
         "--unused-by",
         nargs="+",

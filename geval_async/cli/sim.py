@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CommandParser", "add_sim_command", "sim_setting_names"]
+__all__ = ["SETTING_HELP", "CommandParser", "add_sim_command", "sim_setting_names"]
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -30,11 +30,43 @@ class CommandParser(argparse.ArgumentParser):
         return super().parse_known_args(*args, **kwargs)
 
 
+# What each setting does, as `sim --help` says it (a share is a fraction of requests, 0-1).
+SETTING_HELP = {
+    "latency_ms": "median time to answer a request, in ms",
+    "latency_sigma": "spread of the latency (sigma of a log-normal; 0: always latency-ms)",
+    "rpm": "requests per minute it admits; more get a 429 (default: no limit)",
+    "tpm": "tokens per minute it admits; more get a 429 (default: no limit)",
+    "bucket_seconds": "the burst the limits allow: this many seconds of rpm/tpm at once",
+    "error_500": "share of requests answered with HTTP 500",
+    "error_503": "share of requests answered with HTTP 503",
+    "reset": "share of requests whose connection is reset",
+    "stall": "share of requests that hang for stall-seconds",
+    "stall_seconds": "how long a stalled request hangs",
+    "truncated": "share of answers cut off mid-JSON",
+    "spurious_429": "share of requests refused with a 429 although under the limits",
+    "retry_after_ms": "retry-after-ms of a spurious 429",
+    "quota_after": "answer this many requests, then refuse with insufficient_quota",
+    "invalid_answers": "share of sampled answers that hold no rating",
+    "ignore_n": "answer one choice whatever n asks for, as llama.cpp does",
+    "max_n": "refuse (400) a request asking for more than this n, as llama-server does",
+    "api_key": "the only API key it accepts (default: any, or none)",
+    "context_window": "prompt tokens above which a request is refused (400)",
+    "content_filter_marker": "a prompt holding this text is refused by the content filter",
+    "seed": "seed of the ratings and of the latency and fault draws",
+    "answer_styles": "how ratings are written: plain, judges, or style names joined by commas",
+    "batch_seconds": "Batch API: seconds from a batch's creation to its end",
+    "batch_failed_lines": "Batch API: share of lines answered with batch-failure-status",
+    "batch_failure_status": "Batch API: the HTTP status of a failed line",
+    "batch_expired_lines": "Batch API: share of lines left unanswered (the batch expires)",
+    "batch_invalid": "Batch API: every batch fails validation with this message",
+}
+
+
 def add_sim_command(commands: Any, handler: Callable[[argparse.Namespace], int]) -> None:
     """Register ``sim`` on the CLI's subparsers (made with ``parser_class=CommandParser``)."""
     sim = commands.add_parser("sim", help="serve the simulated OpenAI-compatible judge")
-    sim.add_argument("--host", default="127.0.0.1")
-    sim.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    sim.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    sim.add_argument("--port", type=int, default=8000, help="0 picks a free port (default 8000)")
     sim.deferred.append(_setting_arguments)
     sim.set_defaults(handler=handler)
 
@@ -52,11 +84,13 @@ def _setting_arguments(sim: argparse.ArgumentParser) -> None:
     for f in dataclasses.fields(SimSettings):
         default = f.default
         flag = "--" + f.name.replace("_", "-")
+        meaning = SETTING_HELP.get(f.name, "")
         if isinstance(default, bool):
-            sim.add_argument(flag, action="store_true", help=f"(default {default})")
+            sim.add_argument(flag, action="store_true", help=meaning)
         else:
             kind: Callable[[str], Any] = type(default) if default is not None else _number
-            sim.add_argument(flag, type=kind, default=default, help=f"(default {default})")
+            shown = "" if default is None else f" (default {default})"
+            sim.add_argument(flag, type=kind, default=default, help=meaning + shown)
 
 
 def _number(text: str) -> float | int | str:

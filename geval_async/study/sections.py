@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..options import Provider, SamplingMode
@@ -130,7 +131,9 @@ def parse_judge(t: TableReader) -> JudgeConfig:
     if not all(isinstance(v, str) for v in headers.values()):
         raise t.error("'headers' values must be strings")
     if provider == Provider.AZURE:
-        endpoint = t.get("azure_endpoint", str) or os.environ.get("AZURE_OPENAI_ENDPOINT")
+        endpoint = _http_url(
+            t, "azure_endpoint", "AZURE_OPENAI_ENDPOINT", "https://my-resource.openai.azure.com"
+        )
         deployment = t.get("deployment", str)
         version = t.get("api_version", str) or os.environ.get("OPENAI_API_VERSION")
         for key, value in (
@@ -151,10 +154,31 @@ def parse_judge(t: TableReader) -> JudgeConfig:
         )
     return JudgeConfig(
         model=t.required("model", str),
-        base_url=t.get("base_url", str) or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
+        base_url=_http_url(
+            t, "base_url", "OPENAI_BASE_URL", "http://127.0.0.1:8080/v1", DEFAULT_BASE_URL
+        ),
         api_key_env=t.get("api_key_env", str, "OPENAI_API_KEY"),
         headers=headers,
     )
+
+
+def _http_url(
+    t: TableReader, key: str, env: str, example: str, default: str | None = None
+) -> str | None:
+    """``key`` (else ``$env``, else ``default``), checked to be an http(s) URL.
+
+    Without a scheme ("127.0.0.1:8080/v1") every request fails as a reset and is retried
+    until the retries run out, minutes later: so it is bad input, named before anything runs.
+    """
+    given = t.get(key, str)
+    url = given or os.environ.get(env) or default
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        name = repr(key) if given else f"${env} (the default of {key!r})"
+        raise t.error(f"{name} must be an http:// or https:// URL such as {example}, not {url!r}")
+    return url
 
 
 def parse_sampling(t: TableReader) -> SamplingConfig:

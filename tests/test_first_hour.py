@@ -1,0 +1,103 @@
+"""A new user's first hour: the mistakes they make, each met by one line and exit code 2.
+
+Every test drives ``python -m geval_async`` in a subprocess, as a user types it, with its own
+study folder (``study`` in conftest.py) and, where a judge is needed, the simulated one.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+
+import pytest
+from conftest import StudyFiles, run_cli, run_study
+
+from geval_async.sim import SimServer
+
+
+def _one_error_line(stderr: str) -> str:
+    """The single line a bad input prints (no traceback, no second line)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert "Traceback" not in stderr, stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8080/v1", "localhost:8080/v1", "ftp://host/v1"])
+def test_a_base_url_without_http_is_named_before_anything_is_sent(
+    study: StudyFiles, url: str
+) -> None:
+    # Without the scheme every request used to fail as a "connection reset", retried until
+    # the retries ran out, and the run ended minutes later with exit code 1.
+    study.write_config(url)
+    result = run_study(study)
+    assert result.returncode == 2, result.stderr
+    line = _one_error_line(result.stderr)
+    assert str(study.config.name) in line and "'base_url'" in line and repr(url) in line
+    assert "http://" in line  # what to write instead
+    assert not study.cache.exists()  # nothing half-written
+
+
+def test_a_base_url_flag_without_http_names_the_flag(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url)
+    result = run_study(study, "--base-url", "127.0.0.1:8080/v1")
+    assert result.returncode == 2, result.stderr
+    assert _one_error_line(result.stderr).startswith("error: --base-url 127.0.0.1:8080/v1: ")
+    assert sim.stats.received == 0 and not study.cache.exists()
+
+
+def test_openai_base_url_without_http_names_the_variable(study: StudyFiles) -> None:
+    study.write_config("http://127.0.0.1:9/v1")
+    text = study.config.read_text(encoding="utf-8")
+    study.config.write_text(re.sub(r"base_url = .*\n", "", text), encoding="utf-8")
+    result = run_cli("status", str(study.config), env={"OPENAI_BASE_URL": "localhost:1234/v1"})
+    assert result.returncode == 2, result.stderr
+    assert "$OPENAI_BASE_URL" in _one_error_line(result.stderr)
+
+
+def test_answers_with_an_empty_cache_says_so(sim: SimServer, study: StudyFiles) -> None:
+    # "0 of 0 answers are invalid", exit 0, read as a clean bill of health.
+    study.write_config(sim.base_url)
+    result = run_cli("answers", str(study.config))
+    assert result.returncode == 2, result.stdout + result.stderr
+    line = _one_error_line(result.stderr)
+    assert str(study.cache) in line and "geval-async run" in line
+    assert not study.output.exists()
+
+
+def test_sim_on_a_port_in_use_is_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("sim", "--port", str(port), timeout=30)
+    assert result.returncode == 2, result.stderr
+    error = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert "Traceback" not in result.stderr and len(error) == 1, result.stderr
+    assert f"--port {port}" in error[0] and "--port 0" in error[0]
+
+
+def test_sim_with_an_unknown_answer_style_is_one_line() -> None:
+    result = run_cli("sim", "--port", "0", "--answer-styles", "judgez", timeout=30)
+    assert result.returncode == 2, result.stderr
+    line = _one_error_line(result.stderr)
+    assert "--answer-styles judgez" in line and "judges" in line  # the known styles
+
+
+def test_sim_help_says_what_every_flag_does() -> None:
+    result = run_cli("sim", "--help")
+    assert result.returncode == 0
+    continued = r"(?:\n {24}.*)*"
+    flags = re.findall(rf"^  (--[a-z0-9-]+)(.*{continued})", result.stdout, re.M)
+    assert len(flags) > 20
+    for flag, text in flags:
+        words = [w for w in re.sub(r"\(default [^)]*\)", "", text).split() if not w.isupper()]
+        assert len(words) >= 3, f"{flag} says nothing of what it does: {text!r}"
+
+
+def test_the_cache_command_summary_names_its_subcommands() -> None:
+    top = " ".join(run_cli("--help").stdout.split())
+    summary = top.split(" cache ", 1)[1].split(" meta ", 1)[0]
+    sub = run_cli("cache", "--help").stdout
+    names = re.findall(r"^    ([a-z]+) ", sub, re.M)
+    assert names and all(name in summary for name in names), (summary, names)

@@ -85,6 +85,11 @@ def cmd_answers(args: argparse.Namespace) -> int:
     warn(results.warnings, strict=args.strict)
     if args.criterion is not None:
         results.config.criterion(args.criterion)  # an unknown name is a one-line error
+    if args.condition is not None:  # else a misspelt one finds "0 of 0 answers"
+        seen = sorted({str(r.condition) for r in results.study.records if r.condition is not None})
+        if args.condition not in seen:
+            known = f"the records' conditions: {', '.join(seen)}" if seen else "the study has none"
+            raise ConfigError(f"--condition {args.condition}: no record has it ({known})")
     reason: str | None = args.reason or ("invalid" if args.record is None else None)
     samples = filter_samples(
         results.samples,

@@ -118,6 +118,24 @@ def print_tests(results: StudyResults, test: str | None) -> None:
         )
 
 
+def _two_conditions(results: StudyResults) -> None:
+    """``ttest`` without two [stats] conditions would print nothing and write nothing."""
+    from ..errors import ConfigError
+
+    config = results.config
+    if len(config.stats.conditions) == 2:
+        return
+    field = config.data.condition_field
+    if field is None:
+        hint = "set [data] condition (the record field naming each record's condition), then "
+        hint += '[stats] conditions = ["A", "B"], the two to compare'
+    else:
+        seen = sorted({str(r.condition) for r in results.study.records})
+        hint = f"add [stats] conditions = [...], two values of the field {field!r}: "
+        hint += ", ".join(seen)
+    raise ConfigError(f"{config.source}: no two conditions to compare: {hint}")
+
+
 # Every command writes all its files before it prints anything long: a reader that closes
 # the pipe early (`geval-async score ... | head`) never costs the outputs.
 
@@ -142,6 +160,7 @@ def cmd_average(args: argparse.Namespace) -> int:
 
 def cmd_ttest(args: argparse.Namespace) -> int:
     results = _results(args)
+    _two_conditions(results)
     kinds = ["tests", "plots"] if args.plots else ["tests"]
     paths = results.write_outputs(kinds, test=args.test, plots=args.plots)
     _coverage_note(results)

@@ -128,3 +128,21 @@ def test_answers_for_a_condition_no_record_has_says_so(sim: SimServer, study: St
     assert _one_error_line(result.stderr) == (
         "error: --condition a: no record has it (the records' conditions: A, B)"
     )
+
+
+def test_a_config_saved_with_a_byte_order_mark_is_read(sim: SimServer, study: StudyFiles) -> None:
+    # Windows editors write one; TOML alone said "Invalid statement (at line 1, column 1)".
+    study.write_config(sim.base_url)
+    study.config.write_bytes(b"\xef\xbb\xbf" + study.config.read_bytes())
+    result = run_cli("status", str(study.config))
+    assert result.returncode == 0, result.stderr
+    assert "total" in result.stdout
+
+
+def test_a_config_not_in_utf8_says_how_to_save_it(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url)
+    study.config.write_bytes("# café\n".encode("latin-1") + study.config.read_bytes())
+    result = run_cli("status", str(study.config))
+    assert result.returncode == 2, result.stderr
+    line = _one_error_line(result.stderr)
+    assert str(study.config) in line and line.endswith("save the config file as UTF-8")

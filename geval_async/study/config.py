@@ -85,10 +85,17 @@ def load_config(path: str | os.PathLike[str]) -> EvalConfig:
 def read_document(source: Path) -> dict[str, Any]:
     """The parsed TOML of a config file; ConfigError if missing, unreadable or not TOML."""
     try:
-        return tomllib.loads(source.read_text(encoding="utf-8"))
+        # utf-8-sig: Windows editors save a byte order mark, which TOML alone calls an
+        # "Invalid statement (at line 1, column 1)".
+        return tomllib.loads(source.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise ConfigError(f"{source}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{source}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x}): "
+            "save the config file as UTF-8"
+        ) from exc
+    except OSError as exc:
         raise ConfigError(f"{source}: cannot read the config file ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML ({exc})") from exc

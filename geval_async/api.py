@@ -16,7 +16,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
 from .judging.cache import JudgeCache
 from .judging.plan import prepare_study
 from .judging.runner import RunResult, run_study
@@ -43,9 +42,7 @@ async def judge(
         config = load_config(config)
     config = apply_overrides(config, **overrides)
     study = prepare_study(config)
-    key = config.judge.api_key()
-    if key is None and not config.judge.is_local:
-        raise ConfigError(f"no API key: set the environment variable {config.judge.api_key_env}")
+    key = config.required_api_key()
     with JudgeCache(config.cache_path) as cache:
         return await run_study(study, cache, api_key=key, retry_failed=retry_failed)
 

@@ -12,6 +12,7 @@ import socket
 import pytest
 from conftest import StudyFiles, run_cli, run_study
 
+import geval_async as ga
 from geval_async.sim import SimServer
 
 
@@ -146,3 +147,15 @@ def test_a_config_not_in_utf8_says_how_to_save_it(sim: SimServer, study: StudyFi
     assert result.returncode == 2, result.stderr
     line = _one_error_line(result.stderr)
     assert str(study.config) in line and line.endswith("save the config file as UTF-8")
+
+
+async def test_judge_in_python_without_a_key_names_the_config(study: StudyFiles) -> None:
+    # The CLI named the config; ga.judge said only which variable to set.
+    study.write_config("https://judge.example/v1")
+    with pytest.raises(ga.ConfigError) as raised:
+        await ga.judge(study.config)
+    assert str(raised.value) == (
+        "no API key: set the environment variable OPENAI_API_KEY "
+        f"(named by [judge] api_key_env in {study.config})"
+    )
+    assert not study.cache.exists()

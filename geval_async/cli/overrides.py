@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
-from ..errors import ConfigError
 from ..study.config import EvalConfig, load_config
 from ..study.overrides import read_overrides
 
@@ -48,10 +47,4 @@ def load_study(args: argparse.Namespace) -> EvalConfig:
 
 def judge_key(config: EvalConfig) -> str | None:
     """The judge's API key; an error when a remote judge has none."""
-    key = config.judge.api_key()
-    if key is None and not config.judge.is_local:
-        raise ConfigError(
-            f"no API key: set the environment variable {config.judge.api_key_env} "
-            f"(named by [judge] api_key_env in {config.source})"
-        )
-    return key
+    return config.required_api_key()

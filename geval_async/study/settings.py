@@ -208,6 +208,17 @@ class EvalConfig:
                 return criterion
         raise ConfigError(f"{self.source}: no criterion named {name!r}")
 
+    def required_api_key(self) -> str | None:
+        """The judge's API key (None for a local judge without one); ConfigError when a
+        remote judge has none. The CLI and ``ga.judge`` both ask here, for one message."""
+        key = self.judge.api_key()
+        if key is None and not self.judge.is_local:
+            raise ConfigError(
+                f"no API key: set the environment variable {self.judge.api_key_env} "
+                f"(named by [judge] api_key_env in {self.source})"
+            )
+        return key
+
 
 @dataclass(frozen=True)
 class MetaStudy:

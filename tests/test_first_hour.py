@@ -6,10 +6,15 @@ study folder (``study`` in conftest.py) and, where a judge is needed, the simula
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
+from aiohttp import web
 from conftest import StudyFiles, run_cli, run_study
 
 import geval_async as ga
@@ -159,3 +164,57 @@ async def test_judge_in_python_without_a_key_names_the_config(study: StudyFiles)
         f"(named by [judge] api_key_env in {study.config})"
     )
     assert not study.cache.exists()
+
+
+HTML_PAGE = """<!DOCTYPE HTML>
+<html lang="en">
+    <head><title>Error response</title></head>
+    <body>
+        <h1>Error response</h1>
+        <p>Error code: {status}</p>
+    </body>
+</html>
+"""
+
+
+@contextmanager
+def web_page_server(status: int) -> Iterator[str]:
+    """A web server that is no OpenAI endpoint: every request gets an HTML page."""
+
+    async def page(request: web.Request) -> web.Response:
+        body = HTML_PAGE.format(status=status)
+        return web.Response(status=status, text=body, content_type="text/html")
+
+    loop = asyncio.new_event_loop()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", page)
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    port = runner.addresses[0][1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+
+@pytest.mark.parametrize("status", [404, 500])
+def test_a_web_page_for_a_judge_is_quoted_on_one_line(study: StudyFiles, status: int) -> None:
+    # The page's HTML was printed as it came, a dozen lines for each failure.
+    with web_page_server(status) as url:
+        study.write_config(url, limits={"retries": 1, "backoff": 0.01})
+        result = run_study(study, "--limit", "2")
+    assert result.returncode == 1, result.stderr
+    output = result.stdout + result.stderr
+    assert "<html" not in output.replace("<!DOCTYPE HTML> <html", "")  # only joined lines
+    quoted = [line for line in output.splitlines() if "<!DOCTYPE HTML>" in line]
+    assert quoted, output
+    for line in quoted:
+        assert f"Error code: {status}" in line and "</html>" in line
+        assert line.startswith(("stopped: ", "  ")), line

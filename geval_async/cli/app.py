@@ -41,6 +41,13 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _one_line(server_text: str, limit: int = 300) -> str:
+    """A message that quotes what a server sent, on one line: a web server's HTML error
+    page (a base_url that is not an OpenAI endpoint) would otherwise fill the screen."""
+    text = " ".join(server_text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 # --- arguments ---------------------------------------------------------------------------------
 
 
@@ -171,12 +178,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             "and asked for again"
         )
     for message, count in result.failures.most_common(5):
-        print(f"  {count} x {message}")
+        print(f"  {count} x {_one_line(message)}")
     resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if config.max_cost is not None:
         resume += budget_left(config)
     if result.stopped:
-        _say(f"stopped: {result.stopped}")
+        _say(f"stopped: {_one_line(result.stopped)}")
         _say(f"resume with: {resume}")
         return EXIT_INCOMPLETE
     if result.interrupted:
@@ -326,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except RunStopped as exc:
         _debug()
-        _say(f"stopped: {exc}")
+        _say(f"stopped: {_one_line(str(exc))}")
         return EXIT_INCOMPLETE
     except GevalError as exc:
         _debug()

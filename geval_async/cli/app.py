@@ -95,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-cost",
         type=float,
         metavar="USD",
-        help="stop before this run's estimated spend would pass USD (prompt "
-        "estimate + max_tokens x n at the model's price; see [prices])",
+        help="cap the study's estimated spend, across runs, at USD: stop dispatching "
+        "before it would pass (a request: prompt estimate + max_tokens x n at the model's "
+        "price, see [prices]; the tally is spend.jsonl in the cache)",
     )
     run.add_argument(
         "--dry-run", action="store_true", help="count requests, tokens and cost; send nothing"

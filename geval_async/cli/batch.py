@@ -87,7 +87,8 @@ def add_batch_commands(commands: Any, study_arguments: Callable[[Any], None]) ->
                 "--max-cost",
                 type=float,
                 metavar="USD",
-                help="submit no more than USD at the batch price (estimate, see [prices])",
+                help="cap the study's estimated spend, across runs and submits, at USD "
+                "(at the batch price, see [prices])",
             )
         parser.set_defaults(handler=_handlers()[step])
 

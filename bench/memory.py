@@ -2,7 +2,8 @@
 
 100,000 tiny records x 4 criteria, n = 1, against a zero-latency unlimited simulated judge, with
 ``geval-async run CONFIG --quiet`` as a user runs it (a fresh process; its peak RSS from
-``os.wait4``). The resident set is sampled every 2 s to show whether it grows with the plan,
+``os.wait4``), then the same command again on the full cache (a rerun: every entry read,
+nothing sent). The resident set is sampled every 2 s to show whether it grows with the plan,
 and the RSS of a process that only imports the CLI is reported alongside (what the run itself
 adds is the difference).
 
@@ -34,23 +35,23 @@ def main() -> None:
     imports = run_child([PYTHON, "-c", "import geval_async.cli.app"])
     with workdir("memory") as folder, SimProcess() as sim:
         study = write_study(folder / "study", args.records, n=1, max_tokens=2, tiny=True)
-        run = run_child(
-            [
-                PYTHON,
-                "-m",
-                "geval_async",
-                "run",
-                str(study.config),
-                "--quiet",
-                "--base-url",
-                sim.base_url,
-                "--concurrency",
-                str(args.concurrency),
-            ],
-            rss_every=2.0,
-            timeout=7200,
-        )
+        command = [
+            PYTHON,
+            "-m",
+            "geval_async",
+            "run",
+            str(study.config),
+            "--quiet",
+            "--base-url",
+            sim.base_url,
+            "--concurrency",
+            str(args.concurrency),
+        ]
+        run = run_child(command, rss_every=2.0, timeout=7200)
         stats = sim.stats()
+        rerun = run_child(command, timeout=7200)
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        assert sim.stats()["received"] == stats["received"], "the rerun sent requests"
         cache_mb = sum(p.stat().st_size for p in study.cache.rglob("*") if p.is_file()) / 2**20
     assert run.returncode == 0, run.stdout + run.stderr
     assert stats["received"] == study.requests, stats
@@ -66,7 +67,9 @@ def main() -> None:
         "req_per_s": study.requests / run.wall,
         "peak_rss_mb": run.maxrss_mb,
         "floor_mb": FLOOR_MB,
-        "passed": run.maxrss_mb < FLOOR_MB,
+        "passed": max(run.maxrss_mb, rerun.maxrss_mb) < FLOOR_MB,
+        "rerun_peak_rss_mb": rerun.maxrss_mb,
+        "rerun_wall_s": rerun.wall,
         "import_only_rss_mb": imports.maxrss_mb,
         "run_adds_mb": run.maxrss_mb - imports.maxrss_mb,
         "rss_at_25_50_75_100pct": quarter,

@@ -69,7 +69,9 @@ def headline(name: str, quick: bool) -> str:
         )
     if name == "memory":
         r = data["result"]
-        return f"{r['requests']} requests, peak RSS {r['peak_rss_mb']:.0f} MB (floor 150)"
+        rerun = r.get("rerun_peak_rss_mb")
+        again = "" if rerun is None else f", its rerun {rerun:.0f} MB"
+        return f"{r['requests']} requests, peak RSS {r['peak_rss_mb']:.0f} MB{again} (floor 150)"
     if name == "peers":
         return "; ".join(
             f"{r['bucket_s']:g}s {r['contender']}: {r['wall_s']:.1f} s, {r['429s']} 429s, "

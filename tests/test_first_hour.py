@@ -218,3 +218,21 @@ def test_a_web_page_for_a_judge_is_quoted_on_one_line(study: StudyFiles, status:
     for line in quoted:
         assert f"Error code: {status}" in line and "</html>" in line
         assert line.startswith(("stopped: ", "  ")), line
+
+
+@pytest.mark.parametrize("status", [405, 501])
+def test_a_server_that_takes_no_chat_completions_stops_the_run_and_stores_nothing(
+    study: StudyFiles, status: int
+) -> None:
+    # 405 was read as "this request is refused for good": every item was stored as a
+    # refusal, and the next run, pointed at the right URL, asked for none of them again.
+    from geval_async.judging.cache import JudgeCache
+
+    with web_page_server(status) as url:
+        study.write_config(url, limits={"retries": 1, "backoff": 0.01})
+        result = run_study(study)
+    assert result.returncode == 1, result.stderr
+    output = result.stdout + result.stderr
+    assert "does not take chat-completions requests" in output, output
+    with JudgeCache(study.cache) as cache:
+        assert len(cache) == 0  # no refusal stored

@@ -65,6 +65,9 @@ class Connection(enum.StrEnum):
     MALFORMED = "malformed body"
 
 
+# Answers that say the URL is no chat-completions endpoint: Method Not Allowed, Not
+# Implemented, HTTP Version Not Supported.
+_NOT_AN_ENDPOINT = (405, 501, 505)
 # Failures that say the URL is wrong rather than that the server is busy.
 _UNREACHABLE = (Connection.REFUSED, Connection.DNS, Connection.TLS)
 
@@ -244,6 +247,16 @@ def decide(
             label,
             f"the judge URL or model was not found ({detail}) at {url}: "
             "check base_url / model (or azure_endpoint / deployment / api_version)",
+        )
+    if status in _NOT_AN_ENDPOINT:
+        # A server that is there but takes no chat-completions POST at this URL (a web
+        # server, a proxy's landing page): every request would get the same answer, so it
+        # is neither a refusal of this request to store nor a 5xx to wait out.
+        return Decision(
+            Action.STOP,
+            label,
+            f"the server at {url} does not take chat-completions requests ({detail}): "
+            "check base_url (it should end in /v1 for most servers)",
         )
     if n > 1 and fact.refuses_n:
         return Decision(Action.ONE_CHOICE, "n refused", detail)

@@ -215,7 +215,7 @@ def test_a_paired_design_with_no_test_named_gets_the_paired_test_beside_welch(
     assert _summary_tests(study) == {"paired-t"}
     assert (study.output / "stats" / "t_ttest-welch.csv").exists()
     text = (study.output / "t_report.md").read_text()
-    assert "The test configured in `[stats] test` (welch); the summary above uses the " in text
+    assert "The welch test, for independent groups. `[stats] test` names no test" in text
     assert "because `[stats] test` names it" not in text
 
 

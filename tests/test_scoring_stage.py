@@ -233,7 +233,7 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "SIMULATED" in result.stdout
     # The test table a user reads first: the paired design's summary test, words not reprs.
     assert re.search(r"^composite\s+UEQ-mLLM .* paired-t ", result.stdout, re.M), result.stdout
-    assert "[stats] test = 'welch' is in the report too" in result.stdout
+    assert "welch, for independent groups, is in the report too" in result.stdout
     out = tmp_path / "demo" / "out"
     for name in (
         "scores/ueq_con.csv",

@@ -108,7 +108,8 @@ def print_tests(results: StudyResults, test: str | None) -> None:
     if test is None and summary != stated:
         print(
             f"the same groups appear in both conditions: the summary uses the {summary} test "
-            f"([stats] test = '{stated}' is in the report too)"
+            f"({stated}, for independent groups, is in the report too; [stats] test names "
+            "one to choose)"
         )
     elif results.paired_design and summary == "welch":
         named = " (welch: as [stats] test names it)" if test is None else ""

@@ -265,8 +265,9 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
     other = _other_test(results) if has_conditions and options.test is None else None
     if other is not None:
         note = (
-            f"The test configured in `[stats] test` ({other}); the summary above uses the "
-            f"{results.summary_test()} test because the same groups appear in both conditions."
+            f"The {other} test, for independent groups. `[stats] test` names no test, and the "
+            f"summary above uses the {results.summary_test()} test because the same groups "
+            "appear in both conditions; name one in `[stats] test` to make it the summary's."
         )
         section = comparison_section(results.comparisons(other), results.config.stats.alpha, note)
         text += "\n".join(section) + "\n"

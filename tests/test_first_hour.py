@@ -154,6 +154,29 @@ def test_a_config_not_in_utf8_says_how_to_save_it(sim: SimServer, study: StudyFi
     assert str(study.config) in line and line.endswith("save the config file as UTF-8")
 
 
+def test_a_records_file_saved_with_a_byte_order_mark_is_read(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    # It was refused: "UTF-8 byte order mark (BOM) is not supported".
+    study.write_config(sim.base_url)
+    study.records.write_bytes(b"\xef\xbb\xbf" + study.records.read_bytes())
+    result = run_cli("status", str(study.config))
+    assert result.returncode == 0, result.stderr
+    assert "total" in result.stdout
+
+
+def test_a_records_file_not_in_utf8_says_how_to_save_it(sim: SimServer, study: StudyFiles) -> None:
+    # It said "str is not valid UTF-8: surrogates not allowed".
+    study.write_config(sim.base_url)
+    lines = study.records.read_text().splitlines()
+    lines[1] = lines[1].replace("}", ', "note": "café"}', 1)
+    study.records.write_bytes("\n".join(lines).encode("latin-1"))
+    result = run_cli("status", str(study.config))
+    assert result.returncode == 2, result.stderr
+    line = _one_error_line(result.stderr)
+    assert str(study.records) in line and "line 2" in line and "save it as UTF-8" in line
+
+
 async def test_judge_in_python_without_a_key_names_the_config(study: StudyFiles) -> None:
     # The CLI named the config; ga.judge said only which variable to set.
     study.write_config("https://judge.example/v1")

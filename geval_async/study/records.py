@@ -128,6 +128,8 @@ def _read(path: Path) -> Sequence[tuple[str, Any]]:
         raise ConfigError(f"{path}: records file not found (check [data] path)") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the records file ({exc.strerror})") from exc
+    # Editors on Windows save UTF-8 with a byte order mark; JSON parsers refuse it.
+    content = content.removeprefix(b"\xef\xbb\xbf")
     stripped = content.lstrip()
     if not stripped:
         raise ConfigError(f"{path}: the records file is empty")
@@ -135,7 +137,7 @@ def _read(path: Path) -> Sequence[tuple[str, Any]]:
         try:
             items = orjson.loads(content)
         except orjson.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+            raise ConfigError(f"{path}: not valid JSON ({_why(exc, content)})") from exc
         return [(f"item {i}", item) for i, item in enumerate(items, start=1)]
     rows = []
     for number, line in enumerate(content.splitlines(), start=1):
@@ -145,7 +147,17 @@ def _read(path: Path) -> Sequence[tuple[str, Any]]:
             rows.append((f"line {number}", orjson.loads(line)))
         except orjson.JSONDecodeError as exc:
             raise ConfigError(
-                f"{path}: line {number}: not valid JSON ({exc}); "
+                f"{path}: line {number}: not valid JSON ({_why(exc, line)}); "
                 "records must be a JSON array or one JSON object per line"
             ) from exc
     return rows
+
+
+def _why(exc: orjson.JSONDecodeError, raw: bytes) -> str:
+    """The parser's reason, or what to do when ``raw`` is not UTF-8 (a Latin-1 or UTF-16
+    export, say), which the parser words as a complaint about surrogates or ``str``."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "the file is not UTF-8: save it as UTF-8"
+    return str(exc)

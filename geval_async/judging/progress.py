@@ -53,7 +53,7 @@ class RunCounters:
     started: float = field(default_factory=time.monotonic)
     # Answers and tokens per second of the last minute: [second, answers, tokens] (a deque of
     # one entry per answer held 200,000 tuples at 3,500 answers a second).
-    _recent: deque[list[int]] = field(default_factory=deque)
+    _recent: deque[list[int]] = field(default_factory=deque, repr=False)  # a minute of sends
 
     def total(self) -> CriterionCounts:
         out = CriterionCounts()

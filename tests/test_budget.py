@@ -152,3 +152,22 @@ def test_dry_run_uses_the_configured_price(sim: SimServer, study: StudyFiles) ->
     result = _run(study, "--dry-run")
     assert result.returncode == 0, result.stderr
     assert f"estimated cost: ${total:.2f}" in result.stdout, result.stdout
+
+
+def test_requests_no_server_received_are_not_charged(study: StudyFiles) -> None:
+    # A wrong port: every attempt is refused before any server sees it. Each used to be
+    # recorded in spend.jsonl at its full estimate, eating into the study's --max-cost.
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # free once closed: nothing listens there
+    study.write_config(
+        f"http://127.0.0.1:{port}/v1",
+        prices={"sim-judge": [PRICE_IN, PRICE_OUT]},
+        limits={"concurrency": 4, "backoff": 0.01},
+    )
+    result = _run(study, "--max-cost", "100000")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "connection refused" in _stopped_line(result)
+    assert not (study.cache / "spend.jsonl").exists(), (study.cache / "spend.jsonl").read_text()

@@ -22,7 +22,7 @@ import re
 import socket
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import orjson
 
@@ -99,6 +99,12 @@ class FailureFact:
     quota_exhausted: bool = False
 
     @property
+    def reached_server(self) -> bool:
+        """False when the request cannot have reached a server (connection refused, unknown
+        host, TLS failure): nothing can have been billed for it."""
+        return self.status is not None or self.connection not in _UNREACHABLE
+
+    @property
     def label(self) -> str:
         """A short name for counts and the progress line: "http 503", "connection refused"."""
         if self.connection is not None:
@@ -125,6 +131,9 @@ class Decision:
     label: str
     message: str = ""
     wait: float | None = None  # seconds to wait (None: back off by the attempt count)
+    # Whether the attempt may have been billed: not a 429, not a refused n, nor a request
+    # no server received (the run gives a budget its estimate back when False).
+    billed: bool = True
 
 
 def response_fact(status: int, raw: bytes, headers: Mapping[str, str]) -> FailureFact:
@@ -198,6 +207,13 @@ def decide(
         n: the choices the request asked for.
         attempt: how many times this request has failed this way (transient or 429).
     """
+    decision = _decide(fact, history, n=n, attempt=attempt)
+    if decision.action in (Action.PAUSE, Action.ONE_CHOICE) or not fact.reached_server:
+        return replace(decision, billed=False)
+    return decision
+
+
+def _decide(fact: FailureFact, history: History | None, *, n: int, attempt: int) -> Decision:
     label = fact.label
     url = history.url if history is not None else "the judge URL"
     if fact.status is None:

@@ -243,8 +243,8 @@ class _Run:
         """
         attempts, attempt = counts
         action = decision.action
-        if action in (Action.PAUSE, Action.ONE_CHOICE) and self.budget is not None:
-            self.budget.refund(cost)  # neither a 429 nor a refused n is billed
+        if not decision.billed and self.budget is not None:
+            self.budget.refund(cost)
         if action is Action.STOP:
             self.stopped = decision.message
             self.stop.set()

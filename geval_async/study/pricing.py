@@ -103,7 +103,9 @@ class Budget:
 
     def refund(self, cost: float) -> None:
         """Give back a charge that was not billed (a 429 is never billed)."""
-        self.spent -= cost
+        # Rounded to a nano-dollar: charges and refunds in another order than float addition
+        # would leave a run that was billed nothing 1e-17 USD "spent", and recorded.
+        self.spent = round(self.spent - cost, 9)
 
     @property
     def left(self) -> float:

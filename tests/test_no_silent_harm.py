@@ -129,6 +129,21 @@ def test_other_tests_subsets_and_limits_get_their_own_files(
     assert (study.output / "scores" / "t-limit-4_long.csv").read_text().count("\n") == 1 + 4 * 2
 
 
+def test_rescoring_with_fewer_draws_gets_its_own_files(sim: SimServer, study: StudyFiles) -> None:
+    # Scoring the first 2 of each item's 3 draws (the cheap re-scoring the cache is for)
+    # overwrote the study's own report and tables with the 2-draw ones.
+    _judged(sim, study)
+    config = str(study.config)
+    assert run_cli("report", config).returncode == 0
+    main_files = _files(study.output)
+    assert run_cli("report", config, "--n", "2").returncode == 0
+    after = _files(study.output)
+    assert {k: after[k] for k in main_files} == main_files, "the study's outputs are unchanged"
+    fewer = (study.output / "scores" / "t-n-2_long.csv").read_text()
+    assert fewer != main_files[str(Path("scores") / "t_long.csv")].decode()
+    assert (study.output / "t-n-2_report.md").is_file()
+
+
 def test_a_composite_on_a_subset_names_the_missing_criteria(
     sim: SimServer, study: StudyFiles
 ) -> None:

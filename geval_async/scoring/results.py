@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..judging.cache import JudgeCache
 from ..judging.origin import ServerEntries
 from ..judging.plan import Study, prepare_study
-from ..options import StatTest, parse_option
+from ..options import SamplingMode, StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
 from .readings import ShareDifference, invalid_shares, samples_frame, share_differences
 from .scores import CriterionTally, ItemScore, score_items, tally
@@ -239,7 +239,9 @@ def load_results(
 
 
 def _variant(config: EvalConfig) -> str:
-    """What overrides change in the output names: a criteria subset, a record limit."""
+    """What overrides change in the output names: a criteria subset, a record limit, a shard,
+    and a re-scoring of the same answers another way (``--mode``, ``--n``), which would
+    otherwise overwrite the study's own outputs."""
     try:
         study_file = load_config(config.source)
     except ConfigError:
@@ -252,6 +254,11 @@ def _variant(config: EvalConfig) -> str:
         variant += f"-limit-{config.limit}"
     if config.shard is not None:
         variant += f"-shard-{config.shard.index}of{config.shard.count}"
+    sampling, stated = config.sampling, study_file.sampling
+    if sampling.mode != stated.mode:
+        variant += f"-mode-{sampling.mode}"
+    if sampling.mode == SamplingMode.SAMPLES and sampling.n != stated.n:
+        variant += f"-n-{sampling.n}"
     return variant
 
 

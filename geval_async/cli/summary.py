@@ -142,7 +142,7 @@ def dry_run(study: Study) -> None:
     cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)
     print(
         f"items: {study.item_count} ({len(study.selected_records)} records x "
-        f"{len(study.criteria)} criteria"
+        f"{len(study.criteria)} {'criterion' if len(study.criteria) == 1 else 'criteria'}"
         + (f", shard {config.shard}" if config.shard else "")
         + f"), {config.sampling.choices_per_item} answers each"
     )

@@ -169,8 +169,8 @@ def test_the_common_flags_still_work(sim: SimServer, study: StudyFiles, tmp_path
     assert cache.is_dir() and not study.cache.exists()
     scored = run_cli("score", str(study.config), "--n", "2", "--output", str(output), *common)
     assert scored.returncode == 0, scored.stdout + scored.stderr
-    # --criteria and --limit are in the output names (never the study's main files).
-    assert (output / "scores" / "t-criteria-clar-limit-4_clar.csv").is_file()
+    # --criteria, --limit and --n are in the output names (never the study's main files).
+    assert (output / "scores" / "t-criteria-clar-limit-4-n-2_clar.csv").is_file()
     assert not list((output / "scores").glob("*fit.csv"))
     # The Python API takes the same settings as keywords, paths as Path objects too.
     results = ga.load_results(study.config, cache=cache, criteria=["clar"], limit=4, n=2)

@@ -43,6 +43,7 @@ from .limits import (
     too_many,
     validate,
 )
+from .profiles import ANTHROPIC_COMPAT, check_profile, fresh_samples, refusal
 from .settings import SimSettings, SimStats
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -70,6 +71,7 @@ class _Judge:
         self.rng, self.rng_seed = random.Random(settings.seed), settings.seed
         self.granted = 0  # 200s promised but not yet sent, so quota_after holds under load
         self.calls: collections.Counter[str] = collections.Counter()  # ignore_n: per body, not n
+        self.batches: BatchService | None = None
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -123,6 +125,10 @@ class _Judge:
                 f"but got {body.get('n')} (sim)"
             )
             return error(400, message, "invalid_request_error", None)
+        refused = refusal(body, s)
+        if refused is not None:
+            status, payload = refused
+            return web.json_response(payload, status=status)
         prompt = prompt_tokens(body["messages"])
 
         if self.rng_seed != s.seed:
@@ -165,20 +171,24 @@ class _Judge:
         self, body: dict[str, Any], model: str, digest: str, truncate: bool
     ) -> web.Response:
         repeat = self.stats.answered[digest]
-        # llama.cpp samples anew on every call, also when only n differs between calls.
-        call = json.dumps({k: v for k, v in body.items() if k != "n"}, sort_keys=True)
-        if self.settings.ignore_n:
+        # llama.cpp samples anew on every call, also when only n differs between calls;
+        # an endpoint that ignores the seed does when only the seed differs.
+        unseeded = ("n", "seed") if self.settings.profile == ANTHROPIC_COMPAT else ("n",)
+        call = json.dumps({k: v for k, v in body.items() if k not in unseeded}, sort_keys=True)
+        if fresh_samples(self.settings):
             repeat = self.calls[call]
         answer_id = f"chatcmpl-sim-{hashlib.sha256(f'{digest}:{repeat}'.encode()).hexdigest()[:24]}"
-        answer, refusals = completion(body, self.settings, model, answer_id, repeat)
-        if refusals:
-            self.stats.faults["invalid_answer"] += refusals
+        answer, judged = completion(body, self.settings, model, answer_id, repeat)
+        if judged.refusals:
+            self.stats.faults["invalid_answer"] += judged.refusals
         text = json.dumps(answer)
         if truncate:
             text = text[: len(text) // 2]
         else:
             self.stats.answered[digest] += 1
             self.stats.samples += len(answer["choices"])
+            self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
+            self.stats.steps += judged.steps
             self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")
 
@@ -187,6 +197,8 @@ class _Judge:
         return web.json_response({"object": "list", "data": [model]})
 
     async def stats_view(self, request: web.Request) -> web.Response:
+        if self.batches is not None:
+            self.batches.refresh()  # the queued tokens as of now
         return web.json_response(self.stats.as_dict())
 
     async def reset_stats(self, request: web.Request) -> web.Response:
@@ -227,7 +239,10 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
         stats: where to count; a fresh SimStats when omitted.
     """
     answer_forms(settings.answer_styles)  # an unknown style fails here, not on every request
+    check_profile(settings)  # and so does an unknown profile
     judge = _Judge(settings, stats if stats is not None else SimStats())
+    batches = BatchService(settings, judge.stats)
+    judge.batches = batches
     # Batch input files may be 200 MB.
     app = web.Application(middlewares=[_house_style], client_max_size=256 * 1024**2)
     app.add_routes(
@@ -238,7 +253,7 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
             web.get("/sim/stats", judge.stats_view),
             web.post("/sim/settings", judge.update_settings),
             web.post("/sim/reset", judge.reset_stats),
-            *BatchService(settings, judge.stats).routes(),
+            *batches.routes(),
         ]
     )
     return app

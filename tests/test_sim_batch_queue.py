@@ -4,15 +4,17 @@ no request twice."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import urllib.request
 from collections.abc import Iterator
 
+import aiohttp
 import openai
 import pytest
 
-from geval_async.sim import SimServer, SimSettings
+from geval_async.sim import SimServer, SimSettings, ratings
 from geval_async.sim.limits import prompt_tokens
 
 
@@ -105,3 +107,23 @@ def test_stats_endpoint_shows_the_queue(srv: SimServer, sdk: openai.OpenAI) -> N
         shown = json.load(response)
     assert shown["batch_queued_tokens"] == {"gpt-4o-mini": tokens_of(4)}
     assert sorted(shown["batch_requests"].values()) == [1, 1, 1, 1]
+
+
+async def test_a_batch_line_and_the_same_request_online_share_a_digest(
+    srv: SimServer, sdk: openai.OpenAI
+) -> None:
+    content = batch_file(0, 1)
+    body = json.loads(content)["body"]
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    digest = hashlib.sha256(raw).hexdigest()
+    batch = submit(sdk, content)
+    for _ in range(2):
+        sdk.batches.retrieve(batch)
+    assert srv.stats.batch_requests == {digest: 1}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{srv.base_url}/chat/completions", data=raw) as resp,
+    ):
+        assert resp.status == 200
+    # The rating the batch gave and the one the online answer gave, under one digest.
+    assert srv.stats.ratings[digest] == ratings(body, srv.settings) * 2

@@ -293,3 +293,20 @@ async def test_a_prompt_ending_in_evaluation_steps_gets_numbered_steps(srv: SimS
     status, rated = await post(url, {**body, "messages": [{"role": "user", "content": form}]})
     assert status == 200 and 1 <= first_number(rated["choices"][0]["message"]["content"]) <= 5
     assert srv.stats.steps == 2
+
+
+async def test_think_tags_in_logprobs_mode_give_the_rating_token_after_the_reasoning(
+    srv: SimServer,
+) -> None:
+    srv.settings.profile = "think-tags"
+    body = reasoning_request(max_tokens=2000, logprobs=True, top_logprobs=5, temperature=0)
+    status, answer = await post(f"{srv.base_url}/chat/completions", body)
+    assert status == 200
+    tokens = answer["choices"][0]["logprobs"]["content"]
+    assert tokens[0]["token"] == "<think>"
+    end = [t["token"] for t in tokens].index("</think>")
+    rating = tokens[end + 2]
+    assert rating["token"].strip().isdigit() and len(rating["top_logprobs"]) == 5
+    assert [int(rating["token"])] == ratings(body, srv.settings)
+    reasoning = "".join(t["token"] for t in tokens[1:end])
+    assert disagrees(reasoning, int(rating["token"])), reasoning

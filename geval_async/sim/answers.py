@@ -24,6 +24,7 @@ from .profiles import (
     ignores_logprobs,
     reasoning_text,
     shape,
+    thinking_tokens,
 )
 from .settings import SimSettings
 from .steps import asks_for_steps, write_steps
@@ -139,14 +140,16 @@ def first_token_probs(t: float, top: int, invalid: bool) -> list[tuple[str, floa
 
 
 def _logprob_choice(
-    t: float, top: int, invalid: bool, k: int, max_tokens: int | None
+    t: float, top: int, invalid: bool, k: int, max_tokens: int | None, prefix: list[str]
 ) -> tuple[str, dict[str, Any], bool]:
+    """Greedy tokens with logprobs; ``prefix`` (reasoning, think-tags) comes before the rating."""
     probs = first_token_probs(t, top, invalid)
     # Greedy, as judges asking for logprobs sample once at temperature 0.
     best, p_best = probs[0]
     first = _token(best, math.log(p_best))
     first["top_logprobs"] = [_token(tok, math.log(p)) for tok, p in probs[:k]]
-    tokens = [first]
+    tokens = [{**_token(word, -0.01), "top_logprobs": [_token(word, -0.01)][:k]} for word in prefix]
+    tokens.append(first)
     if invalid:
         for word in (" cannot", " rate", " this", " text", "."):
             tokens.append({**_token(word, -0.05), "top_logprobs": [_token(word, -0.05)][:k]})
@@ -239,15 +242,18 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         if with_logprobs and not writes_steps:
             max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
             k = body.get("top_logprobs") or 0
-            text, logprobs, cut = _logprob_choice(t, top, invalid, k, max_tokens)
+            greedy = first_token_probs(t, top, False)[0][0].strip()  # the rating token
+            prefix = thinking_tokens(settings, int(greedy), top, yes_no, [u1, u2, u3, u4])
+            text, logprobs, cut = _logprob_choice(t, top, invalid, k, max_tokens, prefix)
             rename = _yes_no if yes_no else _letter if settings.answer_styles == "letters" else None
+            rated = logprobs["content"][len(prefix) : len(prefix) + 1]  # none when cut before
             if rename is not None:
-                for token in logprobs["content"][:1]:
+                for token in rated:
                     token["token"] = rename(token["token"])
                     for alternative in token["top_logprobs"]:
                         alternative["token"] = rename(alternative["token"])
                 text = "".join(token["token"] for token in logprobs["content"])
-            first = logprobs["content"][0]["token"].strip()
+            first = rated[0]["token"].strip() if rated else ""
             judged.ratings.append(None if invalid else _rating_of(first, yes_no))
             judged.completion_tokens += len(logprobs["content"])
             message = {"role": "assistant", "content": text, "refusal": None}

@@ -16,10 +16,11 @@ message), summed over its lines; ``max_tokens`` does not count, as OpenAI's limi
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from typing import Any
 
-from .answers import MODEL, canonical
+from .answers import MODEL
 from .limits import prompt_tokens
 
 ORGANIZATION = "org-sim"
@@ -55,5 +56,11 @@ def queued_tokens(batches: Iterable[tuple[str, int]]) -> dict[str, int]:
 
 
 def request_digest(body: dict[str, Any]) -> str:
-    """sha256 of a batch line's request body as canonical JSON (sorted keys, no spaces)."""
-    return hashlib.sha256(canonical(body).encode()).hexdigest()
+    """sha256 of a batch line's request body as compact JSON in the line's key order.
+
+    That is the body's bytes as a client serialising compactly (orjson, or ``json.dumps``
+    with ``separators=(",", ":")``) sends it online, so a batch line and the same request
+    sent online have one digest (:attr:`SimStats.answered`, :attr:`SimStats.ratings`).
+    """
+    compact = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(compact.encode()).hexdigest()

@@ -154,6 +154,18 @@ def reasoning_text(rating: int | None, top: int, yes_no: bool, units: list[float
     return form.format(a=a, b=b, c=c, top=top)
 
 
+def thinking_tokens(
+    settings: SimSettings, rating: int | None, top: int, yes_no: bool, units: list[float]
+) -> list[str]:
+    """think-tags in logprobs mode: the tokens before the rating token ("<think>", the
+    reasoning word by word, "</think>", "\n\n"); none for other profiles. The rating token's
+    alternatives then come after the reasoning, as a llama.cpp server gives them."""
+    if settings.profile != THINK_TAGS:
+        return []
+    words = reasoning_text(rating, top, yes_no, units).split(" ")
+    return ["<think>", "\n", words[0], *(" " + w for w in words[1:]), "\n", "</think>", "\n\n"]
+
+
 @dataclass
 class Shaped:
     """One choice's message as the profile's endpoint writes it, and the tokens it took."""

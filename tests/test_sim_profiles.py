@@ -310,3 +310,54 @@ async def test_think_tags_in_logprobs_mode_give_the_rating_token_after_the_reaso
     assert [int(rating["token"])] == ratings(body, srv.settings)
     reasoning = "".join(t["token"] for t in tokens[1:end])
     assert disagrees(reasoning, int(rating["token"])), reasoning
+
+
+async def test_stats_and_settings_endpoints_know_the_profiles(srv: SimServer) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{srv.root_url}/sim/settings", json={"profile": "o9"}) as resp:
+            assert resp.status == 400
+            assert "unknown profile 'o9'" in (await resp.json())["error"]["message"]
+        async with session.post(
+            f"{srv.root_url}/sim/settings", json={"profile": "think-tags"}
+        ) as resp:
+            assert resp.status == 200 and srv.settings.profile == "think-tags"
+    body = reasoning_request(max_tokens=2000, n=2)
+    raw = json.dumps(body).encode()
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{srv.base_url}/chat/completions", data=raw) as resp,
+    ):
+        assert resp.status == 200
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{srv.root_url}/sim/stats") as resp:
+            assert "ratings" not in await resp.json()
+        async with session.get(f"{srv.root_url}/sim/stats?ratings=1") as resp:
+            shown = (await resp.json())["ratings"]
+    assert shown == {hashlib.sha256(raw).hexdigest(): ratings(body, srv.settings)}
+
+
+def test_a_batch_line_is_refused_as_online(srv: SimServer) -> None:
+    srv.settings.profile = "openai-reasoning"
+    lines = [
+        {"custom_id": name, "method": "POST", "url": "/v1/chat/completions", "body": body}
+        for name, body in (
+            ("old", reasoning_request(max_tokens=5)),
+            ("new", reasoning_request(max_completion_tokens=2000)),
+        )
+    ]
+    content = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    with openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0) as sdk:
+        uploaded = sdk.files.create(file=("in.jsonl", content), purpose="batch")
+        batch = sdk.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        done = sdk.batches.retrieve(batch.id)
+        assert done.status == "completed" and done.error_file_id and done.output_file_id
+        errors = [json.loads(x) for x in sdk.files.content(done.error_file_id).text.splitlines()]
+        output = [json.loads(x) for x in sdk.files.content(done.output_file_id).text.splitlines()]
+    assert [e["custom_id"] for e in errors] == ["old"]
+    response = errors[0]["response"]
+    assert response["status_code"] == 400
+    assert response["body"]["error"]["code"] == "unsupported_parameter"
+    answer = output[0]["response"]["body"]
+    assert answer["usage"]["completion_tokens_details"]["reasoning_tokens"] > 0

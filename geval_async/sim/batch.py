@@ -10,7 +10,10 @@ online requests (:func:`~geval_async.sim.answers.completion`), so a study judged
 rates exactly as one judged online. Settings make a share of the lines fail
 (``batch_failed_lines``, with ``batch_failure_status``), a share expire (``batch_expired_lines``:
 the batch ends ``expired``) or the whole batch fail validation (``batch_invalid``).
-:class:`~geval_async.sim.settings.SimStats` counts batches, their lines and the HTTP calls.
+``batch_queue_tokens`` caps each model's queued input tokens
+(:mod:`~geval_async.sim.batch_queue`); ``batch_polls`` ends a batch at its n-th retrieval.
+:class:`~geval_async.sim.settings.SimStats` counts batches, their lines, the requests queued
+(``batch_requests``), the queued tokens and the HTTP calls.
 """
 
 from __future__ import annotations

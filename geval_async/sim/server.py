@@ -9,7 +9,11 @@ a distribution over the ratings centred on the true score. On request it injects
 remote API shows (429s with retry-after, quota exhaustion, 5xx, resets, stalls, truncated
 bodies) and counts everything it received, so a test can assert what a client sent.
 
-It speaks the Batch API too (``/v1/files``, ``/v1/batches``: :mod:`geval_async.sim.batch`).
+Model profiles (:mod:`geval_async.sim.profiles`: ``openai-reasoning``, ``deepseek-reasoner``,
+``think-tags``, ``anthropic-compat``) make it refuse and answer as those endpoints do; a prompt
+ending in "Evaluation Steps:" gets G-Eval's evaluation steps (:mod:`geval_async.sim.steps`).
+It speaks the Batch API too (``/v1/files``, ``/v1/batches``: :mod:`geval_async.sim.batch`),
+with OpenAI's enqueued-token limit (:mod:`geval_async.sim.batch_queue`).
 ``GET /sim/stats``, ``POST /sim/settings`` and ``POST /sim/reset`` let another process
 (a benchmark driving the CLI) watch and steer it.
 """
@@ -199,7 +203,8 @@ class _Judge:
     async def stats_view(self, request: web.Request) -> web.Response:
         if self.batches is not None:
             self.batches.refresh()  # the queued tokens as of now
-        return web.json_response(self.stats.as_dict())
+        ratings = request.query.get("ratings", "") not in ("", "0")
+        return web.json_response(self.stats.as_dict(ratings=ratings))
 
     async def reset_stats(self, request: web.Request) -> web.Response:
         self.stats.reset()
@@ -218,6 +223,10 @@ class _Judge:
             if name not in types or not _fits(value, types[name]):
                 message = f"Invalid setting {name}={value!r}."
                 return error(400, message, "invalid_request_error", None)
+        try:
+            check_profile(dataclasses.replace(self.settings, **update))
+        except ValueError as exc:
+            return error(400, f"Invalid setting: {exc}.", "invalid_request_error", None)
         for name, value in update.items():
             setattr(self.settings, name, value)
         return web.json_response(dataclasses.asdict(self.settings))

@@ -126,9 +126,13 @@ class SimStats:
             "last_answered": max(answered, default=None),
         }
 
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-able summary; counter keys are strings so it survives a JSON round trip."""
-        return {
+    def as_dict(self, ratings: bool = False) -> dict[str, Any]:
+        """A JSON-able summary; counter keys are strings so it survives a JSON round trip.
+
+        ``ratings`` adds the ratings given (``GET /sim/stats?ratings=1``): left out by default,
+        as a million-request benchmark would fetch them in every poll.
+        """
+        summary = {
             "received": self.received,
             "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
             "in_flight": self.in_flight,
@@ -143,7 +147,9 @@ class SimStats:
             "batch_requests": dict(self.batch_requests),
             "batch_queued_tokens": dict(self.batch_queued_tokens),
             "batch_peak_queued_tokens": dict(self.batch_peak_queued_tokens),
-            "ratings": dict(self.ratings),
             "steps": self.steps,
             "timeline": self.timeline(),
         }
+        if ratings:
+            summary["ratings"] = dict(self.ratings)
+        return summary

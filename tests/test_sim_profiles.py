@@ -361,3 +361,15 @@ def test_a_batch_line_is_refused_as_online(srv: SimServer) -> None:
     assert response["body"]["error"]["code"] == "unsupported_parameter"
     answer = output[0]["response"]["body"]
     assert answer["usage"]["completion_tokens_details"]["reasoning_tokens"] > 0
+
+
+@pytest.mark.parametrize("profile", ["openai-reasoning", "deepseek-reasoner", "think-tags"])
+async def test_the_same_body_gets_the_same_answer_under_a_profile(
+    srv: SimServer, profile: str
+) -> None:
+    srv.settings.profile = profile
+    body = reasoning_request(max_completion_tokens=3000, n=4)
+    url = f"{srv.base_url}/chat/completions"
+    (status, first), (_, again) = await post(url, body), await post(url, body)
+    assert status == 200
+    assert first["choices"] == again["choices"] and first["usage"] == again["usage"]

@@ -260,7 +260,8 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         else:
             noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
             rating = min(top, max(1, math.floor(t + noise + 0.5)))
-            extra = _units(settings.seed, draw_key, (offset or 0) + i, "profile", repeat)
+            draw = repeat if fresh else 0
+            extra = _units(settings.seed, draw_key, (offset or 0) + i, "profile", draw)
             if writes_steps:
                 full = write_steps(prompt, rating_scale(prompt), [u1, u2, u3, u4])
             elif yes_no:

@@ -59,6 +59,12 @@ SETTING_HELP = {
     "batch_failure_status": "Batch API: the HTTP status of a failed line",
     "batch_expired_lines": "Batch API: share of lines left unanswered (the batch expires)",
     "batch_invalid": "Batch API: every batch fails validation with this message",
+    "batch_queue_tokens": "Batch API: enqueued-token limit per model; a batch over it fails",
+    "batch_polls": "Batch API: a batch ends after this many retrievals (overrides batch-seconds)",
+    "profile": "the model's dialect: default, openai-reasoning, deepseek-reasoner, think-tags, "
+    "anthropic-compat",
+    "reasoning_field": "deepseek-reasoner: the message field of the reasoning",
+    "think_cut_off": "think-tags: share of answers cut off inside their reasoning",
 }
 
 
@@ -79,8 +85,10 @@ def sim_setting_names() -> list[str]:
 
 
 def _setting_arguments(sim: argparse.ArgumentParser) -> None:
+    from ..sim.profiles import PROFILES, REASONING_FIELDS
     from ..sim.settings import SimSettings
 
+    choices = {"profile": PROFILES, "reasoning_field": REASONING_FIELDS}
     for f in dataclasses.fields(SimSettings):
         default = f.default
         flag = "--" + f.name.replace("_", "-")
@@ -90,7 +98,9 @@ def _setting_arguments(sim: argparse.ArgumentParser) -> None:
         else:
             kind: Callable[[str], Any] = type(default) if default is not None else _number
             shown = "" if default is None else f" (default {default})"
-            sim.add_argument(flag, type=kind, default=default, help=meaning + shown)
+            sim.add_argument(
+                flag, type=kind, default=default, choices=choices.get(f.name), help=meaning + shown
+            )
 
 
 def _number(text: str) -> float | int | str:

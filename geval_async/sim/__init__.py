@@ -4,8 +4,21 @@ Tests, benchmarks and the demo use it; no production path imports it (the CLI's 
 ``demo`` commands import it when they run).
 """
 
-from .answers import FINGERPRINT, MODEL
+from .answers import FINGERPRINT, MODEL, ratings
+from .profiles import PROFILES
 from .server import SimServer, make_app, serve
 from .settings import SimSettings, SimStats
+from .steps import asks_for_steps
 
-__all__ = ["FINGERPRINT", "MODEL", "SimServer", "SimSettings", "SimStats", "make_app", "serve"]
+__all__ = [
+    "FINGERPRINT",
+    "MODEL",
+    "PROFILES",
+    "SimServer",
+    "SimSettings",
+    "SimStats",
+    "asks_for_steps",
+    "make_app",
+    "ratings",
+    "serve",
+]

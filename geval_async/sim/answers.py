@@ -12,10 +12,22 @@ import json
 import math
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from .limits import message_text, prompt_tokens
+from .profiles import (
+    ANTHROPIC_COMPAT,
+    DEEPSEEK_REASONER,
+    OPENAI_REASONING,
+    fresh_samples,
+    ignores_logprobs,
+    reasoning_text,
+    shape,
+    thinking_tokens,
+)
 from .settings import SimSettings
+from .steps import asks_for_steps, write_steps
 
 MODEL = "sim-judge"
 FINGERPRINT = "geval-async-simulated"
@@ -128,14 +140,16 @@ def first_token_probs(t: float, top: int, invalid: bool) -> list[tuple[str, floa
 
 
 def _logprob_choice(
-    t: float, top: int, invalid: bool, k: int, max_tokens: int | None
+    t: float, top: int, invalid: bool, k: int, max_tokens: int | None, prefix: list[str]
 ) -> tuple[str, dict[str, Any], bool]:
+    """Greedy tokens with logprobs; ``prefix`` (reasoning, think-tags) comes before the rating."""
     probs = first_token_probs(t, top, invalid)
     # Greedy, as judges asking for logprobs sample once at temperature 0.
     best, p_best = probs[0]
     first = _token(best, math.log(p_best))
     first["top_logprobs"] = [_token(tok, math.log(p)) for tok, p in probs[:k]]
-    tokens = [first]
+    tokens = [{**_token(word, -0.01), "top_logprobs": [_token(word, -0.01)][:k]} for word in prefix]
+    tokens.append(first)
     if invalid:
         for word in (" cannot", " rate", " this", " text", "."):
             tokens.append({**_token(word, -0.05), "top_logprobs": [_token(word, -0.05)][:k]})
@@ -174,16 +188,33 @@ def _fill(form: str, rating: int, top: int) -> str:
     )
 
 
-def judge(
-    body: dict[str, Any], settings: SimSettings, repeat: int
-) -> tuple[list[dict[str, Any]], int, int]:
-    """The choices for a validated request, their completion tokens and how many refuse.
+@dataclass
+class Judged:
+    """The choices answering a request and what they took."""
+
+    choices: list[dict[str, Any]]
+    completion_tokens: int
+    reasoning_tokens: int
+    refusals: int  # choices that hold no rating (invalid_answers)
+    ratings: list[int | None]  # the rating each choice gives (None: none, or steps)
+    steps: bool  # the request asked for evaluation steps (sim.steps)
+
+
+def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> list[int | None]:
+    """The rating each choice of the answer to ``body`` (as sent) gives: what tests compare
+    a study's scores with. ``repeat`` as for :func:`judge`."""
+    return judge(body, settings, repeat).ratings
+
+
+def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
+    """The choices for a validated request, their tokens and ratings.
 
     Args:
         body: the parsed request.
-        settings: the server settings (seed, invalid_answers, ignore_n).
+        settings: the server settings (seed, invalid_answers, ignore_n, profile).
         repeat: how often this exact body was answered before; mixed into the draws only
-            in ``ignore_n`` mode, where a real server would sample anew on every call.
+            where a real server samples anew on every call (``ignore_n``, the
+            ``anthropic-compat`` profile, which ignores the seed).
     """
     messages = body["messages"]
     prompt = "\n".join(message_text(m) for m in messages)
@@ -191,37 +222,49 @@ def judge(
     # A yes/no question is a two-point scale: 2 = "Yes", 1 = "No".
     top = 2 if yes_no else rating_scale(prompt)
     t = true_score(messages, top, settings.seed)
+    writes_steps = asks_for_steps(prompt)
     # Choice i of a request with seed s is the sample of seed s + i: geval-async sends seed +
     # draw index, so an item's k-th sample is the same however its samples were chunked.
-    seed = body.get("seed")
+    seed = None if settings.profile == ANTHROPIC_COMPAT else body.get("seed")
     offset = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
     kept = {k: v for k, v in body.items() if k != "n" and (k != "seed" or offset is None)}
+    if settings.profile == ANTHROPIC_COMPAT:
+        kept.pop("seed", None)
     draw_key = canonical(kept)
-    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     n = 1 if settings.ignore_n else body.get("n") or 1
-    choices: list[dict[str, Any]] = []
-    used = refusals = 0
+    fresh = fresh_samples(settings)
+    with_logprobs = bool(body.get("logprobs")) and not ignores_logprobs(settings)
+    judged = Judged([], 0, 0, 0, [], writes_steps)
     for i in range(n):
-        u1, u2, u3, u4 = _units(
-            settings.seed, draw_key, (offset or 0) + i, repeat if settings.ignore_n else 0
-        )
-        invalid = u3 < settings.invalid_answers
-        refusals += invalid
-        if body.get("logprobs"):
+        u1, u2, u3, u4 = _units(settings.seed, draw_key, (offset or 0) + i, repeat if fresh else 0)
+        invalid = u3 < settings.invalid_answers and not writes_steps
+        judged.refusals += invalid
+        if with_logprobs and not writes_steps:
+            max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
             k = body.get("top_logprobs") or 0
-            text, logprobs, cut = _logprob_choice(t, top, invalid, k, max_tokens)
+            greedy = first_token_probs(t, top, False)[0][0].strip()  # the rating token
+            prefix = thinking_tokens(settings, int(greedy), top, yes_no, [u1, u2, u3, u4])
+            text, logprobs, cut = _logprob_choice(t, top, invalid, k, max_tokens, prefix)
             rename = _yes_no if yes_no else _letter if settings.answer_styles == "letters" else None
+            rated = logprobs["content"][len(prefix) : len(prefix) + 1]  # none when cut before
             if rename is not None:
-                for token in logprobs["content"][:1]:
+                for token in rated:
                     token["token"] = rename(token["token"])
                     for alternative in token["top_logprobs"]:
                         alternative["token"] = rename(alternative["token"])
                 text = "".join(token["token"] for token in logprobs["content"])
-            used += len(logprobs["content"])
+            first = rated[0]["token"].strip() if rated else ""
+            judged.ratings.append(None if invalid else _rating_of(first, yes_no))
+            judged.completion_tokens += len(logprobs["content"])
+            message = {"role": "assistant", "content": text, "refusal": None}
         else:
             noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
             rating = min(top, max(1, math.floor(t + noise + 0.5)))
-            if yes_no:
+            draw = repeat if fresh else 0
+            extra = _units(settings.seed, draw_key, (offset or 0) + i, "profile", draw)
+            if writes_steps:
+                full = write_steps(prompt, rating_scale(prompt), [u1, u2, u3, u4])
+            elif yes_no:
                 word = "Yes" if rating == 2 else "No"
                 full = INVALID_ANSWER if invalid else YES_NO_STYLES[int(u4 * len(YES_NO_STYLES))]
                 full = full.format(w=word)
@@ -229,41 +272,63 @@ def judge(
                 forms = answer_forms(settings.answer_styles)
                 full = INVALID_ANSWER if invalid else forms[int(u4 * len(forms))]
                 full = _fill(full, rating, top)
-            text = full[: None if max_tokens is None else max_tokens * 4]
-            cut, logprobs = len(text) < len(full), None
-            used += max(1, math.ceil(len(text) / 4))
-        choices.append(
+            given = None if invalid or writes_steps else rating
+            judged.ratings.append(given)
+            thought = reasoning_text(given, top, yes_no, extra)
+            shaped = shape(full, thought, body, settings, extra)
+            message, cut, logprobs = shaped.message, shaped.cut, None
+            judged.completion_tokens += shaped.completion_tokens
+            judged.reasoning_tokens += shaped.reasoning_tokens
+        judged.choices.append(
             {
                 "index": i,
-                "message": {"role": "assistant", "content": text, "refusal": None},
+                "message": message,
                 "logprobs": logprobs,
                 "finish_reason": "length" if cut else "stop",
             }
         )
-    return choices, used, refusals
+    return judged
+
+
+def _rating_of(token: str, yes_no: bool) -> int | None:
+    if yes_no:
+        return {"Yes": 2, "No": 1}.get(token)
+    if len(token) == 1 and token.isalpha():
+        return ord(token.upper()) - 64
+    return int(token) if token.isdigit() else None
 
 
 def completion(
     body: dict[str, Any], settings: SimSettings, model: str, answer_id: str, repeat: int = 0
-) -> tuple[dict[str, Any], int]:
-    """The chat-completion object answering a validated request, and how many choices refuse.
+) -> tuple[dict[str, Any], Judged]:
+    """The chat-completion object answering a validated request, and how it was judged.
 
     The online endpoint and the Batch API both answer with it, so a batch answers exactly as
     online requests do.
     """
-    choices, used, refusals = judge(body, settings, repeat)
+    judged = judge(body, settings, repeat)
     prompt = prompt_tokens(body["messages"])
+    used = judged.completion_tokens
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": used,
+        "total_tokens": prompt + used,
+    }
+    if settings.profile in (OPENAI_REASONING, DEEPSEEK_REASONER):
+        usage["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
+        usage["completion_tokens_details"] = {
+            "reasoning_tokens": judged.reasoning_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        }
     answer = {
         "id": answer_id,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "system_fingerprint": FINGERPRINT,
-        "choices": choices,
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": used,
-            "total_tokens": prompt + used,
-        },
+        "choices": judged.choices,
+        "usage": usage,
     }
-    return answer, refusals
+    return answer, judged

@@ -10,7 +10,10 @@ online requests (:func:`~geval_async.sim.answers.completion`), so a study judged
 rates exactly as one judged online. Settings make a share of the lines fail
 (``batch_failed_lines``, with ``batch_failure_status``), a share expire (``batch_expired_lines``:
 the batch ends ``expired``) or the whole batch fail validation (``batch_invalid``).
-:class:`~geval_async.sim.settings.SimStats` counts batches, their lines and the HTTP calls.
+``batch_queue_tokens`` caps each model's queued input tokens
+(:mod:`~geval_async.sim.batch_queue`); ``batch_polls`` ends a batch at its n-th retrieval.
+:class:`~geval_async.sim.settings.SimStats` counts batches, their lines, the requests queued
+(``batch_requests``), the queued tokens and the HTTP calls.
 """
 
 from __future__ import annotations
@@ -18,82 +21,20 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from .answers import canonical, completion
+from .batch_objects import FINAL, Batch, BatchFile
+from .batch_queue import input_tokens, over_limit, queued_tokens, request_digest
 from .limits import error, validate
+from .profiles import refusal
 from .settings import SimSettings, SimStats
 
 MAX_LINES = 50_000
 MAX_BYTES = 200 * 1024**2
 ENDPOINTS = ("/v1/chat/completions", "/chat/completions")
-FINAL = ("failed", "completed", "expired", "cancelled")
-
-
-@dataclass
-class _File:
-    id: str
-    filename: str
-    purpose: str
-    content: bytes
-    created_at: int = field(default_factory=lambda: int(time.time()))
-
-    def view(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "object": "file",
-            "bytes": len(self.content),
-            "created_at": self.created_at,
-            "filename": self.filename,
-            "purpose": self.purpose,
-            "status": "processed",
-        }
-
-
-@dataclass
-class _Batch:
-    id: str
-    input_file_id: str
-    endpoint: str
-    completion_window: str
-    lines: list[dict[str, Any]]
-    started: float = field(default_factory=time.monotonic)
-    created_at: int = field(default_factory=lambda: int(time.time()))
-    status: str = "validating"
-    problem: str | None = None  # why validation failed
-    problem_line: int | None = None
-    output_file_id: str | None = None
-    error_file_id: str | None = None
-    completed: int = 0
-    failed: int = 0
-    done_share: float = 1.0  # the share of lines answered when cancelled
-
-    def view(self) -> dict[str, Any]:
-        errors = None
-        if self.problem is not None:
-            item = {"code": "invalid_request", "message": self.problem, "param": None}
-            errors = {"object": "list", "data": [{**item, "line": self.problem_line}]}
-        return {
-            "id": self.id,
-            "object": "batch",
-            "endpoint": self.endpoint,
-            "errors": errors,
-            "input_file_id": self.input_file_id,
-            "completion_window": self.completion_window,
-            "status": self.status,
-            "output_file_id": self.output_file_id,
-            "error_file_id": self.error_file_id,
-            "created_at": self.created_at,
-            "request_counts": {
-                "total": len(self.lines),
-                "completed": self.completed,
-                "failed": self.failed,
-            },
-            "metadata": None,
-        }
 
 
 def _share(seed: int, *parts: Any) -> float:
@@ -107,8 +48,8 @@ class BatchService:
 
     def __init__(self, settings: SimSettings, stats: SimStats) -> None:
         self.settings, self.stats = settings, stats
-        self.files: dict[str, _File] = {}
-        self.batches: dict[str, _Batch] = {}
+        self.files: dict[str, BatchFile] = {}
+        self.batches: dict[str, Batch] = {}
         self._ids = 0
 
     def routes(self) -> list[web.RouteDef]:
@@ -156,7 +97,7 @@ class BatchService:
         content = upload.file.read()
         if len(content) > MAX_BYTES:
             return error(400, "File is larger than 200 MB.", "invalid_request_error", None)
-        file = _File(self._new_id("file-"), upload.filename, "batch", content)
+        file = BatchFile(self._new_id("file-"), upload.filename, "batch", content)
         self.files[file.id] = file
         return web.json_response(file.view())
 
@@ -189,7 +130,7 @@ class BatchService:
         file = self.files.get(str(params.get("input_file_id")))
         if file is None:
             return error(404, "No such File object.", "invalid_request_error", None)
-        batch = _Batch(
+        batch = Batch(
             self._new_id("batch_"),
             file.id,
             params["endpoint"],
@@ -197,12 +138,50 @@ class BatchService:
             [],
         )
         self._validate(batch, file.content)
+        if batch.problem is None:
+            self._enqueue(batch)
         self.batches[batch.id] = batch
         self.stats.batches += 1
         self.stats.batch_lines += len(batch.lines)
         return web.json_response(batch.view())
 
-    def _validate(self, batch: _Batch, content: bytes) -> None:
+    def _enqueue(self, batch: Batch) -> None:
+        """Queue a valid batch, or fail it when it would take the model over the limit."""
+        batch.model, batch.tokens = input_tokens(batch.lines)
+        limit = self.settings.batch_queue_tokens
+        queued = self.refresh().get(batch.model, 0)
+        if limit is not None and queued + batch.tokens > limit:
+            batch.problem, batch.problem_code = over_limit(batch.model, limit)
+            return
+        for line in batch.lines:
+            self.stats.batch_requests[request_digest(line["body"])] += 1
+        self.batches[batch.id] = batch
+        self.refresh()
+
+    def refresh(self) -> dict[str, int]:
+        """Count the queued tokens per model now (into the stats, with their peak)."""
+        queued = queued_tokens(
+            (b.model, b.tokens) for b in self.batches.values() if not self._released(b)
+        )
+        self.stats.batch_queued_tokens = queued
+        peak = self.stats.batch_peak_queued_tokens
+        for model, tokens in queued.items():
+            peak[model] = max(peak.get(model, 0), tokens)
+        return queued
+
+    def _released(self, batch: Batch) -> bool:
+        """Whether a batch no longer holds queue tokens: failed, done (or due), cancelled."""
+        return (
+            batch.problem is not None or batch.status in (*FINAL, "cancelling") or self._due(batch)
+        )
+
+    def _due(self, batch: Batch) -> bool:
+        """Whether a batch's time is up: batch_polls retrievals, else batch_seconds elapsed."""
+        if self.settings.batch_polls is not None:
+            return batch.polls >= self.settings.batch_polls
+        return time.monotonic() - batch.started >= self.settings.batch_seconds
+
+    def _validate(self, batch: Batch, content: bytes) -> None:
         """Parse the input file; a bad line fails the whole batch, as OpenAI's validation."""
         seen: set[str] = set()
         for number, raw in enumerate(content.splitlines(), 1):
@@ -237,7 +216,9 @@ class BatchService:
         batch = self.batches.get(request.match_info["id"])
         if batch is None:
             return error(404, "No such Batch object.", "invalid_request_error", None)
+        batch.polls += 1
         self._advance(batch)
+        self.refresh()
         return web.json_response(batch.view())
 
     async def listing(self, request: web.Request) -> web.Response:
@@ -279,7 +260,7 @@ class BatchService:
 
     # --- progress ------------------------------------------------------------------------
 
-    def _advance(self, batch: _Batch) -> None:
+    def _advance(self, batch: Batch) -> None:
         """Move a batch on by the clock: validating -> in_progress -> completed (or else)."""
         if batch.status in FINAL:
             return
@@ -289,16 +270,17 @@ class BatchService:
         if batch.status == "cancelling":
             self._finish(batch, "cancelled", answered=int(len(batch.lines) * batch.done_share))
             return
-        seconds = self.settings.batch_seconds
-        elapsed = time.monotonic() - batch.started
-        if elapsed < seconds:
+        if not self._due(batch):
+            polls, seconds = self.settings.batch_polls, self.settings.batch_seconds
+            elapsed = time.monotonic() - batch.started
+            share = batch.polls / polls if polls else elapsed / seconds
             batch.status = "in_progress"
-            batch.completed = int(len(batch.lines) * elapsed / seconds)
+            batch.completed = int(len(batch.lines) * share)
             return
         expiring = self.settings.batch_expired_lines > 0
         self._finish(batch, "expired" if expiring else "completed", answered=len(batch.lines))
 
-    def _finish(self, batch: _Batch, status: str, *, answered: int) -> None:
+    def _finish(self, batch: Batch, status: str, *, answered: int) -> None:
         """Answer the lines, write the output and error files, and close the batch."""
         s = self.settings
         output, errors = [], []
@@ -346,23 +328,28 @@ class BatchService:
         if problem is not None:
             message, code = problem
             return 400, _error_body(message, "invalid_request_error", code)
+        refused = refusal(body, s)
+        if refused is not None:
+            return refused
         if _share(s.seed, "fail", custom_id) < s.batch_failed_lines:
             status = s.batch_failure_status
             kind = "server_error" if status >= 500 else "invalid_request_error"
             return status, _error_body(f"The request failed (simulated {status}).", kind, None)
         model = str(body.get("model") or "sim-judge")
         answer_id = f"chatcmpl-sim-batch-{custom_id[-16:]}"
-        answer, refusals = completion(body, s, model, answer_id)
-        if refusals:
-            self.stats.faults["invalid_answer"] += refusals
+        answer, judged = completion(body, s, model, answer_id)
+        if judged.refusals:
+            self.stats.faults["invalid_answer"] += judged.refusals
         self.stats.samples += len(answer["choices"])
+        self.stats.ratings.setdefault(request_digest(body), []).extend(judged.ratings)
+        self.stats.steps += judged.steps
         return 200, answer
 
     def _store(self, lines: list[dict[str, Any]], filename: str) -> str | None:
         if not lines:
             return None
         content = "".join(json.dumps(line) + "\n" for line in lines).encode()
-        file = _File(self._new_id("file-"), filename, "batch_output", content)
+        file = BatchFile(self._new_id("file-"), filename, "batch_output", content)
         self.files[file.id] = file
         return file.id
 

@@ -9,7 +9,11 @@ a distribution over the ratings centred on the true score. On request it injects
 remote API shows (429s with retry-after, quota exhaustion, 5xx, resets, stalls, truncated
 bodies) and counts everything it received, so a test can assert what a client sent.
 
-It speaks the Batch API too (``/v1/files``, ``/v1/batches``: :mod:`geval_async.sim.batch`).
+Model profiles (:mod:`geval_async.sim.profiles`: ``openai-reasoning``, ``deepseek-reasoner``,
+``think-tags``, ``anthropic-compat``) make it refuse and answer as those endpoints do; a prompt
+ending in "Evaluation Steps:" gets G-Eval's evaluation steps (:mod:`geval_async.sim.steps`).
+It speaks the Batch API too (``/v1/files``, ``/v1/batches``: :mod:`geval_async.sim.batch`),
+with OpenAI's enqueued-token limit (:mod:`geval_async.sim.batch_queue`).
 ``GET /sim/stats``, ``POST /sim/settings`` and ``POST /sim/reset`` let another process
 (a benchmark driving the CLI) watch and steer it.
 """
@@ -43,6 +47,7 @@ from .limits import (
     too_many,
     validate,
 )
+from .profiles import ANTHROPIC_COMPAT, check_profile, fresh_samples, refusal
 from .settings import SimSettings, SimStats
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -70,6 +75,7 @@ class _Judge:
         self.rng, self.rng_seed = random.Random(settings.seed), settings.seed
         self.granted = 0  # 200s promised but not yet sent, so quota_after holds under load
         self.calls: collections.Counter[str] = collections.Counter()  # ignore_n: per body, not n
+        self.batches: BatchService | None = None
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -123,6 +129,10 @@ class _Judge:
                 f"but got {body.get('n')} (sim)"
             )
             return error(400, message, "invalid_request_error", None)
+        refused = refusal(body, s)
+        if refused is not None:
+            status, payload = refused
+            return web.json_response(payload, status=status)
         prompt = prompt_tokens(body["messages"])
 
         if self.rng_seed != s.seed:
@@ -165,20 +175,24 @@ class _Judge:
         self, body: dict[str, Any], model: str, digest: str, truncate: bool
     ) -> web.Response:
         repeat = self.stats.answered[digest]
-        # llama.cpp samples anew on every call, also when only n differs between calls.
-        call = json.dumps({k: v for k, v in body.items() if k != "n"}, sort_keys=True)
-        if self.settings.ignore_n:
+        # llama.cpp samples anew on every call, also when only n differs between calls;
+        # an endpoint that ignores the seed does when only the seed differs.
+        unseeded = ("n", "seed") if self.settings.profile == ANTHROPIC_COMPAT else ("n",)
+        call = json.dumps({k: v for k, v in body.items() if k not in unseeded}, sort_keys=True)
+        if fresh_samples(self.settings):
             repeat = self.calls[call]
         answer_id = f"chatcmpl-sim-{hashlib.sha256(f'{digest}:{repeat}'.encode()).hexdigest()[:24]}"
-        answer, refusals = completion(body, self.settings, model, answer_id, repeat)
-        if refusals:
-            self.stats.faults["invalid_answer"] += refusals
+        answer, judged = completion(body, self.settings, model, answer_id, repeat)
+        if judged.refusals:
+            self.stats.faults["invalid_answer"] += judged.refusals
         text = json.dumps(answer)
         if truncate:
             text = text[: len(text) // 2]
         else:
             self.stats.answered[digest] += 1
             self.stats.samples += len(answer["choices"])
+            self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
+            self.stats.steps += judged.steps
             self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")
 
@@ -187,7 +201,10 @@ class _Judge:
         return web.json_response({"object": "list", "data": [model]})
 
     async def stats_view(self, request: web.Request) -> web.Response:
-        return web.json_response(self.stats.as_dict())
+        if self.batches is not None:
+            self.batches.refresh()  # the queued tokens as of now
+        ratings = request.query.get("ratings", "") not in ("", "0")
+        return web.json_response(self.stats.as_dict(ratings=ratings))
 
     async def reset_stats(self, request: web.Request) -> web.Response:
         self.stats.reset()
@@ -206,6 +223,10 @@ class _Judge:
             if name not in types or not _fits(value, types[name]):
                 message = f"Invalid setting {name}={value!r}."
                 return error(400, message, "invalid_request_error", None)
+        try:
+            check_profile(dataclasses.replace(self.settings, **update))
+        except ValueError as exc:
+            return error(400, f"Invalid setting: {exc}.", "invalid_request_error", None)
         for name, value in update.items():
             setattr(self.settings, name, value)
         return web.json_response(dataclasses.asdict(self.settings))
@@ -227,7 +248,10 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
         stats: where to count; a fresh SimStats when omitted.
     """
     answer_forms(settings.answer_styles)  # an unknown style fails here, not on every request
+    check_profile(settings)  # and so does an unknown profile
     judge = _Judge(settings, stats if stats is not None else SimStats())
+    batches = BatchService(settings, judge.stats)
+    judge.batches = batches
     # Batch input files may be 200 MB.
     app = web.Application(middlewares=[_house_style], client_max_size=256 * 1024**2)
     app.add_routes(
@@ -238,7 +262,7 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
             web.get("/sim/stats", judge.stats_view),
             web.post("/sim/settings", judge.update_settings),
             web.post("/sim/reset", judge.reset_stats),
-            *BatchService(settings, judge.stats).routes(),
+            *batches.routes(),
         ]
     )
     return app

@@ -44,6 +44,21 @@ class SimSettings:
     batch_failure_status: int = 500
     batch_expired_lines: float = 0.0
     batch_invalid: str | None = None
+    # The Batch API's enqueued-token limit per model (None: no limit): a batch whose input
+    # would take the model's queued tokens over it fails with token_limit_exceeded.
+    batch_queue_tokens: int | None = None
+    # A batch ends after this many retrievals (GET /v1/batches/ID), whatever batch_seconds
+    # says: a clock-free way for tests to hold batches in the queue and then finish them.
+    batch_polls: int | None = None
+    # The dialect of the model behind the endpoint (sim.profiles.PROFILES): "default" (an
+    # OpenAI chat model), "openai-reasoning", "deepseek-reasoner", "think-tags",
+    # "anthropic-compat".
+    profile: str = "default"
+    # deepseek-reasoner: the message field holding the reasoning ("reasoning_content" as
+    # DeepSeek and vLLM's reasoning parser send it, "reasoning" as newer vLLM and OpenRouter).
+    reasoning_field: str = "reasoning_content"
+    # think-tags: the share of answers cut off inside their reasoning (no closing tag).
+    think_cut_off: float = 0.0
 
 
 @dataclass
@@ -71,14 +86,27 @@ class SimStats:
     batches: int = 0  # batches created
     batch_lines: int = 0  # request lines in the input files of created batches
     batch_calls: int = 0  # HTTP calls to /v1/files and /v1/batches
+    # sha256 of each request body in the input of a batch that entered the queue (not one
+    # that failed validation or the queue limit): a count above 1 is a request sent twice.
+    batch_requests: collections.Counter[str] = field(default_factory=collections.Counter)
+    # Input tokens of the queued (validating or in_progress) batches per model, as of the
+    # last Batch API call, and the most there ever were.
+    batch_queued_tokens: dict[str, int] = field(default_factory=dict)
+    batch_peak_queued_tokens: dict[str, int] = field(default_factory=dict)
+    # The rating each choice of a 200 answer gave (None: no rating), by sha256 of the raw
+    # body as ``answered`` counts it; appended to on every answer, so a repeated body adds.
+    ratings: dict[str, list[int | None]] = field(default_factory=dict)
+    steps: int = 0  # answers that wrote evaluation steps (sim.steps) rather than a rating
 
     def reset(self) -> None:
         """Zero every counter in place (the server keeps its reference)."""
         self.received = self.rate_limited = self.samples = 0
-        self.batches = self.batch_lines = self.batch_calls = 0
+        self.batches = self.batch_lines = self.batch_calls = self.steps = 0
+        self.batch_peak_queued_tokens = dict(self.batch_queued_tokens)  # queued batches stay
         self.peak_in_flight = self.in_flight  # requests still running count on
-        for counter in (self.by_status, self.answered, self.faults):
+        for counter in (self.by_status, self.answered, self.faults, self.batch_requests):
             counter.clear()
+        self.ratings.clear()
         self.arrivals.clear()
         self.events.clear()
 
@@ -98,9 +126,13 @@ class SimStats:
             "last_answered": max(answered, default=None),
         }
 
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-able summary; counter keys are strings so it survives a JSON round trip."""
-        return {
+    def as_dict(self, ratings: bool = False) -> dict[str, Any]:
+        """A JSON-able summary; counter keys are strings so it survives a JSON round trip.
+
+        ``ratings`` adds the ratings given (``GET /sim/stats?ratings=1``): left out by default,
+        as a million-request benchmark would fetch them in every poll.
+        """
+        summary = {
             "received": self.received,
             "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
             "in_flight": self.in_flight,
@@ -112,5 +144,12 @@ class SimStats:
             "batches": self.batches,
             "batch_lines": self.batch_lines,
             "batch_calls": self.batch_calls,
+            "batch_requests": dict(self.batch_requests),
+            "batch_queued_tokens": dict(self.batch_queued_tokens),
+            "batch_peak_queued_tokens": dict(self.batch_peak_queued_tokens),
+            "steps": self.steps,
             "timeline": self.timeline(),
         }
+        if ratings:
+            summary["ratings"] = dict(self.ratings)
+        return summary

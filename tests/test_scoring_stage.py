@@ -247,3 +247,52 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     again = run_cli("demo", "--output", str(tmp_path / "demo"))
     assert again.returncode == 0
     assert re.search(r"total\s+192\s+192\s+0", again.stdout), "a rerun comes from the cache"
+
+
+def _answers_body(*choices: dict) -> dict:
+    return {
+        "choices": [
+            {
+                "index": i,
+                "message": {"role": "assistant", **{k: v for k, v in c.items() if k != "finish"}},
+                "finish_reason": c.get("finish", "stop"),
+            }
+            for i, c in enumerate(choices)
+        ]
+    }
+
+
+def test_a_thinking_judge_is_scored_from_what_follows_its_reasoning(study: StudyFiles) -> None:
+    config = load_config(study.write_config("http://127.0.0.1:9/v1"))
+    first, second = [i for i in plan_items(prepare_study(config)) if i.criterion.name == "clar"][:2]
+    tagged = _answers_body(
+        {"content": "<think>\nIt's a 1 out of 5 for grammar? No.\n</think>\n4"},
+        {"content": "<think>...maybe 4.\n</think>\n\n5"},
+        {"content": "Score: 2? Too harsh.\n</think>\nScore: 3"},  # the opening was the prompt's
+    )
+    fields = _answers_body(
+        {"content": "4", "reasoning_content": "Final score: 1? No, it reads well."},
+        {"content": "Rating: 2", "reasoning": "Rating: 5? It misses the main event."},
+        {"content": "", "reasoning_content": "Clarity: 3 or 4? Let me re-", "finish": "length"},
+    )
+    with JudgeCache(config.cache_path) as cache:
+        _store(cache, first_request(first, config), tagged)
+        _store(cache, first_request(second, config), fields)
+    results = load_results(study.config)
+    by_record = {(s.record_id, s.criterion): s for s in results.scores}
+    one, two = by_record[(first.record.id, "clar")], by_record[(second.record.id, "clar")]
+    assert one.ratings == (4, 5, 3) and one.weighted_score == pytest.approx(4.0)
+    assert two.ratings == (4, 2, None) and two.reasons == (None, None, "cut_off")
+    assert two.weighted_score == pytest.approx(3.0)
+
+    story = run_cli("answers", str(study.config), "--record", second.record.id, "--criterion",
+                    "clar")  # fmt: skip
+    assert story.returncode == 0, story.stderr
+    lines = story.stdout.splitlines()
+    at = lines.index("[draw 0] rating 4")
+    assert lines[at + 1] == ("  reasoning (34 characters: 'Final score: 1? No, it reads well.')")
+    assert lines[at + 2] == "  answer: '4'"
+    assert "[draw 2] cut_off (cut off inside its reasoning)" in lines
+    story = run_cli("answers", str(study.config), "--record", first.record.id, "--criterion",
+                    "clar")  # fmt: skip
+    assert "  answer: '\\n4'" in story.stdout and "[draw 2] rating 3" in story.stdout

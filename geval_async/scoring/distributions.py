@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any
 
 from ..study.scale import Scale
+from .thinking import split_reasoning
 
 __all__ = [
     "RatingDistribution",
@@ -185,16 +186,26 @@ def first_token_top_logprobs(choice: dict[str, Any]) -> list[dict[str, Any]] | N
     """The ``top_logprobs`` of the first non-whitespace token of an OpenAI chat choice.
 
     Some models open with " " or "\\n" before the rating, so whitespace-only tokens are
-    skipped. Returns None when the choice carries no logprobs.
+    skipped, and thinking models reason first: the tokens up to the end of the reasoning
+    (``</think>``, :func:`~geval_async.scoring.thinking.split_reasoning`) are skipped too.
+    Returns None when the choice carries no logprobs, or its reasoning never ended.
     """
     logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(content, list):
         return None
-    for entry in content:
+    tokens = [e.get("token") if isinstance(e, dict) else None for e in content]
+    text = "".join(t for t in tokens if isinstance(t, str))
+    split = split_reasoning(text)
+    if split.unfinished:
+        return None  # cut off inside its reasoning: no token of it is the rating
+    offset = 0
+    for entry, token in zip(content, tokens, strict=True):
         if not isinstance(entry, dict):
             return None
-        token = entry.get("token")
+        start, offset = offset, offset + (len(token) if isinstance(token, str) else 0)
+        if start < split.answer_start:
+            continue  # a token of the reasoning, up to and including "</think>"
         if isinstance(token, str) and not token.strip():
             continue
         top = entry.get("top_logprobs")

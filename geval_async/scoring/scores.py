@@ -35,6 +35,7 @@ from .ratings import (
     first_token_top_logprobs,
 )
 from .rubrics import RubricOutcome, combine, parse_yes_no, yes_no_from_logprobs
+from .thinking import REASONING_CUT_OFF, message_reasoning, split_reasoning
 
 SCORED, MISSING, REFUSED, NO_VALID = (
     ScoreStatus.SCORED,
@@ -57,6 +58,7 @@ class ItemScore:
     answers: tuple[str, ...] = ()
     ratings: tuple[float | None, ...] = ()
     reasons: tuple[Reason | None, ...] = ()  # per answer: why it gave no rating
+    reasonings: tuple[str | None, ...] = ()  # per answer: its message's reasoning field, if any
     rubric: str | None = None
     parts: tuple[ItemScore, ...] = ()
     outcome: RubricOutcome | None = None
@@ -108,15 +110,26 @@ def _choice_text(choice: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
+def _choice_reasoning(choice: dict[str, Any]) -> str | None:
+    return message_reasoning(choice.get("message"))
+
+
 class _YesNo:
     """A parser with RatingParser's interface for yes/no rubric answers."""
 
-    def read(self, text: str, finish_reason: str | None = None) -> Reading:
+    def read(
+        self, text: str, finish_reason: str | None = None, reasoning: str | None = None
+    ) -> Reading:
+        split = split_reasoning(text)  # "Yes" after the reasoning, not the reasoning's "no"
+        if split.unfinished:
+            return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF)
+        text = split.answer
         rating = parse_yes_no(text)
         if rating is not None:
             return Reading(rating)
         if finish_reason == "length":
-            return Reading(None, Reason.CUT_OFF)
+            inside = not text.strip() and (reasoning or "").strip()
+            return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF if inside else None)
         return Reading(None, Reason.NO_RATING if text.strip() else Reason.REFUSED)
 
 
@@ -139,8 +152,10 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
         return ItemScore(status=MISSING, **base)
     choices = _texts(state.entries)[:n]
     answers = tuple(map(_choice_text, choices))
+    reasonings = tuple(map(_choice_reasoning, choices))
     # map, not generators: a study reads tens of thousands of answers here.
-    readings = list(map(parser.read, answers, [c.get("finish_reason") for c in choices]))
+    finishes = [c.get("finish_reason") for c in choices]
+    readings = list(map(parser.read, answers, finishes, reasonings))
     ratings: tuple[float | None, ...] = tuple([r.rating for r in readings])
     reasons = tuple([r.reason for r in readings])
     if mode == SamplingMode.LOGPROBS:
@@ -177,6 +192,7 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
         answers=answers,
         ratings=ratings,
         reasons=reasons,
+        reasonings=reasonings,
         **base,
     )
 

@@ -49,7 +49,7 @@ def read_row(row: dict) -> Reading:
     lo, hi = row["scale"]
     names = (row["criterion"],) if row.get("criterion") else ()
     parser = RatingParser(Scale.integer(lo, hi), options=row.get("options"), names=names)
-    return parser.read(row["text"], row.get("finish_reason"))
+    return parser.read(row["text"], row.get("finish_reason"), row.get("reasoning"))
 
 
 def evaluate(rows: list[dict]) -> list[Outcome]:

@@ -10,6 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from geval_async.errors import ConfigError
+from geval_async.options import Reason
+from geval_async.scoring.distributions import with_mass_floor
 from geval_async.scoring.ratings import (
     RatingParser,
     Scale,
@@ -17,6 +19,7 @@ from geval_async.scoring.ratings import (
     distribution_from_samples,
     first_token_top_logprobs,
 )
+from geval_async.scoring.rubrics import yes_no_from_logprobs
 
 LIKERT = Scale.integer(1, 5)
 HALVES = Scale((0, 0.5, 1))
@@ -353,6 +356,12 @@ token_probs = st.lists(
 
 @given(token_probs)
 def test_logprob_distribution_sums_to_one_and_scores_inside_the_scale(pairs) -> None:
+    # Distinct tokens' probabilities as a server gives them: summing to at most 1.
+    best: dict[str, float] = {}
+    for token, p in pairs:
+        best[token] = max(p, best.get(token, 0.0))
+    total = max(1.0, sum(best.values()))
+    pairs = [(token, p / total) for token, p in pairs]
     dist = distribution_from_logprobs(_top(*pairs), LIKERT)
     if dist.probs:
         assert math.isclose(sum(dist.probs.values()), 1.0, abs_tol=1e-12)
@@ -360,6 +369,53 @@ def test_logprob_distribution_sums_to_one_and_scores_inside_the_scale(pairs) -> 
         assert dist.valid_mass > 0
     else:
         assert dist.weighted_score is None and dist.invalid == 1
+
+
+# --- logprobs that lie ----------------------------------------------------------------
+
+
+def test_a_logprob_within_rounding_of_zero_is_certainty() -> None:
+    # Issue 23: "4" with top logprobs [4: +1e-7, 3: -12] scored 3.0 (the 4 was dropped).
+    top = [{"token": "4", "logprob": 1e-7}, {"token": "3", "logprob": -12.0}]
+    dist = distribution_from_logprobs(top, LIKERT)
+    assert dist.weighted_score == pytest.approx(4.0, abs=1e-4)
+    assert dist.valid_mass == pytest.approx(1.0, abs=1e-4) and dist.reason is None
+
+
+@pytest.mark.parametrize(
+    "top",
+    [
+        [{"token": "4", "logprob": "-0.1"}, {"token": "3", "logprob": -2.0}],
+        [{"token": "4", "logprob": None}, {"token": "3", "logprob": -2.0}],
+        [{"token": "4", "logprob": float("nan")}, {"token": "3", "logprob": -2.0}],
+        [{"token": "4", "logprob": float("inf")}, {"token": "3", "logprob": -2.0}],
+        [{"token": "4", "logprob": 0.5}],  # a probability of 1.65
+        [{"token": t, "logprob": 0.0} for t in "12345"],  # a mass of 5
+        [{"token": "4", "logprob": math.log(0.7)}, {"token": "3", "logprob": math.log(0.6)}],
+    ],
+)
+def test_logprobs_that_are_not_probabilities_make_the_answer_invalid(top: list[dict]) -> None:
+    dist = distribution_from_logprobs(top, LIKERT)
+    assert (dist.valid, dist.invalid, dist.weighted_score) == (0, 1, None)
+    assert dist.reason == Reason.BAD_LOGPROBS
+
+
+def test_yes_no_logprobs_that_lie_are_invalid_too() -> None:
+    top = [{"token": "Yes", "logprob": "-0.1"}, {"token": "No", "logprob": -2.0}]
+    assert yes_no_from_logprobs(top).reason == Reason.BAD_LOGPROBS
+    sure = yes_no_from_logprobs([{"token": "Yes", "logprob": 5e-7}, {"token": "No", "logprob": -9}])
+    assert sure.probs[1.0] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_mass_floor_makes_scraps_invalid_as_low_mass() -> None:
+    # Out-of-scale tokens hold 99.99%: scored before from the 0.01% left.
+    top = _top(("10", 0.9999), ("4", 0.0001))
+    dist = distribution_from_logprobs(top, LIKERT)
+    assert dist.weighted_score == pytest.approx(4.0)  # the distribution alone renormalises
+    floored = with_mass_floor(dist, 0.5)
+    assert (floored.valid, floored.invalid, floored.reason) == (0, 1, Reason.LOW_MASS)
+    assert floored.valid_mass == pytest.approx(0.0001)
+    assert with_mass_floor(dist, 0.0) is dist
 
 
 # --- first token of a chat choice ----------------------------------------------------------

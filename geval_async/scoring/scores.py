@@ -26,6 +26,7 @@ from ..judging.coverage import ItemState, item_states
 from ..judging.origin import EntrySource
 from ..judging.plan import PlannedCriterion, Study
 from ..options import AnswerForm, Fractional, ParserMode, SamplingMode, ScoreStatus
+from .distributions import with_mass_floor
 from .ratings import (
     RatingDistribution,
     RatingParser,
@@ -136,8 +137,14 @@ class _YesNo:
 Parser = RatingParser | _YesNo
 
 
-def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> ItemScore:
-    """Score one item (one record on one criterion or rubric) from its cached answers."""
+def score_item(
+    state: ItemState, parser: Parser, mode: SamplingMode, n: int, min_valid_mass: float = 0.5
+) -> ItemScore:
+    """Score one item (one record on one criterion or rubric) from its cached answers.
+
+    In logprobs mode an answer whose first token puts less than ``min_valid_mass`` of its
+    probability on valid ratings is invalid (``low_mass``), not scored from the rest.
+    """
     record, criterion = state.item.record, state.item.criterion
     base: dict[str, Any] = dict(
         record_id=record.id,
@@ -167,9 +174,13 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
             distribution = yes_no_from_logprobs(top)
         else:
             distribution = parser.logprob_distribution(top)
+        distribution = with_mass_floor(distribution, min_valid_mass)
         # The first token's probabilities are what is scored: the text only explains them.
         if distribution.invalid:
-            reasons = tuple(r or Reason.NO_RATING for r in reasons) or (Reason.NO_RATING,)
+            told = distribution.reason if distribution.reason != Reason.NO_RATING else None
+            reasons = tuple(told or r or Reason.NO_RATING for r in reasons) or (
+                told or Reason.NO_RATING,
+            )
         else:
             reasons = (None,) * len(reasons)
     else:
@@ -245,7 +256,13 @@ def score_items(study: Study, cache: EntrySource) -> Iterator[ItemScore]:
     current: str | None = None
     for state in item_states(study, cache):
         name = state.item.criterion.name
-        score = score_item(state, parsers[name], sampling.mode, sampling.choices_per_item)
+        score = score_item(
+            state,
+            parsers[name],
+            sampling.mode,
+            sampling.choices_per_item,
+            sampling.min_valid_mass,
+        )
         if not criteria[name].config.is_rubric:
             yield score
             continue

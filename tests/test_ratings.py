@@ -418,6 +418,57 @@ def test_a_mass_floor_makes_scraps_invalid_as_low_mass() -> None:
     assert with_mass_floor(dist, 0.0) is dist
 
 
+# --- list numbers and concluding verdicts (issues 23 and 19) -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "rating", "reason"),
+    [
+        ("1. Accuracy: 4/5", 4, None),
+        ("1) The summary is accurate: 3/5", 3, None),
+        ("1. Coherence: 4", 4, None),
+        ("1, 2, 3, 4, 5", None, "ambiguous"),
+        ("1 2", None, "ambiguous"),
+        ("4 5", None, "ambiguous"),
+        ("3. The summary is poor.", 3, None),  # one number opening the answer is its rating
+        ("1. Accuracy: 4/5\n2. Clarity: 2/5", None, "ambiguous"),
+    ],
+)
+def test_list_numbers_are_never_the_rating(text: str, rating: float | None, reason) -> None:
+    reading = RatingParser(LIKERT, names=("Coherence",)).read(text)
+    assert (reading.rating, reading.reason) == (rating, reason)
+
+
+ASPECTS = (
+    "Accuracy: The summary gets the facts right. Score: 4/5\n"
+    "Completeness: It omits the officials' reaction. Score: 3/5\n"
+    "Clarity: It is easy to read. Score: 5/5\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "rating", "reason"),
+    [
+        ("It scores 3 on detail and gets the 2019 date wrong. Therefore, I would score this "
+         "summary 5/5 for coherence.", 5, None),
+        ("Each sentence builds on the last, thus earning a coherence score of 5.", 5, None),
+        ("It mentions 2 of the 4 events and gets 1 date wrong. I would score it a 1 out of 5 "
+         "for coherence.", 1, None),
+        (ASPECTS + "\nTherefore, I would score the consistency of this summary as 4 out of 5.",
+         4, None),
+        (ASPECTS + "\nTaking everything into account, I would give this summary a 2.", 2, None),
+        (ASPECTS, None, "ambiguous"),  # no conclusion: nothing says which is the rating
+        (ASPECTS + "\nFinal score: 8/10", None, "off_scale"),
+        (ASPECTS + "\nTherefore, I would rate it 7 out of 10.", None, "off_scale"),
+        # A conclusion naming two values concludes nothing about one criterion.
+        (ASPECTS + "\nTherefore, I would score fluency 4 and grammar 3.", None, "ambiguous"),
+    ],
+)  # fmt: skip
+def test_the_rating_a_judge_concludes_with(text: str, rating: float | None, reason) -> None:
+    reading = RatingParser(LIKERT, names=("Coherence",)).read(text)
+    assert (reading.rating, reading.reason) == (rating, reason)
+
+
 # --- first token of a chat choice ----------------------------------------------------------
 
 

@@ -400,6 +400,27 @@ def test_logprobs_that_are_not_probabilities_make_the_answer_invalid(top: list[d
     assert dist.reason == Reason.BAD_LOGPROBS
 
 
+any_logprob = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=-30, max_value=1e-6),
+    st.none(),
+    st.booleans(),
+    st.text(max_size=4),
+    st.integers(-5, 1),
+)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["1", " 2", "3", "4", "5", "x", "10"]), any_logprob)))
+def test_whatever_the_logprobs_the_score_is_a_distribution_or_an_invalid_reason(pairs) -> None:
+    top = [{"token": token, "logprob": logprob} for token, logprob in pairs]
+    dist = distribution_from_logprobs(top, LIKERT)
+    if dist.probs:
+        assert dist.reason is None and math.isclose(sum(dist.probs.values()), 1.0)
+        assert 0 < dist.valid_mass <= 1.001 and LIKERT.lo <= dist.weighted_score <= LIKERT.hi
+    else:
+        assert dist.invalid == 1 and dist.reason in (Reason.NO_RATING, Reason.BAD_LOGPROBS)
+
+
 def test_yes_no_logprobs_that_lie_are_invalid_too() -> None:
     top = [{"token": "Yes", "logprob": "-0.1"}, {"token": "No", "logprob": -2.0}]
     assert yes_no_from_logprobs(top).reason == Reason.BAD_LOGPROBS

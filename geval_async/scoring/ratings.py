@@ -150,10 +150,11 @@ class RatingParser:
         """
         if not isinstance(text, str):
             text = ""
-        split = split_reasoning(text)  # a thinking model's reasoning is never the rating
-        if split.unfinished:
-            return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF)
-        text = split.answer
+        if "<" in text:  # a thinking model's reasoning in <think> tags is never the rating
+            split = split_reasoning(text)
+            if split.unfinished:
+                return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF)
+            text = split.answer
         reading = self._readings.get(text)
         if reading is None:
             reading = self._read(text)

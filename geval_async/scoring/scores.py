@@ -121,10 +121,11 @@ class _YesNo:
     def read(
         self, text: str, finish_reason: str | None = None, reasoning: str | None = None
     ) -> Reading:
-        split = split_reasoning(text)  # "Yes" after the reasoning, not the reasoning's "no"
-        if split.unfinished:
-            return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF)
-        text = split.answer
+        if "<" in text:  # "Yes" after the reasoning, not the reasoning's "no"
+            split = split_reasoning(text)
+            if split.unfinished:
+                return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF)
+            text = split.answer
         rating = parse_yes_no(text)
         if rating is not None:
             return Reading(rating)

@@ -187,3 +187,12 @@ def test_in_logprobs_mode_the_rating_token_is_looked_for_after_the_reasoning() -
 def test_in_logprobs_mode_reasoning_that_never_ended_gives_no_rating_token() -> None:
     tokens = [_token(t) for t in ("<think>", "It", " is", " a", " 4")]
     assert first_token_top_logprobs({"logprobs": {"content": tokens}}) is None
+
+
+def test_a_rubric_answer_is_read_after_the_reasoning_too() -> None:
+    from geval_async.scoring.scores import _YesNo
+
+    rubric = _YesNo()
+    assert rubric.read("<think>No... wait, it does.</think>\nYes").rating == 1.0
+    assert rubric.read("Yes, it might. No.\n</think>\nNo").rating == 0.0
+    assert rubric.read("<think>Yes", "length").detail == REASONING_CUT_OFF

@@ -106,6 +106,8 @@ class Reason(StrEnum):
     FRACTIONAL = "fractional"
     REFUSED = "refused"  # the judge declined, or said nothing
     CUT_OFF = "cut_off"  # max_tokens ended the answer before a rating (finish_reason=length)
+    BAD_LOGPROBS = "bad_logprobs"  # logprobs that are not probabilities (a string, NaN, mass > 1)
+    LOW_MASS = "low_mass"  # logprobs: too little of the first token's mass on ratings
 
 
 class AnswerForm(StrEnum):

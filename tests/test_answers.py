@@ -284,7 +284,7 @@ def test_invalid_reasons_per_condition_in_report_and_answers_command(tmp_path: P
     assert len(frame) == invalid and set(frame["condition"]) == {"A"}
     assert list(frame.columns) == [
         "record_id", "group", "condition", "criterion", "rubric", "draw", "text", "rating",
-        "reason",
+        "reason", "reasoning",
     ]  # fmt: skip
 
     story = run_cli("answers", str(config), "--record", "u001-B", "--criterion", "fit")

@@ -17,6 +17,7 @@ STYLES = {
     "reason_then_verdict", "terse", "word_numbers", "llama_out_of", "markdown_bold",
     "mt_bench_brackets", "prometheus_result", "stars", "letters", "half_points",
     "counterfactual", "breakdown", "quoted_numbers", "refusal", "cut_off", "handwritten",
+    "thinking", "concluding", "list_numbers",
 }  # fmt: skip
 
 
@@ -38,6 +39,13 @@ def test_the_parser_agrees_with_the_labels_and_never_invents_a_rating() -> None:
     assert false_ratings == []
     disagreements = [(o.row["text"], o.row["label"], o.reading) for o in outcomes if not o.agrees]
     assert len(disagreements) <= 0.01 * len(outcomes), disagreements
+
+
+def test_a_thinking_models_reasoning_is_never_read_as_its_rating() -> None:
+    thinking = [o for o in evaluate(load_corpus()) if o.row["style"] == "thinking"]
+    assert len(thinking) >= 50
+    assert sum(r.row.get("reasoning") is not None for r in thinking) >= 5  # the field, too
+    assert [(o.row["text"], o.row["label"], o.reading) for o in thinking if not o.agrees] == []
 
 
 def test_the_agreement_table_in_docs_is_current() -> None:

@@ -10,6 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from geval_async.errors import ConfigError
+from geval_async.options import Reason
+from geval_async.scoring.distributions import with_mass_floor
 from geval_async.scoring.ratings import (
     RatingParser,
     Scale,
@@ -17,6 +19,7 @@ from geval_async.scoring.ratings import (
     distribution_from_samples,
     first_token_top_logprobs,
 )
+from geval_async.scoring.rubrics import yes_no_from_logprobs
 
 LIKERT = Scale.integer(1, 5)
 HALVES = Scale((0, 0.5, 1))
@@ -353,6 +356,12 @@ token_probs = st.lists(
 
 @given(token_probs)
 def test_logprob_distribution_sums_to_one_and_scores_inside_the_scale(pairs) -> None:
+    # Distinct tokens' probabilities as a server gives them: summing to at most 1.
+    best: dict[str, float] = {}
+    for token, p in pairs:
+        best[token] = max(p, best.get(token, 0.0))
+    total = max(1.0, sum(best.values()))
+    pairs = [(token, p / total) for token, p in pairs]
     dist = distribution_from_logprobs(_top(*pairs), LIKERT)
     if dist.probs:
         assert math.isclose(sum(dist.probs.values()), 1.0, abs_tol=1e-12)
@@ -360,6 +369,125 @@ def test_logprob_distribution_sums_to_one_and_scores_inside_the_scale(pairs) -> 
         assert dist.valid_mass > 0
     else:
         assert dist.weighted_score is None and dist.invalid == 1
+
+
+# --- logprobs that lie ----------------------------------------------------------------
+
+
+def test_a_logprob_within_rounding_of_zero_is_certainty() -> None:
+    # Issue 23: "4" with top logprobs [4: +1e-7, 3: -12] scored 3.0 (the 4 was dropped).
+    top = [{"token": "4", "logprob": 1e-7}, {"token": "3", "logprob": -12.0}]
+    dist = distribution_from_logprobs(top, LIKERT)
+    assert dist.weighted_score == pytest.approx(4.0, abs=1e-4)
+    assert dist.valid_mass == pytest.approx(1.0, abs=1e-4) and dist.reason is None
+
+
+@pytest.mark.parametrize(
+    "top",
+    [
+        [{"token": "4", "logprob": "-0.1"}, {"token": "3", "logprob": -2.0}],
+        [{"token": "4", "logprob": None}, {"token": "3", "logprob": -2.0}],
+        [{"token": "4", "logprob": float("nan")}, {"token": "3", "logprob": -2.0}],
+        [{"token": "4", "logprob": float("inf")}, {"token": "3", "logprob": -2.0}],
+        [{"token": "4", "logprob": 0.5}],  # a probability of 1.65
+        [{"token": t, "logprob": 0.0} for t in "12345"],  # a mass of 5
+        [{"token": "4", "logprob": math.log(0.7)}, {"token": "3", "logprob": math.log(0.6)}],
+    ],
+)
+def test_logprobs_that_are_not_probabilities_make_the_answer_invalid(top: list[dict]) -> None:
+    dist = distribution_from_logprobs(top, LIKERT)
+    assert (dist.valid, dist.invalid, dist.weighted_score) == (0, 1, None)
+    assert dist.reason == Reason.BAD_LOGPROBS
+
+
+any_logprob = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=-30, max_value=1e-6),
+    st.none(),
+    st.booleans(),
+    st.text(max_size=4),
+    st.integers(-5, 1),
+)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["1", " 2", "3", "4", "5", "x", "10"]), any_logprob)))
+def test_whatever_the_logprobs_the_score_is_a_distribution_or_an_invalid_reason(pairs) -> None:
+    top = [{"token": token, "logprob": logprob} for token, logprob in pairs]
+    dist = distribution_from_logprobs(top, LIKERT)
+    if dist.probs:
+        assert dist.reason is None and math.isclose(sum(dist.probs.values()), 1.0)
+        assert 0 < dist.valid_mass <= 1.001 and LIKERT.lo <= dist.weighted_score <= LIKERT.hi
+    else:
+        assert dist.invalid == 1 and dist.reason in (Reason.NO_RATING, Reason.BAD_LOGPROBS)
+
+
+def test_yes_no_logprobs_that_lie_are_invalid_too() -> None:
+    top = [{"token": "Yes", "logprob": "-0.1"}, {"token": "No", "logprob": -2.0}]
+    assert yes_no_from_logprobs(top).reason == Reason.BAD_LOGPROBS
+    sure = yes_no_from_logprobs([{"token": "Yes", "logprob": 5e-7}, {"token": "No", "logprob": -9}])
+    assert sure.probs[1.0] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_mass_floor_makes_scraps_invalid_as_low_mass() -> None:
+    # Out-of-scale tokens hold 99.99%: scored before from the 0.01% left.
+    top = _top(("10", 0.9999), ("4", 0.0001))
+    dist = distribution_from_logprobs(top, LIKERT)
+    assert dist.weighted_score == pytest.approx(4.0)  # the distribution alone renormalises
+    floored = with_mass_floor(dist, 0.5)
+    assert (floored.valid, floored.invalid, floored.reason) == (0, 1, Reason.LOW_MASS)
+    assert floored.valid_mass == pytest.approx(0.0001)
+    assert with_mass_floor(dist, 0.0) is dist
+
+
+# --- list numbers and concluding verdicts (issues 23 and 19) -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "rating", "reason"),
+    [
+        ("1. Accuracy: 4/5", 4, None),
+        ("1) The summary is accurate: 3/5", 3, None),
+        ("1. Coherence: 4", 4, None),
+        ("1, 2, 3, 4, 5", None, "ambiguous"),
+        ("1 2", None, "ambiguous"),
+        ("4 5", None, "ambiguous"),
+        ("3. The summary is poor.", 3, None),  # one number opening the answer is its rating
+        ("1. Accuracy: 4/5\n2. Clarity: 2/5", None, "ambiguous"),
+    ],
+)
+def test_list_numbers_are_never_the_rating(text: str, rating: float | None, reason) -> None:
+    reading = RatingParser(LIKERT, names=("Coherence",)).read(text)
+    assert (reading.rating, reading.reason) == (rating, reason)
+
+
+ASPECTS = (
+    "Accuracy: The summary gets the facts right. Score: 4/5\n"
+    "Completeness: It omits the officials' reaction. Score: 3/5\n"
+    "Clarity: It is easy to read. Score: 5/5\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "rating", "reason"),
+    [
+        ("It scores 3 on detail and gets the 2019 date wrong. Therefore, I would score this "
+         "summary 5/5 for coherence.", 5, None),
+        ("Each sentence builds on the last, thus earning a coherence score of 5.", 5, None),
+        ("It mentions 2 of the 4 events and gets 1 date wrong. I would score it a 1 out of 5 "
+         "for coherence.", 1, None),
+        (ASPECTS + "\nTherefore, I would score the consistency of this summary as 4 out of 5.",
+         4, None),
+        (ASPECTS + "\nTaking everything into account, I would give this summary a 2.", 2, None),
+        (ASPECTS, None, "ambiguous"),  # no conclusion: nothing says which is the rating
+        (ASPECTS + "\nFinal score: 8/10", None, "off_scale"),
+        (ASPECTS + "\nTherefore, I would rate it 7 out of 10.", None, "off_scale"),
+        # A conclusion naming two values concludes nothing about one criterion.
+        (ASPECTS + "\nTherefore, I would score fluency 4 and grammar 3.", None, "ambiguous"),
+    ],
+)  # fmt: skip
+def test_the_rating_a_judge_concludes_with(text: str, rating: float | None, reason) -> None:
+    reading = RatingParser(LIKERT, names=("Coherence",)).read(text)
+    assert (reading.rating, reading.reason) == (rating, reason)
 
 
 # --- first token of a chat choice ----------------------------------------------------------

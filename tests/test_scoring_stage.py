@@ -18,6 +18,7 @@ from conftest import StudyFiles, run_cli
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
+from geval_async.errors import ConfigError
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.judging.plan import first_request, plan_items, prepare_study
 from geval_async.scoring.results import load_results
@@ -206,7 +207,7 @@ def test_logprob_scoring_from_hand_written_bodies(study: StudyFiles) -> None:
         # duplicate rating tokens: " 4" and "4" add up; the exact duplicate "4" counts once
         [("4", ln(0.4)), (" 4", ln(0.2)), ("4", ln(0.4)), ("3", ln(0.2)), ("The", ln(0.1))],
         # ratings missing from top_logprobs: only 2 and 5 present
-        [("5", ln(0.3)), ("2", ln(0.1)), ("\n", ln(0.5))],
+        [("5", ln(0.45)), ("2", ln(0.15)), ("\n", ln(0.3))],
         # no valid rating at all
         [("The", ln(0.6)), ("I", ln(0.3))],
         # tokens with spaces only
@@ -220,11 +221,55 @@ def test_logprob_scoring_from_hand_written_bodies(study: StudyFiles) -> None:
     scores = [by_record[(item.record.id, "clar")] for item in items]
     assert scores[0].weighted_score == pytest.approx((4 * 0.6 + 3 * 0.2) / 0.8)
     assert scores[0].distribution.valid_mass == pytest.approx(0.8)
-    assert scores[1].weighted_score == pytest.approx((5 * 0.3 + 2 * 0.1) / 0.4)
+    assert scores[1].weighted_score == pytest.approx((5 * 0.45 + 2 * 0.15) / 0.6)
     assert scores[2].weighted_score is None and scores[2].status == "no valid rating"
     assert scores[3].weighted_score == pytest.approx(1.5)
     assert results.tallies["clar"].no_valid == 1
     assert results.tallies["clar"].missing == 24 - 4
+
+
+def test_logprobs_that_lie_are_invalid_with_their_reason_never_scored_from_scraps(
+    study: StudyFiles,
+) -> None:
+    study.write_config("http://127.0.0.1:9/v1", sampling={"mode": "logprobs"})
+    config = load_config(study.config)
+    items = [i for i in plan_items(prepare_study(config)) if i.criterion.name == "clar"][:5]
+    bodies: list[list[tuple[str, object]]] = [
+        [("4", 1e-7), ("3", -12.0)],  # +1e-7 is 0 rounded: the judge is sure of its 4
+        [("4", "-0.1"), ("3", -2.0)],  # a string is no logprob
+        [(t, 0.0) for t in ("1", "2", "3", "4", "5")],  # a mass of 5
+        [("I", np.log(0.9999)), ("4", np.log(0.0001))],  # 0.01% on ratings: scraps
+        [("4", None), ("3", -1.0)],  # null
+    ]
+    with JudgeCache(config.cache_path) as cache:
+        for item, top in zip(items, bodies, strict=True):
+            _store(cache, first_request(item, config), _logprob_body(top))
+    results = load_results(study.config)
+    by_record = {(s.record_id, s.criterion): s for s in results.scores}
+    sure, string, five, scraps, null = [by_record[(i.record.id, "clar")] for i in items]
+    assert sure.status == "scored" and sure.weighted_score == pytest.approx(4.0, abs=1e-4)
+    for score, reason in ((string, "bad_logprobs"), (five, "bad_logprobs"), (null, "bad_logprobs"),
+                          (scraps, "low_mass")):  # fmt: skip
+        assert score.status == "no valid rating" and score.weighted_score is None
+        assert score.reasons == (reason,)
+    assert results.tallies["clar"].reasons == {"bad_logprobs": 3, "low_mass": 1}
+
+
+def test_the_valid_mass_floor_is_a_sampling_setting(study: StudyFiles) -> None:
+    study.write_config(
+        "http://127.0.0.1:9/v1", sampling={"mode": "logprobs", "min_valid_mass": 0.0001}
+    )
+    config = load_config(study.config)
+    assert config.sampling.min_valid_mass == 0.0001
+    item = next(i for i in plan_items(prepare_study(config)) if i.criterion.name == "clar")
+    with JudgeCache(config.cache_path) as cache:
+        body = _logprob_body([("I", np.log(0.9998)), ("4", np.log(0.0002))])
+        _store(cache, first_request(item, config), body)
+    score = next(s for s in load_results(study.config).scores if s.record_id == item.record.id)
+    assert score.weighted_score == pytest.approx(4.0)
+    study.write_config("http://127.0.0.1:9/v1", sampling={"min_valid_mass": 1.5})
+    with pytest.raises(ConfigError, match=r"\[sampling\] 'min_valid_mass' must be between 0 and 1"):
+        load_config(study.config)
 
 
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:
@@ -247,3 +292,52 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     again = run_cli("demo", "--output", str(tmp_path / "demo"))
     assert again.returncode == 0
     assert re.search(r"total\s+192\s+192\s+0", again.stdout), "a rerun comes from the cache"
+
+
+def _answers_body(*choices: dict) -> dict:
+    return {
+        "choices": [
+            {
+                "index": i,
+                "message": {"role": "assistant", **{k: v for k, v in c.items() if k != "finish"}},
+                "finish_reason": c.get("finish", "stop"),
+            }
+            for i, c in enumerate(choices)
+        ]
+    }
+
+
+def test_a_thinking_judge_is_scored_from_what_follows_its_reasoning(study: StudyFiles) -> None:
+    config = load_config(study.write_config("http://127.0.0.1:9/v1"))
+    first, second = [i for i in plan_items(prepare_study(config)) if i.criterion.name == "clar"][:2]
+    tagged = _answers_body(
+        {"content": "<think>\nIt's a 1 out of 5 for grammar? No.\n</think>\n4"},
+        {"content": "<think>...maybe 4.\n</think>\n\n5"},
+        {"content": "Score: 2? Too harsh.\n</think>\nScore: 3"},  # the opening was the prompt's
+    )
+    fields = _answers_body(
+        {"content": "4", "reasoning_content": "Final score: 1? No, it reads well."},
+        {"content": "Rating: 2", "reasoning": "Rating: 5? It misses the main event."},
+        {"content": "", "reasoning_content": "Clarity: 3 or 4? Let me re-", "finish": "length"},
+    )
+    with JudgeCache(config.cache_path) as cache:
+        _store(cache, first_request(first, config), tagged)
+        _store(cache, first_request(second, config), fields)
+    results = load_results(study.config)
+    by_record = {(s.record_id, s.criterion): s for s in results.scores}
+    one, two = by_record[(first.record.id, "clar")], by_record[(second.record.id, "clar")]
+    assert one.ratings == (4, 5, 3) and one.weighted_score == pytest.approx(4.0)
+    assert two.ratings == (4, 2, None) and two.reasons == (None, None, "cut_off")
+    assert two.weighted_score == pytest.approx(3.0)
+
+    story = run_cli("answers", str(study.config), "--record", second.record.id, "--criterion",
+                    "clar")  # fmt: skip
+    assert story.returncode == 0, story.stderr
+    lines = story.stdout.splitlines()
+    at = lines.index("[draw 0] rating 4")
+    assert lines[at + 1] == ("  reasoning (34 characters: 'Final score: 1? No, it reads well.')")
+    assert lines[at + 2] == "  answer: '4'"
+    assert "[draw 2] cut_off (cut off inside its reasoning)" in lines
+    story = run_cli("answers", str(study.config), "--record", first.record.id, "--criterion",
+                    "clar")  # fmt: skip
+    assert "  answer: '\\n4'" in story.stdout and "[draw 2] rating 3" in story.stdout

@@ -3,7 +3,8 @@
 Without ``--record`` it lists the study's invalid samples grouped by reason and by the shape of
 their text, with counts and examples, after the invalid shares per criterion and condition.
 With ``--record ID`` it tells one record's whole story: the rendered prompt of each criterion,
-every answer, and the rating or reason read from it. Filters: ``--criterion``,
+every answer (a thinking model's reasoning shortened, then the answer the rating is read from),
+and the rating or reason read from it. Filters: ``--criterion``,
 ``--condition``, ``--record``, ``--reason``. Reads the cache only; the same table is
 ``geval_async.read_answers`` in Python.
 
@@ -155,10 +156,32 @@ def _story(results: StudyResults, record: str, samples: pd.DataFrame, only: str 
             if part.empty:
                 print("(none in the cache: run the study, or the request was refused)")
             for answer in part.itertuples():
-                valid = not isinstance(answer.reason, str)
-                read = f"rating {answer.rating:g}" if valid else answer.reason
-                print(f"[draw {answer.draw}] {read}: {answer.text!r}")
+                print(_reading_line(answer))
     return 0
+
+
+def _reading_line(answer: Any) -> str:
+    """One answer of ``--record``: how it was read, its reasoning (shortened), then the answer."""
+    from ..scoring.thinking import REASONING_CUT_OFF, split_reasoning
+
+    valid = not isinstance(answer.reason, str)
+    split = split_reasoning(answer.text, answer.reasoning)
+    read = f"rating {answer.rating:g}" if valid else answer.reason
+    inside = split.unfinished or (split.reasoning and not split.answer.strip())
+    if answer.reason == "cut_off" and inside:
+        read += f" ({REASONING_CUT_OFF})"
+    if not split.reasoning:
+        return f"[draw {answer.draw}] {read}: {answer.text!r}"
+    thought = f"{len(split.reasoning):,} characters: {_ends(split.reasoning)}"
+    return f"[draw {answer.draw}] {read}\n  reasoning ({thought})\n  answer: {split.answer!r}"
+
+
+def _ends(text: str) -> str:
+    """A long reasoning as its start and its end, where a judge concludes."""
+    text = " ".join(text.split())
+    if len(text) <= 2 * _TEXT_WIDTH:
+        return repr(text)
+    return f"{text[:_TEXT_WIDTH]!r} … {text[-_TEXT_WIDTH:]!r}"
 
 
 def _cut(text: str) -> str:

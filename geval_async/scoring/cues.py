@@ -77,6 +77,14 @@ HYPOTHETICAL_BEFORE = re.compile(
     r"usually|reserve|reserved|between|either)\b|n't\b",
     re.IGNORECASE,
 )
+# A sentence that opens with these concludes the answer: its labelled rating is the verdict.
+CONCLUSION = re.compile(
+    r"\b(?:therefore|thus|hence|consequently|accordingly|based\s+on\s+(?:this|these|that|the\s+"
+    r"above|all|my)|in\s+light\s+of|taking\s+(?:everything|all|these|this)|all\s+things\s+"
+    r"considered|considering\s+(?:all|everything|these|this|the\s+above)|all\s+in\s+all|"
+    r"on\s+balance|given\s+(?:all|these|this|the\s+above))\b",
+    re.IGNORECASE,
+)
 CLAUSE_END = re.compile(
     r"[.;:!?\n—]|,\s|\s-\s|\b(?:but|so|and|therefore|thus|hence|however)\b", re.IGNORECASE
 )

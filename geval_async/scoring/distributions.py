@@ -19,14 +19,19 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..options import Reason
 from ..study.scale import Scale
+from .thinking import split_reasoning
 
 __all__ = [
     "RatingDistribution",
+    "best_logprobs",
     "distribution_from_logprobs",
     "distribution_from_option_logprobs",
     "distribution_from_samples",
     "first_token_top_logprobs",
+    "invalid_distribution",
+    "with_mass_floor",
 ]
 
 
@@ -40,12 +45,15 @@ class RatingDistribution:
         invalid: samples: how many did not; logprobs: 0 or 1.
         valid_mass: logprobs: the probability on valid ratings before renormalising;
             samples: valid / (valid + invalid).
+        reason: logprobs: why the first token gave no distribution (no rating token, logprobs
+            that are not probabilities, too little mass on ratings); None otherwise.
     """
 
     probs: dict[float, float]
     valid: int
     invalid: int
     valid_mass: float
+    reason: Reason | None = None
 
     @cached_property  # read by the status, the tables and the raw export of every item
     def weighted_score(self) -> float | None:
@@ -104,33 +112,63 @@ def _token_rating(token: str, scale: Scale) -> float | None:
     return scale.point(float(text))
 
 
-def _best_logprobs(top_logprobs: list[dict[str, Any]]) -> dict[str, float]:
-    """Token -> its highest logprob; malformed, NaN or positive entries are skipped."""
+# A logprob the server rounded: up to this far above 0 it is 0 (certainty), not impossible.
+LOGPROB_ROUNDING = 1e-6
+# The alternatives' probabilities may sum past 1 by rounding only; 5 tokens at logprob 0 lie.
+MASS_ROUNDING = 1e-3
+
+
+def best_logprobs(top_logprobs: list[dict[str, Any]]) -> dict[str, float] | None:
+    """Token -> its highest logprob, or None when the logprobs cannot be probabilities.
+
+    A logprob within :data:`LOGPROB_ROUNDING` above 0 is 0. A logprob that is not a number
+    (a string, null, NaN, +inf), one clearly above 0, or alternatives whose probabilities sum
+    above 1 beyond rounding make the whole list a lie: None, and the answer is invalid
+    (:attr:`Reason.BAD_LOGPROBS`) rather than scored from what is left. An entry that is not
+    a token (not a dict, no token string) is skipped.
+    """
     best: dict[str, float] = {}
     for entry in top_logprobs if isinstance(top_logprobs, list) else ():
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
             continue  # a malformed alternative is skipped, not fatal
-        token, logprob = entry.get("token"), entry.get("logprob")
-        if not isinstance(token, str) or not isinstance(logprob, int | float):
-            continue
-        # A log-probability is at most 0; NaN or a positive value is a broken answer.
-        if math.isnan(logprob) or logprob > 0:
-            continue
-        best[token] = max(logprob, best.get(token, -math.inf))
+        token, logprob = entry["token"], entry.get("logprob")
+        if not isinstance(logprob, int | float) or isinstance(logprob, bool):
+            return None
+        if math.isnan(logprob) or logprob > LOGPROB_ROUNDING:
+            return None
+        best[token] = max(min(float(logprob), 0.0), best.get(token, -math.inf))
+    if math.fsum(math.exp(lp) for lp in best.values()) > 1.0 + MASS_ROUNDING:
+        return None
     return best
+
+
+def invalid_distribution(reason: Reason, valid_mass: float = 0.0) -> RatingDistribution:
+    """One invalid sample with its reason (no rating token, lying logprobs, too little mass)."""
+    return RatingDistribution(probs={}, valid=0, invalid=1, valid_mass=valid_mass, reason=reason)
+
+
+def with_mass_floor(distribution: RatingDistribution, floor: float) -> RatingDistribution:
+    """``distribution``, or an invalid ``low_mass`` one when less than ``floor`` of the first
+    token's probability is on valid ratings: a score from the scraps would be a guess."""
+    if distribution.valid and distribution.valid_mass < floor:
+        return invalid_distribution(Reason.LOW_MASS, distribution.valid_mass)
+    return distribution
 
 
 def _from_token_mass(
     top_logprobs: list[dict[str, Any]], rating: Callable[[str], float | None]
 ) -> RatingDistribution:
+    best = best_logprobs(top_logprobs)
+    if best is None:
+        return invalid_distribution(Reason.BAD_LOGPROBS)
     mass: dict[float, float] = {}
-    for token, logprob in _best_logprobs(top_logprobs).items():
+    for token, logprob in best.items():
         value = rating(token)
         if value is not None:
             mass[value] = mass.get(value, 0.0) + math.exp(logprob)
     valid_mass = math.fsum(mass.values())
     if valid_mass <= 0.0:
-        return RatingDistribution(probs={}, valid=0, invalid=1, valid_mass=0.0)
+        return invalid_distribution(Reason.NO_RATING)
     return RatingDistribution(
         probs={v: mass[v] / valid_mass for v in sorted(mass)},
         valid=1,
@@ -185,16 +223,26 @@ def first_token_top_logprobs(choice: dict[str, Any]) -> list[dict[str, Any]] | N
     """The ``top_logprobs`` of the first non-whitespace token of an OpenAI chat choice.
 
     Some models open with " " or "\\n" before the rating, so whitespace-only tokens are
-    skipped. Returns None when the choice carries no logprobs.
+    skipped, and thinking models reason first: the tokens up to the end of the reasoning
+    (``</think>``, :func:`~geval_async.scoring.thinking.split_reasoning`) are skipped too.
+    Returns None when the choice carries no logprobs, or its reasoning never ended.
     """
     logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(content, list):
         return None
-    for entry in content:
+    tokens = [e.get("token") if isinstance(e, dict) else None for e in content]
+    text = "".join(t for t in tokens if isinstance(t, str))
+    split = split_reasoning(text)
+    if split.unfinished:
+        return None  # cut off inside its reasoning: no token of it is the rating
+    offset = 0
+    for entry, token in zip(content, tokens, strict=True):
         if not isinstance(entry, dict):
             return None
-        token = entry.get("token")
+        start, offset = offset, offset + (len(token) if isinstance(token, str) else 0)
+        if start < split.answer_start:
+            continue  # a token of the reasoning, up to and including "</think>"
         if isinstance(token, str) and not token.strip():
             continue
         top = entry.get("top_logprobs")

@@ -40,7 +40,9 @@ _REFERENCES = re.compile(
     r"(?:\b(?:step|paragraph|sentence|line|section|chapter|question|item|page|part|version|"
     r"number|no\.|article|document|summary|example|claim|fact|point|issue|error|rule|"
     r"criterion|level|grade\s+level|class|room|seat|week|day|round|game|match|season|episode|"
-    r"figure|table|row|column|verse|act|scene|phase|stage)|#)\s*\d+(?:\.\d+)?\b",
+    r"figure|table|row|column|verse|act|scene|phase|stage)|#)\s*\d+(?:\.\d+)?\b"
+    # "score this summary 5/5": a number out of the scale's top is a rating, not a label.
+    r"(?!\s*(?:/\s*\d|out\s+of\b))",
     re.IGNORECASE,
 )
 # Double-quoted content with at least one letter: words the judge cites from the text it rates.
@@ -56,6 +58,12 @@ _SCALE_ECHO = re.compile(
 )
 # Numbered list items ("1. Accuracy", "2) Clarity"), at the start of a line or after a colon.
 _LIST_ITEM = re.compile(r"(?:^|(?<=[:\n])|(?<=:\s))[ \t]*(?:[-*•][ \t]*)?(\d{1,2})[.)](?=[ \t]+\S)")
+# A lone list item that rates an aspect: "1. Accuracy: 4/5", "1) The summary is accurate: 4".
+_RATED_ITEM = re.compile(
+    r"^[ \t]*(?:[-*•][ \t]*)?(\d{1,2})[.)][ \t]+[A-Za-z][^\n:]{0,60}:"
+    r"(?=[^\n]*?\d\s*(?:/|out\s+of\b)\s*\d|[ \t]*\d+(?:\.\d+)?[ \t]*$)",
+    re.IGNORECASE | re.MULTILINE,
+)
 _INLINE_ENUM = re.compile(r"(?<![\w)])\(\d{1,2}\)(?=\s+[A-Za-z])")
 _MARKUP = re.compile(r"\*+|`+|^#+|__+|~~", re.MULTILINE)
 
@@ -102,4 +110,5 @@ def mask_non_ratings(text: str, *, years: bool = True) -> str:
     if years:
         spans += _spans(_YEARS, text)
     spans += _list_numbers(text)
+    spans += [m.span(1) for m in _RATED_ITEM.finditer(text)]
     return blank(text, spans)

@@ -37,6 +37,7 @@ from .distributions import (
     distribution_from_samples,
     first_token_top_logprobs,
 )
+from .thinking import REASONING_CUT_OFF, split_reasoning
 from .verdicts import criterion_names, read_verdict
 
 __all__ = [
@@ -64,6 +65,7 @@ class Reading:
 
     rating: float | None
     reason: Reason | None = None
+    detail: str | None = None  # what the reason word alone does not say ("cut off inside ...")
 
     @property
     def valid(self) -> bool:
@@ -133,16 +135,26 @@ class RatingParser:
         """The rating in ``text``, or None if there is none or it is not on the scale."""
         return self.read(text).rating
 
-    def read(self, text: str, finish_reason: str | None = None) -> Reading:
-        """The rating in ``text``, or the reason there is none.
+    def read(
+        self, text: str, finish_reason: str | None = None, reasoning: str | None = None
+    ) -> Reading:
+        """The rating in ``text`` (after any reasoning), or the reason there is none.
 
         Args:
-            text: the answer.
+            text: the answer (``message.content``); a leading ``<think>…</think>`` block, or
+                everything up to a lone ``</think>``, is the judge's reasoning and is not read
+                (:func:`~geval_async.scoring.thinking.split_reasoning`).
             finish_reason: the API's ``finish_reason``; "length" (max_tokens reached) turns
                 an answer without a rating into :attr:`Reason.CUT_OFF`.
+            reasoning: the message's reasoning field, if the server sent one: never read.
         """
         if not isinstance(text, str):
             text = ""
+        if "<" in text:  # a thinking model's reasoning in <think> tags is never the rating
+            split = split_reasoning(text)
+            if split.unfinished:
+                return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF)
+            text = split.answer
         reading = self._readings.get(text)
         if reading is None:
             reading = self._read(text)
@@ -151,7 +163,8 @@ class RatingParser:
             if self.mode != ParserMode.FUNCTION and len(self._readings) < _REMEMBERED:
                 self._readings[text] = reading
         if reading.rating is None and finish_reason == "length":
-            return Reading(None, Reason.CUT_OFF)
+            inside = not text.strip() and (reasoning or "").strip()
+            return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF if inside else None)
         return reading
 
     def _read(self, text: str) -> Reading:

@@ -4,7 +4,8 @@ The scoring stage keeps, for every answer it read, the rating or the reason ther
 (:class:`geval_async.scoring.ratings.Reason`). This module lays them out for people:
 
 - :func:`samples_frame`: one row per answer (record, criterion, rubric, draw, text, rating,
-  reason), the table behind ``geval-async answers`` and the report's drill-down;
+  reason, and the reasoning field a thinking model sent beside its text), the table behind
+  ``geval-async answers`` and the report's drill-down;
 - :func:`invalid_shares`: invalid samples per criterion and condition, by reason;
 - :func:`share_differences`: whether the invalid share differs between the two compared
   conditions (Fisher's exact test on the counts): the comparison is then made on different
@@ -46,6 +47,7 @@ SAMPLE_COLUMNS = [
     "text",
     "rating",
     "reason",
+    "reasoning",
 ]
 REASONS = words(Reason)
 _NAN = float("nan")
@@ -73,6 +75,8 @@ def samples_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
             columns["text"] += part.answers
             columns["rating"] += [_NAN if r is None else r for r in ratings]
             columns["reason"] += [None if r is None else str(r) for r in reasons]
+            reasonings = part.reasonings[:count] + (None,) * (count - len(part.reasonings))
+            columns["reasoning"] += reasonings
     if not columns["draw"]:
         return pd.DataFrame([], columns=SAMPLE_COLUMNS)  # object columns, as rows would give
     return pd.DataFrame(columns, columns=SAMPLE_COLUMNS)

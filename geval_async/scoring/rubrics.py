@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..options import CriterionKind
+from ..options import CriterionKind, Reason
 from ..study.criteria import Rubric
+from .distributions import best_logprobs, invalid_distribution
 from .ratings import RatingDistribution
 
 _YES = {"yes", "true", "1", "y"}
@@ -49,18 +50,9 @@ def yes_no_from_logprobs(top_logprobs: Sequence[Mapping[str, Any]]) -> RatingDis
 
     Distinct tokens are disjoint events and add up; the same token listed twice counts once.
     """
-    best: dict[str, float] = {}
-    for entry in top_logprobs if isinstance(top_logprobs, list) else ():
-        if not isinstance(entry, dict):
-            continue
-        token, logprob = entry.get("token"), entry.get("logprob")
-        if (
-            isinstance(token, str)
-            and isinstance(logprob, int | float)
-            and not math.isnan(logprob)
-            and logprob <= 0
-        ):
-            best[token] = max(float(logprob), best.get(token, -math.inf))
+    best = best_logprobs(list(top_logprobs) if isinstance(top_logprobs, list) else [])
+    if best is None:
+        return invalid_distribution(Reason.BAD_LOGPROBS)
     mass = {0.0: 0.0, 1.0: 0.0}
     for token, logprob in best.items():
         value = parse_yes_no(token.strip().lstrip(_SPACE_MARKERS))
@@ -68,7 +60,7 @@ def yes_no_from_logprobs(top_logprobs: Sequence[Mapping[str, Any]]) -> RatingDis
             mass[value] += math.exp(logprob)
     total = mass[0.0] + mass[1.0]
     if total <= 0:
-        return RatingDistribution(probs={}, valid=0, invalid=1, valid_mass=0.0)
+        return invalid_distribution(Reason.NO_RATING)
     return RatingDistribution(
         probs={v: m / total for v, m in mass.items() if m > 0}, valid=1, invalid=0, valid_mass=total
     )

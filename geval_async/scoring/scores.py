@@ -26,6 +26,7 @@ from ..judging.coverage import ItemState, item_states
 from ..judging.origin import EntrySource
 from ..judging.plan import PlannedCriterion, Study
 from ..options import AnswerForm, Fractional, ParserMode, SamplingMode, ScoreStatus
+from .distributions import with_mass_floor
 from .ratings import (
     RatingDistribution,
     RatingParser,
@@ -35,6 +36,7 @@ from .ratings import (
     first_token_top_logprobs,
 )
 from .rubrics import RubricOutcome, combine, parse_yes_no, yes_no_from_logprobs
+from .thinking import REASONING_CUT_OFF, message_reasoning, split_reasoning
 
 SCORED, MISSING, REFUSED, NO_VALID = (
     ScoreStatus.SCORED,
@@ -57,6 +59,7 @@ class ItemScore:
     answers: tuple[str, ...] = ()
     ratings: tuple[float | None, ...] = ()
     reasons: tuple[Reason | None, ...] = ()  # per answer: why it gave no rating
+    reasonings: tuple[str | None, ...] = ()  # per answer: its message's reasoning field, if any
     rubric: str | None = None
     parts: tuple[ItemScore, ...] = ()
     outcome: RubricOutcome | None = None
@@ -108,23 +111,41 @@ def _choice_text(choice: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
+def _choice_reasoning(choice: dict[str, Any]) -> str | None:
+    return message_reasoning(choice.get("message"))
+
+
 class _YesNo:
     """A parser with RatingParser's interface for yes/no rubric answers."""
 
-    def read(self, text: str, finish_reason: str | None = None) -> Reading:
+    def read(
+        self, text: str, finish_reason: str | None = None, reasoning: str | None = None
+    ) -> Reading:
+        if "<" in text:  # "Yes" after the reasoning, not the reasoning's "no"
+            split = split_reasoning(text)
+            if split.unfinished:
+                return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF)
+            text = split.answer
         rating = parse_yes_no(text)
         if rating is not None:
             return Reading(rating)
         if finish_reason == "length":
-            return Reading(None, Reason.CUT_OFF)
+            inside = not text.strip() and (reasoning or "").strip()
+            return Reading(None, Reason.CUT_OFF, REASONING_CUT_OFF if inside else None)
         return Reading(None, Reason.NO_RATING if text.strip() else Reason.REFUSED)
 
 
 Parser = RatingParser | _YesNo
 
 
-def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> ItemScore:
-    """Score one item (one record on one criterion or rubric) from its cached answers."""
+def score_item(
+    state: ItemState, parser: Parser, mode: SamplingMode, n: int, min_valid_mass: float = 0.5
+) -> ItemScore:
+    """Score one item (one record on one criterion or rubric) from its cached answers.
+
+    In logprobs mode an answer whose first token puts less than ``min_valid_mass`` of its
+    probability on valid ratings is invalid (``low_mass``), not scored from the rest.
+    """
     record, criterion = state.item.record, state.item.criterion
     base: dict[str, Any] = dict(
         record_id=record.id,
@@ -139,8 +160,10 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
         return ItemScore(status=MISSING, **base)
     choices = _texts(state.entries)[:n]
     answers = tuple(map(_choice_text, choices))
+    reasonings = tuple(map(_choice_reasoning, choices))
     # map, not generators: a study reads tens of thousands of answers here.
-    readings = list(map(parser.read, answers, [c.get("finish_reason") for c in choices]))
+    finishes = [c.get("finish_reason") for c in choices]
+    readings = list(map(parser.read, answers, finishes, reasonings))
     ratings: tuple[float | None, ...] = tuple([r.rating for r in readings])
     reasons = tuple([r.reason for r in readings])
     if mode == SamplingMode.LOGPROBS:
@@ -152,9 +175,13 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
             distribution = yes_no_from_logprobs(top)
         else:
             distribution = parser.logprob_distribution(top)
+        distribution = with_mass_floor(distribution, min_valid_mass)
         # The first token's probabilities are what is scored: the text only explains them.
         if distribution.invalid:
-            reasons = tuple(r or Reason.NO_RATING for r in reasons) or (Reason.NO_RATING,)
+            told = distribution.reason if distribution.reason != Reason.NO_RATING else None
+            reasons = tuple(told or r or Reason.NO_RATING for r in reasons) or (
+                told or Reason.NO_RATING,
+            )
         else:
             reasons = (None,) * len(reasons)
     else:
@@ -177,6 +204,7 @@ def score_item(state: ItemState, parser: Parser, mode: SamplingMode, n: int) -> 
         answers=answers,
         ratings=ratings,
         reasons=reasons,
+        reasonings=reasonings,
         **base,
     )
 
@@ -229,7 +257,13 @@ def score_items(study: Study, cache: EntrySource) -> Iterator[ItemScore]:
     current: str | None = None
     for state in item_states(study, cache):
         name = state.item.criterion.name
-        score = score_item(state, parsers[name], sampling.mode, sampling.choices_per_item)
+        score = score_item(
+            state,
+            parsers[name],
+            sampling.mode,
+            sampling.choices_per_item,
+            sampling.min_valid_mass,
+        )
         if not criteria[name].config.is_rubric:
             yield score
             continue

@@ -12,8 +12,10 @@ The default reader works the way a careful person reads a judge's answer:
 4. Rank what remains by its cue: a final cue ("Final score", "Overall", "[[N]]", "[RESULT]")
    beats a label ("Score:", "Rating:", "I'd give it", the criterion's own name), which beats
    context ("N/5", "N stars", a number alone on a line), which beats a bare number. Within the
-   final and label ranks the last one wins. Below them, two different values are
-   :attr:`Reason.AMBIGUOUS`: never a guess.
+   final and label ranks the last one wins. A labelled verdict in a sentence that concludes
+   ("Therefore, I would score it 4 out of 5.") after aspects rated one by one is the rating,
+   when it is the last and its sentence names no other value. Below them, two different
+   values are :attr:`Reason.AMBIGUOUS`: never a guess; so are numbers in a row ("1, 2, 3").
 
 Pure functions of text; the scale decides only what "N/M" must say and what is off scale.
 """
@@ -32,6 +34,7 @@ from .cues import (
     BRACKETS,
     CANDIDATE,
     CLAUSE_END,
+    CONCLUSION,
     CONDITIONAL,
     CONTRAST,
     FINAL_CUE,
@@ -68,6 +71,7 @@ class Rank(IntEnum):
 _LONGEST = 8000  # characters of an answer read: its first 2,000 and last 6,000
 # A number alone, with at most markup or a full stop around it.
 _BARE = re.compile(r"[\s*_#>`'\"(\[]*(\d+(?:\.\d+)?)[\s*_`'\")\].]*")
+_SEPARATORS = re.compile(r"[\s,;&+]*")
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class _Candidate:
     rank: Rank
     denominator_ok: bool = True
     hedged: bool = False  # "maybe 4", "3?": an alternative, not a verdict
+    concluding: bool = False  # in a sentence that concludes: "Therefore, I would score it 4/5"
 
 
 def _value(token: str) -> float:
@@ -205,8 +210,20 @@ def _number_candidates(
             continue
         denominator_ok = den is None or _value(den) == top
         hedged = _hedged(masked, start, end)
-        found.append(_Candidate(value, start, end, rank, denominator_ok, hedged))
+        concluding = rank >= Rank.LABEL and _concluding(masked, start)
+        found.append(_Candidate(value, start, end, rank, denominator_ok, hedged, concluding))
     return found
+
+
+def _sentence_start(masked: str, start: int) -> int:
+    head = masked[max(0, start - 200) : start]
+    ends = list(SENTENCE_END.finditer(head))
+    return start - len(head) + (ends[-1].end() if ends else 0)
+
+
+def _concluding(masked: str, start: int) -> bool:
+    """Whether the sentence up to ``start`` opens as a conclusion ("Therefore, ...")."""
+    return bool(CONCLUSION.search(masked, _sentence_start(masked, start), start))
 
 
 def _option_candidates(
@@ -257,17 +274,24 @@ def _choose(found: Sequence[_Candidate], masked: str, lo: float, hi: float) -> V
 
 
 def _pick(ordered: list[_Candidate], masked: str, lo: float, hi: float) -> _Candidate | Verdict:
-    for rank in (Rank.FINAL, Rank.NAMED):
-        ranked = [c for c in ordered if c.rank == rank]
-        if ranked:
-            return ranked[-1]  # of several final ratings the last one wins
+    finals = [c for c in ordered if c.rank == Rank.FINAL]
+    if finals:
+        return finals[-1]  # of several final ratings the last one wins
+    cued = [c for c in ordered if c.rank >= Rank.LABEL]
+    if cued and cued[-1].concluding and _alone_in_sentence(cued[-1], ordered, masked):
+        # Aspects rated one by one, then "Therefore, I would score it 4 out of 5.": the
+        # concluding verdict is the rating, when it is the last and names one value.
+        return cued[-1]
+    named = [c for c in ordered if c.rank == Rank.NAMED]
+    if named:
+        return named[-1]
     labelled = [c for c in ordered if c.rank == Rank.LABEL]
     if labelled:
         if len({(c.value, c.denominator_ok) for c in labelled}) > 1:
             return Verdict(None, Reason.AMBIGUOUS)  # "Coherence Score: 4 / Fluency Score: 3"
         return labelled[-1]
     first = ordered[0]
-    if not _ALNUM.search(masked, 0, first.start):
+    if not _ALNUM.search(masked, 0, first.start) and not _in_sequence(ordered, masked):
         return first  # answer first, then the reasons (as G-Eval reads it)
     last = ordered[-1]
     last_line = masked.rstrip().rfind("\n") + 1
@@ -284,6 +308,24 @@ def _pick(ordered: list[_Candidate], masked: str, lo: float, hi: float) -> _Cand
         if len(values) > 1:
             return Verdict(None, Reason.AMBIGUOUS)
     return Verdict(None, Reason.NO_RATING)
+
+
+def _alone_in_sentence(chosen: _Candidate, ordered: list[_Candidate], masked: str) -> bool:
+    """No other value in ``chosen``'s sentence: "score coherence 4 and fluency 3" concludes
+    nothing about one criterion."""
+    begin = _sentence_start(masked, chosen.start)
+    after = SENTENCE_END.search(masked, chosen.end)
+    end = after.start() if after else len(masked)
+    return all(c.value == chosen.value for c in ordered if begin <= c.start < end)
+
+
+def _in_sequence(ordered: list[_Candidate], masked: str) -> bool:
+    """The first number is followed by another, with only separators between: "1, 2, 3",
+    "1 2" list numbers or candidates, never an answer that opens with its rating."""
+    if len(ordered) < 2:
+        return False
+    between = masked[ordered[0].end : ordered[1].start]
+    return bool(_SEPARATORS.fullmatch(between)) and ordered[1].value != ordered[0].value
 
 
 def _verdict(candidate: _Candidate) -> Verdict:

@@ -55,7 +55,16 @@ SECTION_KEYS = {
         "api_version",
         "headers",
     },
-    "sampling": {"mode", "n", "temperature", "top_p", "max_tokens", "top_logprobs", "seed"},
+    "sampling": {
+        "mode",
+        "n",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "top_logprobs",
+        "seed",
+        "min_valid_mass",
+    },
     "limits": {"rpm", "tpm", "concurrency", "retries", "timeout", "backoff", "max_backoff"},
     "cache": {"path"},
     "output": {"path", "prefix"},
@@ -190,7 +199,10 @@ def parse_sampling(t: TableReader) -> SamplingConfig:
         max_tokens=t.positive("max_tokens", 5, integer=True),
         top_logprobs=t.get("top_logprobs", int, 20),
         seed=t.get("seed", int),
+        min_valid_mass=float(t.get("min_valid_mass", (int, float), 0.5)),
     )
+    if not 0 <= sampling.min_valid_mass <= 1:
+        raise t.error("'min_valid_mass' must be between 0 and 1 (a share of probability)")
     if not 0 <= sampling.top_logprobs <= 20:
         raise t.error("'top_logprobs' must be between 0 and 20 (the OpenAI maximum)")
     if not 0 <= sampling.temperature <= 2:

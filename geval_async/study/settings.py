@@ -87,6 +87,9 @@ class SamplingConfig:
     max_tokens: int = 5
     top_logprobs: int = 20
     seed: int | None = None
+    # Logprobs mode: an answer with less of its first token's mass on ratings is invalid
+    # (low_mass). Scoring only: not sent, not part of a cache key.
+    min_valid_mass: float = 0.5
 
     @property
     def choices_per_item(self) -> int:

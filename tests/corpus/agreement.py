@@ -49,7 +49,7 @@ def read_row(row: dict) -> Reading:
     lo, hi = row["scale"]
     names = (row["criterion"],) if row.get("criterion") else ()
     parser = RatingParser(Scale.integer(lo, hi), options=row.get("options"), names=names)
-    return parser.read(row["text"], row.get("finish_reason"))
+    return parser.read(row["text"], row.get("finish_reason"), row.get("reasoning"))
 
 
 def evaluate(rows: list[dict]) -> list[Outcome]:
@@ -87,7 +87,8 @@ def document(outcomes: list[Outcome]) -> str:
         'verdict, terse, word numbers, Llama-style "a 3 out of 5 in terms of coherence", '
         "markdown, MT-Bench `[[8]]`, Prometheus `[RESULT] 4`, stars, letters and labelled "
         "options, half points, counterfactual mentions, breakdown lists, quoted content full of "
-        "numbers, refusals and cut-off answers. Each answer carries the rating a careful reader "
+        "numbers, refusals, cut-off answers, thinking models' reasoning, concluding verdicts "
+        "and list numbers. Each answer carries the rating a careful reader "
         "takes from it, or none.\n\n"
         'An answer agrees when the default parser (`parser = "lenient"`, `fractional = '
         '"keep"`) returns the label, or no rating where the label has none. A false rating is '
@@ -100,8 +101,20 @@ def document(outcomes: list[Outcome]) -> str:
         'and each showed misreadings that led to a rule (hedges such as "3? Maybe 4.", '
         'conditionals, "a 2 would be too harsh"); a new judge\'s house style may show more. '
         "`geval-async answers CONFIG` lists what a study's judge wrote that gave no rating.\n\n"
+        "Three sections were written for the judges people use now, each with its labels "
+        "before the parser first read it: `thinking` (reasoning models: `<think>…</think>`, "
+        "`<thinking>`, a lone `</think>` whose opening tag was in the prompt, reasoning that "
+        "never ends, reasoning in the message's `reasoning_content` field, and numbers inside "
+        "the reasoning that disagree with the final rating), `concluding` (verdicts in running "
+        'prose: "Therefore, I would score this summary 5/5 for coherence.", aspects rated one '
+        "by one and then concluded, a conclusion on another scale) and `list_numbers` "
+        '("1. Accuracy: 4/5", "1, 2, 3, 4, 5", "1 2"). At that first reading `thinking` '
+        "agreed on 52 of 52, `concluding` on 12 of 16 and `list_numbers` on 5 of 14 (5 false "
+        "ratings, each a list number read as the rating); the rules for concluding sentences, "
+        "numbers in a row and rated list items came from those misreadings.\n\n"
         "Regenerate with `python -m tests.corpus.agreement --write`; `tests/test_corpus.py` "
-        "holds the parser to at least 99% agreement and no false rating.\n"
+        "holds the parser to at least 99% agreement and no false rating, and the `thinking` "
+        "section to 100%.\n"
     )
 
 

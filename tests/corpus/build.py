@@ -9,7 +9,8 @@ content full of numbers (years, money, counts, dates, times), refusals and cut-o
 
 Each line: ``text``, ``scale`` ([lo, hi]), ``label`` (the rating a careful reader takes, or
 null when the answer gives none), ``style``, and optionally ``options`` (label -> rating),
-``criterion`` (the criterion's display name) and ``finish_reason``.
+``criterion`` (the criterion's display name), ``finish_reason`` and ``reasoning`` (the
+message's reasoning field, as DeepSeek, vLLM and OpenRouter send a thinking model's reasoning).
 
 The combinations are drawn with a fixed seed, so the file is the same on every run:
 
@@ -927,9 +928,152 @@ def chat_models(rng: random.Random) -> list[dict]:
     return out
 
 
+# Written before the parser first read them, as the hand-written batches were. A row's
+# ``reasoning`` is the message's reasoning field (reasoning_content), never read for a rating.
+def thinking(rng: random.Random) -> list[dict]:
+    """Thinking models: reasoning in tags, after a lone </think>, or in a field of its own."""
+    rows: list[tuple[str, float | None, dict]] = [
+        ("<think>\nLet me evaluate the coherence. The summary has 3 sentences. It's a 1 out of "
+         "5 for grammar? No.\n</think>\n4", 4, {}),
+        ("<think>\nThe structure is fine, the ending is abrupt... maybe 4.\n</think>\n\n5", 5, {}),
+        ("<thinking>The summary mentions 2 of the 5 key facts. I'd say 2 or 3. Score: 2?"
+         "</thinking>\nScore: 3", 3, {}),
+        ("  <think>Rating: 5 seems too generous. 1 is too harsh.</think>\n\nRating: 3", 3, {}),
+        ("Okay, the article mentions 14 injuries; the summary says 4. Score 1? Too harsh.\n"
+         "</think>\n\n2", 2, {}),
+        ("<think>\nThe summary is fluent. I think it deserves a 4, but let me check the facts: "
+         "the article says 3 people", None, {"finish_reason": "length"}),
+        ("<think>I would give it a 5. Wait, the second sentence", None, {}),
+        ("4", 4, {"reasoning": "The summary scores 2 on fluency? No, it reads well. Final: 5? "
+                               "It misses one fact, so 4."}),
+        ("", None, {"reasoning": "The article has 12 paragraphs. Coherence: 3 or 4? Let me "
+                                 "re-read the second", "finish_reason": "length"}),
+        ("<think></think>\n3", 3, {}),
+        ("<think>\n\n</think>\n\nCoherence: 2", 2, {"criterion": "Coherence"}),
+        ("<think>\nStep 1: read. Step 2: compare. The summary omits 2 facts, so 3 or 4. I'll go "
+         "with 4.\n</think>\n\nThe summary is coherent but omits two facts.\n\nScore: 4", 4, {}),
+        ("<think>Final score: 5</think>", None, {}),
+        ("I count 3 errors, which suggests a 2.</thinking>Final score: 3", 3, {}),
+        ("<think>\nOverall 4/5? Fluency is perfect, 5/5.\n</think>\n**Rating: 5/5**", 5, {}),
+        ("<think>Is it a 2? A 3? The 2019 figures are right.</think>\nFour.", 4, {}),
+        ("<think>Maybe [[6]]? It gets the 2019 figures right.</think>\n[[8]]", 8,
+         {"scale": [1, 10]}),
+        ("<think>It's a 4.</think>\n3 or 4", None, {}),
+        ("Score: 2\nThe summary misses the main event.", 2,
+         {"reasoning": "Score: 5? No. The main event is missing."}),
+        ("<think>Between 2 and 4. Let me settle on 2.</think>\n2", 2,
+         {"finish_reason": "length"}),
+        ("<think>\nThe answer must be a single number from 1 to 5. I'd say 5.\n</think>\n\n"
+         "1", 1, {}),
+        ("<think>\nScore: 3\n</think>\nI cannot rate this text.", None, {}),
+    ]  # fmt: skip
+    out = []
+    for text, label, extra in rows:
+        row = dict(text=text, scale=extra.pop("scale", [1, 5]), label=label, style="thinking")
+        out.append({**row, **extra})
+    # Numbers in the reasoning that disagree with the final rating, in every carrier.
+    opens = ["<think>\n{r}\n</think>\n\n", "<thinking>{r}</thinking>\n", "{r}\n</think>\n",
+             "  <think>{r}</think> ", "field"]  # fmt: skip
+    answers = ["{n}", "Score: {n}", "{n}/5", "Rating: {n}\n\nThe summary is concise.", "**{n}**"]
+    for i in range(30):
+        n = rng.randint(1, 5)
+        others = [k for k in range(1, 6) if k != n]
+        a, b = rng.sample(others, 2)
+        thought = rng.choice(
+            [
+                f"The article lists {a} victims. Is this a {b}? Final score: {a}/5? No.",
+                f"Score: {a}. Hmm, {b} out of 5 seems closer. Rating: {b}",
+                f"Step 1: {a} facts. Step 2: a {b}? Overall {a}.",
+                f"I'd give it a {a}... or a {b}. [[{a}]]",
+            ]
+        )
+        carrier = opens[i % len(opens)]
+        answer = rng.choice(answers).format(n=n)
+        if carrier == "field":
+            out.append(dict(text=answer, scale=[1, 5], label=n, style="thinking",
+                            reasoning=thought))  # fmt: skip
+        else:
+            text = carrier.format(r=thought) + answer
+            out.append(dict(text=text, scale=[1, 5], label=n, style="thinking"))
+    return out
+
+
+def concluding(rng: random.Random) -> list[dict]:
+    """Verdicts in running prose that conclude an answer, after other numbers or aspects."""
+    aspects = (
+        "Accuracy: The summary gets the facts right. Score: 4/5\n"
+        "Completeness: It omits the officials' reaction. Score: 3/5\n"
+        "Clarity: It is easy to read. Score: 5/5\n"
+    )
+    rows: list[tuple[str, float | None, str | None]] = [
+        ("The summary covers the main points, scores 3 on detail, and gets the 2019 date wrong. "
+         "Therefore, I would score this summary 5/5 for coherence.", 5, "Coherence"),
+        ("The summary is logically ordered and each sentence builds on the last, thus earning a "
+         "coherence score of 5.", 5, "Coherence"),
+        ("The summary mentions 2 of the 4 main events and gets 1 date wrong. It is hard to "
+         "follow. I would score it a 1 out of 5 for coherence.", 1, "Coherence"),
+        (aspects + "\nTherefore, I would score the consistency of this summary as 4 out of 5.",
+         4, "Consistency"),
+        (aspects, None, "Consistency"),
+        ("The summary is clear but invents a quote.\n\nFinal score: 8/10", None, "Consistency"),
+        ("Fluency: Score: 3/5\nRelevance: Score: 4/5\n\nBased on these points, I would rate the "
+         "summary 2 out of 5.", 2, None),
+        ("Fluency: 4/5. Relevance: 2/5.\nThus, the summary deserves a 3.", 3, None),
+        ("Coverage: Score: 4/5\nFocus: Score: 1/5\n\nIn light of the above, the summary's "
+         "relevance is a 2 out of 5.", 2, "Relevance"),
+        ("Grammar: Score: 2/5\nStyle: Score: 4/5\n\nTaking everything into account, I would "
+         "give this summary a 3.", 3, None),
+        ("Facts: Score: 3/5\nOrder: Score: 4/5\n\nTherefore, I would rate it 7 out of 10.",
+         None, None),
+        ("The summary gets the 3 main facts right. Therefore, I would score this summary 4/5. A "
+         "5 would require the missing date.", 4, None),
+        ("Therefore, the summary contains 2 factual errors, and I would score it 3/5.", 3, None),
+        ("The summary makes 3 errors; thus, 3 points are lost.", None, None),
+        ("Structure: Score: 2/5\nFlow: Score: 3/5\n\nHence, my coherence score for this summary "
+         "is 2.", 2, "Coherence"),
+        ("The summary omits 2 of the 3 key facts. Consequently, it earns a relevance rating of "
+         "2/5.", 2, "Relevance"),
+    ]  # fmt: skip
+    out = []
+    for text, label, criterion in rows:
+        row = dict(text=text, scale=[1, 5], label=label, style="concluding")
+        if criterion:
+            row["criterion"] = criterion
+        out.append(row)
+    return out
+
+
+def list_numbers(rng: random.Random) -> list[dict]:
+    """List numbers and bare sequences: never the rating; two candidates are ambiguous."""
+    rows: list[tuple[str, float | None, str | None]] = [
+        ("1. Accuracy: 4/5", 4, None),
+        ("1, 2, 3, 4, 5", None, None),
+        ("1 2", None, None),
+        ("1. Coherence: 4", 4, "Coherence"),
+        ("1) Accuracy: 3/5", 3, None),
+        ("1. Fluency - 2", 2, "Fluency"),
+        ("1. Accuracy: The summary is accurate. 4/5", 4, None),
+        ("1 2 3 4 5", None, None),
+        ("4 5", None, None),
+        ("1. The summary is accurate: 4/5", 4, None),
+        ("3. The summary is poor.", 3, None),
+        ("2, 3", None, None),
+        ("1. Accuracy: 4/5\n2. Clarity: 2/5", None, None),
+        ("Score: 4\n\n1. The summary is concise.\n2. It is accurate.", 4, None),
+    ]  # fmt: skip
+    out = []
+    for text, label, criterion in rows:
+        row = dict(text=text, scale=[1, 5], label=label, style="list_numbers")
+        if criterion:
+            row["criterion"] = criterion
+        out.append(row)
+    return out
+
+
 BUILDERS = [reason_then_verdict, terse, word_numbers, llama, markdown, mt_bench, prometheus,
             stars, letters, half_points, counterfactual, breakdown, quoted, refusals, cut_off,
-            no_rating, handwritten, handwritten_more, chat_models]  # fmt: skip
+            no_rating, handwritten, handwritten_more, chat_models, thinking, concluding,
+            list_numbers]  # fmt: skip
 
 
 def build() -> list[dict]:

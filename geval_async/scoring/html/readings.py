@@ -24,6 +24,8 @@ REASON_WORDS = {
     Reason.FRACTIONAL: "a fraction where the scale has none",
     Reason.REFUSED: "the judge declined, or said nothing",
     Reason.CUT_OFF: "max_tokens cut the answer off before a rating",
+    Reason.BAD_LOGPROBS: "logprobs that are not probabilities",
+    Reason.LOW_MASS: "too little of the first token's probability on ratings",
 }
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .judging.cache import JudgeCache
-from .judging.plan import prepare_study
 from .judging.runner import RunResult, run_study
 from .options import StatTest
 from .study.config import EvalConfig, apply_overrides, load_config
+from .study.prepare import prepare_study
 
 if TYPE_CHECKING:
     from .scoring.html import HumanComparison

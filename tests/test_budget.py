@@ -15,9 +15,10 @@ import orjson
 import pytest
 from conftest import StudyFiles, cache_snapshot, run_cli
 
-from geval_async.judging.plan import first_request, prepare_study, send_order
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
+from geval_async.study.plan import first_request, send_order
+from geval_async.study.prepare import prepare_study
 from geval_async.study.pricing import usd
 
 PRICE_IN, PRICE_OUT = 10_000.0, 20_000.0  # USD per million tokens

@@ -25,10 +25,11 @@ import pytest
 from conftest import PROMPT_A, PROMPT_B, ROOT, StudyFiles, cache_snapshot, write_records
 
 from geval_async.judging.cache import JudgeCache
-from geval_async.judging.plan import Study, first_request, plan_items, prepare_study
 from geval_async.scoring.scores import score_items
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import apply_overrides, load_config
+from geval_async.study.plan import Study, first_request, plan_items
+from geval_async.study.prepare import prepare_study
 
 CONCURRENCY = 12
 KILLS = 20

@@ -40,10 +40,10 @@ import pytest
 from conftest import StudyFiles, cache_snapshot, run_cli
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.plan import prepare_study
 from geval_async.scoring.ratings import first_token_top_logprobs
 from geval_async.scoring.scores import MISSING, NO_VALID, REFUSED, SCORED, ItemScore, score_items
 from geval_async.study.config import load_config
+from geval_async.study.prepare import prepare_study
 
 MODEL_ALIAS = "smollm2"
 RECORDS = 4  # the first 4 records of the study fixture ([data] limit)

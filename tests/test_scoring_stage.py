@@ -19,10 +19,11 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.plan import first_request, plan_items, prepare_study
 from geval_async.scoring.results import load_results
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
+from geval_async.study.plan import first_request, plan_items
+from geval_async.study.prepare import prepare_study
 
 SCALES = {"clar": 5, "fit": 3}
 

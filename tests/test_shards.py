@@ -11,9 +11,10 @@ import sys
 
 from conftest import ROOT, StudyFiles, run_cli, run_study
 
-from geval_async.judging.plan import first_request, plan_items, prepare_study
 from geval_async.sim import SimServer
 from geval_async.study.config import apply_overrides, load_config
+from geval_async.study.plan import first_request, plan_items
+from geval_async.study.prepare import prepare_study
 
 
 def _total(stdout: str) -> list[str]:

@@ -19,10 +19,11 @@ from aiohttp import web
 from conftest import StudyFiles
 
 from geval_async.judging.cache import JudgeCache
-from geval_async.judging.plan import first_request, plan_items, prepare_study, send_order
 from geval_async.judging.runner import run_study
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
+from geval_async.study.plan import first_request, plan_items, send_order
+from geval_async.study.prepare import prepare_study
 
 
 def _judge(study: StudyFiles) -> tuple[object, int]:

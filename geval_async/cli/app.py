@@ -22,9 +22,10 @@ from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.batch.ledger import Ledger
 from ..judging.cache import JudgeCache
 from ..judging.coverage import coverage
-from ..judging.plan import Study, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
+from ..study.plan import Study
+from ..study.prepare import prepare_study
 from .answers import add_answers_command, invalid_lines, warn
 from .batch import add_batch_commands, add_batch_flags, run_batch
 from .cache import add_cache_commands

@@ -23,9 +23,10 @@ import pandas as pd
 from ..errors import ConfigError
 from ..judging.cache import JudgeCache
 from ..judging.origin import ServerEntries
-from ..judging.plan import Study, prepare_study
 from ..options import SamplingMode, StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
+from ..study.plan import Study
+from ..study.prepare import prepare_study
 from .readings import ShareDifference, invalid_shares, samples_frame, share_differences
 from .scores import CriterionTally, ItemScore, score_items, tally
 from .stats import Comparison

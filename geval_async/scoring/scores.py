@@ -24,8 +24,8 @@ import orjson
 from ..judging.cache import CachedResponse
 from ..judging.coverage import ItemState, item_states
 from ..judging.origin import EntrySource
-from ..judging.plan import PlannedCriterion, Study
 from ..options import AnswerForm, Fractional, ParserMode, SamplingMode, ScoreStatus
+from ..study.plan import PlannedCriterion, Study
 from .ratings import (
     RatingDistribution,
     RatingParser,

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from ...judging.cache import JudgeCache
-from ...judging.plan import first_request, plan_items
 from ...options import SamplingMode
+from ...study.plan import first_request, plan_items
 from ..results import StudyResults
 from ..stats import Comparison
 

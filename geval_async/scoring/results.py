@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..errors import ConfigError
-from ..judging.cache import JudgeCache
-from ..judging.origin import ServerEntries
+from ..judging.read_model import open_answers
 from ..options import SamplingMode, StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
 from ..study.plan import Study
@@ -52,6 +51,8 @@ class StudyResults:
     simulated: bool
     corrupted: int
     variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
+    # When the answers scored arrived (UNIX times, first and last); None: no answer yet.
+    judged: tuple[float, float] | None = None
     # Each test's comparisons, computed once: `report` asks for them in several outputs.
     _comparisons: dict[StatTest, list[Comparison]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -215,19 +216,18 @@ def load_results(
         config = load_config(config)
     config = apply_overrides(config, **overrides)
     study = prepare_study(config)
-    with JudgeCache(config.cache_path, create=False) as cache:
-        entries = ServerEntries(cache, None)
-        scores = list(score_items(study, entries))
-        corrupted = len(cache.corrupted)
-    if entries.origins == {True, False}:
+    with open_answers(study) as answers:
+        scores = list(score_items(study, answers))
+    if answers.mixed:
         raise ConfigError(
             f"the cache {config.cache_path} holds answers of geval-async's simulated judge and "
             "of another server for this study: scores would mix synthetic and real ratings; "
             f"run `geval-async run {config.source}` against the real judge (it replaces the "
             "simulated answers), or keep each in its own --cache folder"
         )
-    simulated = True in entries.origins
-    results = StudyResults(study, scores, simulated, corrupted, _variant(config))
+    results = StudyResults(
+        study, scores, answers.simulated, answers.corrupted, _variant(config), answers.arrived
+    )
     if strict and study.warnings:
         raise ConfigError(f"{study.warnings[0]} (--strict makes this an error)")
     if strict and results.missing:

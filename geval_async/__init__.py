@@ -42,7 +42,7 @@ _EXPORTS = {
     "read_answers": "scoring.results",
     "run_study": "judging.runner",
     "shipped": "study.shipped",
-    "write_html_report": "scoring.html",
+    "write_html_report": "scoring.outputs",
     "write_outputs": "scoring.outputs",
 }
 

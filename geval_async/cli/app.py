@@ -248,6 +248,7 @@ def _run_loop(
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from ..scoring.outputs import write_outputs
     from ..scoring.results import load_results
     from .demo import demo_config, demo_server
     from .score import print_tests
@@ -281,7 +282,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError:
         plots = False
         print("(no matplotlib: plots skipped; pip install 'geval-async[plots]')")
-    paths = results.write_outputs(plots=plots, html=plots)
+    paths = write_outputs(results, plots=plots, html=plots)
     print_tests(results, None)
     print("\ncomposite score (0-100), mean per condition:")
     print(results.composite().loc[["Average"]].rename_axis(None).round(2).to_string())

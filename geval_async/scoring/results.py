@@ -5,9 +5,10 @@
     >>> results.table("con")         # users x conditions, with the Average row
     >>> results.composite()          # the 100-point composite
     >>> results.comparisons()        # Welch + BH (or the configured test)
-    >>> results.write_outputs()      # every output file, as `geval-async report` writes them
+    >>> write_outputs(results)       # every output file, as `geval-async report` writes them
 
-Nothing here calls the network: scoring reads the cache only, so re-scoring is free.
+Nothing here calls the network: scoring reads the cache only, so re-scoring is free. Nothing
+here writes a file either: :mod:`.outputs` is the one writer.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -38,9 +38,6 @@ from .tables import (
     with_average,
 )
 
-if TYPE_CHECKING:
-    from .html.gallery import HumanComparison
-
 
 @dataclass
 class StudyResults:
@@ -61,6 +58,11 @@ class StudyResults:
     @property
     def config(self) -> EvalConfig:
         return self.study.config
+
+    @property
+    def prefix(self) -> str:
+        """The output files' name prefix: ``[output] prefix`` plus what varies (the variant)."""
+        return self.config.output.prefix + self.variant
 
     @cached_property
     def long(self) -> pd.DataFrame:
@@ -186,20 +188,6 @@ class StudyResults:
         if test not in self._comparisons:
             self._comparisons[test] = compare(self.group_tables, self.config, test)
         return list(self._comparisons[test])
-
-    def write_outputs(
-        self,
-        kinds: Any = None,
-        *,
-        test: StatTest | str | None = None,
-        plots: bool = False,
-        html: bool = False,
-        human: HumanComparison | None = None,
-    ) -> list[Path]:
-        """Write the output files (all kinds by default); see :mod:`.outputs`."""
-        from .outputs import write_outputs
-
-        return write_outputs(self, kinds, test=test, plots=plots, html=html, human=human)
 
 
 def load_results(

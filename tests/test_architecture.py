@@ -249,6 +249,18 @@ def test_no_uphill_arrow_inside_judging_or_scoring() -> None:
     assert not arrows, "uphill inside a room: " + "; ".join(arrows)
 
 
+def test_scoring_and_meta_read_judging_through_the_read_model_only() -> None:
+    """Answers come to scoring through one read model; the study and its plan are below both."""
+    reached = sorted(
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if module.startswith(("geval_async.scoring", "geval_async.meta"))
+        for target in targets
+        if target.startswith("geval_async.judging") and target != "geval_async.judging.read_model"
+    )
+    assert not reached, f"scoring or meta reaches into judging: {reached}"
+
+
 def _third_party(module: Path) -> set[str]:
     """The top-level names of what ``module`` imports from outside the package."""
     names = set()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import islice
 from typing import Any
 
@@ -29,6 +30,7 @@ from .criteria import Rubric
 from .keys import KeyFrame, request_key
 from .prompts import Template, field_text
 from .records import Record
+from .shard import Share
 
 # Per-message framing tokens providers add; the estimate only needs to be close and stable.
 _TOKENS_PER_MESSAGE = 4
@@ -83,6 +85,15 @@ class Study:
         items = len(self.selected_records) * sum(len(c.rubrics) for c in self.criteria)
         shard = self.config.shard
         return items if shard is None else -(-items // shard.count)
+
+    @cached_property
+    def share(self) -> Share | None:
+        """With ``--shard``, the part of the plan this shard holds, cut once from every
+        item's first key (:meth:`~.shard.Shard.cut`); None without a shard."""
+        shard = self.config.shard
+        if shard is None:
+            return None
+        return shard.cut(r.key for requests in _request_chunks(self) for r in requests)
 
     @property
     def selected_records(self) -> list[Record]:
@@ -170,14 +181,20 @@ def planned_requests(
     """The first request of every item of the plan, in plan order (or in send order), made a
     chunk at a time (:func:`first_requests`); with a shard, of its items only, each rendered
     and hashed once."""
-    items = _send_order(study) if send else _plan_order(study)
-    config = study.config
-    shard = config.shard
-    while requests := first_requests(islice(items, chunk), config):
-        if shard is None:
+    share = study.share
+    for requests in _request_chunks(study, send=send, chunk=chunk):
+        if share is None:
             yield from requests
         else:
-            yield from (request for request in requests if shard.holds(request.key))
+            yield from (request for request in requests if share.holds(request.key))
+
+
+def _request_chunks(
+    study: Study, *, send: bool = False, chunk: int = 256
+) -> Iterator[list[JudgeRequest]]:
+    items = _send_order(study) if send else _plan_order(study)
+    while requests := first_requests(islice(items, chunk), study.config):
+        yield requests
 
 
 def _plan_order(study: Study) -> Iterator[JudgeItem]:

@@ -123,11 +123,6 @@ def csv_bytes(frame: pd.DataFrame, *, index: bool = True, float_format: str | No
     return frame.to_csv(index=index, float_format=float_format).encode()
 
 
-def write_csv(path: Path, frame: pd.DataFrame, *, index: bool = True) -> Path:
-    """Write a frame as CSV, atomically, every digit kept."""
-    return write_atomic(path, csv_bytes(frame, index=index))
-
-
 # --- names -------------------------------------------------------------------------------------
 
 

@@ -160,21 +160,6 @@ def plan_items(study: Study) -> Iterator[JudgeItem]:
     return (request.item for request in planned_requests(study))
 
 
-def send_order(study: Study) -> Iterator[JudgeItem]:
-    """Every item of the plan in the order the runner sends them: record by record.
-
-    All criteria of a record go out together, so the token cost of the requests stays even
-    over the run. Sent criterion by criterion, a criterion with a short prompt (no source
-    text) would spend a stretch of the run bound by the requests limit with tokens to spare,
-    and one with a long prompt a stretch bound by tokens with requests to spare; interleaved,
-    both limits can be used at once. (Provider prompt caches keep a prefix for minutes, so
-    each criterion's instructions stay cached as they alternate.)
-    """
-    if study.config.shard is None:
-        return _send_order(study)
-    return (request.item for request in planned_requests(study, send=True))
-
-
 def planned_requests(
     study: Study, *, send: bool = False, chunk: int = 256
 ) -> Iterator[JudgeRequest]:
@@ -206,6 +191,15 @@ def _plan_order(study: Study) -> Iterator[JudgeItem]:
 
 
 def _send_order(study: Study) -> Iterator[JudgeItem]:
+    """Every item of the plan in the order the runner sends them: record by record.
+
+    All criteria of a record go out together, so the token cost of the requests stays even
+    over the run. Sent criterion by criterion, a criterion with a short prompt (no source
+    text) would spend a stretch of the run bound by the requests limit with tokens to spare,
+    and one with a long prompt a stretch bound by tokens with requests to spare; interleaved,
+    both limits can be used at once. (Provider prompt caches keep a prefix for minutes, so
+    each criterion's instructions stay cached as they alternate.)
+    """
     pairs = [(criterion, rubric) for criterion in study.criteria for rubric in criterion.rubrics]
     for record in study.selected_records:
         for criterion, rubric in pairs:

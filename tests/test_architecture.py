@@ -204,6 +204,7 @@ JUDGING_TIERS = {
 SCORING_TIERS = {
     # 0 reading one answer
     "cues": 0, "masks": 0, "verdicts": 0, "distributions": 0, "ratings": 0, "rubrics": 0,
+    "thinking": 0,  # on main since the parser merge: the reasoning cut off an answer
     # 1 the data: scores, readings, tables, tests, judge-vs-human pairs, rendered documents
     "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,
     "results": 2,  # the front door for analysis: data, no writer

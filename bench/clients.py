@@ -57,9 +57,9 @@ def geval(spec: Spec) -> dict[str, Any]:
 
     from geval_async.judging import transport  # noqa: F401 - see below
     from geval_async.judging.cache import JudgeCache
-    from geval_async.judging.plan import prepare_study
     from geval_async.judging.runner import run_study
     from geval_async.study.config import apply_overrides, load_config
+    from geval_async.study.prepare import prepare_study
 
     # run_study imports aiohttp (through transport) only when something is missing; imported
     # here, before the clock, as ``bare`` imports aiohttp before its clock: imports excluded.
@@ -241,8 +241,9 @@ def gather(spec: Spec) -> dict[str, Any]:
 def lookup(spec: Spec) -> dict[str, Any]:
     import diskcache
 
-    from geval_async.judging.plan import first_request, plan_items, prepare_study
     from geval_async.study.config import load_config
+    from geval_async.study.plan import first_request, plan_items
+    from geval_async.study.prepare import prepare_study
 
     cpu0, t0 = _cpu(), time.perf_counter()
     study = prepare_study(load_config(spec["config"]))

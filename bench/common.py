@@ -384,9 +384,10 @@ def plan_bodies(config: Path, out: Path) -> dict[str, Any]:
     """
     import orjson
 
-    from geval_async.judging.plan import first_request, plan_items, prepare_study
     from geval_async.sim.limits import prompt_tokens
     from geval_async.study.config import load_config
+    from geval_async.study.plan import first_request, plan_items
+    from geval_async.study.prepare import prepare_study
 
     study = prepare_study(load_config(config))
     phases: dict[str, dict[str, int]] = {}

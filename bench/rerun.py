@@ -40,8 +40,9 @@ def split(config: str, cache: str) -> dict[str, float]:
     from itertools import islice
 
     from geval_async.judging.cache import JudgeCache
-    from geval_async.judging.plan import planned_requests, prepare_study
     from geval_async.study.config import load_config
+    from geval_async.study.plan import planned_requests
+    from geval_async.study.prepare import prepare_study
 
     started = time.perf_counter()
     study = prepare_study(load_config(config))

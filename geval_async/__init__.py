@@ -28,7 +28,7 @@ _EXPORTS = {
     "RunResult": "judging.runner",
     "RunStopped": "errors",
     "Scale": "scoring.ratings",
-    "Study": "judging.plan",
+    "Study": "study.plan",
     "StudyResults": "scoring.results",
     "Transient": "errors",
     "TransportError": "errors",
@@ -38,11 +38,11 @@ _EXPORTS = {
     "load_config": "study.config",
     "load_results": "scoring.results",
     "meta_evaluate": "meta.evaluate",
-    "prepare_study": "judging.plan",
+    "prepare_study": "study.prepare",
     "read_answers": "scoring.results",
     "run_study": "judging.runner",
     "shipped": "study.shipped",
-    "write_html_report": "scoring.html",
+    "write_html_report": "scoring.outputs",
     "write_outputs": "scoring.outputs",
 }
 

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .judging.cache import JudgeCache
-from .judging.plan import prepare_study
 from .judging.runner import RunResult, run_study
 from .options import StatTest
 from .study.config import EvalConfig, apply_overrides, load_config
+from .study.prepare import prepare_study
 
 if TYPE_CHECKING:
-    from .scoring.html import HumanComparison
+    from .scoring.human import HumanComparison
     from .scoring.results import StudyResults
 
 
@@ -72,7 +72,7 @@ def html_report(
 
 def write_html(results: StudyResults, *, test: StatTest | str | None = None) -> Path:
     """The HTML report of scored results, with judge-vs-human plots when [meta] human is set."""
-    from .scoring.html import write_html_report
+    from .scoring.outputs import write_html_report
 
     return write_html_report(results, test=test, human=human_comparison(results))
 
@@ -82,7 +82,7 @@ def human_comparison(results: StudyResults) -> HumanComparison | None:
     ``[meta] human`` (see :mod:`geval_async.meta`)."""
     from .meta.evaluate import meta_evaluate
     from .meta.inputs import human_scores, judge_scores, pair_scores
-    from .scoring.html import HumanComparison
+    from .scoring.human import HumanComparison
 
     config = results.config
     mapping = {

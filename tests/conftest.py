@@ -194,8 +194,9 @@ def keys_by_digest(study: StudyFiles) -> dict[str, str]:
 
     import orjson
 
-    from geval_async.judging.plan import first_request, plan_items, prepare_study
     from geval_async.study.config import load_config
+    from geval_async.study.plan import first_request, plan_items
+    from geval_async.study.prepare import prepare_study
 
     plan = prepare_study(load_config(study.config))
     out = {}

@@ -21,6 +21,7 @@ from conftest import PROMPT_A, PROMPT_B, run_cli, write_records
 import geval_async as ga
 from geval_async.errors import ConfigError
 from geval_async.scoring.distributions import distribution_from_option_logprobs
+from geval_async.scoring.outputs import write_outputs
 from geval_async.sim import SimServer, SimSettings
 
 LETTERS = "{ A = 1, B = 2, C = 3, D = 4, E = 5 }"
@@ -262,7 +263,7 @@ def test_invalid_reasons_per_condition_in_report_and_answers_command(tmp_path: P
     assert "| clar | A | 36 |" in text and "| clar | B | 36 | 0 | 0.0% |" in text
     assert "> **Warning:** clar:" in text and "Fisher's exact" in text
     # The HTML report says the same, next to its invalid reasons.
-    [page] = results.write_outputs(["html"], html=True)
+    [page] = write_outputs(results, ["html"], html=True)
     shown = html.unescape(page.read_text())
     for difference in results.share_differences():
         assert difference.warning() in shown

@@ -1,16 +1,24 @@
 """The shape of the package: stages in their own subpackages, arrows only downhill.
 
-Reads every module's imports (at any depth, lazy ones included) with ``ast`` and checks them
-against the order of the stages, so a newcomer can trust the tree: study definition -> judging
--> scoring -> meta-evaluation -> the Python API -> the command line, with the simulated judge
-apart.
+Reads every module's imports (at any depth, lazy and ``TYPE_CHECKING`` ones included) with
+``ast`` and checks them against the order of the stages, so a newcomer can trust the tree:
+study definition -> judging -> scoring -> meta-evaluation -> the Python API -> the command
+line, with the simulated judge apart. Inside a room the same holds module by module: the
+import graph of geval_async has no circle, and judging's and scoring's modules import only
+their own tier or lower ones (:data:`JUDGING_TIERS`, :data:`SCORING_TIERS`). Scoring never
+imports asyncio or aiohttp, and no module reaches into diskcache's or aiolimiter's private
+names (their next release may change them without notice).
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
+from collections.abc import Mapping
 from pathlib import Path
 
+import aiolimiter.leakybucket
+import diskcache.core
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "geval_async"
@@ -89,3 +97,245 @@ def test_imports_only_go_downhill(module: Path) -> None:
 def test_modules_stay_small(module: Path) -> None:
     lines = len(module.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{module.relative_to(PACKAGE)} has {lines} lines: split it"
+
+
+# --- module by module ------------------------------------------------------------------------
+
+
+def module_name(module: Path, package: Path = PACKAGE) -> str:
+    """``geval_async.judging.cache`` for .../geval_async/judging/cache.py (a package: its name)."""
+    parts = list(module.relative_to(package.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(module: Path, known: Mapping[str, Path], package: Path = PACKAGE) -> set[str]:
+    """The modules of the package (``known``) that ``module`` imports, at any depth:
+    ``from x import y`` names module ``x.y`` when that is a module, else ``x``."""
+    name = module_name(module, package)
+    package = name.split(".") if module.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = ".".join(base + (node.module.split(".") if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in known else target)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {target for target in found if target in known and target != name}
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Every module of ``package`` -> the package's modules it imports."""
+    known = {module_name(path, package): path for path in sorted(package.rglob("*.py"))}
+    return {name: imported_modules(path, known, package) for name, path in known.items()}
+
+
+def circles(graph: Mapping[str, set[str]]) -> list[tuple[list[str], list[str]]]:
+    """Each strongly connected group of modules (Tarjan): its modules, and one circle of
+    imports through them, from the group's first module back to it."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1 or node in graph.get(node, ()):
+                groups.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [(sorted(group), _walk_round(sorted(group)[0], group, graph)) for group in groups]
+
+
+def _walk_round(start: str, group: set[str], graph: Mapping[str, set[str]]) -> list[str]:
+    """A shortest path from ``start`` back to itself inside ``group``."""
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for target in sorted(graph[node] & group):
+            if target == start:
+                return [*paths[node], start]
+            if target not in paths:
+                paths[target] = [*paths[node], target]
+                queue.append(target)
+    return [start, start]
+
+
+GRAPH = import_graph()
+
+# Inside judging and scoring, lower tiers never import higher ones (the same tier may import
+# each other; circles are caught above). A module missing here fails the test: place it.
+JUDGING_TIERS = {
+    # 0 storage: an entry's bytes, diskcache rows, the read-only reader, the ledger's one path
+    "stored": 0, "rows": 0, "readonly": 0, "live_batches": 0,
+    "cache": 1,
+    # 2 reading the cache: origin rule, old keys, coverage, the read model, the cache commands
+    "origin": 2, "legacy": 2, "coverage": 2, "read_model": 2, "maintenance": 2, "archive": 2,
+    # 3 sending: limits, failures, transport, claims, the writer thread, budget, progress
+    "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
+    "budget": 3, "probe": 3, "progress": 3,
+    "feed": 4, "runner": 4,
+    "batch": 5,  # the Batch API, and every module of judging/batch/
+}  # fmt: skip
+SCORING_TIERS = {
+    # 0 reading one answer
+    "cues": 0, "masks": 0, "verdicts": 0, "distributions": 0, "ratings": 0, "rubrics": 0,
+    "thinking": 0,  # on main since the parser merge: the reasoning cut off an answer
+    # 1 the data: scores, readings, tables, tests, judge-vs-human pairs, rendered documents
+    "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,
+    "results": 2,  # the front door for analysis: data, no writer
+    "html": 3,  # the HTML view: a pure renderer, handed data
+    "outputs": 4,  # the one writer
+}  # fmt: skip
+TIERS = {"judging": JUDGING_TIERS, "scoring": SCORING_TIERS}
+
+
+def tier_of(module: str) -> tuple[str, int] | None:
+    """The room and tier of a module of judging or scoring (None: another room)."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] not in TIERS:
+        return None
+    tiers = TIERS[parts[1]]
+    assert parts[2] in tiers, f"{module}: add it to {parts[1].upper()}_TIERS"
+    return parts[1], tiers[parts[2]]
+
+
+def uphill_arrows(graph: Mapping[str, set[str]]) -> list[str]:
+    """Imports from a module of judging or scoring to a higher tier of the same room."""
+    arrows = []
+    for module in sorted(graph):
+        place = tier_of(module)
+        if place is None:
+            continue
+        for target in sorted(graph[module]):
+            there = tier_of(target)
+            if there is not None and there[0] == place[0] and there[1] > place[1]:
+                arrows.append(f"{module} (tier {place[1]}) -> {target} (tier {there[1]})")
+    return arrows
+
+
+def test_no_circle_of_imports_anywhere() -> None:
+    found = circles(GRAPH)
+    assert not found, "; ".join(
+        f"import circle among {', '.join(group)}: {' -> '.join(path)}" for group, path in found
+    )
+
+
+def test_no_uphill_arrow_inside_judging_or_scoring() -> None:
+    arrows = uphill_arrows(GRAPH)
+    assert not arrows, "uphill inside a room: " + "; ".join(arrows)
+
+
+def test_scoring_and_meta_read_judging_through_the_read_model_only() -> None:
+    """Answers come to scoring through one read model; the study and its plan are below both."""
+    reached = sorted(
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if module.startswith(("geval_async.scoring", "geval_async.meta"))
+        for target in targets
+        if target.startswith("geval_async.judging") and target != "geval_async.judging.read_model"
+    )
+    assert not reached, f"scoring or meta reaches into judging: {reached}"
+
+
+def _third_party(module: Path) -> set[str]:
+    """The top-level names of what ``module`` imports from outside the package."""
+    names = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+    return names
+
+
+def test_scoring_never_imports_asyncio_or_aiohttp() -> None:
+    """Not itself, nor through any module of the package it imports (the read model too)."""
+    reached, todo = set(), [m for m in GRAPH if m.startswith("geval_async.scoring")]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(GRAPH[module])
+    paths = {module_name(p): p for p in MODULES}
+    async_ones = sorted(
+        m for m in reached if _third_party(paths[m]) & {"asyncio", "aiohttp", "aiolimiter"}
+    )
+    assert not async_ones, f"scoring reaches async modules: {async_ones}"
+
+
+def _private_names(*libraries: object) -> frozenset[str]:
+    """The private attributes and methods the libraries' own code defines (``self._x``)."""
+    names = set()
+    for library in libraries:
+        for node in ast.walk(ast.parse(inspect.getsource(library))):  # type: ignore[arg-type]
+            if isinstance(node, ast.FunctionDef):
+                name = node.name
+            elif isinstance(node, ast.Attribute) and ast.unparse(node.value) == "self":
+                name = node.attr
+            else:
+                continue
+            if name.startswith("_") and not name.startswith("__"):
+                names.add(name)
+    return frozenset(names)
+
+
+PRIVATE = _private_names(diskcache.core, aiolimiter.leakybucket)
+
+
+def private_uses(module: Path) -> list[str]:
+    """Where ``module`` uses a private name of diskcache or aiolimiter: ``x._sql`` on anything
+    but its own ``self``/``cls``, or diskcache.core's module (its storage constants)."""
+    uses = []
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        line = f"{module.relative_to(PACKAGE.parent)}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Attribute):
+            base = ast.unparse(node.value)
+            if node.attr in PRIVATE and base not in ("self", "cls"):
+                uses.append(f"{line} {base}.{node.attr}")
+            elif base == "diskcache" and node.attr == "core":
+                uses.append(f"{line} diskcache.core")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("diskcache."):
+            uses.append(f"{line} from {node.module} import ...")
+        elif isinstance(node, ast.Import):
+            uses.extend(
+                f"{line} import {a.name}"
+                for a in node.names
+                if "." in a.name and a.name.startswith(("diskcache.", "aiolimiter."))
+            )
+    return uses
+
+
+def test_private_names_are_found() -> None:
+    """The check below can fail: the names it looks for are the libraries' real ones."""
+    assert {"_sql", "_con", "_level", "_rate_per_sec"} <= PRIVATE
+
+
+@pytest.mark.xfail(strict=True, reason="issue 18 item 4")
+def test_no_private_name_of_diskcache_or_aiolimiter() -> None:
+    uses = [use for module in MODULES for use in private_uses(module)]
+    assert not uses, "private names of diskcache/aiolimiter: " + "; ".join(uses)

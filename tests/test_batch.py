@@ -363,8 +363,8 @@ def test_a_submit_killed_after_upload_is_finished_by_the_next_command(
     from geval_async.judging.batch.ledger import UPLOADED, Ledger
     from geval_async.judging.claims import Claims
     from geval_async.judging.coverage import item_states
-    from geval_async.judging.plan import prepare_study
     from geval_async.study.config import load_config
+    from geval_async.study.prepare import prepare_study
 
     study.write_config(sim.base_url)
     # What a submit killed right after the upload leaves: a record naming the uploaded file,
@@ -400,8 +400,8 @@ def test_input_files_are_split_at_the_line_limit(sim: SimServer, study: StudyFil
 
     from geval_async.judging.batch.control import BatchControl, make_client
     from geval_async.judging.claims import Claims
-    from geval_async.judging.plan import prepare_study
     from geval_async.study.config import load_config
+    from geval_async.study.prepare import prepare_study
 
     study.write_config(sim.base_url)
     plan = prepare_study(load_config(study.config))

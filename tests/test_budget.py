@@ -15,9 +15,10 @@ import orjson
 import pytest
 from conftest import StudyFiles, cache_snapshot, run_cli
 
-from geval_async.judging.plan import first_request, prepare_study, send_order
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
+from geval_async.study.plan import planned_requests
+from geval_async.study.prepare import prepare_study
 from geval_async.study.pricing import usd
 
 PRICE_IN, PRICE_OUT = 10_000.0, 20_000.0  # USD per million tokens
@@ -35,8 +36,7 @@ def _plan_costs(study: StudyFiles) -> list[tuple[str, float]]:
     """(sha256 of the body as sent, estimated USD) of every request, in the order sent."""
     plan = prepare_study(load_config(study.config))
     out = []
-    for item in send_order(plan):
-        request = first_request(item, plan.config)
+    for request in planned_requests(plan, send=True):
         completion = plan.config.sampling.max_tokens * request.n
         prompt = request.est_tokens - completion
         cost = (prompt * PRICE_IN + completion * PRICE_OUT) / 1_000_000

@@ -25,10 +25,12 @@ import pytest
 from conftest import PROMPT_A, PROMPT_B, ROOT, StudyFiles, cache_snapshot, write_records
 
 from geval_async.judging.cache import JudgeCache
-from geval_async.judging.plan import Study, first_request, plan_items, prepare_study
+from geval_async.judging.read_model import StudyAnswers
 from geval_async.scoring.scores import score_items
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import apply_overrides, load_config
+from geval_async.study.plan import Study, first_request, plan_items
+from geval_async.study.prepare import prepare_study
 
 CONCURRENCY = 12
 KILLS = 20
@@ -97,7 +99,7 @@ def _scores(study: Study) -> dict[tuple[str, str], tuple[str, float | None, tupl
     with JudgeCache(study.config.cache_path, create=False) as cache:
         return {
             (s.record_id, s.criterion): (s.status, s.weighted_score, s.answers)
-            for s in score_items(study, cache)
+            for s in score_items(study, StudyAnswers(study, cache))
         }
 
 

@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from geval_async.errors import GevalError, RateLimited
-from geval_async.judging.plan import first_request, plan_items, prepare_study
 from geval_async.judging.transport import JudgeAnswer, _answer, _failure
 from geval_async.study.config import EvalConfig, apply_overrides, load_config
 from geval_async.study.criteria import CRITERION_KEYS
+from geval_async.study.plan import first_request, plan_items
+from geval_async.study.prepare import prepare_study
 from geval_async.study.records import load_records
 from geval_async.study.sections import SECTION_KEYS
 

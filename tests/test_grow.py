@@ -1,6 +1,6 @@
 """Sampling that grows: raising n asks only for the new samples, lowering it asks for nothing.
 
-Keys do not hold the total n (see geval_async/judging/keys.py), so a study judged with n = 5
+Keys do not hold the total n (see geval_async/study/keys.py), so a study judged with n = 5
 and then n = 20 pays for 15 more samples per item, counted by the simulated judge itself, and
 scores exactly like a study judged with n = 20 from the start. Caches written by the first key
 scheme (tests/data/legacy: written by geval-async at commit 10c036d against this file's study)

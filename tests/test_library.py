@@ -10,11 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import geval_async as ga
-from geval_async.judging.keys import KeyFrame, canonical_json, request_key
 from geval_async.judging.limits import parse_duration, retry_after
-from geval_async.judging.plan import first_request, first_requests, plan_items, prepare_study
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
+from geval_async.study.keys import KeyFrame, canonical_json, request_key
+from geval_async.study.plan import first_request, first_requests, plan_items
+from geval_async.study.prepare import prepare_study
 from geval_async.study.prompts import Template
 
 

@@ -40,10 +40,11 @@ import pytest
 from conftest import StudyFiles, cache_snapshot, run_cli
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.plan import prepare_study
+from geval_async.judging.read_model import StudyAnswers
 from geval_async.scoring.ratings import first_token_top_logprobs
 from geval_async.scoring.scores import MISSING, NO_VALID, REFUSED, SCORED, ItemScore, score_items
 from geval_async.study.config import load_config
+from geval_async.study.prepare import prepare_study
 
 MODEL_ALIAS = "smollm2"
 RECORDS = 4  # the first 4 records of the study fixture ([data] limit)
@@ -211,7 +212,7 @@ def _requests_sent(stdout: str) -> int:
 def _scores(study: StudyFiles) -> list[ItemScore]:
     study_plan = prepare_study(load_config(study.config))
     with JudgeCache(study.cache, create=False) as cache:
-        return list(score_items(study_plan, cache))
+        return list(score_items(study_plan, StudyAnswers(study_plan, cache)))
 
 
 # --- tests ---------------------------------------------------------------------------------

@@ -18,10 +18,11 @@ import orjson
 from conftest import StudyFiles, run_cli, run_study, summary_row
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.plan import first_request, first_requests, plan_items, prepare_study
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
+from geval_async.study.plan import first_request, first_requests, plan_items
+from geval_async.study.prepare import prepare_study
 
 
 def _entry(key: str, *, ok: bool = True, body: str = '{"choices": [{}, {}]}') -> CachedResponse:

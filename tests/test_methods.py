@@ -14,10 +14,11 @@ import pytest
 from conftest import ROOT, run_cli
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.plan import first_request, plan_items, prepare_study
 from geval_async.scoring.results import load_results
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
+from geval_async.study.plan import first_request, plan_items
+from geval_async.study.prepare import prepare_study
 
 RUBRIC = "Statement: {{rubric}}\nReply: {{reply}}\nDoes it hold? Answer Yes or No."
 LIKERT = "Options:\n{{points}}\nReply: {{reply}}\nAnswer with the option number (1-3):"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from pathlib import Path
 
 import diskcache
@@ -20,10 +21,12 @@ from statsmodels.stats.multitest import multipletests
 
 from geval_async.errors import ConfigError
 from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.plan import first_request, plan_items, prepare_study
+from geval_async.scoring.html.overview import study_facts
 from geval_async.scoring.results import load_results
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
+from geval_async.study.plan import first_request, plan_items
+from geval_async.study.prepare import prepare_study
 
 SCALES = {"clar": 5, "fit": 3}
 
@@ -157,14 +160,14 @@ def test_missing_items_are_reported_and_strict_refuses(study: StudyFiles) -> Non
     assert strict.returncode == 2 and "28 of 48" in strict.stderr
 
 
-def _store(cache: JudgeCache, request, body: dict) -> None:  # type: ignore[no-untyped-def]
+def _store(cache: JudgeCache, request, body: dict, time: float = 0.0) -> None:  # type: ignore[no-untyped-def]
     cache.put(
         CachedResponse(
             key=request.key,
             status="ok",
             http_status=200,
             body=json.dumps(body),
-            time=0.0,
+            time=time,
             latency_ms=0.0,
             attempts=1,
             n=request.n,
@@ -270,6 +273,23 @@ def test_the_valid_mass_floor_is_a_sampling_setting(study: StudyFiles) -> None:
     study.write_config("http://127.0.0.1:9/v1", sampling={"min_valid_mass": 1.5})
     with pytest.raises(ConfigError, match=r"\[sampling\] 'min_valid_mass' must be between 0 and 1"):
         load_config(study.config)
+
+
+def test_the_report_says_when_the_scored_answers_arrived(study: StudyFiles) -> None:
+    study.write_config("http://127.0.0.1:9/v1", sampling={"mode": "logprobs"})
+    config = load_config(study.config)
+    assert dict(study_facts(load_results(study.config)))["judged"] == "nothing in the cache yet"
+    items = list(plan_items(prepare_study(config)))[:3]
+    times = (1_700_000_000.0, 1_700_003_600.0, 1_700_000_600.0)
+    with JudgeCache(config.cache_path) as cache:
+        for item, time in zip(items, times, strict=True):
+            _store(cache, first_request(item, config), _logprob_body([("4", 0.0)]), time)
+    results = load_results(study.config)
+    # Computed once, as the answers are read: the Overview renders it without the cache.
+    assert results.judged == (1_700_000_000.0, 1_700_003_600.0)
+    shutil.rmtree(config.cache_path)
+    facts = dict(study_facts(results))
+    assert facts["judged"] == "2023-11-14 22:13 UTC to 2023-11-14 23:13 UTC"
 
 
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:

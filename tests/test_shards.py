@@ -9,11 +9,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, StudyFiles, run_cli, run_study
 
-from geval_async.judging.plan import first_request, plan_items, prepare_study
 from geval_async.sim import SimServer
 from geval_async.study.config import apply_overrides, load_config
+from geval_async.study.plan import first_request, plan_items
+from geval_async.study.prepare import prepare_study
 
 
 def _total(stdout: str) -> list[str]:
@@ -37,6 +39,46 @@ def test_shards_split_the_plan_into_disjoint_even_parts(sim: SimServer, study: S
     # Raising n keeps every item in its shard (the key of draw 0 does not hold n).
     grown = prepare_study(apply_overrides(config, shard="2/3", n=7))
     assert {first_request(i, grown.config).key for i in plan_items(grown)} == parts[1]
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 7])
+def test_shards_of_the_ueq_plan_are_balanced_to_within_one_item(count: int) -> None:
+    config = load_config(ROOT / "examples" / "ueq" / "config.toml")
+    everything = [first_request(item, config).key for item in plan_items(prepare_study(config))]
+    assert len(everything) == len(set(everything)) == 192
+    parts = []
+    for index in range(1, count + 1):
+        shard = prepare_study(apply_overrides(config, shard=f"{index}/{count}"))
+        keys = [first_request(item, config).key for item in plan_items(shard)]
+        assert shard.item_count == len(keys)
+        parts.append(set(keys))
+    sizes = [len(part) for part in parts]
+    assert max(sizes) - min(sizes) <= 1, sizes
+    assert set().union(*parts) == set(everything) and sum(sizes) == len(everything), "no overlap"
+    # The same on every machine: the shares are a function of the config alone.
+    again = prepare_study(apply_overrides(config, shard=f"1/{count}"))
+    assert {first_request(item, config).key for item in plan_items(again)} == parts[0]
+
+
+def test_adding_records_moves_only_items_near_the_cuts(study: StudyFiles) -> None:
+    study.write_config("http://127.0.0.1:9/v1")
+    config = load_config(study.config)
+
+    def shares(limit: int) -> list[set[str]]:
+        return [
+            {
+                first_request(item, config).key
+                for item in plan_items(
+                    prepare_study(apply_overrides(config, shard=f"{i}/3", limit=limit))
+                )
+            }
+            for i in (1, 2, 3)
+        ]
+
+    before, after = shares(study.n_records - 2), shares(study.n_records)
+    moved = sum(len(b - a) for b, a in zip(before, after, strict=True))
+    # 2 records x 2 criteria = 4 new items shift each of the 2 cuts by at most 4 items.
+    assert moved <= 2 * 4, moved
 
 
 def test_three_shards_in_three_processes_merge_into_one_run(

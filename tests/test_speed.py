@@ -19,10 +19,11 @@ from aiohttp import web
 from conftest import StudyFiles
 
 from geval_async.judging.cache import JudgeCache
-from geval_async.judging.plan import first_request, plan_items, prepare_study, send_order
 from geval_async.judging.runner import run_study
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
+from geval_async.study.plan import first_request, plan_items, planned_requests
+from geval_async.study.prepare import prepare_study
 
 
 def _judge(study: StudyFiles) -> tuple[object, int]:
@@ -93,7 +94,8 @@ def test_items_are_sent_record_by_record_with_criteria_interleaved(
     arrived = [criterion_of[digest] for _, digest in sorted(sim.stats.arrivals)]
     assert len(arrived) == items
     assert arrived[:6] == ["clar", "fit"] * 3
-    assert [i.criterion.name for i in send_order(prepared)] == arrived
+    sent = planned_requests(prepared, send=True)
+    assert [r.item.criterion.name for r in sent] == arrived
     # Scoring still reads the plan criterion by criterion.
     assert [i.criterion.name for i in plan_items(prepared)][: items // 2] == ["clar"] * (items // 2)
 

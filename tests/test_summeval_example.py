@@ -17,9 +17,10 @@ import pytest
 from conftest import ROOT, run_cli
 
 import geval_async as ga
-from geval_async.judging.plan import plan_items, prepare_study, render_messages
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config, parse_config
+from geval_async.study.plan import plan_items, render_messages
+from geval_async.study.prepare import prepare_study
 
 EXAMPLE = ROOT / "examples" / "summeval"
 DATA_DIR = ROOT.parent / "shared" / "data" / "summeval"

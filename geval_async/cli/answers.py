@@ -134,7 +134,7 @@ def _overview(results: StudyResults, samples: pd.DataFrame, examples: int, reaso
 
 
 def _story(results: StudyResults, record: str, samples: pd.DataFrame, only: str | None) -> int:
-    from ..judging.plan import JudgeItem, render_messages
+    from ..study.plan import JudgeItem, render_messages
 
     study = results.study
     match = [r for r in study.records if str(r.id) == str(record)]

@@ -22,9 +22,10 @@ from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.batch.ledger import Ledger
 from ..judging.cache import JudgeCache
 from ..judging.coverage import coverage
-from ..judging.plan import Study, prepare_study
 from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
+from ..study.plan import Study
+from ..study.prepare import prepare_study
 from .answers import add_answers_command, invalid_lines, warn
 from .batch import add_batch_commands, add_batch_flags, run_batch
 from .cache import add_cache_commands
@@ -247,6 +248,7 @@ def _run_loop(
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from ..scoring.outputs import write_outputs
     from ..scoring.results import load_results
     from .demo import demo_config, demo_server
     from .score import print_tests
@@ -280,7 +282,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError:
         plots = False
         print("(no matplotlib: plots skipped; pip install 'geval-async[plots]')")
-    paths = results.write_outputs(plots=plots, html=plots)
+    paths = write_outputs(results, plots=plots, html=plots)
     print_tests(results, None)
     print("\ncomposite score (0-100), mean per condition:")
     print(results.composite().loc[["Average"]].rename_axis(None).round(2).to_string())

@@ -24,7 +24,8 @@ from ..judging.cache import JudgeCache
 from ..judging.claims import Claims
 from ..judging.coverage import coverage, item_states
 from ..judging.origin import ServerEntries
-from ..judging.plan import Study, prepare_study
+from ..study.plan import Study
+from ..study.prepare import prepare_study
 from ..study.pricing import Budget
 from .overrides import judge_key, load_study
 from .summary import coverage_table, table

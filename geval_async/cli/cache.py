@@ -120,7 +120,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace, config: Any) -> int:
     from ..judging.archive import study_entries, write_archive
     from ..judging.cache import JudgeCache
-    from ..judging.plan import prepare_study
+    from ..study.prepare import prepare_study
 
     study = prepare_study(config)
     with JudgeCache(config.cache_path, create=False) as cache:
@@ -188,8 +188,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_prune(args: argparse.Namespace) -> int:
     from ..judging.cache import JudgeCache
     from ..judging.maintenance import PruneSelection, keys_used_by, prune_cache
-    from ..judging.plan import prepare_study
     from ..study.config import load_config
+    from ..study.prepare import prepare_study
 
     with JudgeCache(_existing(args.cache), create=not args.dry_run) as cache:
         keep = None
@@ -210,7 +210,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_migrate(config: Any) -> int:
     from ..judging.cache import JudgeCache
     from ..judging.legacy import migrate_study
-    from ..judging.plan import prepare_study
+    from ..study.prepare import prepare_study
 
     study = prepare_study(config)
     with JudgeCache(_existing(config.cache_path)) as cache:

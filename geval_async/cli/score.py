@@ -142,8 +142,10 @@ def _two_conditions(results: StudyResults) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from ..scoring.outputs import write_outputs
+
     results = _results(args)
-    paths = results.write_outputs(["scores"])
+    paths = write_outputs(results, ["scores"])
     _coverage_note(results)
     _subset_note(results)
     _print_paths(paths)
@@ -151,8 +153,10 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_average(args: argparse.Namespace) -> int:
+    from ..scoring.outputs import write_outputs
+
     results = _results(args)
-    paths = results.write_outputs(["average"])
+    paths = write_outputs(results, ["average"])
     _coverage_note(results)
     print(results.composite().round(2).to_string())
     _print_paths(paths)
@@ -160,10 +164,12 @@ def cmd_average(args: argparse.Namespace) -> int:
 
 
 def cmd_ttest(args: argparse.Namespace) -> int:
+    from ..scoring.outputs import write_outputs
+
     results = _results(args)
     _two_conditions(results)
     kinds = ["tests", "plots"] if args.plots else ["tests"]
-    paths = results.write_outputs(kinds, test=args.test, plots=args.plots)
+    paths = write_outputs(results, kinds, test=args.test, plots=args.plots)
     _coverage_note(results)
     _subset_note(results)
     print_tests(results, args.test)
@@ -172,13 +178,15 @@ def cmd_ttest(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from ..scoring.outputs import write_outputs
+
     results = _results(args)
     human = None
     if args.html:
         from ..api import human_comparison
 
         human = human_comparison(results)
-    paths = results.write_outputs(test=args.test, plots=args.plots, html=args.html, human=human)
+    paths = write_outputs(results, test=args.test, plots=args.plots, html=args.html, human=human)
     _coverage_note(results)
     _subset_note(results)
     print_tests(results, args.test)

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from ..judging.batch.ledger import Ledger
 from ..judging.cache import JudgeCache
 from ..judging.coverage import Coverage, item_states
-from ..judging.plan import Study
 from ..judging.progress import RunCounters
 from ..study.config import EvalConfig
+from ..study.plan import Study
 
 SIMULATED_NOTE = "judge: geval-async's SIMULATED server (ratings are synthetic, not an LLM's)"
 

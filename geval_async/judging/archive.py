@@ -22,10 +22,10 @@ from pathlib import Path
 import orjson
 
 from ..errors import ConfigError
+from ..study.plan import Study
 from .cache import CachedResponse, JudgeCache
 from .coverage import item_states
 from .maintenance import MergeReport, store_entry
-from .plan import Study
 
 ARCHIVE_FORMAT = "geval-async-cache"
 ARCHIVE_VERSION = 1

@@ -17,8 +17,8 @@ import orjson
 
 from ..errors import CacheError, ConfigError
 from ..study.config import EvalConfig
+from ..study.plan import JudgeRequest
 from ..study.pricing import Budget, price_of
-from .plan import JudgeRequest
 
 __all__ = ["LEDGER", "record_spend", "request_cost", "run_budget", "study_spent"]
 

@@ -39,7 +39,7 @@ import diskcache
 import orjson
 
 from ..errors import CacheError
-from .batch.ledger import is_live
+from .live_batches import is_live
 from .rows import delete_rows, insert_rows, read_rows
 
 __all__ = ["Claims"]

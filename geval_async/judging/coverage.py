@@ -3,7 +3,7 @@
 The runner uses it to skip what is done, ``status`` to count answered / failed / missing per
 criterion, and the scoring stage to collect every stored answer of an item. An item's answers
 are its chunks in draw order: draw 0, then the chunk that starts where it ended, and so on
-until the item has its n samples (see :mod:`geval_async.judging.plan`). Answers stored under the
+until the item has its n samples (see :mod:`geval_async.study.plan`). Answers stored under the
 first key scheme are read in place (:mod:`geval_async.judging.legacy`).
 """
 
@@ -15,10 +15,10 @@ from itertools import islice
 from typing import Generic, TypeVar
 
 from ..study.config import EvalConfig
+from ..study.plan import JudgeItem, JudgeRequest, Study, chunk_request, planned_requests
 from .cache import CachedResponse, EntryHead, JudgeCache
 from .legacy import legacy_answers, legacy_sizes
 from .origin import EntrySource, Heads
-from .plan import JudgeItem, JudgeRequest, Study, chunk_request, planned_requests
 
 _E = TypeVar("_E", CachedResponse, EntryHead)
 
@@ -96,8 +96,9 @@ def states_ahead(
     legacy: tuple[int, ...] = (),
     chunk: int = 256,
 ) -> Iterator[ItemState[_E]]:
-    """The state of each item (given by its first request, :func:`~.plan.planned_requests`),
-    in order, reading the cache a chunk of items at a time."""
+    """The state of each item (given by its first request,
+    :func:`~geval_async.study.plan.planned_requests`), in order, reading the cache a chunk of
+    items at a time."""
     firsts = iter(firsts)
     while ahead := list(islice(firsts, chunk)):
         cache.prefetch([first.key for first in ahead])

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import TransportError
 from ..options import EntryStatus
+from ..study.plan import JudgeRequest
 from .cache import CachedResponse
-from .plan import JudgeRequest
 
 if TYPE_CHECKING:
     from .transport import JudgeAnswer

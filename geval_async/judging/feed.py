@@ -1,6 +1,6 @@
 """The producer side of the worker pool: what is left to ask, claimed in batches, queued.
 
-The feed walks the plan in send order (:func:`~geval_async.judging.plan.planned_requests`) and
+The feed walks the plan in send order (:func:`~geval_async.study.plan.planned_requests`) and
 looks every item up in the cache (:func:`~geval_async.judging.coverage.states_ahead`): what
 is stored is counted and never touches a limiter or the network; an item with something
 missing is claimed for this run (:mod:`geval_async.judging.claims`), many items in one
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from itertools import chain
 
 from ..study.config import EvalConfig
+from ..study.plan import JudgeItem, JudgeRequest, Study, planned_requests
 from .cache import EntryHead
 from .coverage import ItemState, states_ahead
 from .limits import RateLimits
 from .origin import Heads, ServerEntries
-from .plan import JudgeItem, JudgeRequest, Study, planned_requests
 from .progress import RunCounters
 from .writer import Writer
 

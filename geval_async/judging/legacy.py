@@ -1,6 +1,6 @@
 """Caches written with the first key scheme (``g1``): read in place, and migrated.
 
-Until draws were keyed by their first sample (:mod:`geval_async.judging.keys`), a key held the
+Until draws were keyed by their first sample (:mod:`geval_async.study.keys`), a key held the
 item's total n: draw 0 asked for all n answers, and a server that returned fewer was asked for
 the rest as draws 1, 2, ... with ``n = 1`` each. Such answers were paid for, so they are never
 asked again: the commands that only read find them in place (:func:`legacy_answers`), and
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..study.config import EvalConfig
+from ..study.keys import canonical_json
+from ..study.plan import JudgeRequest, Study, chunk_request, first_request, plan_items
 from .cache import CachedResponse, EntryHead, JudgeCache
-from .keys import canonical_json
 from .origin import EntrySource
-from .plan import JudgeRequest, Study, chunk_request, first_request, plan_items
 
 LEGACY_VERSION = "g1"
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..study.plan import Study
 from .cache import CachedResponse, JudgeCache
 from .coverage import item_states
-from .plan import Study
 
 ENTRY_PREFIXES = ("g1-", "g2-")
 

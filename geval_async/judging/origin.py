@@ -78,9 +78,10 @@ class Heads:
     """A cache, or a server's view of one, read as entry heads: for walks that only decide
     what is answered and what is missing (a run's lookups, ``status``).
 
-    ``planned``: about how many lookups the walk makes (:attr:`~.plan.Study.planned`); a
-    cache not much larger is read whole at the first prefetch
-    (:meth:`~.cache.JudgeCache.scan_heads`), a larger one a chunk of keys at a time.
+    ``planned``: about how many lookups the walk makes
+    (:attr:`~geval_async.study.plan.Study.planned`); a cache not much larger is read whole
+    at the first prefetch (:meth:`~.cache.JudgeCache.scan_heads`), a larger one a chunk of
+    keys at a time.
     """
 
     def __init__(self, source: JudgeCache | ServerEntries, *, planned: int = 0) -> None:

@@ -41,7 +41,6 @@ class RunCounters:
 
     criteria: dict[str, CriterionCounts] = field(default_factory=dict)
     requests_sent: int = 0
-    requests_cached: int = 0
     tokens: int = 0
     rate_limited: int = 0
     retries: Counter[str] = field(default_factory=Counter)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import GevalError, RunStopped, TransportError
 from ..options import ItemOutcome
+from ..study.plan import JudgeRequest, Study, chunk_request
 from .budget import record_spend, request_cost, run_budget
 from .cache import CachedResponse, JudgeCache
 from .claims import Claims
@@ -34,7 +35,6 @@ from .feed import Feed, ItemWork
 from .legacy import has_legacy, migrate_study
 from .limits import RateLimits
 from .origin import ServerEntries
-from .plan import JudgeRequest, Study, chunk_request
 from .probe import server_is_simulated
 from .progress import (
     CriterionCounts,

@@ -1,8 +1,9 @@
 """Every output file of a study: one place decides the names and writes them.
 
     >>> results = load_results("examples/ueq/config.toml")
-    >>> results.write_outputs()                       # what `geval-async report` writes
+    >>> write_outputs(results)                        # what `geval-async report` writes
     >>> write_outputs(results, ["scores"])            # what `geval-async score` writes
+    >>> write_html_report(results)                    # the HTML report alone
 
 Layout under the output folder (``<prefix>`` is ``[output] prefix``)::
 
@@ -46,12 +47,13 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ..errors import ConfigError
+from ..options import StatTest
+from .human import HumanComparison
 from .report import comparison_section, markdown_report, raw_documents
 from .stats import comparisons_frame
 from .tables import COMPOSITE
 
 if TYPE_CHECKING:
-    from .html.gallery import HumanComparison
     from .results import StudyResults
 
 DECIMALS = 3  # score tables and the composite
@@ -121,23 +123,13 @@ def csv_bytes(frame: pd.DataFrame, *, index: bool = True, float_format: str | No
     return frame.to_csv(index=index, float_format=float_format).encode()
 
 
-def write_csv(path: Path, frame: pd.DataFrame, *, index: bool = True) -> Path:
-    """Write a frame as CSV, atomically, every digit kept."""
-    return write_atomic(path, csv_bytes(frame, index=index))
-
-
 # --- names -------------------------------------------------------------------------------------
-
-
-def prefix(results: StudyResults) -> str:
-    """The file-name prefix: ``[output] prefix`` plus what varies (criteria subset, limit)."""
-    return results.config.output.prefix + results.variant
 
 
 def output_path(results: StudyResults, folder: str, name: str) -> Path:
     """``<output>/<folder>/<prefix>_<name>`` (``folder`` "" for the output folder itself)."""
     base = results.config.output.path
-    return (base / folder if folder else base) / f"{prefix(results)}_{name}"
+    return (base / folder if folder else base) / f"{results.prefix}_{name}"
 
 
 def tests_name(results: StudyResults, test: str | None) -> str:
@@ -329,6 +321,23 @@ def write_outputs(
     options = OutputOptions(test=test, plots=plots, html=html, human=human)
     outputs = [output for kind in kinds for output in KINDS[kind](results, options)]
     return write_files(outputs)
+
+
+def write_html_report(
+    results: StudyResults,
+    *,
+    test: StatTest | str | None = None,
+    human: HumanComparison | None = None,
+) -> Path:
+    """Write the HTML report alone (``<output>/<prefix>_report.html``); returns its path.
+
+    Args:
+        results: the scored study (:func:`geval_async.load_results`).
+        test: override the configured test ("welch", "paired-t", "wilcoxon").
+        human: judge-vs-human pairs and correlations, for the scatter plots.
+    """
+    [path] = write_outputs(results, ["html"], test=test, html=True, human=human)
+    return path
 
 
 def check_not_emptier(results: StudyResults) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from ..judging.plan import JudgeItem, Study, render_messages
 from ..options import SamplingMode, StatTest
+from ..study.plan import JudgeItem, Study, render_messages
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 

@@ -5,9 +5,10 @@
     >>> results.table("con")         # users x conditions, with the Average row
     >>> results.composite()          # the 100-point composite
     >>> results.comparisons()        # Welch + BH (or the configured test)
-    >>> results.write_outputs()      # every output file, as `geval-async report` writes them
+    >>> write_outputs(results)       # every output file, as `geval-async report` writes them
 
-Nothing here calls the network: scoring reads the cache only, so re-scoring is free.
+Nothing here calls the network: scoring reads the cache only, so re-scoring is free. Nothing
+here writes a file either: :mod:`.outputs` is the one writer.
 """
 
 from __future__ import annotations
@@ -15,17 +16,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from ..errors import ConfigError
-from ..judging.cache import JudgeCache
-from ..judging.origin import ServerEntries
-from ..judging.plan import Study, prepare_study
+from ..judging.read_model import open_answers
 from ..options import SamplingMode, StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
+from ..study.plan import Study
+from ..study.prepare import prepare_study
 from .readings import ShareDifference, invalid_shares, samples_frame, share_differences
 from .scores import CriterionTally, ItemScore, score_items, tally
 from .stats import Comparison
@@ -38,9 +38,6 @@ from .tables import (
     with_average,
 )
 
-if TYPE_CHECKING:
-    from .html.gallery import HumanComparison
-
 
 @dataclass
 class StudyResults:
@@ -51,6 +48,8 @@ class StudyResults:
     simulated: bool
     corrupted: int
     variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
+    # When the answers scored arrived (UNIX times, first and last); None: no answer yet.
+    judged: tuple[float, float] | None = None
     # Each test's comparisons, computed once: `report` asks for them in several outputs.
     _comparisons: dict[StatTest, list[Comparison]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -59,6 +58,11 @@ class StudyResults:
     @property
     def config(self) -> EvalConfig:
         return self.study.config
+
+    @property
+    def prefix(self) -> str:
+        """The output files' name prefix: ``[output] prefix`` plus what varies (the variant)."""
+        return self.config.output.prefix + self.variant
 
     @cached_property
     def long(self) -> pd.DataFrame:
@@ -185,20 +189,6 @@ class StudyResults:
             self._comparisons[test] = compare(self.group_tables, self.config, test)
         return list(self._comparisons[test])
 
-    def write_outputs(
-        self,
-        kinds: Any = None,
-        *,
-        test: StatTest | str | None = None,
-        plots: bool = False,
-        html: bool = False,
-        human: HumanComparison | None = None,
-    ) -> list[Path]:
-        """Write the output files (all kinds by default); see :mod:`.outputs`."""
-        from .outputs import write_outputs
-
-        return write_outputs(self, kinds, test=test, plots=plots, html=html, human=human)
-
 
 def load_results(
     config: EvalConfig | str | os.PathLike[str], *, strict: bool = False, **overrides: Any
@@ -214,19 +204,18 @@ def load_results(
         config = load_config(config)
     config = apply_overrides(config, **overrides)
     study = prepare_study(config)
-    with JudgeCache(config.cache_path, create=False) as cache:
-        entries = ServerEntries(cache, None)
-        scores = list(score_items(study, entries))
-        corrupted = len(cache.corrupted)
-    if entries.origins == {True, False}:
+    with open_answers(study) as answers:
+        scores = list(score_items(study, answers))
+    if answers.mixed:
         raise ConfigError(
             f"the cache {config.cache_path} holds answers of geval-async's simulated judge and "
             "of another server for this study: scores would mix synthetic and real ratings; "
             f"run `geval-async run {config.source}` against the real judge (it replaces the "
             "simulated answers), or keep each in its own --cache folder"
         )
-    simulated = True in entries.origins
-    results = StudyResults(study, scores, simulated, corrupted, _variant(config))
+    results = StudyResults(
+        study, scores, answers.simulated, answers.corrupted, _variant(config), answers.arrived
+    )
     if strict and study.warnings:
         raise ConfigError(f"{study.warnings[0]} (--strict makes this an error)")
     if strict and results.missing:

@@ -1,31 +1,30 @@
 """The scoring stage (sync): cached answers -> ratings -> weighted scores per record.
 
-Reads the cache only, never the network. For every item of the plan it collects the stored
-answers (see :mod:`geval_async.coverage`), turns them into a :class:`RatingDistribution`
-(samples mode: each choice's text parsed by the criterion's parser; logprobs mode: the
-first token's ``top_logprobs``) and keeps the distribution next to its weighted score
-Σ p(v)·v. Invalid samples are counted, never scored as 0; items the cache lacks or refused are
-kept with their status so every table can say what it left out.
+Reads the cache only, never the network. For every item of the plan it takes the stored
+answers (the read model, :mod:`geval_async.judging.read_model`), turns them into a
+:class:`RatingDistribution` (samples mode: each choice's text parsed by the criterion's
+parser; logprobs mode: the first token's ``top_logprobs``) and keeps the distribution next to
+its weighted score Σ p(v)·v. Invalid samples are counted, never scored as 0; items the cache
+lacks or refused are kept with their status so every table can say what it left out.
 
 Rubric criteria (AND / OR / weighted sum) are scored per rubric (yes/no), then combined per
-record (see :mod:`geval_async.rubrics`); the combined score carries its rubrics as ``parts``.
-Likert criteria with ``answer = "option"`` map the option number the judge chose to its point.
+record (see :mod:`geval_async.scoring.rubrics`); the combined score carries its rubrics as
+``parts``. Likert criteria with ``answer = "option"`` map the option number the judge chose to
+its point.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..judging.cache import CachedResponse
-from ..judging.coverage import ItemState, item_states
-from ..judging.origin import EntrySource
-from ..judging.plan import PlannedCriterion, Study
+from ..judging.read_model import ItemAnswers
 from ..options import AnswerForm, Fractional, ParserMode, SamplingMode, ScoreStatus
+from ..study.plan import PlannedCriterion, Study
 from .distributions import with_mass_floor
 from .ratings import (
     RatingDistribution,
@@ -98,13 +97,6 @@ class CriterionTally:
     reasons: Counter[str] = field(default_factory=Counter)  # invalid samples by reason
 
 
-def _texts(entries: list[CachedResponse]) -> list[dict[str, Any]]:
-    choices: list[dict[str, Any]] = []
-    for entry in entries:
-        choices.extend(entry.choices())
-    return choices
-
-
 def _choice_text(choice: dict[str, Any]) -> str:
     message = choice.get("message") or {}
     content = message.get("content") if isinstance(message, dict) else None
@@ -139,7 +131,7 @@ Parser = RatingParser | _YesNo
 
 
 def score_item(
-    state: ItemState, parser: Parser, mode: SamplingMode, n: int, min_valid_mass: float = 0.5
+    state: ItemAnswers, parser: Parser, mode: SamplingMode, n: int, min_valid_mass: float = 0.5
 ) -> ItemScore:
     """Score one item (one record on one criterion or rubric) from its cached answers.
 
@@ -154,11 +146,11 @@ def score_item(
         criterion=criterion.name,
         rubric=None if state.item.rubric is None else state.item.rubric.name,
     )
-    if state.refused is not None:
+    if state.refused:
         return ItemScore(status=REFUSED, **base)
     if state.missing:
         return ItemScore(status=MISSING, **base)
-    choices = _texts(state.entries)[:n]
+    choices = state.choices[:n]
     answers = tuple(map(_choice_text, choices))
     reasonings = tuple(map(_choice_reasoning, choices))
     # map, not generators: a study reads tens of thousands of answers here.
@@ -248,14 +240,15 @@ def parser_for(criterion: PlannedCriterion) -> Parser:
     )
 
 
-def score_items(study: Study, cache: EntrySource) -> Iterator[ItemScore]:
-    """Score every record on every criterion from the cache, in plan order."""
+def score_items(study: Study, answers: Iterable[ItemAnswers]) -> Iterator[ItemScore]:
+    """Score every record on every criterion from its stored answers (in plan order, as
+    :class:`~geval_async.judging.read_model.StudyAnswers` gives them)."""
     parsers = {c.name: parser_for(c) for c in study.criteria}
     criteria = {c.name: c for c in study.criteria}
     sampling = study.config.sampling
     pending: dict[str, list[ItemScore]] = {}
     current: str | None = None
-    for state in item_states(study, cache):
+    for state in answers:
         name = state.item.criterion.name
         score = score_item(
             state,

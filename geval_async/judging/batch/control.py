@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import RunStopped
 from ...options import Provider
+from ...study.plan import JudgeRequest, Study
 from ...study.pricing import Budget
 from ...study.settings import DEFAULT_BASE_URL
 from .. import probe
@@ -29,7 +30,6 @@ from ..cache import JudgeCache
 from ..claims import Claims
 from ..coverage import item_states
 from ..origin import ServerEntries
-from ..plan import JudgeRequest, Study
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
 from .store import Stored, requests_by_key, store_lines

@@ -20,7 +20,7 @@ import orjson
 from ...errors import ConfigError
 from ...options import Provider
 from ...study.config import JudgeConfig
-from ..plan import JudgeRequest
+from ...study.plan import JudgeRequest
 
 # OpenAI's and Azure OpenAI's limits of one batch input file.
 MAX_LINES = 50_000

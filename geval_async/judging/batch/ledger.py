@@ -31,16 +31,11 @@ import orjson
 
 from ...errors import CacheError
 from ...options import BatchState
+from ..live_batches import FOLDER
 
-FOLDER = "batches"
 PREPARING, UPLOADED, SUBMITTED = BatchState.PREPARING, BatchState.UPLOADED, BatchState.SUBMITTED
 # The provider's statuses of a batch that has ended (nothing more will be answered).
 ENDED = ("completed", "failed", "expired", "cancelled")
-
-
-def is_live(cache_directory: Path, name: str) -> bool:
-    """Whether batch ``name`` has a live record in the ledger of ``cache_directory``."""
-    return (Path(cache_directory) / FOLDER / f"{name}.json").exists()
 
 
 @dataclass

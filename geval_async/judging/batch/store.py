@@ -18,11 +18,11 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ...errors import Rejected, RunStopped, TransportError
+from ...study.plan import JudgeRequest, Study, chunk_request
 from ..cache import CachedResponse, JudgeCache
 from ..coverage import item_states
 from ..entries import answer_entry, refusal_entry
 from ..origin import EntrySource
-from ..plan import JudgeRequest, Study, chunk_request
 from .files import OutputLine
 
 _SIMULATED = {"x-geval-simulated": "true"}

@@ -7,31 +7,30 @@ study, coverage, invalid shares with reasons, the per-criterion tables and tests
 a study with human scores) and the Drill-down (every record; its answers rendered on demand
 from inline JSON).
 
-The page is a Jinja2 template (``templates/``, shipped as package data); this package gathers
-the view model from :class:`StudyResults`, and :mod:`..outputs` writes it (the "html" kind:
-named with the variant, atomically, with the user's umask). The same cache gives the same file
-byte for byte, apart from the generation time (which honours ``SOURCE_DATE_EPOCH``).
+The page is a Jinja2 template (``templates/``, shipped as package data); this package is a
+pure renderer: handed :class:`StudyResults` (and the judge-vs-human data), it returns the page
+as text and writes nothing. :mod:`..outputs` writes it (the "html" kind: named with the
+variant, atomically, with the user's umask). The same cache gives the same file byte for byte,
+apart from the generation time (which honours ``SOURCE_DATE_EPOCH``).
 
     >>> from geval_async import load_results, write_html_report
-    >>> write_html_report(load_results("examples/ueq/config.toml"))
+    >>> write_html_report(load_results("examples/ueq/config.toml"))   # outputs' writer
 """
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from pathlib import Path
 
 from markupsafe import Markup
 
 from ...errors import ConfigError
 from ...options import StatTest
-from ..outputs import output_path, write_outputs
-from ..outputs import prefix as output_prefix
+from ..human import HumanComparison
 from ..results import StudyResults
 from ..tables import COMPOSITE
 from .drilldown import drilldown_data, script_json
-from .gallery import HumanComparison, box_figures, distribution_figures, human_section
+from .gallery import box_figures, distribution_figures, human_section
 from .overview import (
     CriterionView,
     coverage_table,
@@ -43,29 +42,7 @@ from .overview import (
 )
 from .readings import REASON_WORDS, reason_counts
 
-__all__ = ["HumanComparison", "html_report_path", "render_html_report", "write_html_report"]
-
-
-def html_report_path(results: StudyResults) -> Path:
-    """Where the report goes: ``<output>/<prefix><variant>_report.html``."""
-    return output_path(results, "", "report.html")
-
-
-def write_html_report(
-    results: StudyResults,
-    *,
-    test: StatTest | str | None = None,
-    human: HumanComparison | None = None,
-) -> Path:
-    """Write the HTML report through :func:`..outputs.write_outputs`; returns its path.
-
-    Args:
-        results: the scored study (:func:`geval_async.load_results`).
-        test: override the configured test ("welch", "paired-t", "wilcoxon").
-        human: judge-vs-human pairs and correlations, for the scatter plots.
-    """
-    [path] = write_outputs(results, ["html"], test=test, html=True, human=human)
-    return path
+__all__ = ["render_html_report"]
 
 
 def _generated() -> str:
@@ -84,11 +61,17 @@ def render_html_report(
     test: StatTest | str | None = None,
     human: HumanComparison | None = None,
 ) -> str:
-    """The report as one HTML document (see :func:`write_html_report`)."""
+    """The report as one HTML document.
+
+    Args:
+        results: the scored study (:func:`geval_async.load_results`).
+        test: override the configured test ("welch", "paired-t", "wilcoxon").
+        human: judge-vs-human pairs and correlations, for the scatter plots.
+    """
     import jinja2
 
     config = results.config
-    prefix = output_prefix(results)  # with the variant, as every output is named
+    prefix = results.prefix  # with the variant, as every output is named
     has_conditions = len(config.stats.conditions) == 2
     comparisons = {c.criterion: c for c in results.comparisons(test)} if has_conditions else {}
     reasons = reason_counts(results.invalid_shares())

@@ -5,30 +5,15 @@ judge-vs-human pairs the meta-evaluation stage provides).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 from markupsafe import Markup
 
+from ..human import HumanComparison
 from ..results import StudyResults
 from .figures import box_figure, distribution_figure, scatter_figure
 from .overview import Table, number
-
-
-@dataclass(frozen=True)
-class HumanComparison:
-    """Judge-vs-human data for a study with human scores (from the meta-evaluation stage).
-
-    Attributes:
-        pairs: one row per record and criterion: record_id, criterion, human, judge.
-        correlations: objects with judge, criterion, level, method, value, ci_low, ci_high, n
-            (``geval_async.meta.correlations.Correlation``).
-    """
-
-    pairs: pd.DataFrame
-    correlations: Sequence[Any]
 
 
 @dataclass(frozen=True)

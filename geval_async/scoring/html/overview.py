@@ -15,8 +15,6 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from ...judging.cache import JudgeCache
-from ...judging.plan import first_request, plan_items
 from ...options import SamplingMode
 from ..results import StudyResults
 from ..stats import Comparison
@@ -158,19 +156,11 @@ def coverage_table(results: StudyResults) -> Table:
 
 
 def judged_span(results: StudyResults) -> str:
-    """When the cache's answers arrived (first and last), in UTC; "" when none is stored."""
-    times = []
-    study = results.study
-    with JudgeCache(study.config.cache_path, create=False) as cache:
-        for item in plan_items(study):
-            entry = cache.get(first_request(item, study.config).key)
-            if entry is not None and entry.ok:
-                times.append(entry.time)
-    if not times:
+    """When the scored answers arrived (first and last), in UTC; "" when none is stored."""
+    if results.judged is None:
         return ""
     first, last = (
-        datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
-        for t in (min(times), max(times))
+        datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC") for t in results.judged
     )
     return first if first == last else f"{first} to {last}"
 

@@ -1,7 +1,8 @@
 """The plan: records x criteria x draws -> judge requests, produced lazily.
 
-:func:`prepare_study` loads and checks everything a run needs (records, templates, placeholder
-fields) so that bad input fails before the first request. :func:`plan_items` then yields one
+:func:`~.prepare.prepare_study` loads and checks everything a run needs (records, templates,
+placeholder fields) so that bad input fails before the first request. :func:`plan_items` then
+yields one
 :class:`JudgeItem` per record and criterion, criterion by criterion (consecutive requests share a
 prompt prefix, which providers cache), without building the whole plan in memory. A request's
 messages are rendered only when :func:`first_request` is called for it, by the worker that needs
@@ -12,25 +13,24 @@ An item needs ``choices_per_item`` answers (samples), drawn in chunks. The chunk
 them in one request. When a chunk returns fewer (an earlier run with a smaller n, or llama.cpp,
 which ignores ``n``), the next chunk starts where it ended. The chain is a pure function of
 what is in the cache, so the scoring stage finds the same keys without a network, and always
-scores the first n samples in draw order (see :mod:`geval_async.judging.keys`).
+scores the first n samples in draw order (see :mod:`geval_async.study.keys`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import islice
 from typing import Any
 
-from ..errors import ConfigError
 from ..options import SamplingMode
-from ..study.checks import check_fields_inserted, check_stats
-from ..study.config import CriterionConfig, EvalConfig
-from ..study.criteria import Rubric
-from ..study.prompts import Template, check_fields, field_text, load_template
-from ..study.records import Record, load_records
-from ..study.stated_scale import scale_mismatch
+from .config import CriterionConfig, EvalConfig
+from .criteria import Rubric
 from .keys import KeyFrame, request_key
+from .prompts import Template, field_text
+from .records import Record
+from .shard import Share
 
 # Per-message framing tokens providers add; the estimate only needs to be close and stable.
 _TOKENS_PER_MESSAGE = 4
@@ -85,6 +85,15 @@ class Study:
         items = len(self.selected_records) * sum(len(c.rubrics) for c in self.criteria)
         shard = self.config.shard
         return items if shard is None else -(-items // shard.count)
+
+    @cached_property
+    def share(self) -> Share | None:
+        """With ``--shard``, the part of the plan this shard holds, cut once from every
+        item's first key (:meth:`~.shard.Shard.cut`); None without a shard."""
+        shard = self.config.shard
+        if shard is None:
+            return None
+        return shard.cut(r.key for requests in _request_chunks(self) for r in requests)
 
     @property
     def selected_records(self) -> list[Record]:
@@ -141,78 +150,6 @@ class JudgeRequest:
         return self.config.sampling.max_tokens * self.n
 
 
-def prepare_study(config: EvalConfig) -> Study:
-    """Load the templates and records and check that every placeholder can be filled.
-
-    Raises:
-        ConfigError: a prompt file or the records file is missing or invalid.
-    """
-    criteria = [_plan_criterion(criterion, config) for criterion in config.criteria]
-    required = {
-        planned.config.fields[name]
-        for planned in criteria
-        for name in planned.template.placeholders
-        if name in planned.config.fields
-    }
-    records = load_records(
-        config.data.path,
-        id_field=config.data.id_field,
-        group_field=config.data.group_field,
-        condition_field=config.data.condition_field,
-        required_fields=required,
-    )
-    check_stats(config, records)
-    return Study(config, records, tuple(criteria), _scale_warnings(criteria))
-
-
-def _scale_warnings(criteria: list[PlannedCriterion]) -> tuple[str, ...]:
-    warnings = []
-    for planned in criteria:
-        c = planned.config
-        if c.is_rubric or c.options:
-            continue
-        fixed = "".join(planned.template.parts[0::2])  # the prompt without record fields
-        stated = scale_mismatch(fixed, c.answer_scale)
-        if stated is not None:
-            scale = c.answer_scale
-            warnings.append(
-                f"{c.prompt}: criterion {c.name!r} is declared on {scale.lo:g}-{scale.hi:g} "
-                f"but its prompt states a {stated[0]}-{stated[1]} scale; make them agree "
-                "(scale = [lo, hi] in the config, or the prompt's text)"
-            )
-    return tuple(warnings)
-
-
-def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCriterion:
-    """Load a criterion's template and fill its fixed parts; check what is left."""
-    template = load_template(criterion.prompt, criterion.style)
-    fixed = {
-        "metric_name": criterion.display_name,
-        "points": criterion.points_text(),
-        **criterion.parts,
-    }
-    template = template.fill({k: v for k, v in fixed.items() if k not in criterion.fields})
-    names = dict(criterion.fields)
-    if criterion.is_rubric:
-        if "rubric" not in template.placeholders:
-            raise ConfigError(
-                f"{criterion.prompt}: criterion {criterion.name!r} has rubrics, so its template "
-                "needs a {{rubric}} placeholder where each rubric's text goes"
-            )
-        names["rubric"] = "rubric"
-    check_fields(template, names, criterion.name)
-    check_fields_inserted(criterion, template)
-    points = criterion.answer_scale.points
-    if config.sampling.mode == SamplingMode.LOGPROBS and not all(
-        float(p).is_integer() for p in points
-    ):
-        raise ConfigError(
-            f"{config.source}: criterion {criterion.name!r} has non-integer points, which are "
-            "not single tokens: logprobs mode needs answer = 'option' (or use samples mode)"
-        )
-    return PlannedCriterion(criterion, template)
-
-
 def plan_items(study: Study) -> Iterator[JudgeItem]:
     """Yield every item of the plan, criterion by criterion (and rubric by rubric).
 
@@ -223,35 +160,26 @@ def plan_items(study: Study) -> Iterator[JudgeItem]:
     return (request.item for request in planned_requests(study))
 
 
-def send_order(study: Study) -> Iterator[JudgeItem]:
-    """Every item of the plan in the order the runner sends them: record by record.
-
-    All criteria of a record go out together, so the token cost of the requests stays even
-    over the run. Sent criterion by criterion, a criterion with a short prompt (no source
-    text) would spend a stretch of the run bound by the requests limit with tokens to spare,
-    and one with a long prompt a stretch bound by tokens with requests to spare; interleaved,
-    both limits can be used at once. (Provider prompt caches keep a prefix for minutes, so
-    each criterion's instructions stay cached as they alternate.)
-    """
-    if study.config.shard is None:
-        return _send_order(study)
-    return (request.item for request in planned_requests(study, send=True))
-
-
 def planned_requests(
     study: Study, *, send: bool = False, chunk: int = 256
 ) -> Iterator[JudgeRequest]:
     """The first request of every item of the plan, in plan order (or in send order), made a
     chunk at a time (:func:`first_requests`); with a shard, of its items only, each rendered
     and hashed once."""
-    items = _send_order(study) if send else _plan_order(study)
-    config = study.config
-    shard = config.shard
-    while requests := first_requests(islice(items, chunk), config):
-        if shard is None:
+    share = study.share
+    for requests in _request_chunks(study, send=send, chunk=chunk):
+        if share is None:
             yield from requests
         else:
-            yield from (request for request in requests if shard.holds(request.key))
+            yield from (request for request in requests if share.holds(request.key))
+
+
+def _request_chunks(
+    study: Study, *, send: bool = False, chunk: int = 256
+) -> Iterator[list[JudgeRequest]]:
+    items = _send_order(study) if send else _plan_order(study)
+    while requests := first_requests(islice(items, chunk), study.config):
+        yield requests
 
 
 def _plan_order(study: Study) -> Iterator[JudgeItem]:
@@ -263,6 +191,15 @@ def _plan_order(study: Study) -> Iterator[JudgeItem]:
 
 
 def _send_order(study: Study) -> Iterator[JudgeItem]:
+    """Every item of the plan in the order the runner sends them: record by record.
+
+    All criteria of a record go out together, so the token cost of the requests stays even
+    over the run. Sent criterion by criterion, a criterion with a short prompt (no source
+    text) would spend a stretch of the run bound by the requests limit with tokens to spare,
+    and one with a long prompt a stretch bound by tokens with requests to spare; interleaved,
+    both limits can be used at once. (Provider prompt caches keep a prefix for minutes, so
+    each criterion's instructions stay cached as they alternate.)
+    """
     pairs = [(criterion, rubric) for criterion in study.criteria for rubric in criterion.rubrics]
     for record in study.selected_records:
         for criterion, rubric in pairs:

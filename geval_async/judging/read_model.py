@@ -1,0 +1,100 @@
+"""The read model: a study's stored answers as the scoring stage reads them.
+
+The judging room owns the cache, the walk of an item's chunks (:mod:`.coverage`) and the rule
+that keeps the simulated judge's answers apart from a real server's (:mod:`.origin`); the
+scoring stage imports nothing of judging but this module. It is handed, per item of the plan
+in plan order, the choices of its answers (draw order) or why it has none (missing, refused),
+and, for the study, what was learnt while reading: which servers answered, how many entries
+did not decode, and when the answers arrived (first and last), so that a view renders that
+without opening the cache or hashing a request.
+
+The walk streams: an item's entries are let go once its choices are handed on, so scoring a
+large cache does not hold every body at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ..study.plan import JudgeItem, Study
+from .cache import JudgeCache
+from .coverage import item_states
+from .origin import ServerEntries
+
+__all__ = ["ItemAnswers", "StudyAnswers", "open_answers"]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemAnswers:
+    """One item's stored answers: the choices of its entries in draw order, or why none.
+
+    ``missing``: the cache lacks a chunk the item needs; ``refused``: the judge refused a
+    request of it for good. Either way ``choices`` holds what came before.
+    """
+
+    item: JudgeItem
+    choices: list[dict[str, Any]]
+    missing: bool = False
+    refused: bool = False
+
+
+class StudyAnswers:
+    """Every item's answers in plan order (read when iterated), and what the reading found.
+
+    Args:
+        study: the prepared study.
+        cache: the open cache; read under the origin rule with no server chosen, so that
+            :attr:`mixed` tells when the simulated judge and a real server both answered.
+    """
+
+    def __init__(self, study: Study, cache: JudgeCache) -> None:
+        self.study = study
+        self._cache = cache
+        self._entries = ServerEntries(cache, None)
+        self.first_arrived: float | None = None
+        self.last_arrived: float | None = None
+
+    def __iter__(self) -> Iterator[ItemAnswers]:
+        first, last = self.first_arrived, self.last_arrived
+        for state in item_states(self.study, self._entries):
+            choices: list[dict[str, Any]] = []
+            for entry in state.entries:
+                choices.extend(entry.choices())
+                if first is None or entry.time < first:
+                    first = entry.time
+                if last is None or entry.time > last:
+                    last = entry.time
+            yield ItemAnswers(state.item, choices, bool(state.missing), state.refused is not None)
+            self.first_arrived, self.last_arrived = first, last
+
+    @property
+    def arrived(self) -> tuple[float, float] | None:
+        """When the answers read arrived (UNIX times, first and last); None when none was."""
+        if self.first_arrived is None or self.last_arrived is None:
+            return None
+        return self.first_arrived, self.last_arrived
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the simulated judge gave any of the answers read."""
+        return True in self._entries.origins
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the answers read come from the simulated judge and from another server."""
+        return self._entries.origins == {True, False}
+
+    @property
+    def corrupted(self) -> int:
+        """Entries that did not decode (read as missing)."""
+        return len(self._cache.corrupted)
+
+
+@contextmanager
+def open_answers(study: Study) -> Iterator[StudyAnswers]:
+    """The study's cache opened to read only (nothing created or changed), as a read model."""
+    with JudgeCache(study.config.cache_path, create=False) as cache:
+        yield StudyAnswers(study, cache)

@@ -1,0 +1,90 @@
+"""Preparing a study: its config's templates and records loaded and checked, once.
+
+:func:`prepare_study` is where bad input fails, before the first request is planned: a missing
+prompt file or records file, a placeholder no record field fills, a logprobs study whose points
+are not single tokens. What it returns, a :class:`~.plan.Study`, is what the judge stage plans
+requests from and the scoring stage scores.
+"""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from ..options import SamplingMode
+from .checks import check_fields_inserted, check_stats
+from .config import CriterionConfig, EvalConfig
+from .plan import PlannedCriterion, Study
+from .prompts import check_fields, load_template
+from .records import load_records
+from .stated_scale import scale_mismatch
+
+
+def prepare_study(config: EvalConfig) -> Study:
+    """Load the templates and records and check that every placeholder can be filled.
+
+    Raises:
+        ConfigError: a prompt file or the records file is missing or invalid.
+    """
+    criteria = [_plan_criterion(criterion, config) for criterion in config.criteria]
+    required = {
+        planned.config.fields[name]
+        for planned in criteria
+        for name in planned.template.placeholders
+        if name in planned.config.fields
+    }
+    records = load_records(
+        config.data.path,
+        id_field=config.data.id_field,
+        group_field=config.data.group_field,
+        condition_field=config.data.condition_field,
+        required_fields=required,
+    )
+    check_stats(config, records)
+    return Study(config, records, tuple(criteria), _scale_warnings(criteria))
+
+
+def _scale_warnings(criteria: list[PlannedCriterion]) -> tuple[str, ...]:
+    warnings = []
+    for planned in criteria:
+        c = planned.config
+        if c.is_rubric or c.options:
+            continue
+        fixed = "".join(planned.template.parts[0::2])  # the prompt without record fields
+        stated = scale_mismatch(fixed, c.answer_scale)
+        if stated is not None:
+            scale = c.answer_scale
+            warnings.append(
+                f"{c.prompt}: criterion {c.name!r} is declared on {scale.lo:g}-{scale.hi:g} "
+                f"but its prompt states a {stated[0]}-{stated[1]} scale; make them agree "
+                "(scale = [lo, hi] in the config, or the prompt's text)"
+            )
+    return tuple(warnings)
+
+
+def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCriterion:
+    """Load a criterion's template and fill its fixed parts; check what is left."""
+    template = load_template(criterion.prompt, criterion.style)
+    fixed = {
+        "metric_name": criterion.display_name,
+        "points": criterion.points_text(),
+        **criterion.parts,
+    }
+    template = template.fill({k: v for k, v in fixed.items() if k not in criterion.fields})
+    names = dict(criterion.fields)
+    if criterion.is_rubric:
+        if "rubric" not in template.placeholders:
+            raise ConfigError(
+                f"{criterion.prompt}: criterion {criterion.name!r} has rubrics, so its template "
+                "needs a {{rubric}} placeholder where each rubric's text goes"
+            )
+        names["rubric"] = "rubric"
+    check_fields(template, names, criterion.name)
+    check_fields_inserted(criterion, template)
+    points = criterion.answer_scale.points
+    if config.sampling.mode == SamplingMode.LOGPROBS and not all(
+        float(p).is_integer() for p in points
+    ):
+        raise ConfigError(
+            f"{config.source}: criterion {criterion.name!r} has non-integer points, which are "
+            "not single tokens: logprobs mode needs answer = 'option' (or use samples mode)"
+        )
+    return PlannedCriterion(criterion, template)

@@ -185,6 +185,31 @@ def test_placeholders_and_single_braces_are_not_stray(tmp_path: Path, text: str)
     assert prompts.stray_braces(load_template(path)) is None
 
 
+# --- a cache path that is no cache folder -----------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["status", "score", "report"])
+def test_reading_a_cache_that_is_a_file_is_refused(
+    study: StudyFiles, tmp_path: Path, command: str
+) -> None:
+    study.write_config(OFFLINE)
+    a_file = tmp_path / "hostname"
+    a_file.write_text("judge-box\n")
+    result = run_cli(command, str(study.config), "--cache", str(a_file))
+    _one_line_refusal(result, str(a_file), "a file, not a cache folder")
+    assert not study.output.exists()
+
+
+@pytest.mark.parametrize("command", ["status", "score"])
+def test_reading_a_cache_folder_that_does_not_exist_is_refused(
+    study: StudyFiles, command: str
+) -> None:
+    study.write_config(OFFLINE)
+    result = run_cli(command, str(study.config))
+    _one_line_refusal(result, str(study.cache), "no cache folder there")
+    assert not study.cache.exists(), "reading must not create it"
+
+
 # --- scale = [1, 100000000] -------------------------------------------------------------------
 
 
@@ -220,3 +245,21 @@ def test_a_prompt_with_a_byte_order_mark_is_read_without_it(
     answers = run_cli("answers", str(study.config), "--record", "u000-A", "--criterion", "clar")
     assert answers.returncode == 0, answers.stderr
     assert "\ufeff" not in answers.stdout and "You will be given" in answers.stdout
+
+
+def test_scoring_with_another_model_writes_its_own_files(sim: SimServer, study: StudyFiles) -> None:
+    study.write_config(sim.base_url)
+    assert run_study(study).returncode == 0
+    assert run_cli("score", str(study.config)).returncode == 0
+    own = study.output / "scores" / "t_clar.csv"
+    before = own.read_bytes()
+    other = "org/judge:v1.5"
+    assert run_study(study, "--model", other).returncode == 0
+    score = run_cli("score", str(study.config), "--model", other)
+    assert score.returncode == 0, score.stderr
+    theirs = study.output / "scores" / "t-model-org-judge-v1.5_clar.csv"
+    assert f"wrote {theirs}" in score.stdout
+    assert own.read_bytes() == before, "the study's own table is not overwritten"
+    assert {p.parent for p in _files(study.output)} <= {
+        study.output / folder for folder in ("scores", "raw")
+    }

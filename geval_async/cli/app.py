@@ -27,7 +27,7 @@ from ..judging.runner import RunResult, run_study
 from ..options import SamplingMode, words
 from .answers import add_answers_command, invalid_lines, warn
 from .batch import add_batch_commands, add_batch_flags, run_batch
-from .cache import add_cache_commands
+from .cache import add_cache_commands, existing_cache
 from .meta import add_meta_command
 from .overrides import judge_key, load_study
 from .score import add_score_commands
@@ -141,7 +141,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     study = prepare_study(load_study(args))
     warn(study.warnings, strict=False)
-    with JudgeCache(study.config.cache_path, create=False) as cache:
+    with JudgeCache(existing_cache(study.config.cache_path), create=False) as cache:
         counts = coverage(study, cache, Ledger(cache.directory).live_keys())
         corrupted = len(cache.corrupted)
     print(coverage_table(counts))

@@ -11,16 +11,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+import os
+import tempfile
+from pathlib import Path, PureWindowsPath
 
 import pytest
 from conftest import StudyFiles, keys_by_digest, run_cli, run_study
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from geval_async.errors import ConfigError
 from geval_async.sim import SimServer
 from geval_async.study import criteria, prompts
+from geval_async.study.file_names import file_name_text, is_file_name_part
 from geval_async.study.prompts import load_template
+from geval_async.study.reader import TableReader
 from geval_async.study.records import load_records
+from geval_async.study.sections import SECTION_KEYS, parse_output
 
 OFFLINE = "http://127.0.0.1:9/v1"  # nothing listens: these commands must not need the judge
 
@@ -263,3 +270,57 @@ def test_scoring_with_another_model_writes_its_own_files(sim: SimServer, study: 
     assert {p.parent for p in _files(study.output)} <= {
         study.output / folder for folder in ("scores", "raw")
     }
+
+
+# --- --dry-run of a request larger than the tpm limit ----------------------------------------
+
+
+def test_the_dry_run_says_what_the_run_says_of_a_request_above_tpm(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url, limits={"tpm": 40})
+    dry = run_study(study, "--dry-run")
+    line = _one_line_refusal(dry, "more than the tpm limit (40)")
+    assert "expected duration" not in dry.stdout
+    run = run_study(study)
+    assert _one_line_refusal(run, "more than the tpm limit (40)") == line
+    assert sim.stats.received == 0
+
+
+# --- properties: no prefix leaves the output folder; a number id is the text written ---------
+
+_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(prefix=_names | st.sampled_from(["..", "../x", "/abs", "a\\b", "C:x", ".", "~", "x/.."]))
+def test_no_accepted_prefix_names_a_file_outside_the_output_folder(prefix: str) -> None:
+    out = Path("/study/out")
+    table = TableReader("config.toml", "output", {"prefix": prefix}, SECTION_KEYS["output"])
+    try:
+        output = parse_output(table, lambda text: out / text, "config")
+    except ConfigError as error:
+        assert "'prefix'" in str(error) and "\n" not in str(error)
+        return
+    for folder in ("scores", "raw", "plots", "stats", "."):
+        path = Path(os.path.normpath(out / folder / f"{output.prefix}_long.csv"))
+        assert path.parent == Path(os.path.normpath(out / folder)), path
+        assert PureWindowsPath(f"{output.prefix}_long.csv").name == f"{output.prefix}_long.csv"
+
+
+@settings(max_examples=200, deadline=None)
+@given(model=_names)
+def test_a_model_name_in_a_file_name_is_a_plain_part(model: str) -> None:
+    assert is_file_name_part(file_name_text(model))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    number=st.integers().map(str)
+    | st.floats(allow_nan=False, allow_infinity=False).map(repr)
+    | st.from_regex(r"-?[1-9][0-9]{0,30}(\.[0-9]{1,5})?([eE][+-]?[0-9]{1,2})?", fullmatch=True)
+)
+def test_a_number_id_is_the_text_written(number: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = _jsonl(Path(folder) / "r.jsonl", number, '"other"')
+        assert [r.id for r in load_records(path)] == [number, "other"]

@@ -15,6 +15,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
@@ -272,7 +273,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _say("the demo run did not finish; run `geval-async demo` again to resume")
         return EXIT_INCOMPLETE
     print("\nscoring from the cache (no network from here on)")
-    results = load_results(config)
+    # The demo's judge is its own (the example study, judged by the simulated judge), not a
+    # --model other than the config's: its outputs keep the example's names (ueq_con.csv).
+    results = replace(load_results(config), variant="")
     try:
         import matplotlib  # noqa: F401
 

@@ -15,6 +15,7 @@ import pytest
 from conftest import ROOT, StudyFiles, run_cli
 
 from geval_async.cli.app import build_parser
+from geval_async.judging.cache import JudgeCache
 
 HEAVY = ("geval_async.sim", "aiohttp.web")
 
@@ -46,6 +47,8 @@ def test_building_the_parser_leaves_the_simulated_judge_out() -> None:
 
 def test_a_command_runs_without_the_simulated_judge(study: StudyFiles) -> None:
     study.write_config("http://127.0.0.1:9/v1")
+    with JudgeCache(study.cache):  # status reads a cache folder that is there (an empty one)
+        pass
     code = f"from geval_async.cli import main; assert main(['status', {str(study.config)!r}]) == 0"
     assert _loaded_after(code) == []
 

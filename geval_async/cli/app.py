@@ -15,6 +15,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
@@ -28,7 +29,7 @@ from ..study.plan import Study
 from ..study.prepare import prepare_study
 from .answers import add_answers_command, invalid_lines, warn
 from .batch import add_batch_commands, add_batch_flags, run_batch
-from .cache import add_cache_commands
+from .cache import add_cache_commands, existing_cache
 from .meta import add_meta_command
 from .overrides import judge_key, load_study
 from .score import add_score_commands
@@ -142,7 +143,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     study = prepare_study(load_study(args))
     warn(study.warnings, strict=False)
-    with JudgeCache(study.config.cache_path, create=False) as cache:
+    with JudgeCache(existing_cache(study.config.cache_path), create=False) as cache:
         counts = coverage(study, cache, Ledger(cache.directory).live_keys())
         corrupted = len(cache.corrupted)
     print(coverage_table(counts))
@@ -274,7 +275,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _say("the demo run did not finish; run `geval-async demo` again to resume")
         return EXIT_INCOMPLETE
     print("\nscoring from the cache (no network from here on)")
-    results = load_results(config)
+    # The demo's judge is its own (the example study, judged by the simulated judge), not a
+    # --model other than the config's: its outputs keep the example's names (ueq_con.csv).
+    results = replace(load_results(config), variant="")
     try:
         import matplotlib  # noqa: F401
 

@@ -79,7 +79,19 @@ def add_cache_commands(
     migrate.set_defaults(handler=lambda args: cmd_migrate(load(args)))
 
 
-def _existing(path: Path) -> Path:
+def existing_cache(path: Path) -> Path:
+    """``path``, when it is a cache folder; else ConfigError saying what is there instead.
+
+    For the commands that only read a cache (``status``, the scoring commands, the ``cache``
+    commands): read as empty, a mistyped ``--cache`` would report every item missing.
+    """
+    if not path.exists():
+        raise ConfigError(
+            f"{path}: no cache folder there: check --cache (or [cache] path), or run "
+            "`geval-async run CONFIG` first to fill it"
+        )
+    if not path.is_dir():
+        raise ConfigError(f"{path}: a file, not a cache folder: check --cache (or [cache] path)")
     if not (path / "cache.db").is_file():
         raise ConfigError(f"{path}: not a cache folder (no cache.db); check the path")
     return path
@@ -108,7 +120,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from ..judging.cache import JudgeCache
     from ..judging.maintenance import merge_caches
 
-    sources = [_existing(path) for path in args.sources]
+    sources = [existing_cache(path) for path in args.sources]
     with ExitStack() as stack:
         opened = [stack.enter_context(JudgeCache(path, create=False)) for path in sources]
         dest = stack.enter_context(JudgeCache(args.dest))
@@ -144,7 +156,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from ..judging.cache import JudgeCache
     from ..judging.maintenance import verify_cache
 
-    with JudgeCache(_existing(args.cache), create=False) as cache:
+    with JudgeCache(existing_cache(args.cache), create=False) as cache:
         entries, damaged = verify_cache(cache)
     if not damaged:
         print(f"{args.cache}: all {entries} entries decode and every answer body parses")
@@ -161,7 +173,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from ..judging.maintenance import cache_stats
     from .summary import table
 
-    with JudgeCache(_existing(args.cache), create=False) as cache:
+    with JudgeCache(existing_cache(args.cache), create=False) as cache:
         stats = cache_stats(cache)
     rows: dict[tuple[str, str], list[int]] = {}
     for (model, criterion, status), count in sorted(stats.by_model_criterion.items()):
@@ -191,7 +203,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from ..study.config import load_config
     from ..study.prepare import prepare_study
 
-    with JudgeCache(_existing(args.cache), create=not args.dry_run) as cache:
+    with JudgeCache(existing_cache(args.cache), create=not args.dry_run) as cache:
         keep = None
         if args.unused_by:
             studies = [prepare_study(load_config(path)) for path in args.unused_by]
@@ -213,7 +225,7 @@ def cmd_migrate(config: Any) -> int:
     from ..study.prepare import prepare_study
 
     study = prepare_study(config)
-    with JudgeCache(_existing(config.cache_path)) as cache:
+    with JudgeCache(existing_cache(config.cache_path)) as cache:
         moved = migrate_study(study, cache)
     print(f"moved {moved} entries of {config.source} from the old keys to the new ones")
     return EXIT_OK

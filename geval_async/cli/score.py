@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..options import StatTest, words
+from .cache import existing_cache
 from .overrides import study_config
 from .summary import SIMULATED_NOTE
 
@@ -60,7 +61,9 @@ def _results(args: argparse.Namespace) -> StudyResults:
     from ..scoring.results import load_results
     from .answers import warn
 
-    results = load_results(study_config(args, _OVERRIDES), strict=args.strict)
+    config = study_config(args, _OVERRIDES)
+    existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
+    results = load_results(config, strict=args.strict)
     warn(results.warnings, strict=False)
     return results
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from ..judging.batch.ledger import Ledger
 from ..judging.cache import JudgeCache
 from ..judging.coverage import Coverage, item_states
+from ..judging.limits import check_request_fits
 from ..judging.progress import RunCounters
 from ..study.config import EvalConfig
 from ..study.plan import Study
@@ -127,6 +128,9 @@ def dry_run(study: Study) -> None:
         # A live batch job's requests are not sent again (the run skips them).
         batched = Ledger(cache.directory).live_keys()
         for state in item_states(study, cache):
+            # The run stops with this line on a request the tpm limit can never let through
+            # (it checks every item, cached or not): the dry run says it too.
+            check_request_fits(state.first.est_tokens, config.limits.tpm)
             if not state.missing:
                 cached += 1
                 continue

@@ -238,6 +238,16 @@ class PacedBucket:
         limiter._level = max(0.0, limiter._level - cost)
 
 
+def check_request_fits(tokens: int, tpm: float | None) -> None:
+    """Raise ConfigError for a request that a TPM limit of ``tpm`` can never let through (the
+    run's check, and ``--dry-run``'s, which says the same before anything is sent)."""
+    if tpm and tokens > tpm:
+        raise ConfigError(
+            f"one request is estimated at {tokens} tokens, more than the tpm limit "
+            f"({tpm:g}): raise --tpm or lower max_tokens / n"
+        )
+
+
 class RateLimits:
     """The requests and tokens buckets plus the cool-down; one per run, made inside the loop.
 
@@ -269,11 +279,7 @@ class RateLimits:
 
     def check_request(self, tokens: int) -> None:
         """Raise ConfigError for a request that the configured TPM limit can never let through."""
-        if self.tpm and tokens > self.tpm:
-            raise ConfigError(
-                f"one request is estimated at {tokens} tokens, more than the tpm limit "
-                f"({self.tpm:g}): raise --tpm or lower max_tokens / n"
-            )
+        check_request_fits(tokens, self.tpm)
 
     async def acquire(self, tokens: int) -> None:
         """Wait for the cool-down and for this request's turn in both buckets."""

@@ -24,6 +24,7 @@ from ..errors import ConfigError
 from ..judging.read_model import open_answers
 from ..options import SamplingMode, StatTest, parse_option
 from ..study.config import EvalConfig, apply_overrides, load_config
+from ..study.file_names import file_name_text
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from .readings import ShareDifference, invalid_shares, samples_frame, share_differences
@@ -229,8 +230,9 @@ def load_results(
 
 def _variant(config: EvalConfig) -> str:
     """What overrides change in the output names: a criteria subset, a record limit, a shard,
-    and a re-scoring of the same answers another way (``--mode``, ``--n``), which would
-    otherwise overwrite the study's own outputs."""
+    a judge model other than the config's (``--model``) and a re-scoring of the same answers
+    another way (``--mode``, ``--n``), each of which would otherwise overwrite the study's
+    own outputs."""
     try:
         study_file = load_config(config.source)
     except ConfigError:
@@ -243,6 +245,8 @@ def _variant(config: EvalConfig) -> str:
         variant += f"-limit-{config.limit}"
     if config.shard is not None:
         variant += f"-shard-{config.shard.index}of{config.shard.count}"
+    if config.judge.model != study_file.judge.model:
+        variant += f"-model-{file_name_text(config.judge.model)}"
     sampling, stated = config.sampling, study_file.sampling
     if sampling.mode != stated.mode:
         variant += f"-mode-{sampling.mode}"

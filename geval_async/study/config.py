@@ -124,6 +124,14 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise ConfigError(f"{source}: criterion name {duplicated[0]!r} is used twice")
+    by_fold: dict[str, str] = {}
+    for name in names:
+        other = by_fold.setdefault(name.casefold(), name)
+        if other != name:
+            raise ConfigError(
+                f"{source}: criterion names {other!r} and {name!r} differ only in case: their "
+                "output files would be one file on macOS and Windows; rename one"
+            )
 
     output = parse_output(table("output"), resolve, source.stem)
     composite_t = table("composite")

@@ -42,6 +42,14 @@ from .scale import Scale
 
 AUTO_PARTS = ("metric_name", "points", "rubric")
 
+# The names of a study's other output files (scoring/outputs.py): scores/<prefix>_long.csv,
+# scores/<prefix>_average.csv, plots/<prefix>_composite.png, stats/<prefix>_ttest.csv and
+# _paired.csv, <prefix>_report.md/.html, meta/<prefix>_meta.csv. A criterion's own files are
+# scores/<prefix>_<name>.csv, raw/<prefix>_<name>.json and plots/<prefix>_<name>.png, so a
+# criterion called "long" would overwrite the long table; the rest are kept out as well, so a
+# name never reads as another output's. Compared case-insensitively (macOS, Windows).
+RESERVED_NAMES = ("average", "composite", "long", "meta", "paired", "report", "ttest")
+
 CRITERION_KEYS = {
     "name",
     "display_name",
@@ -136,6 +144,12 @@ def parse_criterion(
     name = t.required("name", str)
     if not name.replace("_", "").replace("-", "").isalnum():
         raise t.error(f"'name' must be letters, digits, '-' or '_' (it names files), not {name!r}")
+    if name.casefold() in RESERVED_NAMES:
+        raise t.error(
+            f"'name' {name!r} is the name of one of the study's other output files "
+            f"({', '.join(RESERVED_NAMES)}), which would overwrite this criterion's table or "
+            "be overwritten by it: choose another name"
+        )
     prompt = resolve(t.required("prompt", str))
     if not prompt.is_file():
         raise t.error(f"prompt file {prompt} not found")
@@ -307,7 +321,10 @@ def _scale(t: Any, kind: CriterionKind, rubrics: tuple[Rubric, ...]) -> Scale:
             raise t.error("'points' must be a non-empty list of numbers")
         if not all(abs(p) < 1e15 for p in points_value):
             raise t.error("'points' must be ordinary numbers (below 1e15 in size)")
-        return Scale(tuple(sorted(float(p) for p in points_value)))
+        try:
+            return Scale(tuple(sorted(float(p) for p in points_value)))
+        except ConfigError as exc:
+            raise t.error(f"'points': {exc}") from exc
     if kind == CriterionKind.LIKERT:
         raise t.error("kind = 'likert' needs 'points' = [...] (e.g. [0, 0.5, 1])")
     if scale_value is not None:
@@ -317,7 +334,10 @@ def _scale(t: Any, kind: CriterionKind, rubrics: tuple[Rubric, ...]) -> Scale:
             or scale_value[0] >= scale_value[1]
         ):
             raise t.error("'scale' must be [lowest, highest] integers, e.g. [1, 5]")
-        return Scale.integer(scale_value[0], scale_value[1])
+        try:
+            return Scale.integer(scale_value[0], scale_value[1])
+        except ConfigError as exc:  # the scale alone cannot say which file and criterion
+            raise t.error(f"'scale': {exc}") from exc
     raise t.error("give the rating 'scale' = [lo, hi] (or 'points' = [...])")
 
 
@@ -330,7 +350,7 @@ def _parts(t: Any, resolve: Callable[[str], Path]) -> dict[str, str]:
         elif isinstance(value, dict) and set(value) == {"file"} and isinstance(value["file"], str):
             path = resolve(value["file"])
             try:
-                parts[name] = path.read_text(encoding="utf-8").strip("\n")
+                parts[name] = path.read_text(encoding="utf-8-sig").strip("\n")
             except (OSError, UnicodeDecodeError) as exc:
                 raise t.error(f"part {name!r}: cannot read {path} ({exc})") from exc
         else:

@@ -13,7 +13,7 @@ from ..options import SamplingMode
 from .checks import check_fields_inserted, check_stats
 from .config import CriterionConfig, EvalConfig
 from .plan import PlannedCriterion, Study
-from .prompts import check_fields, load_template
+from .prompts import check_fields, load_template, stray_braces
 from .records import load_records
 from .stated_scale import scale_mismatch
 
@@ -39,7 +39,15 @@ def prepare_study(config: EvalConfig) -> Study:
         required_fields=required,
     )
     check_stats(config, records)
-    return Study(config, records, tuple(criteria), _scale_warnings(criteria))
+    warnings = _scale_warnings(criteria) + _brace_warnings(config)
+    return Study(config, records, tuple(criteria), warnings)
+
+
+def _brace_warnings(config: EvalConfig) -> tuple[str, ...]:
+    # Read from the files as written: a filled part's text is not the file's, so the planned
+    # templates cannot tell a stray brace from one a part brought in.
+    found = (stray_braces(load_template(c.prompt, c.style), c.style) for c in config.criteria)
+    return tuple(dict.fromkeys(w for w in found if w is not None))
 
 
 def _scale_warnings(criteria: list[PlannedCriterion]) -> tuple[str, ...]:

@@ -77,7 +77,8 @@ def load_template(path: Path, style: TemplateStyle = TemplateStyle.DOUBLE) -> Te
         ConfigError: the file is missing, unreadable or has no text.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte order mark (Windows editors save one) is not the prompt's text.
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(f"{path}: prompt file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -116,3 +117,27 @@ def check_fields(template: Template, fields: Mapping[str, str], criterion: str) 
                 f"{template.source}: placeholder {{{{{name}}}}} has no record field: add "
                 f"{name!r} to 'fields' (or 'parts') of criterion {criterion!r}"
             )
+
+
+def stray_braces(template: Template, style: TemplateStyle = TemplateStyle.DOUBLE) -> str | None:
+    """A warning when a ``{{``/``}}`` template has braces outside its placeholders, else None.
+
+    ``{{ document}`` or ``{{doc-text}}`` is no placeholder (``{{name}}`` with a plain name is):
+    it would be sent to the judge as written, in every request, instead of the record's text.
+    ``style = "format"`` has none to warn of: its ``{{``/``}}`` are literal braces by design.
+    Call on the template as loaded, before parts are filled (a part's text is not the file's).
+    """
+    if style != TemplateStyle.DOUBLE:
+        return None
+    for literal in template.parts[0::2]:
+        for brace in ("{{", "}}"):
+            at = literal.find(brace)
+            if at < 0:
+                continue
+            line = literal[max(0, at - 20) : at + 22].replace("\n", " ").strip()
+            return (
+                f"{template.source}: a stray {brace!r} that is not part of a {{{{name}}}} "
+                f"placeholder (near {line!r}) is sent to the judge as written: fix the "
+                "placeholder's spelling (letters, digits and _ inside {{ }}), or remove it"
+            )
+    return None

@@ -9,6 +9,7 @@ inserts into its prompt is present and is text (or a number). A problem raises o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,8 @@ class Record:
     """One record to judge.
 
     Attributes:
-        id: the record id, as text.
+        id: the record id, as text: a number's text as the file writes it (``1.0`` and
+            ``1e0`` are two ids, a 24-digit integer keeps its digits).
         group: the group (e.g. user) or None when the study has none.
         condition: the condition or None.
         fields: the record as loaded.
@@ -53,14 +55,14 @@ def load_records(
     Raises:
         ConfigError: the file cannot be read or a record is invalid.
     """
-    raw = _read(path)
+    raw = _read(path, id_field)
     required = sorted(set(required_fields))
     records: list[Record] = []
     seen: dict[str, str] = {}
-    for where, item in raw:
+    for where, item, id_text in raw:
         if not isinstance(item, dict):
             raise ConfigError(f"{path}: {where}: a record must be a JSON object")
-        record_id = _key_field(path, where, item, id_field, "id")
+        record_id = id_text or _key_field(path, where, item, id_field, "id")
         if record_id in seen:
             raise ConfigError(
                 f"{path}: {_label(where, record_id)}: duplicate id (first at {seen[record_id]}); "
@@ -121,7 +123,8 @@ def _key_field(
     return text
 
 
-def _read(path: Path) -> Sequence[tuple[str, Any]]:
+def _read(path: Path, id_field: str) -> Sequence[tuple[str, Any, str | None]]:
+    """Each record with where it is and, when its id is a number, the id as written."""
     try:
         content = path.read_bytes()
     except FileNotFoundError:
@@ -138,19 +141,39 @@ def _read(path: Path) -> Sequence[tuple[str, Any]]:
             items = orjson.loads(content)
         except orjson.JSONDecodeError as exc:
             raise ConfigError(f"{path}: not valid JSON ({_why(exc, content)})") from exc
-        return [(f"item {i}", item) for i, item in enumerate(items, start=1)]
+        ids: list[str | None] = [None] * len(items)
+        if any(_numeric_id(item, id_field) for item in items):
+            written = _as_written(content)
+            ids = [
+                w[id_field] if _numeric_id(item, id_field) else None
+                for item, w in zip(items, written, strict=True)
+            ]
+        return [(f"item {i}", item, ids[i - 1]) for i, item in enumerate(items, start=1)]
     rows = []
     for number, line in enumerate(content.splitlines(), start=1):
         if not line or line.isspace():  # not strip(): that copies every line
             continue
         try:
-            rows.append((f"line {number}", orjson.loads(line)))
+            item = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             raise ConfigError(
                 f"{path}: line {number}: not valid JSON ({_why(exc, line)}); "
                 "records must be a JSON array or one JSON object per line"
             ) from exc
+        id_text = _as_written(line)[id_field] if _numeric_id(item, id_field) else None
+        rows.append((f"line {number}", item, id_text))
     return rows
+
+
+def _as_written(raw: bytes) -> Any:
+    """``raw`` parsed again with every number kept as the text the file has. Only for records
+    whose id is a number: a float (or orjson's float for an integer beyond 64 bits) has lost
+    that text, so ``1.0`` and ``1e0``, or two long integers, would read as one id."""
+    return json.loads(raw, parse_int=str, parse_float=str)
+
+
+def _numeric_id(item: Any, id_field: str) -> bool:
+    return isinstance(item, dict) and type(item.get(id_field)) in (int, float)
 
 
 def _why(exc: orjson.JSONDecodeError, raw: bytes) -> str:

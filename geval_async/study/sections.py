@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..options import Provider, SamplingMode
+from .file_names import is_file_name_part
 from .reader import TableReader
 from .settings import (
     DEFAULT_BASE_URL,
@@ -111,7 +112,18 @@ def parse_cache(t: TableReader, resolve: Resolve) -> Path:
 
 def parse_output(t: TableReader, resolve: Resolve, stem: str) -> OutputConfig:
     """``[output]``: the output folder and the file-name prefix (the config's stem)."""
-    return OutputConfig(path=resolve(t.get("path", str, "out")), prefix=t.get("prefix", str, stem))
+    prefix = t.get("prefix", str, stem)
+    if not is_file_name_part(prefix):
+        raise t.error(
+            f"'prefix' must be a plain file-name start, such as {_example_prefix(stem)!r}: no "
+            f"'/', '\\', ':' or '..', not absolute, not empty (it begins every output file's "
+            f"name, which must stay in [output] path), not {prefix!r}"
+        )
+    return OutputConfig(path=resolve(t.get("path", str, "out")), prefix=prefix)
+
+
+def _example_prefix(stem: str) -> str:
+    return stem if is_file_name_part(stem) else "study"
 
 
 def parse_prices(source: Path, table: Any) -> dict[str, tuple[float, float]]:

@@ -22,10 +22,11 @@ import re
 import socket
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import orjson
 
+from ..errors import UNREACHABLE, Connection, FailureFact
 from .limits import retry_after
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "History",
     "connection_kind",
     "decide",
+    "describe",
     "response_fact",
 ]
 
@@ -53,23 +55,10 @@ _REFUSES_N = re.compile(
 )
 
 
-class Connection(enum.StrEnum):
-    """How a request failed when no (complete) HTTP answer arrived."""
-
-    REFUSED = "connection refused"
-    DNS = "unknown host"
-    TLS = "TLS failure"
-    RESET = "connection reset"
-    TIMEOUT = "timeout"
-    TRUNCATED = "truncated body"
-    MALFORMED = "malformed body"
-
-
 # Answers that say the URL is no chat-completions endpoint: Method Not Allowed, Not
 # Implemented, HTTP Version Not Supported.
 _NOT_AN_ENDPOINT = (405, 501, 505)
-# Failures that say the URL is wrong rather than that the server is busy.
-_UNREACHABLE = (Connection.REFUSED, Connection.DNS, Connection.TLS)
+_UNREACHABLE = UNREACHABLE
 
 
 class Action(enum.StrEnum):
@@ -81,35 +70,6 @@ class Action(enum.StrEnum):
     REFUSE = "refuse"  # the server refused this request for good: store the refusal
     GIVE_UP = "give up"  # out of retries: the item stays missing until the next run
     STOP = "stop"  # no retry can help any request: stop the run
-
-
-@dataclass(frozen=True)
-class FailureFact:
-    """Everything known about one failed attempt, as typed facts."""
-
-    status: int | None = None  # None: no HTTP answer arrived
-    connection: Connection | None = None
-    code: str = ""
-    type: str = ""
-    message: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    retry_after: float | None = None
-    refuses_n: bool = False  # the body says the server will not return several choices
-    too_large: bool = False  # a 429 for a request larger than the whole per-minute budget
-    quota_exhausted: bool = False
-
-    @property
-    def reached_server(self) -> bool:
-        """False when the request cannot have reached a server (connection refused, unknown
-        host, TLS failure): nothing can have been billed for it."""
-        return self.status is not None or self.connection not in _UNREACHABLE
-
-    @property
-    def label(self) -> str:
-        """A short name for counts and the progress line: "http 503", "connection refused"."""
-        if self.connection is not None:
-            return str(self.connection)
-        return f"http {self.status}"
 
 
 @dataclass
@@ -170,6 +130,16 @@ def error_fields(raw: bytes) -> tuple[str, str, str]:
     )
 
 
+def describe(fact: FailureFact) -> str:
+    """The failure in a few words: "HTTP 400 unsupported_value: Unsupported value: ...",
+    "timeout"."""
+    if fact.status is None:
+        return str(fact.connection or Connection.RESET)
+    status = fact.status
+    detail = f"HTTP {status}" + (f" {fact.code}" if fact.code and fact.code != str(status) else "")
+    return detail + (f": {fact.message}" if fact.message else "")
+
+
 def connection_kind(exc: BaseException) -> Connection:
     """The kind of a connection-level exception (aiohttp's or the OS's)."""
     seen: set[int] = set()
@@ -226,8 +196,7 @@ def _decide(fact: FailureFact, history: History | None, *, n: int, attempt: int)
             return Decision(Action.BACKOFF, label, label, wait=UNREACHABLE_PAUSE)
         return _backoff(label, history, attempt)
     status = fact.status
-    detail = f"HTTP {status}" + (f" {fact.code}" if fact.code and fact.code != str(status) else "")
-    detail += f": {fact.message}" if fact.message else ""
+    detail = describe(fact)
     if status == 200:
         if fact.code == "content_filter":
             return Decision(Action.REFUSE, label, "the answer was withheld by the content filter")

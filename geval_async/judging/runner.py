@@ -8,10 +8,12 @@ simply running again. Before sending, a worker claims the request (:mod:`geval_a
 a request another process, or another item of this run, is already asking for is not sent
 twice: the worker waits for its answer in the cache.
 
-Failures: :func:`~geval_async.judging.failures.decide` says what each one means (pause every
-worker after a 429, back off and retry, store a refusal, give up, or stop the run) and
-:meth:`_Run.apply` does it. Setting the ``stop`` event (the CLI does on Ctrl-C) stops
-dispatching: answers in flight are still saved. A ``--max-cost`` cap stops the run the same way.
+Failures: the transport raises one error per failed attempt carrying its typed facts;
+:func:`~geval_async.judging.failures.decide`, called once here with the run's history, says what
+it means (pause every worker after a 429, back off and retry, store a refusal, give up, or stop
+the run) and :meth:`_Run.apply` does it. A run stops one way: the ``stop`` event stops
+dispatching (answers in flight are still saved), and ``stopped`` holds the line to show. A
+decision sets both, the CLI sets the event on Ctrl-C, and a ``--max-cost`` cap sets it too.
 """
 
 from __future__ import annotations
@@ -23,13 +25,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import GevalError, RunStopped, TransportError
+from ..errors import GevalError, TransportError
 from ..options import ItemOutcome
 from .budget import record_spend, request_cost, run_budget
 from .cache import CachedResponse, JudgeCache
 from .claims import Claims
 from .entries import answer_entry, refusal_entry
-from .failures import Action, Decision, FailureFact, History, decide
+from .failures import Action, Decision, History, decide
 from .feed import Feed, ItemWork
 from .legacy import has_legacy, migrate_study
 from .limits import RateLimits
@@ -205,7 +207,7 @@ class _Run:
             try:
                 answer = await self.transport.complete(body)
             except TransportError as exc:
-                fact = exc.fact if isinstance(exc.fact, FailureFact) else FailureFact()
+                fact = exc.fact
                 self.history.answered |= fact.status is not None
                 if fact.status == 429:
                     limited += 1
@@ -217,10 +219,6 @@ class _Run:
                 if outcome is not None:
                     return outcome, 0
                 continue
-            except RunStopped as exc:
-                self.stopped = str(exc)
-                self.stop.set()
-                return ItemOutcome.STOPPED, 0
             finally:
                 self.counters.in_flight -= 1
                 self.limits.replied()

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..options import Provider, SamplingMode
+from ..options import Provider, ReasoningEffort, SamplingMode
 from .reader import TableReader
 from .settings import (
     DEFAULT_BASE_URL,
@@ -55,7 +55,16 @@ SECTION_KEYS = {
         "api_version",
         "headers",
     },
-    "sampling": {"mode", "n", "temperature", "top_p", "max_tokens", "top_logprobs", "seed"},
+    "sampling": {
+        "mode",
+        "n",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "top_logprobs",
+        "seed",
+        "reasoning_effort",
+    },
     "limits": {"rpm", "tpm", "concurrency", "retries", "timeout", "backoff", "max_backoff"},
     "cache": {"path"},
     "output": {"path", "prefix"},
@@ -190,6 +199,11 @@ def parse_sampling(t: TableReader) -> SamplingConfig:
         max_tokens=t.positive("max_tokens", 5, integer=True),
         top_logprobs=t.get("top_logprobs", int, 20),
         seed=t.get("seed", int),
+        reasoning_effort=(
+            t.choice("reasoning_effort", ReasoningEffort, ReasoningEffort.MEDIUM)
+            if t.get("reasoning_effort", str) is not None
+            else None
+        ),
     )
     if not 0 <= sampling.top_logprobs <= 20:
         raise t.error("'top_logprobs' must be between 0 and 20 (the OpenAI maximum)")

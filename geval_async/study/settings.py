@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..options import Normalization, Provider, SamplingMode, StatTest
+from ..options import Normalization, Provider, ReasoningEffort, SamplingMode, StatTest
 from .criteria import CriterionConfig
 from .pricing import PRICES
 from .shard import Shard
@@ -87,6 +87,7 @@ class SamplingConfig:
     max_tokens: int = 5
     top_logprobs: int = 20
     seed: int | None = None
+    reasoning_effort: ReasoningEffort | None = None  # None: not sent (nor part of the key)
 
     @property
     def choices_per_item(self) -> int:

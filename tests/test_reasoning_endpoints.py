@@ -46,6 +46,7 @@ class ReasoningJudge:
         self.bodies: list[dict[str, Any]] = []
         self.statuses: Counter[int] = Counter()
         self.ratings: Counter[tuple[float, ...]] = Counter()  # the ratings of each answer
+        self.legacy = False  # True: it takes max_tokens only, as older chat models did
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
@@ -58,7 +59,15 @@ class ReasoningJudge:
                 "temperature",
                 "unsupported_value",
             )
-        if "max_tokens" in body:
+        if self.legacy and "max_completion_tokens" in body:
+            return _error(
+                400,
+                "Unsupported parameter: 'max_completion_tokens' is not supported with this "
+                "model. Use 'max_tokens' instead.",
+                "max_completion_tokens",
+                "unsupported_parameter",
+            )
+        if "max_tokens" in body and not self.legacy:
             return _error(
                 400,
                 "Unsupported parameter: 'max_tokens' is not supported with this model. "
@@ -70,7 +79,7 @@ class ReasoningJudge:
             return _error(
                 403, "You are not allowed to request logprobs from this model", None, None
             )
-        budget = body.get("max_completion_tokens", 1 << 20)
+        budget = body.get("max_completion_tokens", body.get("max_tokens", 1 << 20))
         choices, reasoning, completion = [], 0, 0
         prompt = json.dumps(body["messages"], sort_keys=True)
         given = []
@@ -164,6 +173,10 @@ def _flags(judge: ReasoningJudge, tmp_path: Path, *extra: str) -> list[str]:
         str(tmp_path / "cache"),
         "--output",
         str(tmp_path / "out"),
+        # max_tokens = 2000 x n = 10 is 20,000 tokens a request: the config's tpm would pace
+        # the run to ten requests a minute.
+        "--tpm",
+        "100000000",
         *extra,
     ]
 
@@ -274,3 +287,17 @@ def test_reasoning_effort_is_sent_and_keyed_only_when_set(
         _status(judge, tmp_path, "--max-tokens", "2000", "--reasoning-effort", "low").stdout
     )
     assert row["answered"] == 16
+
+
+def test_a_stale_token_parameter_costs_one_failed_request(
+    judge: ReasoningJudge, tmp_path: Path
+) -> None:
+    assert _run(judge, tmp_path, "--max-tokens", "2000").returncode == 0
+    judge.legacy = True  # the same URL and model now want max_tokens again
+    failed, before = judge.failed, len(judge.bodies)
+    again = _run(judge, tmp_path, "--max-tokens", "2000", "--limit", "8", "--concurrency", "1")
+    assert again.returncode == 0, again.stderr
+    assert judge.failed == failed + 1
+    assert len(judge.bodies) - before == 17  # 16 answered, one refused and resent at once
+    assert all("max_tokens" in b for b in judge.bodies[before + 1 :])
+    assert f"endpoint: {MODEL} at 127.0.0.1:{judge.port}: max_tokens" in again.stdout

@@ -23,6 +23,7 @@ import pytest
 from aiohttp import web
 from conftest import ROOT, run_cli, summary_row
 
+from geval_async.judging.failures import Action, History, decide, response_fact
 from geval_async.scoring.results import load_results
 from geval_async.study.pricing import usd
 
@@ -301,3 +302,62 @@ def test_a_stale_token_parameter_costs_one_failed_request(
     assert len(judge.bodies) - before == 17  # 16 answered, one refused and resent at once
     assert all("max_tokens" in b for b in judge.bodies[before + 1 :])
     assert f"endpoint: {MODEL} at 127.0.0.1:{judge.port}: max_tokens" in again.stdout
+
+
+# --- the decision on bodies OpenAI documents (pure: no server) ------------------------------
+
+SENT = {"model": MODEL, "temperature": 1.0, "max_completion_tokens": 2000, "n": 10}
+
+
+def _decide(status: int, error: dict[str, Any], **sent: Any) -> Any:
+    fact = response_fact(status, json.dumps({"error": error}).encode(), {})
+    return decide(
+        fact, History("http://127.0.0.1:9/v1/chat/completions", "K"), n=10, sent={**SENT, **sent}
+    )
+
+
+def test_a_refused_reasoning_effort_names_its_key() -> None:
+    decision = _decide(
+        400,
+        {
+            "message": "Unsupported value: 'reasoning_effort' does not support 'minimal' with "
+            "this model. Supported values are: 'low', 'medium', and 'high'.",
+            "type": "invalid_request_error",
+            "param": "reasoning_effort",
+            "code": "unsupported_value",
+        },
+        reasoning_effort="minimal",
+    )
+    assert decision.action is Action.STOP
+    assert decision.message.startswith(
+        '[sampling] reasoning_effort = "minimal" is refused by gpt-5-mini (unsupported_value: '
+        "supported values are: 'low', 'medium', and 'high'): set reasoning_effort to a value"
+    )
+
+
+def test_a_model_served_on_responses_only_stops_naming_the_model() -> None:
+    decision = _decide(
+        404,
+        {
+            "message": "This model is only supported in v1/responses and not in "
+            "v1/chat/completions.",
+            "type": "invalid_request_error",
+            "param": "model",
+            "code": None,
+        },
+    )
+    assert decision.action is Action.STOP
+    assert "set [judge] model to a chat-completions model" in decision.message
+
+
+def test_a_failure_of_one_request_is_still_a_refusal() -> None:
+    decision = _decide(
+        400,
+        {
+            "message": "This model's maximum context length is 128000 tokens.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        },
+    )
+    assert decision.action is Action.REFUSE

@@ -16,7 +16,7 @@ key (the URL and model only).
 from __future__ import annotations
 
 import os
-import tempfile
+import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -119,8 +119,10 @@ def save_capabilities(cache_dir: Path, url: str, model: str, caps: Capabilities)
     """Remember ``caps`` for the endpoint (the file is replaced whole: never half-written)."""
     table = _read(cache_dir)
     table[_key(url, model)] = asdict(caps)
+    # Created as spend.jsonl is (0o666 less the umask): colleagues sharing the cache read it.
+    temporary = Path(cache_dir) / f".endpoints-{os.getpid()}-{uuid.uuid4().hex}"
     try:
-        handle, temporary = tempfile.mkstemp(prefix=".endpoints-", dir=cache_dir)
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(handle, "wb") as out:
             out.write(orjson.dumps(table, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
         os.replace(temporary, Path(cache_dir) / ENDPOINTS)

@@ -163,9 +163,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(line)
     for line in endpoint_summaries(study.config.cache_path):
         print(f"endpoint: {line}")
-    spent = study_spent(study.config.cache_path, study.config)
-    if spent:
-        print(f"spent so far: {usd(spent)} (this config's runs, as their answers' usage billed)")
+    billed = study_spent(study.config.cache_path, study.config, billed=True)
+    if billed:
+        print(f"spent so far: {usd(billed)} (this config's runs, as their answers' usage billed)")
     return EXIT_OK
 
 

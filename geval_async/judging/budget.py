@@ -2,9 +2,10 @@
 
 A request is charged before it is sent at the most it can cost (its prompt estimate plus
 ``max_tokens x n`` completion at the model's price: reasoning tokens are billed as completion
-tokens); once answered, the charge is replaced by what the answer's usage says was billed
-(prompt tokens, the cached part at the cached-input price, completion tokens with reasoning).
-Each run appends its spend to ``spend.jsonl`` in the cache folder, one line per run.
+tokens); the cap counts these estimates. Beside them, each answer adds what its usage says was
+billed (prompt tokens, the cached part at the cached-input price, completion tokens with
+reasoning): the spend ``run`` and ``status`` show. Each run appends both to ``spend.jsonl`` in
+the cache folder, one line per run.
 ``--max-cost`` caps the study's total: a resumed run may spend what the earlier runs of the same
 config left, not the whole cap again.
 """
@@ -32,8 +33,9 @@ def _study(config: EvalConfig) -> str:
     return str(Path(config.source).resolve())
 
 
-def study_spent(cache_dir: Path, config: EvalConfig) -> float:
-    """The estimated USD the earlier runs of this study's config recorded in the cache."""
+def study_spent(cache_dir: Path, config: EvalConfig, *, billed: bool = False) -> float:
+    """The estimated USD the earlier runs of this study's config recorded in the cache (with
+    ``billed``, what their answers' usage billed)."""
     try:
         lines = (Path(cache_dir) / LEDGER).read_bytes().splitlines()
     except FileNotFoundError:
@@ -46,15 +48,16 @@ def study_spent(cache_dir: Path, config: EvalConfig) -> float:
             run = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue  # a line cut by a crash: that run's spend is lost, not the ledger
-        usd = run.get("usd") if isinstance(run, dict) else None
+        usd = run.get("billed_usd" if billed else "usd") if isinstance(run, dict) else None
         if run.get("config") == study and isinstance(usd, int | float) and math.isfinite(usd):
             total += usd
     return total
 
 
 def record_spend(cache_dir: Path, config: EvalConfig, budget: Budget | None) -> None:
-    """Append a run's estimated spend to the ledger (nothing when it spent nothing)."""
-    if budget is None or budget.spent <= 0:
+    """Append a run's estimated and billed spend to the ledger (nothing when it spent
+    nothing)."""
+    if budget is None or (budget.spent <= 0 and budget.billed <= 0):
         return
     line = orjson.dumps(
         {

@@ -221,7 +221,7 @@ class Run:
             self.endpoint.observe(sent, answer.parsed)
             if self.budget is not None:
                 usage = answer.parsed.get("usage")
-                self.budget.settle(cost, usage if isinstance(usage, dict) else None)
+                self.budget.settle(usage if isinstance(usage, dict) else None)
             spent = answer_fact(answer.parsed)
             if spent is None:
                 self.history.content_seen = True

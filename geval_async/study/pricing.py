@@ -173,15 +173,18 @@ class Budget:
         # would leave a run that was billed nothing 1e-17 USD "spent", and recorded.
         self.spent = round(self.spent - cost, 9)
 
-    def settle(self, cost: float, usage: Mapping[str, object] | None) -> None:
-        """Replace a request's charge (``cost``, the most it could cost) by what the server
-        reported it billed, when the answer's usage says."""
+    def settle(self, usage: Mapping[str, object] | None) -> None:
+        """Add what the server reported an answer billed (its usage), beside the estimate.
+
+        The cap keeps counting estimates (the most each request could cost), so that a run
+        never passes it whatever the answers turn out to cost; the spend a user is shown is
+        this one.
+        """
         billed = None if usage is None else billed_cost(usage, self.price, self.cached_price)
         if billed is None:
             self.unbilled += 1
-            return
-        self.billed += billed
-        self.spent = round(self.spent - cost + billed, 9)
+        else:
+            self.billed = round(self.billed + billed, 12)
 
     @property
     def left(self) -> float:

@@ -1,14 +1,21 @@
-"""The whole error tree of geval-async.
+"""The whole error tree of geval-async, and the facts a failed judge request carries.
 
     GevalError                  root: everything geval-async raises on purpose
     ├── ConfigError             bad input (config, records, prompts): shown to the user, exit 2
     ├── CacheError              the cache folder cannot be opened, read or written
-    ├── RunStopped              the run cannot go on (quota exhausted, key refused): exit 1
-    └── TransportError          one judge request failed
-        ├── RateLimited         429: retry after the cool-down the server asked for
-        ├── Transient           5xx, timeouts, resets, truncated bodies: retry with backoff
-        └── Rejected            other 4xx (invalid request, content filter, context too long):
-                                recorded in the cache as a failure, never retried
+    ├── RunStopped              a command cannot go on (a batch job the provider refused):
+    │                           exit 1; a judge run stops through its result, not this
+    └── TransportError          one judge request failed: carries its FailureFact
+        ├── RateLimited         429: the server asked to wait (``retry_after``)
+        ├── Transient           no (complete) answer, 5xx, malformed body: may pass on retry
+        └── Rejected            another 4xx, or an answer withheld by the content filter
+
+The transport raises one :class:`TransportError` per failed attempt, its class saying what
+happened and its :class:`FailureFact` the typed facts (status, error code, type and param,
+connection kind, headers). What the run does about it (wait, retry, store a refusal, resend
+adapted, stop the run) is decided once, by the runner, with
+:func:`geval_async.judging.failures.decide` and what the run has seen; a 401 is a
+:class:`Rejected` that stops the run, a 400 ``unsupported_value`` another.
 
 Third-party exceptions (aiohttp, diskcache, tomllib, orjson) are translated once, at the module
 that touches the third-party library, with ``raise ... from exc``.
@@ -16,8 +23,61 @@ that touches the third-party library, with ``raise ... from exc``.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+
+
+class Connection(enum.StrEnum):
+    """How a request failed when no (complete) HTTP answer arrived."""
+
+    REFUSED = "connection refused"
+    DNS = "unknown host"
+    TLS = "TLS failure"
+    RESET = "connection reset"
+    TIMEOUT = "timeout"
+    TRUNCATED = "truncated body"
+    MALFORMED = "malformed body"
+
+
+# Failures that say the URL is wrong rather than that the server is busy.
+UNREACHABLE = (Connection.REFUSED, Connection.DNS, Connection.TLS)
+
+
+@dataclass(frozen=True)
+class FailureFact:
+    """Everything known about one failed attempt, as typed facts.
+
+    ``code``, ``type`` and ``param`` are the OpenAI-style error body's fields as sent;
+    the flags are what the body says where no field says it (llama.cpp's refusal of ``n``).
+    """
+
+    status: int | None = None  # None: no HTTP answer arrived
+    connection: Connection | None = None
+    code: str = ""
+    type: str = ""
+    param: str = ""
+    message: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    retry_after: float | None = None
+    refuses_n: bool = False  # the body says the server will not return several choices
+    too_large: bool = False  # a 429 for a request larger than the whole per-minute budget
+    quota_exhausted: bool = False
+    refuses_logprobs: bool = False  # 403 "You are not allowed to request logprobs ..."
+    responses_only: bool = False  # the model is served on v1/responses, not chat completions
+
+    @property
+    def reached_server(self) -> bool:
+        """False when the request cannot have reached a server (connection refused, unknown
+        host, TLS failure): nothing can have been billed for it."""
+        return self.status is not None or self.connection not in UNREACHABLE
+
+    @property
+    def label(self) -> str:
+        """A short name for counts and the progress line: "http 503", "connection refused"."""
+        if self.connection is not None:
+            return str(self.connection)
+        return f"http {self.status}"
 
 
 class GevalError(Exception):
@@ -33,57 +93,47 @@ class CacheError(GevalError):
 
 
 class RunStopped(GevalError):
-    """The whole run must stop: retrying cannot help (quota exhausted, key refused)."""
+    """A command must stop: retrying cannot help (a batch job the provider refused)."""
 
 
 class TransportError(GevalError):
     """One judge request failed.
 
     Attributes:
+        fact: the typed facts of the failure, which
+            :func:`~geval_async.judging.failures.decide` reads.
         status: the HTTP status, or None when no response arrived.
         body: the response body as received (may be empty).
         headers: the response headers ({} when no response arrived); the rate limits learn
             from those of a 429.
-        fact: the :class:`~geval_async.judging.failures.FailureFact` the transport saw, which
-            :func:`~geval_async.judging.failures.decide` reads (None when raised elsewhere).
     """
 
     def __init__(
         self,
         message: str,
         *,
-        status: int | None = None,
+        fact: FailureFact,
         body: bytes = b"",
         headers: Mapping[str, str] | None = None,
-        fact: Any = None,
     ) -> None:
         super().__init__(message)
-        self.status = status
+        self.fact = fact
+        self.status = fact.status
         self.body = body
         self.headers: Mapping[str, str] = headers if headers is not None else {}
-        self.fact = fact
 
 
 class RateLimited(TransportError):
-    """HTTP 429 that will pass: wait ``retry_after`` seconds, then retry."""
+    """HTTP 429: the server asked to wait ``retry_after`` seconds (None: it did not say)."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        retry_after: float | None,
-        status: int | None = 429,
-        body: bytes = b"",
-        headers: Mapping[str, str] | None = None,
-        fact: Any = None,
-    ) -> None:
-        super().__init__(message, status=status, body=body, headers=headers, fact=fact)
-        self.retry_after = retry_after
+    @property
+    def retry_after(self) -> float | None:
+        return self.fact.retry_after
 
 
 class Transient(TransportError):
-    """A failure that may pass on retry: 5xx, timeouts, resets, truncated bodies."""
+    """A failure that may pass on retry: no (complete) answer, 5xx, a malformed body."""
 
 
 class Rejected(TransportError):
-    """The server refused this request for good (400, content filter, context too long)."""
+    """The server refused the request (a 4xx other than 429, or the content filter)."""

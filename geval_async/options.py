@@ -43,6 +43,18 @@ class SamplingMode(StrEnum):
     LOGPROBS = "logprobs"
 
 
+class ReasoningEffort(StrEnum):
+    """``[sampling] reasoning_effort``: how long a reasoning model thinks (the values OpenAI's
+    and Gemini's chat-completions endpoints accept); unset, the body carries none."""
+
+    NONE = "none"
+    MINIMAL = "minimal"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    XHIGH = "xhigh"
+
+
 class StatTest(StrEnum):
     """``[stats] test``: how two conditions are compared."""
 

@@ -197,8 +197,8 @@ JUDGING_TIERS = {
     "origin": 2, "legacy": 2, "coverage": 2, "read_model": 2, "maintenance": 2, "archive": 2,
     # 3 sending: limits, failures, transport, claims, the writer thread, budget, progress
     "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
-    "budget": 3, "probe": 3, "progress": 3,
-    "feed": 4, "runner": 4,
+    "budget": 3, "probe": 3, "progress": 3, "refused_settings": 3, "capabilities": 3,
+    "feed": 4, "worker": 4, "runner": 4,
     "batch": 5,  # the Batch API, and every module of judging/batch/
 }  # fmt: skip
 SCORING_TIERS = {

@@ -457,7 +457,7 @@ def test_any_200_body_is_an_answer_or_a_transport_error(
 def test_any_failure_maps_to_an_error_with_a_message(
     status: int, raw: bytes, headers: dict[str, str]
 ) -> None:
-    error = _failure(status, raw, headers, "http://127.0.0.1:9/v1/chat/completions", "MY_KEY")
+    error = _failure(status, raw, headers)
     assert isinstance(error, GevalError), type(error)
     assert str(error).strip()
     if isinstance(error, RateLimited):

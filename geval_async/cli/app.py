@@ -21,12 +21,15 @@ from pathlib import Path
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.batch.ledger import Ledger
+from ..judging.budget import study_spent
 from ..judging.cache import JudgeCache
+from ..judging.capabilities import endpoint_summaries
 from ..judging.coverage import coverage
 from ..judging.runner import RunResult, run_study
-from ..options import SamplingMode, words
+from ..options import ReasoningEffort, SamplingMode, words
 from ..study.plan import Study
 from ..study.prepare import prepare_study
+from ..study.pricing import usd
 from .answers import add_answers_command, invalid_lines, warn
 from .batch import add_batch_commands, add_batch_flags, run_batch
 from .cache import add_cache_commands, existing_cache
@@ -69,6 +72,13 @@ def _study_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--retries", type=int, help="retries per request after a transient failure")
     group.add_argument("--n", type=int, help="sampled ratings per item (samples mode)")
     group.add_argument("--mode", choices=words(SamplingMode), help="sampling mode")
+    group.add_argument("--temperature", type=float, help="[sampling] temperature")
+    group.add_argument(
+        "--max-tokens", type=int, help="[sampling] max_tokens: the whole completion budget"
+    )
+    group.add_argument(
+        "--reasoning-effort", choices=words(ReasoningEffort), help="[sampling] reasoning_effort"
+    )
     group.add_argument("--criteria", help="comma-separated criteria to use (default: all)")
     group.add_argument("--limit", type=int, help="use only the first N records")
     group.add_argument(
@@ -153,6 +163,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{corrupted} corrupted cache entries were found and count as missing")
     for line in invalid_lines(load_results(study.config)):
         print(line)
+    for line in endpoint_summaries(study.config.cache_path):
+        print(f"endpoint: {line}")
+    billed = study_spent(study.config.cache_path, study.config, billed=True)
+    if billed:
+        print(f"spent so far: {usd(billed)} (this config's runs, as their answers' usage billed)")
     return EXIT_OK
 
 
@@ -175,6 +190,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = _run_loop(study, cache, key, quiet=args.quiet, retry_failed=args.retry_failed)
         corrupted = len(cache.corrupted)
     print(run_summary(result.counters, result.elapsed))
+    if result.endpoint is not None:
+        print(f"endpoint: {result.endpoint}")
+    if result.billed:
+        print(f"billed: {usd(result.billed)} (from the usage the server reported)")
     if corrupted:
         print(
             f"{corrupted} corrupted cache entries were found, counted as missing "

@@ -1,9 +1,13 @@
-"""The study budget: what every run is estimated to have spent, and the ``--max-cost`` cap.
+"""The study budget: what every run has spent, and the ``--max-cost`` cap.
 
-Each run appends its estimated spend (the requests it dispatched, each at its prompt estimate
-plus ``max_tokens x n`` completion at the model's price) to ``spend.jsonl`` in the cache
-folder, one line per run. ``--max-cost`` caps the study's total: a resumed run may spend what
-the earlier runs of the same config left, not the whole cap again.
+A request is charged before it is sent at the most it can cost (its prompt estimate plus
+``max_tokens x n`` completion at the model's price: reasoning tokens are billed as completion
+tokens); the cap counts these estimates. Beside them, each answer adds what its usage says was
+billed (prompt tokens, the cached part at the cached-input price, completion tokens with
+reasoning): the spend ``run`` and ``status`` show. Each run appends both to ``spend.jsonl`` in
+the cache folder, one line per run.
+``--max-cost`` caps the study's total: a resumed run may spend what the earlier runs of the same
+config left, not the whole cap again.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import orjson
 from ..errors import CacheError, ConfigError
 from ..study.config import EvalConfig
 from ..study.plan import JudgeRequest
-from ..study.pricing import Budget, price_of
+from ..study.pricing import Budget, cached_input_price, price_of
 
 __all__ = ["LEDGER", "record_spend", "request_cost", "run_budget", "study_spent"]
 
@@ -29,8 +33,9 @@ def _study(config: EvalConfig) -> str:
     return str(Path(config.source).resolve())
 
 
-def study_spent(cache_dir: Path, config: EvalConfig) -> float:
-    """The estimated USD the earlier runs of this study's config recorded in the cache."""
+def study_spent(cache_dir: Path, config: EvalConfig, *, billed: bool = False) -> float:
+    """The estimated USD the earlier runs of this study's config recorded in the cache (with
+    ``billed``, what their answers' usage billed)."""
     try:
         lines = (Path(cache_dir) / LEDGER).read_bytes().splitlines()
     except FileNotFoundError:
@@ -43,21 +48,23 @@ def study_spent(cache_dir: Path, config: EvalConfig) -> float:
             run = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue  # a line cut by a crash: that run's spend is lost, not the ledger
-        usd = run.get("usd") if isinstance(run, dict) else None
+        usd = run.get("billed_usd" if billed else "usd") if isinstance(run, dict) else None
         if run.get("config") == study and isinstance(usd, int | float) and math.isfinite(usd):
             total += usd
     return total
 
 
 def record_spend(cache_dir: Path, config: EvalConfig, budget: Budget | None) -> None:
-    """Append a run's estimated spend to the ledger (nothing when it spent nothing)."""
-    if budget is None or budget.spent <= 0:
+    """Append a run's estimated and billed spend to the ledger (nothing when it spent
+    nothing)."""
+    if budget is None or (budget.spent <= 0 and budget.billed <= 0):
         return
     line = orjson.dumps(
         {
             "config": _study(config),
             "model": config.judge.model,
             "usd": round(budget.spent, 9),
+            "billed_usd": round(budget.billed, 9),  # the part the answers' usage reported
             "time": time.time(),
         }
     )
@@ -77,15 +84,18 @@ def run_budget(config: EvalConfig, cache_dir: Path, *, batch: bool = False) -> B
     an unlimited one that only counts; None when the model has no price and there is no cap.
     With ``batch``, at the Batch API price (a submit of batch jobs)."""
     price = price_of(config.judge.model, config.price_table, batch=batch)
+    cached = None if batch else cached_input_price(config.judge.model, config.price_table)
     if config.max_cost is None:
-        return None if price is None else Budget(math.inf, price)
+        return None if price is None else Budget(math.inf, price, cached_price=cached)
     if price is None:
         raise ConfigError(
             f"--max-cost needs the {'batch ' if batch else ''}price of model "
             f"{config.judge.model!r}: "
             "add it to the config's [prices] table"
         )
-    return Budget(config.max_cost, price, before=study_spent(cache_dir, config))
+    return Budget(
+        config.max_cost, price, before=study_spent(cache_dir, config), cached_price=cached
+    )
 
 
 def request_cost(budget: Budget, request: JudgeRequest) -> float:

@@ -22,11 +22,19 @@ import re
 import socket
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 import orjson
 
+from ..errors import UNREACHABLE, Connection, FailureFact
 from .limits import retry_after
+from .refused_settings import (
+    REASONING_EXHAUSTED,
+    reasoning_exhausted,
+    refused_setting,
+    sent_token_parameter,
+)
 
 __all__ = [
     "Action",
@@ -36,6 +44,7 @@ __all__ = [
     "History",
     "connection_kind",
     "decide",
+    "describe",
     "response_fact",
 ]
 
@@ -53,23 +62,10 @@ _REFUSES_N = re.compile(
 )
 
 
-class Connection(enum.StrEnum):
-    """How a request failed when no (complete) HTTP answer arrived."""
-
-    REFUSED = "connection refused"
-    DNS = "unknown host"
-    TLS = "TLS failure"
-    RESET = "connection reset"
-    TIMEOUT = "timeout"
-    TRUNCATED = "truncated body"
-    MALFORMED = "malformed body"
-
-
 # Answers that say the URL is no chat-completions endpoint: Method Not Allowed, Not
 # Implemented, HTTP Version Not Supported.
 _NOT_AN_ENDPOINT = (405, 501, 505)
-# Failures that say the URL is wrong rather than that the server is busy.
-_UNREACHABLE = (Connection.REFUSED, Connection.DNS, Connection.TLS)
+_UNREACHABLE = UNREACHABLE
 
 
 class Action(enum.StrEnum):
@@ -81,35 +77,10 @@ class Action(enum.StrEnum):
     REFUSE = "refuse"  # the server refused this request for good: store the refusal
     GIVE_UP = "give up"  # out of retries: the item stays missing until the next run
     STOP = "stop"  # no retry can help any request: stop the run
-
-
-@dataclass(frozen=True)
-class FailureFact:
-    """Everything known about one failed attempt, as typed facts."""
-
-    status: int | None = None  # None: no HTTP answer arrived
-    connection: Connection | None = None
-    code: str = ""
-    type: str = ""
-    message: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    retry_after: float | None = None
-    refuses_n: bool = False  # the body says the server will not return several choices
-    too_large: bool = False  # a 429 for a request larger than the whole per-minute budget
-    quota_exhausted: bool = False
-
-    @property
-    def reached_server(self) -> bool:
-        """False when the request cannot have reached a server (connection refused, unknown
-        host, TLS failure): nothing can have been billed for it."""
-        return self.status is not None or self.connection not in _UNREACHABLE
-
-    @property
-    def label(self) -> str:
-        """A short name for counts and the progress line: "http 503", "connection refused"."""
-        if self.connection is not None:
-            return str(self.connection)
-        return f"http {self.status}"
+    # The endpoint wants the completion budget under the other name: send it again at once
+    # with max_tokens spelt the other way (max_tokens <-> max_completion_tokens).
+    TOKEN_PARAMETER = "token parameter"
+    KEEP = "keep"  # an answer that used its whole budget: stored as received (cut_off)
 
 
 @dataclass
@@ -121,6 +92,9 @@ class History:
     retries: int = 1 << 30  # transient retries allowed per request
     answered: bool = False  # the endpoint has sent a complete HTTP answer this run
     unreachable: int = 0  # connection failures no retry fixes, while nothing has answered
+    # An answer with content arrived this run: a reasoning model's budget can suffice.
+    content_seen: bool = False
+    token_switches: int = 0  # times this run changed the token parameter's name
 
 
 @dataclass(frozen=True)
@@ -142,17 +116,35 @@ def response_fact(status: int, raw: bytes, headers: Mapping[str, str]) -> Failur
     wait = retry_after(headers, kind) if status == 429 else None
     if wait is not None and not math.isfinite(wait):
         wait = None  # "inf" or "1e400": nobody can wait that out; back off instead
+    param = error_param(raw)
+    lowered = message.lower()
     return FailureFact(
         status=status,
         code=code,
         type=kind,
+        param=param,
         message=message,
         headers=dict(headers),
         retry_after=wait,
         refuses_n=status in (400, 422, 500) and bool(_REFUSES_N.search(message)),
         too_large=status == 429 and "request too large" in message.lower(),
         quota_exhausted=status == 429 and "insufficient_quota" in (code, kind),
+        # No field says these two; OpenAI's words: 403 "You are not allowed to request
+        # logprobs from this model", 404 "This model is only supported in v1/responses and not
+        # in v1/chat/completions."
+        refuses_logprobs=status in (400, 403, 422) and "logprobs" in lowered and not code,
+        responses_only=status in (400, 404) and "v1/responses" in lowered,
     )
+
+
+def error_param(raw: bytes) -> str:
+    """The ``param`` of an OpenAI-style error body ("" when it has none)."""
+    try:
+        error = orjson.loads(raw).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return ""
+    param = error.get("param") if isinstance(error, dict) else None
+    return param if isinstance(param, str) else ""
 
 
 def error_fields(raw: bytes) -> tuple[str, str, str]:
@@ -168,6 +160,16 @@ def error_fields(raw: bytes) -> tuple[str, str, str]:
         str(error.get("type") or ""),
         str(error.get("message") or "")[:300],
     )
+
+
+def describe(fact: FailureFact) -> str:
+    """The failure in a few words: "HTTP 400 unsupported_value: Unsupported value: ...",
+    "timeout"."""
+    if fact.status is None:
+        return str(fact.connection or Connection.RESET)
+    status = fact.status
+    detail = f"HTTP {status}" + (f" {fact.code}" if fact.code and fact.code != str(status) else "")
+    return detail + (f": {fact.message}" if fact.message else "")
 
 
 def connection_kind(exc: BaseException) -> Connection:
@@ -197,23 +199,38 @@ def connection_kind(exc: BaseException) -> Connection:
 
 
 def decide(
-    fact: FailureFact, history: History | None = None, *, n: int = 1, attempt: int = 1
+    fact: FailureFact,
+    history: History | None = None,
+    *,
+    n: int = 1,
+    attempt: int = 1,
+    sent: Mapping[str, Any] | None = None,
 ) -> Decision:
     """What a failed attempt means.
 
     Args:
         fact: what went wrong.
-        history: what the run has seen (None: judge the fact alone, as the transport does).
+        history: what the run has seen (None: judge the fact alone).
         n: the choices the request asked for.
         attempt: how many times this request has failed this way (transient or 429).
+        sent: the body as sent (its messages unread): a refused setting is named with the
+            value the request carried.
     """
-    decision = _decide(fact, history, n=n, attempt=attempt)
-    if decision.action in (Action.PAUSE, Action.ONE_CHOICE) or not fact.reached_server:
+    decision = _decide(fact, history, n=n, attempt=attempt, sent=sent or {})
+    unbilled = (Action.PAUSE, Action.ONE_CHOICE, Action.TOKEN_PARAMETER)
+    if decision.action in unbilled or not fact.reached_server:
         return replace(decision, billed=False)
     return decision
 
 
-def _decide(fact: FailureFact, history: History | None, *, n: int, attempt: int) -> Decision:
+def _decide(
+    fact: FailureFact,
+    history: History | None,
+    *,
+    n: int,
+    attempt: int,
+    sent: Mapping[str, Any],
+) -> Decision:
     label = fact.label
     url = history.url if history is not None else "the judge URL"
     if fact.status is None:
@@ -226,12 +243,28 @@ def _decide(fact: FailureFact, history: History | None, *, n: int, attempt: int)
             return Decision(Action.BACKOFF, label, label, wait=UNREACHABLE_PAUSE)
         return _backoff(label, history, attempt)
     status = fact.status
-    detail = f"HTTP {status}" + (f" {fact.code}" if fact.code and fact.code != str(status) else "")
-    detail += f": {fact.message}" if fact.message else ""
+    detail = describe(fact)
     if status == 200:
         if fact.code == "content_filter":
             return Decision(Action.REFUSE, label, "the answer was withheld by the content filter")
+        if fact.code == REASONING_EXHAUSTED:
+            if history is not None and history.content_seen:
+                # Other answers fit the budget: this one is a cut-off answer, scored as such.
+                return Decision(Action.KEEP, label)
+            return Decision(Action.STOP, label, reasoning_exhausted(sent))
         return _backoff(label, history, attempt)
+    token = sent_token_parameter(fact, sent)
+    if token is not None:
+        if history is not None and history.token_switches >= 2:
+            return Decision(
+                Action.STOP, label, f"the judge refuses max_tokens in every spelling ({detail})"
+            )
+        return Decision(Action.TOKEN_PARAMETER, "token parameter", detail)
+    if n > 1 and (fact.refuses_n or (fact.param == "n" and fact.code.startswith("unsupported"))):
+        return Decision(Action.ONE_CHOICE, "n refused", detail)
+    refused = refused_setting(fact, sent)
+    if refused is not None:
+        return Decision(Action.STOP, label, refused)
     if status == 429:
         if fact.quota_exhausted:
             return Decision(
@@ -274,8 +307,6 @@ def _decide(fact: FailureFact, history: History | None, *, n: int, attempt: int)
             f"the server at {url} does not take chat-completions requests ({detail}): "
             "check base_url (it should end in /v1 for most servers)",
         )
-    if n > 1 and fact.refuses_n:
-        return Decision(Action.ONE_CHOICE, "n refused", detail)
     if status in (408, 409, 425) or status >= 500:
         return _backoff(label, history, attempt, detail)
     # 400 (invalid request, context too long, content filter), 413, 422 and other 4xx.

@@ -180,6 +180,8 @@ class RunResult:
     interrupted: bool = False
     failures: Counter[str] = field(default_factory=Counter)
     elapsed: float = 0.0
+    endpoint: str | None = None  # what the endpoint accepts, as learned ("gpt-5-mini at ...")
+    billed: float | None = None  # USD the answers' usage reported (None: the model has no price)
 
     @property
     def complete(self) -> bool:

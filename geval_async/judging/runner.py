@@ -2,310 +2,29 @@
 
 A producer walks the plan lazily and looks every request up in the cache; a hit is counted and
 never touches a limiter. Items with something missing go onto a bounded queue, where N workers
-take them. A worker waits for the shared cool-down and the RPM/TPM buckets, sends one attempt
-(under the transport's timeout), and writes the answer to the cache at once. Resuming is then
-simply running again. Before sending, a worker claims the request (:mod:`geval_async.claims`);
-a request another process, or another item of this run, is already asking for is not sent
-twice: the worker waits for its answer in the cache.
-
-Failures: :func:`~geval_async.judging.failures.decide` says what each one means (pause every
-worker after a 429, back off and retry, store a refusal, give up, or stop the run) and
-:meth:`_Run.apply` does it. Setting the ``stop`` event (the CLI does on Ctrl-C) stops
-dispatching: answers in flight are still saved. A ``--max-cost`` cap stops the run the same way.
+(:mod:`.worker`) take them. Resuming is then simply running again. What the endpoint showed it
+accepts is saved beside the cache at the end (:mod:`.capabilities`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 import time
-from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from ..errors import GevalError, RunStopped, TransportError
-from ..options import ItemOutcome
-from ..study.plan import JudgeRequest, Study, chunk_request
-from .budget import record_spend, request_cost, run_budget
-from .cache import CachedResponse, JudgeCache
+from ..errors import GevalError
+from ..study.plan import Study
+from .budget import record_spend
+from .cache import JudgeCache
+from .capabilities import save_capabilities
 from .claims import Claims
-from .entries import answer_entry, refusal_entry
-from .failures import Action, Decision, FailureFact, History, decide
-from .feed import Feed, ItemWork
 from .legacy import has_legacy, migrate_study
-from .limits import RateLimits
 from .origin import ServerEntries
 from .probe import server_is_simulated
-from .progress import (
-    CriterionCounts,
-    RunCounters,
-    RunResult,
-    render_progress,
-    report_progress,
-)
-from .writer import Writer
+from .progress import RunResult, render_progress, report_progress
+from .worker import Run
 
-if TYPE_CHECKING:
-    from .transport import JudgeAnswer, Transport
-
-# How often a worker looks for an answer another process is fetching (seconds).
-_CLAIM_POLL = 0.2
-
-
-class _Run:
-    """The state one run shares between its producer and workers."""
-
-    def __init__(
-        self,
-        study: Study,
-        entries: ServerEntries,
-        *,
-        stop: asyncio.Event,
-        retry_failed: bool,
-        backoff: float,
-    ) -> None:
-        self.study, self.config = study, study.config
-        # Lookups go through the server's view: another server's answers read as missing.
-        self.cache, self.entries = entries.cache, entries
-        # Set by connect(), once the plan has something to send.
-        self.transport: Transport
-        self.claims: Claims
-        self.writer: Writer
-        self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
-        self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
-        self.counters = RunCounters(
-            criteria={
-                name: CriterionCounts(items=items)
-                for name, items in study.items_by_criterion().items()
-            }
-        )
-        self.failures: Counter[str] = Counter()
-        # Set once the server refuses n > 1: items then ask for one choice per request.
-        self.single_choice = False
-        self.stopped: str | None = None
-        self.budget = run_budget(self.config, self.cache.directory)
-        judge = self.config.judge
-        self.history = History(judge.url, judge.api_key_env, retries=self.config.limits.retries)
-        self.feed = Feed(
-            study,
-            self.entries,
-            limits=self.limits,
-            counters=self.counters,
-            stop=stop,
-            retry_failed=retry_failed,
-        )
-
-    def connect(self, transport: Transport, claims: Claims) -> None:
-        self.transport, self.claims = transport, claims
-        self.writer = self.feed.writer = Writer(self.cache, claims)
-
-    def cached(self, request: JudgeRequest) -> CachedResponse | None:
-        """The usable cache entry of a request (a refusal counts unless --retry-failed)."""
-        entry = self.entries.get(request.key)
-        if entry is not None and not entry.ok and self.retry_failed:
-            return None
-        return entry
-
-    # --- workers -------------------------------------------------------------------------
-
-    async def work(self) -> None:
-        while (work := await self.feed.get()) is not None:
-            if self.stop.is_set():
-                if work.claimed is not None:
-                    self.writer.release(work.requests[0].key)
-                continue  # drain without sending: the item stays missing
-            outcome = await self.judge_item(work)
-            counts = self.counters.criteria[work.item.criterion.name]
-            if outcome == ItemOutcome.OK:
-                counts.answered += 1
-            elif outcome == ItemOutcome.REJECTED:
-                counts.rejected += 1
-            elif outcome == ItemOutcome.FAILED:
-                counts.failed += 1
-
-    async def judge_item(self, work: ItemWork) -> ItemOutcome:
-        pending = list(work.requests)
-        claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
-        while pending:
-            request = pending.pop(0)
-            outcome, received = await self.fetch_claimed(request, claim)
-            claim = None  # a later chunk is claimed by the worker
-            if outcome != ItemOutcome.OK:
-                return outcome
-            if received < request.n:
-                # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp, which
-                # ignores n): the rest is the chunk that starts where this one ended, which an
-                # earlier run may have stored already (fetch_claimed then reads it).
-                pending = [chunk_request(request, request.draw + received, self.config)]
-        return ItemOutcome.OK
-
-    async def fetch_claimed(
-        self, request: JudgeRequest, claim: tuple[float | None, bool] | None
-    ) -> tuple[ItemOutcome, int]:
-        """Fetch a request unless another process (or item) is asking: then await its answer.
-
-        ``claim``: the producer's claim on it (when taken, and whether the key was stored).
-        """
-        held, stored = False, False
-        if claim is not None and claim[0] is not None:
-            stored = claim[1]
-            # Claimed in the queue a while ago: make sure it is still this run's.
-            held = time.monotonic() - claim[0] < self.claims.ttl / 2 or self.claims.renew(
-                request.key
-            )
-        while not held:
-            held, stored = await self.writer.claim(request.key)
-            if held:
-                break
-            if self.claims.batch_of(request.key) is not None:
-                # A live batch job is asking for it: its answer comes when the batch is collected.
-                self.counters.in_batch += 1
-                return ItemOutcome.IN_BATCH, 0
-            await self.sleep_unless_stopped(_CLAIM_POLL)
-            if self.stop.is_set():
-                return ItemOutcome.STOPPED, 0
-            entry = self.cached(request)
-            if entry is not None:
-                return (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
-        try:
-            # The holder may have stored the answer just before it let go of the claim.
-            entry = self.cached(request) if stored else None
-            if entry is not None:
-                outcome = (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
-            else:
-                outcome = await self.fetch(request)
-        finally:
-            # Let go once the answer is committed (writer.py), with the others of this turn.
-            written = self.writer.release(request.key)
-        await written  # the answer is on disk before the item counts as done
-        return outcome
-
-    async def fetch(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
-        """Send one request until it is answered, refused or out of retries."""
-        attempts = transient = limited = 0
-        while True:
-            await self.limits.acquire(request.est_tokens)
-            if self.stop.is_set():
-                return ItemOutcome.STOPPED, 0
-            cost = 0.0 if self.budget is None else request_cost(self.budget, request)
-            if self.budget is not None and not self.budget.charge(cost):
-                self.stop.set()  # the reason is written at the end, with the final estimate
-                return ItemOutcome.STOPPED, 0
-            attempts += 1
-            if attempts > 1:  # the first attempt follows the claim at once
-                self.claims.renew(request.key)
-            self.counters.requests_sent += 1
-            self.counters.in_flight += 1
-            self.counters.peak_in_flight = max(
-                self.counters.peak_in_flight, self.counters.in_flight
-            )
-            body = request.body
-            if self.single_choice and request.n > 1:
-                body = {**body, "n": 1}
-            try:
-                answer = await self.transport.complete(body)
-            except TransportError as exc:
-                fact = exc.fact if isinstance(exc.fact, FailureFact) else FailureFact()
-                self.history.answered |= fact.status is not None
-                if fact.status == 429:
-                    limited += 1
-                else:
-                    transient += 1
-                attempt = limited if fact.status == 429 else transient
-                decision = decide(fact, self.history, n=body["n"], attempt=attempt)
-                outcome = await self.apply(decision, request, exc, (attempts, attempt), cost)
-                if outcome is not None:
-                    return outcome, 0
-                continue
-            except RunStopped as exc:
-                self.stopped = str(exc)
-                self.stop.set()
-                return ItemOutcome.STOPPED, 0
-            finally:
-                self.counters.in_flight -= 1
-                self.limits.replied()
-            self.history.answered = True
-            self.limits.observe(answer.headers)
-            self.store_answer(request, answer, attempts)
-            return ItemOutcome.OK, len(answer.choices)
-
-    async def apply(
-        self,
-        decision: Decision,
-        request: JudgeRequest,
-        exc: TransportError,
-        counts: tuple[int, int],
-        cost: float,
-    ) -> ItemOutcome | None:
-        """Carry out a failure decision; the item's outcome, or None to send again.
-
-        ``counts``: the request's attempts so far, and its failures of this kind in a row.
-        """
-        attempts, attempt = counts
-        action = decision.action
-        if not decision.billed and self.budget is not None:
-            self.budget.refund(cost)
-        if action is Action.STOP:
-            self.stopped = decision.message
-            self.stop.set()
-            return ItemOutcome.STOPPED
-        if action is Action.REFUSE:
-            self.store_refusal(request, exc, attempts, decision.message)
-            return ItemOutcome.REJECTED
-        if action is Action.GIVE_UP:
-            return self.fail(request, decision.message)
-        self.counters.note_retry(decision.label if action is not Action.PAUSE else "429")
-        if action is Action.ONE_CHOICE:
-            # The server will not return several choices: from now on every item asks for
-            # one, and the rest come as further draws (stored as draw 0's answer, as from a
-            # server that ignores n).
-            self.single_choice = True
-        elif action is Action.PAUSE:
-            self.counters.rate_limited += 1
-            self.limits.observe(exc.headers)
-            wait = decision.wait if decision.wait is not None else self.delay(attempt)
-            self.limits.refused(request.est_tokens, wait)
-        else:
-            wait = decision.wait if decision.wait is not None else self.delay(attempt)
-            await self.sleep_unless_stopped(wait)
-        return None
-
-    def delay(self, attempt: int) -> float:
-        """Capped exponential backoff with full jitter."""
-        cap = min(self.config.limits.max_backoff, self.backoff * 2 ** (attempt - 1))
-        return random.uniform(cap / 2, cap)
-
-    async def sleep_unless_stopped(self, seconds: float) -> None:
-        try:
-            async with asyncio.timeout(seconds):
-                await self.stop.wait()
-        except TimeoutError:
-            pass
-
-    def fail(self, request: JudgeRequest, message: str) -> ItemOutcome:
-        self.failures[f"{request.item.criterion.name}: {message}"] += 1
-        return ItemOutcome.FAILED
-
-    def store_answer(self, request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> None:
-        entry = answer_entry(request, answer, attempts)
-        tokens = entry.usage.get("total_tokens") if entry.usage else None
-        self.counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
-        self.counters.simulated |= answer.simulated
-        self._put(request, entry)
-
-    def store_refusal(
-        self, request: JudgeRequest, exc: TransportError, attempts: int, reason: str
-    ) -> None:
-        self.failures[f"{request.item.criterion.name}: refused: {reason}"] += 1
-        self._put(request, refusal_entry(request, exc, attempts, reason))
-
-    def _put(self, request: JudgeRequest, entry: CachedResponse) -> None:
-        overwrite = (
-            self.retry_failed
-            or request.key in self.cache.corrupted
-            or request.key in self.entries.hidden
-        )
-        self.writer.put(entry, overwrite=overwrite)
+__all__ = ["RunResult", "run_study"]
 
 
 async def run_study(
@@ -345,7 +64,7 @@ async def run_study(
     limits = study.config.limits
     started = time.monotonic()
     entries = ServerEntries(cache, await server_is_simulated(study.config.judge, limits.timeout))
-    run = _Run(study, entries, stop=stop, retry_failed=retry_failed, backoff=limits.backoff)
+    run = Run(study, entries, stop=stop, retry_failed=retry_failed, backoff=limits.backoff)
     states = run.feed.first_work()
     if states is None:  # the cache holds everything: no transport, no claims
         if on_progress is not None:
@@ -380,6 +99,8 @@ async def run_study(
                     # the answers handed over but not yet committed are stored here.
                     run.writer.close()
                     record_spend(cache.directory, study.config, run.budget)
+                    judge = study.config.judge
+                    save_capabilities(cache.directory, judge.url, judge.model, run.endpoint)
                     if reporter is not None:
                         reporter.cancel()
                         # asyncio.wait never raises the reporter's CancelledError, so a
@@ -396,4 +117,8 @@ async def run_study(
         interrupted=stop.is_set() and stopped is None,
         failures=run.failures,
         elapsed=time.monotonic() - started,
+        endpoint=run.endpoint.summary(study.config.judge.url, study.config.judge.model)
+        if states is not None
+        else None,
+        billed=None if run.budget is None else run.budget.billed,
     )

@@ -1,13 +1,13 @@
-"""One chat-completions POST over aiohttp, and the mapping of its failures to our errors.
+"""One chat-completions POST over aiohttp, and the translation of its failures to our errors.
 
 One ``aiohttp.ClientSession`` per run with a connection pool sized to the concurrency; bodies are
 encoded with orjson. This is the boundary where the outside world's failures become the
-project's: every failure becomes a :class:`~geval_async.judging.failures.FailureFact`, and
-:func:`~geval_async.judging.failures.decide` picks the error: a timeout, reset or 5xx becomes
-:class:`Transient`, a 429 :class:`RateLimited` (with the wait the server asked for), another 4xx
-:class:`Rejected`, and the failures that no retry can fix (quota exhausted, key refused, wrong
-URL) :class:`RunStopped`. The API key goes into a header and nowhere else: it never appears in
-an error message.
+project's: every failed attempt raises one :class:`~geval_async.errors.TransportError` carrying
+its :class:`~geval_async.errors.FailureFact` (a timeout, reset or 5xx a :class:`Transient`, a
+429 :class:`RateLimited`, another 4xx :class:`Rejected`). The transport decides nothing: what a
+failure means for the run (retry, store a refusal, stop) is the runner's one call of
+:func:`~geval_async.judging.failures.decide`. The API key goes into a header and nowhere else:
+it never appears in an error message.
 """
 
 from __future__ import annotations
@@ -21,17 +21,16 @@ from typing import Any
 import aiohttp
 import orjson
 
-from ..errors import RateLimited, Rejected, RunStopped, Transient, TransportError
-from ..study.config import JudgeConfig
-from .failures import (
-    Action,
+from ..errors import (
     Connection,
     FailureFact,
-    History,
-    connection_kind,
-    decide,
-    response_fact,
+    RateLimited,
+    Rejected,
+    Transient,
+    TransportError,
 )
+from ..study.config import JudgeConfig
+from .failures import connection_kind, describe, response_fact
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ class Transport:
             self._session = None
 
     async def complete(self, body: Mapping[str, Any]) -> JudgeAnswer:
-        """Send one request; return the answer or raise a TransportError / RunStopped."""
+        """Send one request; return the answer or raise a :class:`TransportError`."""
         assert self._session is not None, "use Transport as an async context manager"
         data = orjson.dumps(body)
         started = time.perf_counter()
@@ -110,17 +109,7 @@ class Transport:
         latency_ms = (time.perf_counter() - started) * 1000.0
         if status == 200:
             return _answer(status, raw, headers, latency_ms)
-        raise _failure(status, raw, headers, self._url, self._judge.api_key_env)
-
-
-def refuses_n(exc: TransportError) -> bool:
-    """Whether a failure says the server will not return several choices (``n`` > 1).
-
-    Some servers ignore ``n`` (llama_cpp.server); others refuse it: llama.cpp's llama-server
-    answers 400 "Field 'n': Value must be between 1 <= value <= 4" (its slot count), older
-    builds 500 "Only one completion choice is allowed".
-    """
-    return isinstance(exc.fact, FailureFact) and exc.fact.refuses_n
+        raise _failure(status, raw, headers)
 
 
 def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: float) -> JudgeAnswer:
@@ -129,24 +118,20 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
     except orjson.JSONDecodeError as exc:
         raise Transient(
             f"the response body is not valid JSON ({len(raw)} bytes)",
-            status=status,
             body=raw,
             fact=FailureFact(status=status, connection=Connection.MALFORMED),
         ) from exc
     choices = parsed.get("choices") if isinstance(parsed, dict) else None
     malformed = FailureFact(status=status, connection=Connection.MALFORMED)
     if not isinstance(choices, list) or not choices:
-        raise Transient("the response has no choices", status=status, body=raw, fact=malformed)
+        raise Transient("the response has no choices", body=raw, fact=malformed)
     for choice in choices:
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
-            raise Transient(
-                "a response choice has no message", status=status, body=raw, fact=malformed
-            )
+            raise Transient("a response choice has no message", body=raw, fact=malformed)
     if all(c.get("finish_reason") == "content_filter" for c in choices):
         raise Rejected(
             "the answer was withheld by the content filter",
-            status=status,
             body=raw,
             headers=headers,
             fact=FailureFact(status=status, code="content_filter"),
@@ -154,28 +139,25 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
     return JudgeAnswer(status, raw, parsed, dict(headers), latency_ms)
 
 
-def _failure(
-    status: int, raw: bytes, headers: Mapping[str, str], url: str, key_env: str
-) -> Exception:
-    """The error of an HTTP answer that is not a usable 200, as :func:`decide` classifies it."""
+def _failure(status: int, raw: bytes, headers: Mapping[str, str]) -> TransportError:
+    """The error of an HTTP answer that is not a usable 200: its class says what happened."""
     fact = response_fact(status, raw, headers)
-    decision = decide(fact, History(url, key_env), n=2)
-    if decision.action is Action.STOP:
-        return RunStopped(decision.message)
-    if decision.action is Action.PAUSE:
-        return RateLimited(
-            decision.message, retry_after=decision.wait, body=raw, headers=headers, fact=fact
-        )
-    kind = Rejected if decision.action is Action.REFUSE else Transient
-    return kind(decision.message, status=status, body=raw, headers=headers, fact=fact)
+    kind: type[TransportError]
+    if status == 429:
+        kind = RateLimited
+    elif status in (408, 409, 425) or status >= 500:
+        kind = Transient
+    else:
+        kind = Rejected
+    return kind(describe(fact), fact=fact, body=raw, headers=headers)
 
 
-def read_response(status: int, raw: bytes, headers: Mapping[str, str], url: str) -> JudgeAnswer:
+def read_response(status: int, raw: bytes, headers: Mapping[str, str]) -> JudgeAnswer:
     """The answer in a response received another way (a line of a batch's output file).
 
-    Raises what an online response with this status and body would have raised, so a batch's
-    answers and refusals are told apart by the same rules as online ones.
+    Raises what an online response with this status and body would have raised, so that a
+    batch's answers and refusals are told apart by the same decision as online ones.
     """
     if status == 200:
         return _answer(status, raw, headers, 0.0)
-    raise _failure(status, raw, headers, url, "the API key variable")
+    raise _failure(status, raw, headers)

@@ -52,6 +52,9 @@ OVERRIDES: dict[str, tuple[str, str] | None] = {
     "model": ("judge", "model"),
     "mode": ("sampling", "mode"),
     "n": ("sampling", "n"),
+    "temperature": ("sampling", "temperature"),
+    "max_tokens": ("sampling", "max_tokens"),
+    "reasoning_effort": ("sampling", "reasoning_effort"),
     "concurrency": ("limits", "concurrency"),
     "rpm": ("limits", "rpm"),
     "tpm": ("limits", "tpm"),
@@ -69,9 +72,9 @@ OVERRIDES: dict[str, tuple[str, str] | None] = {
 def apply_overrides(config: EvalConfig, **overrides: Any) -> EvalConfig:
     """``config`` with keyword overrides applied (None means "not given").
 
-    Known names: base_url, model, mode, n, concurrency, rpm, tpm, timeout, retries, limit,
-    cache, output, criteria (a comma-separated text or a list of names), max_cost, shard
-    ("I/K" or a :class:`~geval_async.study.shard.Shard`).
+    Known names: base_url, model, mode, n, temperature, max_tokens, reasoning_effort,
+    concurrency, rpm, tpm, timeout, retries, limit, cache, output, criteria (a comma-separated
+    text or a list of names), max_cost, shard ("I/K" or a :class:`~geval_async.study.shard.Shard`).
 
     Raises:
         ConfigError: an unknown name, or a value the config file could not hold either.

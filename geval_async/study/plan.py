@@ -243,6 +243,8 @@ def _body(config: EvalConfig, messages: list[dict[str, str]], draw: int, n: int)
         body["top_logprobs"] = sampling.top_logprobs
     if sampling.seed is not None:
         body["seed"] = sampling.seed + draw
+    if sampling.reasoning_effort is not None:
+        body["reasoning_effort"] = str(sampling.reasoning_effort)
     return body
 
 

@@ -23,7 +23,40 @@ PRICES: dict[str, tuple[float, float]] = {
     "gpt-3.5-turbo": (0.50, 1.50),
     "o4-mini": (1.10, 4.40),
     "o3-mini": (1.10, 4.40),
+    # Read 2026-12-01. gpt-5-nano: OpenAI's model page
+    # (https://developers.openai.com/api/docs/models/gpt-5-nano). The others as OpenAI's pricing
+    # page (https://developers.openai.com/api/docs/pricing) lists them, read through GitHub's
+    # Copilot price table (github/docs data/tables/copilot/models-and-pricing.yml: gpt-5-mini,
+    # gpt-5.2, gpt-5.4) and the openai-cost crate's dated table (gpt-5, gpt-5.1). A snapshot
+    # (gpt-5-mini-2025-08-07) takes its family's price; a gpt-5.x not listed here takes the
+    # nearest shorter prefix's (gpt-5.4-nano: gpt-5.4's), an over-estimate: add it to [prices].
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "gpt-5.1": (1.25, 10.00),
+    "gpt-5.2": (1.75, 14.00),
+    "gpt-5.4": (2.50, 15.00),
+    "gpt-5.4-mini": (0.75, 4.50),
     "sim-judge": (0.0, 0.0),
+}
+
+# model prefix -> USD per 1M cached input tokens (``usage.prompt_tokens_details.cached_tokens``),
+# where the provider lists one (same sources as above); other models: the input price.
+CACHED_INPUT: dict[str, float] = {
+    "gpt-4o-mini": 0.075,
+    "gpt-4o": 1.25,
+    "gpt-4.1-nano": 0.025,
+    "gpt-4.1-mini": 0.10,
+    "gpt-4.1": 0.50,
+    "o4-mini": 0.275,
+    "o3-mini": 0.55,
+    "gpt-5": 0.125,
+    "gpt-5-mini": 0.025,
+    "gpt-5-nano": 0.005,
+    "gpt-5.1": 0.125,
+    "gpt-5.2": 0.175,
+    "gpt-5.4": 0.25,
+    "gpt-5.4-mini": 0.075,
 }
 
 # The Batch API's price: 50% of the online price for every model above.
@@ -49,6 +82,36 @@ def price_of(
     table = PRICES if prices is None else prices
     matches = [p for p in table if model.startswith(p)]
     return table[max(matches, key=len)] if matches else None
+
+
+def cached_input_price(
+    model: str, prices: Mapping[str, tuple[float, float]] | None = None
+) -> float | None:
+    """USD per 1M cached prompt tokens: the built-in :data:`CACHED_INPUT` price, or (a model
+    the config prices itself, or one with no cached price) its input price."""
+    price = price_of(model, prices)
+    if price is None:
+        return None
+    if prices is not None and price != price_of(model, PRICES):
+        return price[0]
+    matches = [p for p in CACHED_INPUT if model.startswith(p)]
+    return CACHED_INPUT[max(matches, key=len)] if matches else price[0]
+
+
+def billed_cost(
+    usage: Mapping[str, object], price: tuple[float, float], cached_price: float | None = None
+) -> float | None:
+    """USD of one answer from the usage the server reported (prompt, of it cached, and
+    completion tokens, reasoning included); None when the usage gives no token counts."""
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    cached = min(cached, prompt) if isinstance(cached, int) and cached > 0 else 0
+    price_in, price_out = price
+    cached_in = price_in if cached_price is None else cached_price
+    return ((prompt - cached) * price_in + cached * cached_in + completion * price_out) / 1e6
 
 
 def estimate_cost(
@@ -88,6 +151,9 @@ class Budget:
     spent: float = 0.0
     refused: bool = False  # a request was held back because of the cap
     before: float = 0.0  # estimated spend of the study's earlier runs
+    cached_price: float | None = None  # USD per 1M cached prompt tokens (None: input price)
+    billed: float = 0.0  # what the answers' usage says they cost
+    unbilled: int = 0  # answers whose usage gave no token counts (kept at their estimate)
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         price_in, price_out = self.price
@@ -106,6 +172,19 @@ class Budget:
         # Rounded to a nano-dollar: charges and refunds in another order than float addition
         # would leave a run that was billed nothing 1e-17 USD "spent", and recorded.
         self.spent = round(self.spent - cost, 9)
+
+    def settle(self, usage: Mapping[str, object] | None) -> None:
+        """Add what the server reported an answer billed (its usage), beside the estimate.
+
+        The cap keeps counting estimates (the most each request could cost), so that a run
+        never passes it whatever the answers turn out to cost; the spend a user is shown is
+        this one.
+        """
+        billed = None if usage is None else billed_cost(usage, self.price, self.cached_price)
+        if billed is None:
+            self.unbilled += 1
+        else:
+            self.billed = round(self.billed + billed, 12)
 
     @property
     def left(self) -> float:

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..options import Provider, SamplingMode
+from ..options import Provider, ReasoningEffort, SamplingMode
 from .file_names import is_file_name_part
 from .reader import TableReader
 from .settings import (
@@ -65,6 +65,7 @@ SECTION_KEYS = {
         "top_logprobs",
         "seed",
         "min_valid_mass",
+        "reasoning_effort",
     },
     "limits": {"rpm", "tpm", "concurrency", "retries", "timeout", "backoff", "max_backoff"},
     "cache": {"path"},
@@ -212,6 +213,11 @@ def parse_sampling(t: TableReader) -> SamplingConfig:
         top_logprobs=t.get("top_logprobs", int, 20),
         seed=t.get("seed", int),
         min_valid_mass=float(t.get("min_valid_mass", (int, float), 0.5)),
+        reasoning_effort=(
+            t.choice("reasoning_effort", ReasoningEffort, ReasoningEffort.MEDIUM)
+            if t.get("reasoning_effort", str) is not None
+            else None
+        ),
     )
     if not 0 <= sampling.min_valid_mass <= 1:
         raise t.error("'min_valid_mass' must be between 0 and 1 (a share of probability)")

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..options import Normalization, Provider, SamplingMode, StatTest
+from ..options import Normalization, Provider, ReasoningEffort, SamplingMode, StatTest
 from .criteria import CriterionConfig
 from .pricing import PRICES
 from .shard import Shard
@@ -90,6 +90,7 @@ class SamplingConfig:
     # Logprobs mode: an answer with less of its first token's mass on ratings is invalid
     # (low_mass). Scoring only: not sent, not part of a cache key.
     min_valid_mass: float = 0.5
+    reasoning_effort: ReasoningEffort | None = None  # None: not sent (nor part of the key)
 
     @property
     def choices_per_item(self) -> int:

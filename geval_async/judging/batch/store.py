@@ -17,11 +17,12 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ...errors import Rejected, RunStopped, TransportError
+from ...errors import TransportError
 from ...study.plan import JudgeRequest, Study, chunk_request
 from ..cache import CachedResponse, JudgeCache
 from ..coverage import item_states
 from ..entries import answer_entry, refusal_entry
+from ..failures import Action, History, decide
 from ..origin import EntrySource
 from .files import OutputLine
 
@@ -105,13 +106,16 @@ def store_lines(
             stored.reasons[(line.error or "no response").split(":")[0]] += 1
             continue
         try:
-            answer = read_response(line.status, line.body, headers, url)
-        except Rejected as exc:
-            ready[request.key] = refusal_entry(request, exc, attempts=1), "refused"
-        except (TransportError, RunStopped) as exc:
-            stored.missing += 1
-            status = exc.status if isinstance(exc, TransportError) else None
-            stored.reasons[f"HTTP {status}" if status else str(exc)] += 1
+            answer = read_response(line.status, line.body, headers)
+        except TransportError as exc:
+            # The online run's rule: what is refused for good is stored as refused; what a
+            # retry or another setting could fix stays missing, for the next submit or run.
+            decision = decide(exc.fact, History(url, "the API key variable"))
+            if decision.action is Action.REFUSE:
+                ready[request.key] = refusal_entry(request, exc, 1, decision.message), "refused"
+            else:
+                stored.missing += 1
+                stored.reasons[f"HTTP {exc.status}" if exc.status else str(exc)] += 1
         else:
             ready[request.key] = answer_entry(request, answer, attempts=1), "answered"
     puts: list[tuple[CachedResponse, bool]] = []

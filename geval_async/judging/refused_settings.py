@@ -1,0 +1,156 @@
+"""Settings every request gets wrong: what the endpoint's answer says, and the line to fix it.
+
+An OpenAI-style endpoint refuses a setting with a 400 whose body names it in fields::
+
+    {"error": {"message": "Unsupported value: 'temperature' does not support 0.7 with this
+     model. Only the default (1) value is supported.", "type": "invalid_request_error",
+     "param": "temperature", "code": "unsupported_value"}}
+
+No item could pass with that setting, so :func:`~.failures.decide` stops the run at the first
+such answer, with the line :func:`refused_setting` writes, naming the config key to change;
+nothing is stored for the items. The one refusal the wire can mend alone is the token budget's
+name (``max_tokens`` where the endpoint wants ``max_completion_tokens``, :func:`sent_token_
+parameter`). The facts come from the body's ``code`` and ``param``; the words are read only where
+no field says it (OpenAI's 403 for logprobs, the Responses-only 404) and for the default a
+refusal suggests ("Only the default (1) value is supported").
+
+A reasoning model that spends the whole ``max_tokens`` on reasoning answers 200 with empty
+content, ``finish_reason: "length"`` and ``usage.completion_tokens_details.reasoning_tokens``:
+:func:`answer_fact` makes that a fact, and the run stops with :func:`reasoning_exhausted`'s line
+while no answer of the run has had content.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import FailureFact
+
+__all__ = [
+    "REASONING_EXHAUSTED",
+    "TOKEN_PARAMETERS",
+    "answer_fact",
+    "reasoning_exhausted",
+    "reasoning_tokens",
+    "refused_setting",
+    "sent_token_parameter",
+]
+
+# The fact's code of a 200 whose every choice is empty, cut off by max_tokens while reasoning.
+REASONING_EXHAUSTED = "reasoning_exhausted"
+# The two spellings of the completion budget; [sampling] max_tokens is sent under one of them.
+TOKEN_PARAMETERS = ("max_tokens", "max_completion_tokens")
+
+# A body's parameter -> the [sampling] key that sets it.
+_SETTING = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "max_tokens": "max_tokens",
+    "max_completion_tokens": "max_tokens",
+    "n": "n",
+    "seed": "seed",
+    "logprobs": "mode",
+    "top_logprobs": "mode",
+    "reasoning_effort": "reasoning_effort",
+}
+_UNSUPPORTED = ("unsupported_parameter", "unsupported_value")
+_DEFAULT = re.compile(r"\bdefault \(([^()]{1,20})\)")
+
+
+def sent_token_parameter(fact: FailureFact, sent: Mapping[str, Any]) -> str | None:
+    """The other spelling of the token budget, when the answer refuses the one that was sent
+    (400 ``unsupported_parameter`` with ``param: max_tokens``); None otherwise."""
+    if fact.status not in (400, 422) or fact.code != "unsupported_parameter":
+        return None
+    if fact.param not in TOKEN_PARAMETERS or fact.param not in sent:
+        return None
+    return TOKEN_PARAMETERS[1 - TOKEN_PARAMETERS.index(fact.param)]
+
+
+def refused_setting(fact: FailureFact, sent: Mapping[str, Any]) -> str | None:
+    """The line that stops a run whose every request carries a setting the endpoint refuses,
+    or None when the failure is particular to one request."""
+    model = sent.get("model", "the judge model")
+    if fact.responses_only:
+        return (
+            f"model {model!r} is served on the Responses API only, not on chat completions "
+            f"(HTTP {fact.status}: {fact.message}): set [judge] model to a chat-completions model"
+        )
+    logprobs = bool(sent.get("logprobs"))
+    if logprobs and (fact.refuses_logprobs or fact.param in ("logprobs", "top_logprobs")):
+        reason = fact.code or f"HTTP {fact.status}"
+        return (
+            f'[sampling] mode = "logprobs" is refused by {model} ({reason}: {fact.message}): '
+            'set mode = "samples" (G-Eval\'s logprobs mode needs a model that returns logprobs)'
+        )
+    if fact.status not in (400, 403, 404, 422) or fact.code not in _UNSUPPORTED:
+        return None
+    reason = f"{fact.code}: {_reason(fact.message)}"
+    key = _SETTING.get(fact.param)
+    if key is None:
+        return (
+            f"{model} refuses the requests' {fact.param or 'parameters'} ({reason}): no setting "
+            "of geval-async sends it; check [judge] base_url and model"
+        )
+    value = '"logprobs"' if key == "mode" else _toml(sent.get(fact.param))
+    return f"[sampling] {key} = {value} is refused by {model} ({reason}): {_advice(key, fact)}"
+
+
+def _advice(key: str, fact: FailureFact) -> str:
+    default = _DEFAULT.search(fact.message)
+    if key in ("temperature", "top_p"):
+        return f"set {key} = {default.group(1)}" if default else f"remove {key} (the default)"
+    if key == "mode":
+        return 'set mode = "samples"'
+    if key == "seed":
+        return "remove seed"
+    if key == "n":
+        return "set n = 1"
+    return f"set {key} to a value the model accepts" + (
+        " (or remove it)" if key == "reasoning_effort" else ""
+    )
+
+
+def _reason(message: str) -> str:
+    """The sentence of a refusal that says what is allowed ("only the default (1) value is
+    supported"), or the whole message."""
+    sentences = [s.strip() for s in message.rstrip(". ").split(". ") if s.strip()]
+    last = sentences[-1] if sentences else message
+    return last[:1].lower() + last[1:] if len(sentences) > 1 else message
+
+
+def _toml(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def reasoning_tokens(parsed: Mapping[str, Any]) -> int:
+    """``usage.completion_tokens_details.reasoning_tokens`` of an answer (0 when absent)."""
+    usage = parsed.get("usage")
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+    tokens = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
+
+
+def answer_fact(parsed: Mapping[str, Any]) -> FailureFact | None:
+    """The fact of a 200 whose every choice is empty because reasoning used all of
+    max_tokens (None for any other answer)."""
+    choices = parsed.get("choices") or []
+    for choice in choices:
+        content = choice.get("message", {}).get("content")
+        if choice.get("finish_reason") != "length" or (isinstance(content, str) and content):
+            return None
+    if not choices or reasoning_tokens(parsed) <= 0:
+        return None
+    return FailureFact(status=200, code=REASONING_EXHAUSTED)
+
+
+def reasoning_exhausted(sent: Mapping[str, Any]) -> str:
+    """The line that stops a run whose first answers were all reasoning and no rating."""
+    budget = next((sent[p] for p in TOKEN_PARAMETERS if p in sent), None)
+    spent = f"max_tokens ({budget})" if budget is not None else "max_tokens"
+    return (
+        f"the judge spent all of {spent} on reasoning and gave no rating: raise "
+        "[sampling] max_tokens (for example to 2000) or lower reasoning_effort"
+    )

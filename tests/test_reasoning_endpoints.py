@@ -1,0 +1,363 @@
+"""The shipped UEQ study against an endpoint that answers as OpenAI documents for gpt-5 models.
+
+The stub below (real HTTP on 127.0.0.1, an aiohttp.web app in a thread) refuses ``max_tokens``
+(400 ``unsupported_parameter``), a temperature other than 1 (400 ``unsupported_value``) and
+logprobs (403), with OpenAI's bodies as its users report them; it spends reasoning tokens out
+of ``max_completion_tokens`` and reports them in ``usage.completion_tokens_details``, and
+answers empty with ``finish_reason: "length"`` when the budget is spent on reasoning. Each
+test drives ``geval-async run`` (a subprocess, as a user runs it) and reads what a user
+reads: the run's last line, ``status``, the scores, and the stub's counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from conftest import ROOT, run_cli, summary_row
+
+from geval_async.judging.failures import Action, History, decide, response_fact
+from geval_async.scoring.results import load_results
+from geval_async.study.pricing import usd
+
+UEQ = ROOT / "examples" / "ueq" / "config.toml"
+MODEL = "gpt-5-mini"
+REASONING = 200  # reasoning tokens each choice spends before it answers
+KEY = {"OPENAI_API_KEY": "sk-test-reasoning"}
+
+
+def _error(status: int, message: str, param: str | None, code: str | None) -> web.Response:
+    body = {
+        "error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    }
+    return web.json_response(body, status=status)
+
+
+class ReasoningJudge:
+    """An OpenAI-compatible gpt-5 endpoint: its documented refusals and its reasoning budget."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.statuses: Counter[int] = Counter()
+        self.ratings: Counter[tuple[float, ...]] = Counter()  # the ratings of each answer
+        self.legacy = False  # True: it takes max_tokens only, as older chat models did
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def answer(self, body: dict[str, Any]) -> web.Response:
+        if body.get("temperature", 1) != 1:
+            return _error(
+                400,
+                f"Unsupported value: 'temperature' does not support {body['temperature']} with "
+                "this model. Only the default (1) value is supported.",
+                "temperature",
+                "unsupported_value",
+            )
+        if self.legacy and "max_completion_tokens" in body:
+            return _error(
+                400,
+                "Unsupported parameter: 'max_completion_tokens' is not supported with this "
+                "model. Use 'max_tokens' instead.",
+                "max_completion_tokens",
+                "unsupported_parameter",
+            )
+        if "max_tokens" in body and not self.legacy:
+            return _error(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                "max_tokens",
+                "unsupported_parameter",
+            )
+        if body.get("logprobs"):
+            return _error(
+                403, "You are not allowed to request logprobs from this model", None, None
+            )
+        budget = body.get("max_completion_tokens", body.get("max_tokens", 1 << 20))
+        choices, reasoning, completion = [], 0, 0
+        prompt = json.dumps(body["messages"], sort_keys=True)
+        given = []
+        for index in range(body.get("n", 1)):
+            if budget <= REASONING:  # the whole budget goes on reasoning: no answer
+                content, finish = "", "length"
+                reasoning += budget
+                completion += budget
+            else:
+                digest = hashlib.sha256(f"{prompt}|{index}".encode()).digest()
+                rating = 1 + digest[0] % 3  # within every UEQ criterion's scale
+                given.append(float(rating))
+                content, finish = str(rating), "stop"
+                reasoning += REASONING
+                completion += REASONING + 1
+            message = {"role": "assistant", "content": content}
+            choices.append({"index": index, "message": message, "finish_reason": finish})
+        if given:
+            self.ratings[tuple(given)] += 1
+        usage = {
+            "prompt_tokens": 100,
+            "completion_tokens": completion,
+            "total_tokens": 100 + completion,
+            "prompt_tokens_details": {"cached_tokens": 50},
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
+        }
+        return web.json_response(
+            {"id": "chatcmpl-1", "model": MODEL, "choices": choices, "usage": usage}
+        )
+
+    async def _complete(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.bodies.append(body)
+        response = self.answer(body)
+        self.statuses[response.status] += 1
+        return response
+
+    async def _probe(self, request: web.Request) -> web.Response:
+        return web.Response(status=405)
+
+    def _serve(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        app = web.Application()
+        app.add_routes(
+            [
+                web.post("/v1/chat/completions", self._complete),
+                web.get("/v1/chat/completions", self._probe),
+            ]
+        )
+        runner = web.AppRunner(app)
+        self.loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(runner.cleanup())
+        self.loop.close()
+
+    def __enter__(self) -> ReasoningJudge:
+        self._thread.start()
+        self._ready.wait(10)
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+    @property
+    def failed(self) -> int:
+        return sum(count for status, count in self.statuses.items() if status != 200)
+
+
+@pytest.fixture
+def judge() -> Any:
+    with ReasoningJudge() as server:
+        yield server
+
+
+def _flags(judge: ReasoningJudge, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        str(UEQ),
+        "--base-url",
+        judge.base_url,
+        "--model",
+        MODEL,
+        "--limit",
+        "4",
+        "--cache",
+        str(tmp_path / "cache"),
+        "--output",
+        str(tmp_path / "out"),
+        # max_tokens = 2000 x n = 10 is 20,000 tokens a request: the config's tpm would pace
+        # the run to ten requests a minute.
+        "--tpm",
+        "100000000",
+        *extra,
+    ]
+
+
+def _run(judge: ReasoningJudge, tmp_path: Path, *extra: str) -> Any:
+    return run_cli("run", *_flags(judge, tmp_path, *extra), "--quiet", env=KEY)
+
+
+def _status(judge: ReasoningJudge, tmp_path: Path, *extra: str) -> Any:
+    return run_cli("status", *_flags(judge, tmp_path, *extra), env=KEY)
+
+
+def test_a_budget_spent_on_reasoning_stops_the_first_wave(
+    judge: ReasoningJudge, tmp_path: Path
+) -> None:
+    # The shipped config's max_tokens = 5: a reasoning model thinks it all away.
+    done = _run(judge, tmp_path, "--concurrency", "4")
+    assert done.returncode == 1, done.stderr
+    assert (
+        "stopped: the judge spent all of max_tokens (5) on reasoning and gave no rating: raise "
+        "[sampling] max_tokens (for example to 2000) or lower reasoning_effort"
+    ) in done.stderr
+    answered = [b for b in judge.bodies if "max_completion_tokens" in b]
+    # The first wave (4 in flight) and no more: the plan has 16 requests.
+    assert 1 <= len(answered) <= 4, len(answered)
+    assert all(b["max_completion_tokens"] == 5 for b in answered)
+    # Nothing was stored as an answer or a refusal: every item is still to ask.
+    row = summary_row(_status(judge, tmp_path, "--concurrency", "4").stdout)
+    assert (row["answered"], row["refused"], row["missing"]) == (0, 0, 16)
+
+
+def test_a_large_budget_answers_every_item_under_max_completion_tokens(
+    judge: ReasoningJudge, tmp_path: Path
+) -> None:
+    done = _run(judge, tmp_path, "--max-tokens", "2000")
+    assert done.returncode == 0, done.stderr
+    # max_tokens was refused by the first wave only, each resent at once under the other name.
+    refused = [b for b in judge.bodies if "max_tokens" in b]
+    assert judge.failed == len(refused) <= 16
+    sent = [b for b in judge.bodies if "max_completion_tokens" in b]
+    assert len(sent) == 16 and all(b["max_completion_tokens"] == 2000 for b in sent)
+    assert all("max_tokens" not in b for b in sent)
+    # The scores are exactly the ratings the server gave (the key is the logical request).
+    results = load_results(
+        UEQ, model=MODEL, limit=4, max_tokens=2000, cache=tmp_path / "cache", output=tmp_path / "o"
+    )
+    scored = Counter(score.ratings for score in results.scores)
+    assert scored == judge.ratings and sum(scored.values()) == 16
+    # What the endpoint accepts and what the answers billed, as the run's summary says.
+    assert f"endpoint: {MODEL} at 127.0.0.1:{judge.port}: max_completion_tokens, n up to 10" in (
+        done.stdout
+    )
+    per_request = (50 * 0.25 + 50 * 0.025 + 10 * (REASONING + 1) * 2.00) / 1e6
+    assert f"billed: {usd(16 * per_request)}" in done.stdout
+    status = _status(judge, tmp_path, "--max-tokens", "2000")
+    assert f"spent so far: {usd(16 * per_request)}" in status.stdout
+    assert f"endpoint: {MODEL} at 127.0.0.1:{judge.port}: max_completion_tokens" in status.stdout
+
+    # A second run against the same endpoint (four more records) starts right: no failure.
+    failed, before = judge.failed, len(judge.bodies)
+    again = _run(judge, tmp_path, "--max-tokens", "2000", "--limit", "8")
+    assert again.returncode == 0, again.stderr
+    assert judge.failed == failed
+    assert len(judge.bodies) - before == 16
+    assert all("max_completion_tokens" in b for b in judge.bodies[before:])
+
+
+def test_a_refused_temperature_stops_at_once_and_stores_nothing(
+    judge: ReasoningJudge, tmp_path: Path
+) -> None:
+    extra = ("--max-tokens", "2000", "--temperature", "0.7", "--concurrency", "2")
+    done = _run(judge, tmp_path, *extra)
+    assert done.returncode == 1
+    assert (
+        "stopped: [sampling] temperature = 0.7 is refused by gpt-5-mini (unsupported_value: only "
+        "the default (1) value is supported): set temperature = 1"
+    ) in done.stderr
+    assert len(judge.bodies) <= 2  # the requests in flight, not the 16 of the plan
+    row = summary_row(_status(judge, tmp_path, *extra).stdout)
+    assert (row["answered"], row["refused"], row["missing"]) == (0, 0, 16)
+
+
+def test_logprobs_mode_refused_stops_at_once_and_stores_nothing(
+    judge: ReasoningJudge, tmp_path: Path
+) -> None:
+    extra = ("--max-tokens", "2000", "--mode", "logprobs", "--concurrency", "2")
+    done = _run(judge, tmp_path, *extra)
+    assert done.returncode == 1
+    assert (
+        'stopped: [sampling] mode = "logprobs" is refused by gpt-5-mini (HTTP 403: You are not '
+        'allowed to request logprobs from this model): set mode = "samples"'
+    ) in done.stderr
+    assert judge.failed <= 4  # in flight: a max_tokens refusal, then logprobs'
+    row = summary_row(_status(judge, tmp_path, *extra).stdout)
+    assert (row["answered"], row["refused"], row["missing"]) == (0, 0, 16)
+
+
+def test_reasoning_effort_is_sent_and_keyed_only_when_set(
+    judge: ReasoningJudge, tmp_path: Path
+) -> None:
+    done = _run(judge, tmp_path, "--max-tokens", "2000", "--reasoning-effort", "low")
+    assert done.returncode == 0, done.stderr
+    assert {b.get("reasoning_effort") for b in judge.bodies} == {"low"}
+    # Another effort is another request: nothing of the first run is reused for it.
+    row = summary_row(_status(judge, tmp_path, "--max-tokens", "2000").stdout)
+    assert row["answered"] == 0
+    row = summary_row(
+        _status(judge, tmp_path, "--max-tokens", "2000", "--reasoning-effort", "low").stdout
+    )
+    assert row["answered"] == 16
+
+
+def test_a_stale_token_parameter_costs_one_failed_request(
+    judge: ReasoningJudge, tmp_path: Path
+) -> None:
+    assert _run(judge, tmp_path, "--max-tokens", "2000").returncode == 0
+    judge.legacy = True  # the same URL and model now want max_tokens again
+    failed, before = judge.failed, len(judge.bodies)
+    again = _run(judge, tmp_path, "--max-tokens", "2000", "--limit", "8", "--concurrency", "1")
+    assert again.returncode == 0, again.stderr
+    assert judge.failed == failed + 1
+    assert len(judge.bodies) - before == 17  # 16 answered, one refused and resent at once
+    assert all("max_tokens" in b for b in judge.bodies[before + 1 :])
+    assert f"endpoint: {MODEL} at 127.0.0.1:{judge.port}: max_tokens" in again.stdout
+
+
+# --- the decision on bodies OpenAI documents (pure: no server) ------------------------------
+
+SENT = {"model": MODEL, "temperature": 1.0, "max_completion_tokens": 2000, "n": 10}
+
+
+def _decide(status: int, error: dict[str, Any], **sent: Any) -> Any:
+    fact = response_fact(status, json.dumps({"error": error}).encode(), {})
+    return decide(
+        fact, History("http://127.0.0.1:9/v1/chat/completions", "K"), n=10, sent={**SENT, **sent}
+    )
+
+
+def test_a_refused_reasoning_effort_names_its_key() -> None:
+    decision = _decide(
+        400,
+        {
+            "message": "Unsupported value: 'reasoning_effort' does not support 'minimal' with "
+            "this model. Supported values are: 'low', 'medium', and 'high'.",
+            "type": "invalid_request_error",
+            "param": "reasoning_effort",
+            "code": "unsupported_value",
+        },
+        reasoning_effort="minimal",
+    )
+    assert decision.action is Action.STOP
+    assert decision.message.startswith(
+        '[sampling] reasoning_effort = "minimal" is refused by gpt-5-mini (unsupported_value: '
+        "supported values are: 'low', 'medium', and 'high'): set reasoning_effort to a value"
+    )
+
+
+def test_a_model_served_on_responses_only_stops_naming_the_model() -> None:
+    decision = _decide(
+        404,
+        {
+            "message": "This model is only supported in v1/responses and not in "
+            "v1/chat/completions.",
+            "type": "invalid_request_error",
+            "param": "model",
+            "code": None,
+        },
+    )
+    assert decision.action is Action.STOP
+    assert "set [judge] model to a chat-completions model" in decision.message
+
+
+def test_a_failure_of_one_request_is_still_a_refusal() -> None:
+    decision = _decide(
+        400,
+        {
+            "message": "This model's maximum context length is 128000 tokens.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        },
+    )
+    assert decision.action is Action.REFUSE

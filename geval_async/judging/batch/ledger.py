@@ -62,6 +62,8 @@ class BatchRecord:
     output_file_id: str | None = None
     error_file_id: str | None = None
     outcome: dict[str, int] = field(default_factory=dict)  # what collecting stored
+    tokens: int = 0  # the input's estimated tokens, held in the provider's queue while it runs
+    queue_refusal: str | None = None  # the provider's words when it refused it for the queue
 
     @property
     def ended(self) -> bool:
@@ -217,22 +219,26 @@ class Ledger:
         return records
 
     def _write(self, path: Path, data: bytes) -> None:
-        """Write whole or not at all, and to the disk, not just the page cache."""
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(temporary, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, path)
-        except OSError as exc:
-            raise CacheError(
-                f"{path}: cannot write the batch ledger ({exc}); free space or fix permissions"
-            ) from exc
+        write_atomic(path, data)
 
     def _remove(self, path: Path) -> None:
         try:
             path.unlink(missing_ok=True)
         except OSError as exc:
             raise CacheError(f"{path}: cannot update the batch ledger ({exc})") from exc
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write whole or not at all, and to the disk, not just the page cache."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise CacheError(
+            f"{path}: cannot write the batch ledger ({exc}); free space or fix permissions"
+        ) from exc

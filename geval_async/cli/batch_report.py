@@ -37,7 +37,8 @@ def report_collected(records: list[BatchRecord], stored: Stored) -> None:
         if record.queue_refusal is not None:
             print(
                 f"batch {record.label} refused for the queue limit: {record.requests} requests "
-                "back in line (submitted again when room frees up)"
+                "back in line (submitted again when room frees up, by `run --batch` or "
+                "`batch submit`)"
             )
             continue
         print(

@@ -13,6 +13,9 @@ leaves enough behind for the next command to attach instead of paying again:
     submitted  the batch runs at the provider; polled until it ends, then collected
 
 A collected batch's record moves to ``batches/done/`` (its history); its keys file goes.
+Each record keeps its input's estimated tokens, which the provider's queue holds while the
+batch runs, and the provider's words when it refused the batch for the queue limit; the limits
+learned from such refusals are in ``batches/queue.limits`` (:mod:`.queue`).
 A claim that names a batch (:mod:`geval_async.judging.claims`) holds while the record is live.
 """
 

@@ -178,23 +178,25 @@ class BatchControl:
             # Each file is written to disk as the plan is walked (never held in memory), then
             # claimed, uploaded and submitted before the next one is written.
             for record, keys in self.ledger.write_inputs(numbered):
-                record.tokens = sum(tokens_of.pop(key, 0) for key in keys)
-                if await self._submit_file(claims, record, keys):
+                file_tokens = {key: tokens_of.pop(key, 0) for key in keys}
+                if await self._submit_file(claims, record, keys, file_tokens):
                     records.append(record)
         finally:
             # What the submit committed counts against the study budget, as an online run's.
             record_spend(self.cache.directory, self.study.config, budget)
         return records, held_back
 
-    async def _submit_file(self, claims: Claims, record: BatchRecord, keys: list[str]) -> bool:
+    async def _submit_file(
+        self, claims: Claims, record: BatchRecord, keys: list[str], tokens: dict[str, int]
+    ) -> bool:
         claimed = claims.claim_for_batch(keys, record.name)
         if not claimed:
             self.ledger.drop(record)  # another process is asking for all of them
             return False
         if len(claimed) < len(keys):
             self.ledger.keep_input(record, set(claimed))
-            record.tokens = record.tokens * len(claimed) // len(keys)
         record.requests = len(claimed)
+        record.tokens = sum(tokens[key] for key in claimed)
         self.ledger.save_keys(record, claimed)
         self.ledger.save(record)
         async with _provider("uploading the batch input file"):

@@ -219,3 +219,18 @@ def test_sigkill_then_resume_completes_with_no_request_queued_twice(
     _assert_each_request_queued_once(sim, study, limit)
     assert _complete(study)
     assert not list((study.cache / "batches").glob("*.json"))  # every batch collected
+
+
+def test_a_request_larger_than_the_whole_queue_is_left_for_an_online_run(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    smallest = min(_tokens(study))
+    study.write_config(sim.base_url, limits={"batch_queue_tokens": smallest - 1})
+    result = run_cli("run", str(study.config), "--batch", "--quiet", *POLL)
+    assert result.returncode == 1  # nothing answered: not a success
+    assert "48 requests are larger than the whole batch queue" in result.stdout
+    assert sim.stats.batches == 0  # nothing submitted that could never fit
+    online = run_cli("run", str(study.config), "--quiet")
+    assert online.returncode == 0, online.stderr
+    assert sim.stats.received == 2 * study.n_records

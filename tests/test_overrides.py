@@ -122,8 +122,9 @@ async def test_a_misspelt_keyword_fails_like_a_misspelt_key(
     study.write_config(sim.base_url, limits={"concurency": 1})
     with pytest.raises(ga.ConfigError) as in_file:
         ga.load_config(study.config)
-    assert "[limits] unknown key 'concurency' (known keys: backoff, concurrency," in str(
-        in_file.value
+    assert (
+        "[limits] unknown key 'concurency' (known keys: backoff, batch_queue_tokens, concurrency,"
+        in str(in_file.value)
     )
 
     study.write_config(sim.base_url)

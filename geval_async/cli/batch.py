@@ -17,7 +17,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..judging.batch.control import BatchControl, make_client, server_is_simulated
 from ..judging.batch.files import endpoint, input_line, read_output
-from ..judging.batch.ledger import BatchRecord, Ledger
+from ..judging.batch.ledger import Ledger
+from ..judging.batch.rounds import run_batches
 from ..judging.batch.store import Stored, requests_by_key, store_lines
 from ..judging.budget import run_budget
 from ..judging.cache import JudgeCache
@@ -27,16 +28,25 @@ from ..judging.origin import ServerEntries
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from ..study.pricing import Budget
+from .batch_report import (
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    batch_table,
+    coverage_exit,
+    progress_printer,
+    queue_line,
+    report_collected,
+    report_stored,
+    report_submitted,
+    report_too_large,
+    say,
+)
 from .overrides import judge_key, load_study
-from .summary import coverage_table, table
+from .summary import coverage_table
 
-EXIT_OK, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_INTERRUPTED = 130
 # Claims this module takes as a process (while taking over a ledger record) lapse after this.
 _CLAIM_TTL = 300.0
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def add_batch_flags(parser: argparse.ArgumentParser) -> None:
@@ -135,7 +145,7 @@ def _with_control(
         try:
             return asyncio.run(main())
         except KeyboardInterrupt:
-            _say(
+            say(
                 "interrupted: submitted batch jobs keep running at the provider and are in the "
                 f"ledger; `geval-async run {source} --batch` or `geval-async batch collect "
                 f"{source}` attaches to them"
@@ -147,14 +157,20 @@ def run_batch(study: Study, key: str | None, *, poll: float, quiet: bool) -> int
     """``run --batch``: submit what the cache lacks, wait with a progress line, collect."""
 
     async def work(control: BatchControl, claims: Claims) -> int:
-        records, held_back = await control.submit(claims, budget=_budget(study))
-        _report_submitted(records, held_back)
-        show = _progress_printer(quiet=quiet, started=time.monotonic())
-        stored, collected = await control.wait(claims, poll_seconds=poll, on_progress=show)
+        show = progress_printer(quiet=quiet, started=time.monotonic())
+        run = await run_batches(
+            control,
+            claims,
+            poll_seconds=poll,
+            budget=lambda: _budget(study),
+            on_submitted=report_submitted,
+            on_progress=show,
+        )
         if not quiet and sys.stderr.isatty():
             print(file=sys.stderr)
-        _report_collected(collected, stored)
-        return _coverage_exit(study, control.cache, control.ledger, held_back)
+        report_collected(run.collected, run.stored)
+        report_too_large(control)
+        return coverage_exit(study, control.cache, control.ledger, run.held_back)
 
     return _with_control(None, work, study, key)
 
@@ -162,12 +178,18 @@ def run_batch(study: Study, key: str | None, *, poll: float, quiet: bool) -> int
 def cmd_submit(args: argparse.Namespace) -> int:
     async def work(control: BatchControl, claims: Claims) -> int:
         records, held_back = await control.submit(claims, budget=_budget(control.study))
-        _report_submitted(records, held_back)
+        report_submitted(records, held_back)
+        report_too_large(control)
         live = control.ledger.live()
         print(
             f"{len(live)} batch jobs live; see `geval-async batch status {args.config}`, "
             f"then `geval-async batch collect {args.config}` when they have ended"
         )
+        if control.queue_full:
+            print(
+                f"the batch queue is full ({control.queue().describe()}): the other requests "
+                f"wait; `geval-async run {args.config} --batch` submits them as batches finish"
+            )
         return EXIT_OK
 
     return _with_control(args, work)
@@ -176,10 +198,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     async def work(control: BatchControl, claims: Claims) -> int:
         records = await control.poll()
-        print(_batch_table(records) if records else "no live batch jobs")
+        print(batch_table(records) if records else "no live batch jobs")
         for record in records:
-            if record.errors:
+            if record.queue_refusal is not None:
+                print(f"batch {record.label} was refused for the queue limit: {record.errors[0]}")
+            elif record.errors:
                 print(f"batch {record.label} failed validation: {record.errors[0]}")
+        print(queue_line(records, control.queue(), len(control.ledger.history())))
         counts = coverage(control.study, control.cache, control.ledger.live_keys())
         print(coverage_table(counts))
         ended = [r for r in records if r.ended]
@@ -201,12 +226,12 @@ def cmd_collect(args: argparse.Namespace) -> int:
             if record.ended:
                 stored.add(await control.collect(record, claims))
                 collected.append(record)
-        _report_collected(collected, stored)
+        report_collected(collected, stored)
         running = [r for r in records if not r.ended]
         if running:
             print(f"{len(running)} batch jobs are still running; collect again later")
             return EXIT_INCOMPLETE
-        return _coverage_exit(control.study, control.cache, control.ledger, 0)
+        return coverage_exit(control.study, control.cache, control.ledger, 0)
 
     return _with_control(args, work)
 
@@ -214,7 +239,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     async def work(control: BatchControl, claims: Claims) -> int:
         records = await control.cancel()
-        print(_batch_table(records) if records else "no live batch jobs")
+        print(batch_table(records) if records else "no live batch jobs")
         print(
             "cancelling: answers they already have are stored by "
             f"`geval-async batch collect {args.config}` once they have stopped"
@@ -270,99 +295,17 @@ def cmd_import(args: argparse.Namespace) -> int:
         requests = requests_by_key(study, entries, {line.custom_id for line in parsed})
         url = endpoint(study.config.judge)
         stored = store_lines(parsed, requests, cache, url=url)
-    _report_stored(stored, f"{source}")
+    report_stored(stored, f"{source}")
     if stored.unknown:
         print(
             f"{len(stored.unknown)} lines name no request of this study and were skipped "
             f"(first: {stored.unknown[0]}); was the file made from another config?"
         )
     with JudgeCache(study.config.cache_path, create=False) as cache:
-        return _coverage_exit(study, cache, Ledger(cache.directory), 0)
-
-
-# --- printing ----------------------------------------------------------------------------------
+        return coverage_exit(study, cache, Ledger(cache.directory), 0)
 
 
 def _budget(study: Study) -> Budget | None:
     """``--max-cost`` at the batch price: what a submit may commit, less what the study's
     earlier runs and submits spent."""
     return run_budget(study.config, study.config.cache_path, batch=True)
-
-
-def _report_submitted(records: list[BatchRecord], held_back: int) -> None:
-    for record in records:
-        print(f"submitted batch {record.label}: {record.requests} requests")
-    if held_back:
-        print(f"budget: {held_back} requests held back by --max-cost; raise it to submit them")
-
-
-def _report_collected(records: list[BatchRecord], stored: Stored) -> None:
-    for record in records:
-        print(
-            f"batch {record.label} {record.status}: "
-            + ", ".join(f"{count} {what}" for what, count in record.outcome.items() if count)
-        )
-        if record.errors:
-            print(f"batch {record.label} failed validation: {record.errors[0]}")
-    if records:
-        _report_stored(stored, "batches")
-
-
-def _report_stored(stored: Stored, source: str) -> None:
-    print(
-        f"stored from {source}: {stored.answered} answers, {stored.refused} refusals; "
-        f"{stored.already} already in the cache; {stored.missing} left missing"
-        + (
-            ""
-            if not stored.reasons
-            else " ("
-            + ", ".join(f"{reason} {count}" for reason, count in stored.reasons.most_common(4))
-            + ")"
-        )
-    )
-
-
-def _batch_table(records: list[BatchRecord]) -> str:
-    rows: list[list[object]] = [
-        [r.label, r.status or r.state, r.requests, r.completed, r.failed] for r in records
-    ]
-    return table(["batch", "status", "requests", "completed", "failed"], rows)
-
-
-def _progress_printer(*, quiet: bool, started: float) -> Callable[[list[BatchRecord]], None]:
-    interactive = sys.stderr.isatty()
-
-    def show(records: list[BatchRecord]) -> None:
-        if quiet:
-            return
-        live = [r for r in records if not r.ended]
-        done = sum(r.completed + r.failed for r in records)
-        total = sum(r.requests for r in records)
-        statuses = ", ".join(sorted({str(r.status) for r in live})) or "ended"
-        elapsed = int(time.monotonic() - started)
-        line = (
-            f"batches: {len(live)} live ({statuses}) | {done}/{total} requests done | "
-            f"{elapsed // 60}m{elapsed % 60:02d}s"
-        )
-        if interactive:
-            print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
-        else:
-            print(line, file=sys.stderr, flush=True)
-
-    return show
-
-
-def _coverage_exit(study: Study, cache: JudgeCache, ledger: Ledger, held_back: int) -> int:
-    counts = coverage(study, cache, ledger.live_keys())
-    print(coverage_table(counts))
-    missing = sum(c.missing for c in counts.values())
-    refused = sum(c.refused for c in counts.values())
-    in_batch = sum(c.in_batch for c in counts.values())
-    if missing or held_back:
-        _say(
-            f"{missing} items have no answer yet: finish them online with `geval-async run "
-            f"{study.config.source}` or in another batch with `run --batch`"
-        )
-    if in_batch:
-        _say(f"{in_batch} items are in live batch jobs")
-    return EXIT_OK if not (missing or refused or in_batch) else EXIT_INCOMPLETE

@@ -67,7 +67,16 @@ SECTION_KEYS = {
         "min_valid_mass",
         "reasoning_effort",
     },
-    "limits": {"rpm", "tpm", "concurrency", "retries", "timeout", "backoff", "max_backoff"},
+    "limits": {
+        "rpm",
+        "tpm",
+        "concurrency",
+        "retries",
+        "timeout",
+        "backoff",
+        "max_backoff",
+        "batch_queue_tokens",
+    },
     "cache": {"path"},
     "output": {"path", "prefix"},
     "composite": {"criteria", "normalize"},
@@ -91,7 +100,8 @@ def parse_data(t: TableReader, resolve: Resolve) -> tuple[DataConfig, int | None
 
 
 def parse_limits(t: TableReader) -> LimitsConfig:
-    """``[limits]``: client-side rate limits, concurrency, retries and timeouts."""
+    """``[limits]``: client-side rate limits, concurrency, retries, timeouts and the Batch
+    API's queue."""
     limits = LimitsConfig(
         rpm=t.positive("rpm", None),
         tpm=t.positive("tpm", None),
@@ -100,6 +110,7 @@ def parse_limits(t: TableReader) -> LimitsConfig:
         timeout=t.positive("timeout", 60.0),
         backoff=t.positive("backoff", 0.5),
         max_backoff=t.positive("max_backoff", 60.0),
+        batch_queue_tokens=t.positive("batch_queue_tokens", None, integer=True),
     )
     if limits.retries < 0:
         raise t.error(f"'retries' must be 0 or more, not {limits.retries!r}")

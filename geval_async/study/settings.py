@@ -109,6 +109,9 @@ class LimitsConfig:
     timeout: float = 60.0
     backoff: float = 0.5
     max_backoff: float = 60.0
+    # The Batch API's enqueued-token limit of the judge model (None: learned from a batch
+    # that failed for it); ``run --batch`` keeps its queued tokens at or under it.
+    batch_queue_tokens: int | None = None
 
 
 @dataclass(frozen=True)

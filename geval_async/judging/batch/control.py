@@ -32,6 +32,7 @@ from ..coverage import item_states
 from ..origin import ServerEntries
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
+from .queue import QUEUE_FULL, QueueLimit, QueueLimits
 from .store import Stored, requests_by_key, store_lines
 
 if TYPE_CHECKING:
@@ -116,6 +117,15 @@ class BatchControl:
         # The requests behind live batches' keys, found by one walk of the plan (see
         # _requests_for): without it, every ended batch walked the whole plan again.
         self._requests: dict[str, JudgeRequest] = {}
+        self.queue_limits = QueueLimits(cache.directory)
+        # What the last submit left for lack of room in the queue (see .queue).
+        self.queue_full = False
+        self.too_large = 0
+
+    def queue(self) -> QueueLimit:
+        """The judge model's enqueued-token limit as now known (:mod:`.queue`)."""
+        configured = self.study.config.limits.batch_queue_tokens
+        return self.queue_limits.limit(self.judge.model, configured)
 
     # --- submit --------------------------------------------------------------------------
 
@@ -127,23 +137,39 @@ class BatchControl:
         max_lines: int = MAX_LINES,
         max_bytes: int = MAX_BYTES,
     ) -> tuple[list[BatchRecord], int]:
-        """Submit every request the cache lacks and no live batch holds.
+        """Submit every request the cache lacks and no live batch holds, as far as the
+        queue has room (:meth:`queue`): the rest waits (:attr:`queue_full`), and a request
+        larger than the whole limit is left for an online run (:attr:`too_large`).
 
         Returns the new batches and how many requests the budget held back.
         """
         held_back = 0
         taken = self.ledger.live_keys()
+        queue = self.queue()
+        limit, room = queue.tokens, queue.room(self.ledger.live())
+        self.queue_full, self.too_large = False, 0
+        tokens_of: dict[str, int] = {}  # the estimated tokens of the lines of unsent files
 
         def lines() -> Any:
-            nonlocal held_back
+            nonlocal held_back, room
             for state in item_states(self.study, self.entries):
                 for request in state.missing if state.refused is None else ():
                     if request.key in taken:
                         continue  # in a live batch, or an identical request of another item
+                    tokens = request.est_tokens
+                    if limit is not None and tokens > limit:
+                        self.too_large += 1
+                        continue
+                    if room is not None and tokens > room:
+                        self.queue_full = True
+                        return  # the rest waits for room (in plan order)
                     if budget is not None and not budget.charge(request_cost(budget, request)):
                         held_back += 1
                         continue
                     taken.add(request.key)
+                    if room is not None:
+                        room -= tokens
+                    tokens_of[request.key] = tokens
                     yield request.key, input_line(request, self.judge)
 
         records = []
@@ -152,14 +178,17 @@ class BatchControl:
             # Each file is written to disk as the plan is walked (never held in memory), then
             # claimed, uploaded and submitted before the next one is written.
             for record, keys in self.ledger.write_inputs(numbered):
-                if await self._submit_file(claims, record, keys):
+                file_tokens = {key: tokens_of.pop(key, 0) for key in keys}
+                if await self._submit_file(claims, record, keys, file_tokens):
                     records.append(record)
         finally:
             # What the submit committed counts against the study budget, as an online run's.
             record_spend(self.cache.directory, self.study.config, budget)
         return records, held_back
 
-    async def _submit_file(self, claims: Claims, record: BatchRecord, keys: list[str]) -> bool:
+    async def _submit_file(
+        self, claims: Claims, record: BatchRecord, keys: list[str], tokens: dict[str, int]
+    ) -> bool:
         claimed = claims.claim_for_batch(keys, record.name)
         if not claimed:
             self.ledger.drop(record)  # another process is asking for all of them
@@ -167,6 +196,7 @@ class BatchControl:
         if len(claimed) < len(keys):
             self.ledger.keep_input(record, set(claimed))
         record.requests = len(claimed)
+        record.tokens = sum(tokens[key] for key in claimed)
         self.ledger.save_keys(record, claimed)
         self.ledger.save(record)
         async with _provider("uploading the batch input file"):
@@ -245,6 +275,8 @@ class BatchControl:
     async def collect(self, record: BatchRecord, claims: Claims) -> Stored:
         """Store an ended batch's answers, release its claims, move it to the history."""
         keys = self.ledger.keys(record)
+        if record.queue_refusal is not None:
+            return self._requeue(record, keys, claims)
         requests = self._requests_for(keys)
         stored = Stored()
         for file_id in (record.output_file_id, record.error_file_id):
@@ -264,6 +296,15 @@ class BatchControl:
         }
         self.ledger.finish(record)
         return stored
+
+    def _requeue(self, record: BatchRecord, keys: list[str], claims: Claims) -> Stored:
+        """A batch refused for the queue limit ran nothing: learn the limit, release its
+        requests for a later submit, move it to the history."""
+        self.queue_limits.learn(self.judge.model, record, self.ledger.live())
+        claims.release_batch(keys, record.name)
+        record.outcome = {"requeued": len(keys)}
+        self.ledger.finish(record)
+        return Stored(requeued=len(keys))
 
     def _requests_for(self, keys: list[str]) -> dict[str, JudgeRequest]:
         """The requests of the plan behind ``keys`` (a key the plan does not name is left out).
@@ -347,6 +388,9 @@ def _update(record: BatchRecord, batch: Batch) -> None:
     record.output_file_id = batch.output_file_id
     record.error_file_id = batch.error_file_id
     if batch.errors is not None and batch.errors.data:
+        refusals = [e for e in batch.errors.data if e.code == QUEUE_FULL]
+        if refusals and batch.status == "failed":
+            record.queue_refusal = str(refusals[0].message or QUEUE_FULL)
         record.errors = [
             (f"line {e.line}: " if e.line is not None else "") + str(e.message or e.code)
             for e in batch.errors.data

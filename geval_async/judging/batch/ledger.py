@@ -13,6 +13,9 @@ leaves enough behind for the next command to attach instead of paying again:
     submitted  the batch runs at the provider; polled until it ends, then collected
 
 A collected batch's record moves to ``batches/done/`` (its history); its keys file goes.
+Each record keeps its input's estimated tokens, which the provider's queue holds while the
+batch runs, and the provider's words when it refused the batch for the queue limit; the limits
+learned from such refusals are in ``batches/queue.limits`` (:mod:`.queue`).
 A claim that names a batch (:mod:`geval_async.judging.claims`) holds while the record is live.
 """
 
@@ -57,6 +60,8 @@ class BatchRecord:
     output_file_id: str | None = None
     error_file_id: str | None = None
     outcome: dict[str, int] = field(default_factory=dict)  # what collecting stored
+    tokens: int = 0  # the input's estimated tokens, held in the provider's queue while it runs
+    queue_refusal: str | None = None  # the provider's words when it refused it for the queue
 
     @property
     def ended(self) -> bool:
@@ -212,22 +217,26 @@ class Ledger:
         return records
 
     def _write(self, path: Path, data: bytes) -> None:
-        """Write whole or not at all, and to the disk, not just the page cache."""
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(temporary, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, path)
-        except OSError as exc:
-            raise CacheError(
-                f"{path}: cannot write the batch ledger ({exc}); free space or fix permissions"
-            ) from exc
+        write_atomic(path, data)
 
     def _remove(self, path: Path) -> None:
         try:
             path.unlink(missing_ok=True)
         except OSError as exc:
             raise CacheError(f"{path}: cannot update the batch ledger ({exc})") from exc
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write whole or not at all, and to the disk, not just the page cache."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise CacheError(
+            f"{path}: cannot write the batch ledger ({exc}); free space or fix permissions"
+        ) from exc

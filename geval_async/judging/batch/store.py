@@ -37,6 +37,7 @@ class Stored:
     refused: int = 0
     missing: int = 0  # transient failures and requests that never ran: not stored
     already: int = 0  # the cache held an answer already
+    requeued: int = 0  # in a batch refused for the queue limit: in line for the next submit
     unknown: list[str] = field(default_factory=list)  # custom_ids of no request of the study
     reasons: Counter[str] = field(default_factory=Counter)  # why lines were left missing
 
@@ -45,6 +46,7 @@ class Stored:
         self.refused += other.refused
         self.missing += other.missing
         self.already += other.already
+        self.requeued += other.requeued
         self.unknown += other.unknown
         self.reasons.update(other.reasons)
 

@@ -23,9 +23,10 @@ from conftest import ROOT, StudyFiles, keys_by_digest, run_cli, summary_row
 
 from geval_async.judging.batch.ledger import BatchRecord
 from geval_async.judging.batch.queue import QueueLimits, stated_limit
-from geval_async.judging.plan import first_request, plan_items, prepare_study
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
+from geval_async.study.plan import first_request, plan_items
+from geval_async.study.prepare import prepare_study
 
 POLL = ("--poll", "0.05")
 MODEL = "sim-judge"

@@ -15,7 +15,7 @@ from ..judging.batch.queue import QueueLimit, file_stage, queued_tokens
 from ..judging.batch.store import Stored
 from ..judging.cache import JudgeCache
 from ..judging.coverage import coverage
-from ..judging.plan import Study
+from ..study.plan import Study
 from .summary import coverage_table, table
 
 EXIT_OK, EXIT_INCOMPLETE = 0, 1

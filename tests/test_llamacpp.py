@@ -237,12 +237,24 @@ def test_logprobs_mode_gives_distributions_over_the_ratings(
         assert all(isinstance(t["token"], str) and t["logprob"] <= 0.0 for t in top)
         assert first_token_top_logprobs(entry.choices()[0]) is not None
 
+    # At the default floor ([sampling] min_valid_mass = 0.5) an item whose first token puts
+    # less than half its mass on ratings is low_mass, not scored from what is left.
+    floored = _scores(study)
+    assert len(floored) == ITEMS
+    for score in floored:
+        if score.status == SCORED:
+            assert score.distribution is not None and score.distribution.valid_mass >= 0.5
+        else:
+            assert score.status == NO_VALID and score.reasons, score
+    # This 135M model's first token is usually a word, with digits among its top 20
+    # alternatives: with the floor lowered (scoring only, no new request) the distribution is
+    # what the digits leave after renormalising.
+    _configure(study, llama.base_url, mode="logprobs", top_logprobs=20, min_valid_mass=0.0)
     scores = _scores(study)
+    assert llama.received() == before + ITEMS, "re-scoring sent nothing"
     assert len(scores) == ITEMS
     assert {s.status for s in scores} <= {SCORED, NO_VALID}, "every item has its answer"
     scored = [s for s in scores if s.status == SCORED]
-    # The first token of this model's answer is usually a word, but digits are among its
-    # top 20 alternatives: the distribution is what they leave after renormalising.
     assert scored, "no item had a rating token among its first-token top_logprobs"
     scales = {"clar": {1.0, 2.0, 3.0, 4.0, 5.0}, "fit": {1.0, 2.0, 3.0}}
     for score in scored:

@@ -43,13 +43,13 @@ from .progress import (
     render_progress,
     report_progress,
 )
+from .steps import generate_steps
 from .writer import Writer
 
 if TYPE_CHECKING:
     from .transport import JudgeAnswer, Transport
 
-# How often a worker looks for an answer another process is fetching (seconds).
-_CLAIM_POLL = 0.2
+_CLAIM_POLL = 0.2  # how often a worker looks for an answer another process is fetching (s)
 
 
 class _Run:
@@ -80,8 +80,7 @@ class _Run:
             }
         )
         self.failures: Counter[str] = Counter()
-        # Set once the server refuses n > 1: items then ask for one choice per request.
-        self.single_choice = False
+        self.single_choice = False  # set once the server refuses n > 1: one choice per request
         self.stopped: str | None = None
         self.budget = run_budget(self.config, self.cache.directory)
         judge = self.config.judge
@@ -345,7 +344,9 @@ async def run_study(
     limits = study.config.limits
     started = time.monotonic()
     entries = ServerEntries(cache, await server_is_simulated(study.config.judge, limits.timeout))
+    study, steps_sent = await generate_steps(study, entries, api_key)  # before any item
     run = _Run(study, entries, stop=stop, retry_failed=retry_failed, backoff=limits.backoff)
+    run.counters.requests_sent += steps_sent
     states = run.feed.first_work()
     if states is None:  # the cache holds everything: no transport, no claims
         if on_progress is not None:

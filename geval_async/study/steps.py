@@ -29,7 +29,15 @@ from .plan import PlannedCriterion, Study
 from .prompts import load_template
 from .shipped import shipped
 
-__all__ = ["StepsRequest", "generation_prompt", "steps_requests", "with_steps"]
+__all__ = [
+    "StepsRequest",
+    "answer_steps",
+    "generation_prompt",
+    "steps_request",
+    "steps_requests",
+    "with_estimated_steps",
+    "with_steps",
+]
 
 
 def generation_prompt() -> Path:
@@ -100,6 +108,18 @@ def with_steps(study: Study, steps: Mapping[str, Steps]) -> Study:
         template = planned.template.fill({"steps": found.text})
         criteria.append(dataclasses.replace(planned, template=template, steps=found))
     return dataclasses.replace(study, criteria=tuple(criteria))
+
+
+# Stands for steps not generated yet in a ``--dry-run``'s token estimate: five lines of about
+# 25 tokens, what a judge writes for G-Eval's generation prompt.
+_ESTIMATED_STEPS = "\n".join(f"{i}. " + "word " * 24 for i in range(1, 6))
+
+
+def with_estimated_steps(study: Study) -> Study:
+    """The study with a stand-in for each pending criterion's steps, to estimate its items'
+    tokens (``--dry-run``); never sent: the keys of these items are not the real ones."""
+    pending = {c.name: Steps(StepsOrigin.GENERATED, _ESTIMATED_STEPS) for c in study.pending_steps}
+    return with_steps(study, pending)
 
 
 def answer_steps(body: str) -> str | None:

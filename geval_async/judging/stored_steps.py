@@ -36,7 +36,11 @@ def read_steps(study: Study, entries: _Entries) -> tuple[Study, list[StepsReques
             missing.append(request)
             continue
         found[request.criterion] = Steps(
-            StepsOrigin.GENERATED, text, key=request.key, time=entry.time
+            StepsOrigin.GENERATED,
+            text,
+            key=request.key,
+            time=entry.time,
+            simulated=entry.simulated,
         )
     return with_steps(study, found), missing
 

@@ -74,6 +74,11 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
     steps: Steps | None = None
     if definition is not None:
         template = expand_record(template, criterion.fields)
+        if "steps" not in template.placeholders:
+            raise ConfigError(
+                f"{template.source}: criterion {criterion.name!r} is given by definition, so "
+                "its template needs a {{steps}} placeholder where the evaluation steps go"
+            )
         scale = criterion.answer_scale
         fixed |= {"task": definition.task, "definition": definition.text}
         fixed |= {"scale": f"{scale.lo:g}-{scale.hi:g}"}
@@ -97,12 +102,6 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
         names["rubric"] = "rubric"
     check_fields(template, names, criterion.name)
     check_fields_inserted(criterion, template)
-    generated = steps is not None and steps.origin == StepsOrigin.GENERATED
-    if generated and "steps" not in template.placeholders:
-        raise ConfigError(
-            f"{template.source}: criterion {criterion.name!r} generates its steps, so its "
-            "template needs a {{steps}} placeholder where they go"
-        )
     points = criterion.answer_scale.points
     if config.sampling.mode == SamplingMode.LOGPROBS and not all(
         float(p).is_integer() for p in points

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 from conftest import ROOT, StudyFiles, run_cli, run_study, summary_row
 from markupsafe import escape
 
-from geval_async.sim import SimServer
+from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.prepare import prepare_study
 from geval_async.study.steps import steps_requests
@@ -265,3 +268,36 @@ def test_the_summeval_example_readme_shows_the_steps_the_simulated_judge_writes(
         if line.startswith("| ") and line[2:3].isdigit()
     ]
     assert generated and shown == generated
+
+
+def test_shards_started_at_once_ask_for_the_steps_once(study: StudyFiles) -> None:
+    """Two shards of a job array start together on one cache: one asks, the other waits
+    for its answer (the judge is slow enough for both to look before either has it)."""
+    with SimServer(SimSettings(latency_ms=400)) as slow:
+        config = definition_config(study, slow.base_url)
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GEVAL_DEBUG")}
+        shards = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "geval_async",
+                    "run",
+                    str(config),
+                    "--quiet",
+                    "--shard",
+                    f"{i}/2",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in (1, 2)
+        ]
+        for shard in shards:
+            _, stderr = shard.communicate(timeout=120)
+            assert shard.returncode == 0, stderr
+        assert slow.stats.answered[steps_digest(config)] == 1
+        assert slow.stats.received == study.n_records + 1

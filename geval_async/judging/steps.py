@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING
 from ..errors import RunStopped, TransportError
 from ..options import EntryStatus
 from ..study.plan import Study
+from ..study.pricing import Budget
 from ..study.steps import StepsRequest, answer_steps
 from .budget import record_spend, run_budget
+from .claims import Claims
 from .failures import Action, FailureFact, History, decide
 from .origin import ServerEntries
 from .stored import CachedResponse
@@ -30,14 +32,17 @@ if TYPE_CHECKING:
 
 __all__ = ["generate_steps"]
 
+_CLAIM_POLL = 0.2  # how often a process waits for steps another one is asking for (s)
+
 
 async def generate_steps(
-    study: Study, entries: ServerEntries, api_key: str | None, *, batch: bool = False
+    study: Study, entries: ServerEntries, api_key: str | None
 ) -> tuple[Study, int]:
     """The study with every generated step in place, and how many steps requests were sent.
 
-    Steps the cache holds are read, not asked again. ``batch``: the items go by batch
-    afterwards; the steps are asked online all the same (the items need them first).
+    Steps the cache holds are read, not asked again; steps another process is asking for
+    (a shard started at the same moment) are waited for, not asked twice. A run by batch
+    calls it too: the steps go online first, since every item's prompt holds them.
 
     Raises:
         RunStopped: a steps request was refused, ran out of retries, or would pass the
@@ -51,39 +56,78 @@ async def generate_steps(
     config = study.config
     budget = run_budget(config, entries.cache.directory)
     history = History(config.judge.url, config.judge.api_key_env, retries=config.limits.retries)
+    sent = 0
     try:
         async with Transport(
             config.judge, api_key, concurrency=1, timeout=config.limits.timeout
         ) as transport:
-            for request in missing:
-                cost = 0.0
-                if budget is not None:
-                    completion = request.max_completion_tokens
-                    cost = budget.cost(request.est_tokens - completion, completion)
-                    if not budget.charge(cost):
-                        raise RunStopped(
-                            f"criterion {request.criterion!r}: the steps request is not sent: "
-                            + budget.reached()
-                        )
-                answer, attempts = await _ask(transport, request, history, study)
-                if answer_steps(answer.body.decode("utf-8", "replace")) is None:
-                    raise RunStopped(
-                        f"criterion {request.criterion!r}: the judge answered the steps "
-                        "request with no text; run again to ask again"
-                    )
-                _store(entries, request, answer, attempts)
+            with Claims(entries.cache.directory, config.limits.timeout + 30.0) as claims:
+                for request in missing:
+                    if await _claimed(claims, entries, request.key):
+                        try:
+                            await _send(
+                                transport, request, entries, (history, claims), study, budget
+                            )
+                            sent += 1
+                        finally:
+                            claims.release(request.key)
     finally:
         record_spend(entries.cache.directory, config, budget)
-    return require_steps(study, entries), len(missing)
+    return require_steps(study, entries), sent
+
+
+async def _claimed(claims: Claims, entries: ServerEntries, key: str) -> bool:
+    """Claim a steps request, or wait while another process (a shard starting at the same
+    moment) asks for it: False once its answer is in the cache."""
+    while not claims.claim(key):
+        await asyncio.sleep(_CLAIM_POLL)
+        if entries.get(key) is not None:
+            return False
+    # The holder may have stored the answer just before it let go of the claim.
+    entry = entries.get(key)
+    if entry is not None and entry.ok:
+        claims.release(key)
+        return False
+    return True
+
+
+async def _send(
+    transport: Transport,
+    request: StepsRequest,
+    entries: ServerEntries,
+    run: tuple[History, Claims],
+    study: Study,
+    budget: Budget | None,
+) -> None:
+    """Send one steps request (charged to the budget first) and store its answer."""
+    cost = 0.0
+    if budget is not None:
+        completion = request.max_completion_tokens
+        cost = budget.cost(request.est_tokens - completion, completion)
+        if not budget.charge(cost):
+            raise RunStopped(
+                f"criterion {request.criterion!r}: the steps request is not sent: "
+                + budget.reached()
+            )
+    answer, attempts = await _ask(transport, request, run, study)
+    if answer_steps(answer.body.decode("utf-8", "replace")) is None:
+        raise RunStopped(
+            f"criterion {request.criterion!r}: the judge answered the steps "
+            "request with no text; run again to ask again"
+        )
+    _store(entries, request, answer, attempts)
 
 
 async def _ask(
-    transport: Transport, request: StepsRequest, history: History, study: Study
+    transport: Transport, request: StepsRequest, run: tuple[History, Claims], study: Study
 ) -> tuple[JudgeAnswer, int]:
+    history, claims = run
     limits = study.config.limits
     attempts = 0
     while True:
         attempts += 1
+        if attempts > 1:
+            claims.renew(request.key)  # the claim outlives each attempt, not every retry
         try:
             answer = await transport.complete(request.body)
         except TransportError as exc:

@@ -301,3 +301,17 @@ def test_shards_started_at_once_ask_for_the_steps_once(study: StudyFiles) -> Non
             assert shard.returncode == 0, stderr
         assert slow.stats.answered[steps_digest(config)] == 1
         assert slow.stats.received == study.n_records + 1
+
+
+def test_a_refused_steps_request_stops_the_run_in_one_line_and_sends_no_item(
+    study: StudyFiles,
+) -> None:
+    with SimServer(SimSettings(content_filter_marker="[[FILTER]]")) as server:
+        definition_config(study, server.base_url, definition=DEFINITION + " [[FILTER]]")
+        result = run_study(study)
+        assert result.returncode == 1, result.stderr
+        assert "criterion 'clar': the judge did not write its evaluation steps" in result.stderr
+        assert "no item of it can be judged without them" in result.stderr
+        assert server.stats.received == 1  # the steps request, refused; no item
+        again = run_cli("score", str(study.config))
+        assert again.returncode == 2 and "run `geval-async run" in again.stderr

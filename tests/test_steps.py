@@ -315,3 +315,14 @@ def test_a_refused_steps_request_stops_the_run_in_one_line_and_sends_no_item(
         assert server.stats.received == 1  # the steps request, refused; no item
         again = run_cli("score", str(study.config))
         assert again.returncode == 2 and "run `geval-async run" in again.stderr
+
+
+def test_a_thinking_model_s_reasoning_is_not_part_of_the_steps(study: StudyFiles) -> None:
+    """Served the llama.cpp / Ollama way, the reasoning comes in <think> tags before the
+    steps: the steps the items and `geval-async steps` hold start after it."""
+    with SimServer(SimSettings(profile="think-tags", think_cut_off=0.0)) as server:
+        config = definition_config(study, server.base_url)
+        assert run_study(study).returncode == 0
+        listed = run_cli("steps", str(config)).stdout
+        assert "think>" not in listed
+        assert listed.splitlines()[1].startswith("  1. "), listed

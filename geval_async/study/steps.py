@@ -13,6 +13,7 @@ rerun, shard and record reads the same stored steps, and editing the definition 
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -124,6 +125,10 @@ def with_estimated_steps(study: Study) -> Study:
     return with_steps(study, pending)
 
 
+_THINKING = re.compile(r"\s*<(?:think|thinking)>", re.IGNORECASE)
+_THINKING_END = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
+
+
 def answer_steps(body: str) -> str | None:
     """The steps in a stored chat-completions body: the first choice's text, or None."""
     try:
@@ -131,7 +136,14 @@ def answer_steps(body: str) -> str | None:
         content = parsed["choices"][0]["message"]["content"]
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
         return None
-    return content.strip() if isinstance(content, str) and content.strip() else None
+    if not isinstance(content, str):
+        return None
+    if _THINKING.match(content):
+        # A thinking model served with its reasoning in the content (llama.cpp, Ollama):
+        # the steps follow the closing tag; a cut-off reasoning has none.
+        closing = list(_THINKING_END.finditer(content))
+        content = content[closing[-1].end() :] if closing else ""
+    return content.strip() or None
 
 
 def steps_origin(planned: PlannedCriterion, model: str) -> str:

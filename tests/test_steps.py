@@ -326,3 +326,13 @@ def test_a_thinking_model_s_reasoning_is_not_part_of_the_steps(study: StudyFiles
         listed = run_cli("steps", str(config)).stdout
         assert "think>" not in listed
         assert listed.splitlines()[1].startswith("  1. "), listed
+
+
+def test_steps_cut_off_at_steps_max_tokens_are_not_used(study: StudyFiles, sim: SimServer) -> None:
+    definition_config(study, sim.base_url, steps_max_tokens=8)
+    result = run_study(study)
+    assert result.returncode == 1
+    assert "were cut off at steps_max_tokens = 8: raise it in the config" in result.stderr
+    assert sim.stats.received == 1  # no item sent with half the steps
+    definition_config(study, sim.base_url, steps_max_tokens=400)
+    assert run_study(study).returncode == 0

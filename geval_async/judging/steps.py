@@ -110,6 +110,11 @@ async def _send(
                 + budget.reached()
             )
     answer, attempts = await _ask(transport, request, run, study)
+    if any(choice.get("finish_reason") == "length" for choice in answer.choices):
+        raise RunStopped(
+            f"criterion {request.criterion!r}: the judge's evaluation steps were cut off at "
+            f"steps_max_tokens = {request.max_completion_tokens}: raise it in the config"
+        )
     if answer_steps(answer.body.decode("utf-8", "replace")) is None:
         raise RunStopped(
             f"criterion {request.criterion!r}: the judge answered the steps "

@@ -30,6 +30,7 @@ __all__ = [
     "SamplingMode",
     "ScoreStatus",
     "StatTest",
+    "StepsOrigin",
     "TemplateStyle",
     "parse_option",
     "words",
@@ -141,6 +142,14 @@ class TemplateStyle(StrEnum):
 
     DOUBLE = "double"
     FORMAT = "format"
+
+
+class StepsOrigin(StrEnum):
+    """Where a criterion's evaluation steps come from (``geval-async steps`` prints it)."""
+
+    GENERATED = "generated"  # asked of the judge once, stored in the cache
+    CONFIG = "config"  # written out in the config's ``steps``
+    PROMPT = "prompt file"  # inside the criterion's own prompt file
 
 
 class EntryStatus(StrEnum):

@@ -195,10 +195,11 @@ JUDGING_TIERS = {
     "cache": 1,
     # 2 reading the cache: origin rule, old keys, coverage, the read model, the cache commands
     "origin": 2, "legacy": 2, "coverage": 2, "read_model": 2, "maintenance": 2, "archive": 2,
+    "stored_steps": 2,
     # 3 sending: limits, failures, transport, claims, the writer thread, budget, progress
     "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
     "budget": 3, "probe": 3, "progress": 3, "refused_settings": 3, "capabilities": 3,
-    "feed": 4, "worker": 4, "runner": 4,
+    "feed": 4, "worker": 4, "runner": 4, "steps": 4,
     "batch": 5,  # the Batch API, and every module of judging/batch/
 }  # fmt: skip
 SCORING_TIERS = {

@@ -37,6 +37,7 @@ from .meta import add_meta_command
 from .overrides import judge_key, load_study
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
+from .steps import add_steps_command
 from .summary import budget_left, coverage_table, dry_run, run_summary
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_meta_command(commands, _study_arguments)
     add_answers_command(commands, _study_arguments)
     add_batch_commands(commands, _study_arguments)
+    add_steps_command(commands, _study_arguments)
     return parser
 
 

@@ -25,6 +25,7 @@ from ..judging.cache import JudgeCache
 from ..judging.claims import Claims
 from ..judging.coverage import coverage, item_states
 from ..judging.origin import ServerEntries
+from ..judging.steps import generate_steps
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from ..study.pricing import Budget
@@ -134,8 +135,10 @@ def _with_control(
 
     async def main() -> int:
         simulated = await server_is_simulated(study, key)
-        async with make_client(study, key) as client:
-            control = BatchControl(study, cache, client, simulated)
+        # Generated evaluation steps are asked online first: every item's prompt holds them.
+        ready, _ = await generate_steps(study, ServerEntries(cache, simulated), key)
+        async with make_client(ready, key) as client:
+            control = BatchControl(ready, cache, client, simulated)
             with Claims(cache.directory, _CLAIM_TTL) as claims:
                 await control.attach(claims)
                 return await work(control, claims)
@@ -170,7 +173,7 @@ def run_batch(study: Study, key: str | None, *, poll: float, quiet: bool) -> int
             print(file=sys.stderr)
         report_collected(run.collected, run.stored)
         report_too_large(control)
-        return coverage_exit(study, control.cache, control.ledger, run.held_back)
+        return coverage_exit(control.study, control.cache, control.ledger, run.held_back)
 
     return _with_control(None, work, study, key)
 

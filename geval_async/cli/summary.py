@@ -120,11 +120,20 @@ def budget_left(config: EvalConfig) -> str:
 
 def dry_run(study: Study) -> None:
     """Print what a run would send, cost and take, from the cache alone (``run --dry-run``)."""
+    from ..judging.stored_steps import read_steps
     from ..study.pricing import estimate_cost
+    from ..study.steps import with_estimated_steps
 
     config = study.config
     requests = tokens = prompt_tokens = completion_tokens = cached = in_batch = 0
     with JudgeCache(config.cache_path, create=False) as cache:
+        # Generated steps not in the cache yet: one request each, then every item anew.
+        study, asked = read_steps(study, cache)
+        study = with_estimated_steps(study)
+        for steps_request in asked:
+            requests += 1
+            tokens += steps_request.est_tokens
+            completion_tokens += steps_request.max_completion_tokens
         # A live batch job's requests are not sent again (the run skips them).
         batched = Ledger(cache.directory).live_keys()
         for state in item_states(study, cache):
@@ -154,6 +163,7 @@ def dry_run(study: Study) -> None:
         f"already cached: {cached}; "
         + (f"in live batch jobs: {in_batch}; " if in_batch else "")
         + f"requests to send: {requests} (more if the server ignores n)"
+        + (f", of them {len(asked)} for evaluation steps" if asked else "")
     )
     print(
         f"estimated tokens: {tokens} ({prompt_tokens} prompt + "

@@ -23,6 +23,7 @@ import orjson
 
 from ..errors import ConfigError
 from ..study.plan import Study
+from ..study.steps import steps_requests
 from .cache import CachedResponse, JudgeCache
 from .coverage import item_states
 from .maintenance import MergeReport, store_entry
@@ -34,6 +35,11 @@ ARCHIVE_VERSION = 1
 def study_entries(study: Study, cache: JudgeCache) -> Iterator[CachedResponse]:
     """The entries a study reads from a cache (answers and refusals), each key once."""
     seen: set[str] = set()
+    for request in steps_requests(study):  # the generated steps the items' prompts hold
+        entry = cache.get(request.key)
+        if entry is not None:
+            seen.add(entry.key)
+            yield entry
     for state in item_states(study, cache):
         for entry in [*state.entries, *([state.refused] if state.refused else [])]:
             if entry.key not in seen:

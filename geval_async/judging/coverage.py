@@ -19,6 +19,7 @@ from ..study.plan import JudgeItem, JudgeRequest, Study, chunk_request, planned_
 from .cache import CachedResponse, EntryHead, JudgeCache
 from .legacy import legacy_answers, legacy_sizes
 from .origin import EntrySource, Heads
+from .stored_steps import require_steps
 
 _E = TypeVar("_E", CachedResponse, EntryHead)
 
@@ -83,7 +84,9 @@ def item_state(
 def item_states(
     study: Study, cache: EntrySource[CachedResponse]
 ) -> Iterator[ItemState[CachedResponse]]:
-    """The state of every item of the plan, in plan order."""
+    """The state of every item of the plan, in plan order (generated steps read from the
+    cache first: ConfigError when they are not there)."""
+    study = require_steps(study, cache) if study.pending_steps else study
     return states_ahead(planned_requests(study), cache, study.config, legacy=legacy_sizes(cache))
 
 
@@ -125,6 +128,7 @@ def coverage(
 ) -> dict[str, Coverage]:
     """Count, per criterion, the items the cache answers, refuses or lacks; an item lacking
     only requests whose keys are in ``in_batch`` (live batch jobs) counts as in batch."""
+    study = require_steps(study, cache) if study.pending_steps else study
     counts = {c.name: Coverage() for c in study.criteria}
     legacy = legacy_sizes(cache)
     heads = Heads(cache, planned=study.planned)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from ..study.config import EvalConfig
@@ -109,6 +109,8 @@ def migrate_study(study: Study, cache: JudgeCache) -> int:
     if not sizes:
         return 0
     moved = 0
+    # A criterion whose steps are still to be generated is newer than the old keys.
+    study = replace(study, criteria=tuple(c for c in study.criteria if not c.steps_pending))
     for item in plan_items(study):
         first = first_request(item, study.config)
         found = legacy_answers(first, cache, sizes)

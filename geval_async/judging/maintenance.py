@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..study.plan import Study
+from ..study.steps import steps_requests
 from .cache import CachedResponse, JudgeCache
 from .coverage import item_states
 
@@ -146,7 +147,7 @@ def _folder_size(directory: Path) -> int:
 
 def used_keys(study: Study, cache: JudgeCache) -> set[str]:
     """The keys a study reads from this cache (new or old scheme, answers and refusals)."""
-    keys: set[str] = set()
+    keys = {request.key for request in steps_requests(study)}  # its generated steps
     for state in item_states(study, cache):
         keys.update(entry.key for entry in state.entries)
         if state.refused is not None:

@@ -23,6 +23,7 @@ from ..study.plan import JudgeItem, Study
 from .cache import JudgeCache
 from .coverage import item_states
 from .origin import ServerEntries
+from .stored_steps import require_steps
 
 __all__ = ["ItemAnswers", "StudyAnswers", "open_answers"]
 
@@ -95,6 +96,12 @@ class StudyAnswers:
 
 @contextmanager
 def open_answers(study: Study) -> Iterator[StudyAnswers]:
-    """The study's cache opened to read only (nothing created or changed), as a read model."""
+    """The study's cache opened to read only (nothing created or changed), as a read model.
+
+    Its ``study`` has the generated evaluation steps in place, read from the cache.
+
+    Raises:
+        ConfigError: generated steps are not in the cache (run ``run`` first).
+    """
     with JudgeCache(study.config.cache_path, create=False) as cache:
-        yield StudyAnswers(study, cache)
+        yield StudyAnswers(require_steps(study, ServerEntries(cache, None)), cache)

@@ -22,6 +22,7 @@ from .legacy import has_legacy, migrate_study
 from .origin import ServerEntries
 from .probe import server_is_simulated
 from .progress import RunResult, render_progress, report_progress
+from .steps import generate_steps
 from .worker import Run
 
 __all__ = ["RunResult", "run_study"]
@@ -64,7 +65,9 @@ async def run_study(
     limits = study.config.limits
     started = time.monotonic()
     entries = ServerEntries(cache, await server_is_simulated(study.config.judge, limits.timeout))
+    study, steps_sent = await generate_steps(study, entries, api_key)  # before any item
     run = Run(study, entries, stop=stop, retry_failed=retry_failed, backoff=limits.backoff)
+    run.counters.requests_sent += steps_sent
     states = run.feed.first_work()
     if states is None:  # the cache holds everything: no transport, no claims
         if on_progress is not None:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..options import SamplingMode, StatTest
 from ..study.plan import JudgeItem, Study, render_messages
+from ..study.steps import steps_origin
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 
@@ -152,12 +153,26 @@ def markdown_report(
             "matches this design."
         )
         out += ["", design]
+    out += steps_section(study)
     if plots:
         out += ["", "## Plots", ""]
         out += [
             f"![{name}]({path.relative_to(config.output.path)})" for name, path in plots.items()
         ]
     return "\n".join(out) + "\n"
+
+
+def steps_section(study: Study) -> list[str]:
+    """The evaluation steps each criterion's prompt held, and where they came from."""
+    shown = [c for c in study.criteria if c.steps is not None and c.steps.text]
+    if not shown:
+        return []
+    out = ["", "## Evaluation steps", ""]
+    for planned in shown:
+        origin = steps_origin(planned, study.config.judge.model)
+        out += [f"**{planned.config.display_name}** (`{planned.name}`): {origin}.", ""]
+        out += [str(planned.steps.text if planned.steps else ""), ""]
+    return out[:-1]
 
 
 def comparison_section(comparisons: list[Comparison], alpha: float, note: str = "") -> list[str]:

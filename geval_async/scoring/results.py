@@ -204,8 +204,8 @@ def load_results(
     if not isinstance(config, EvalConfig):
         config = load_config(config)
     config = apply_overrides(config, **overrides)
-    study = prepare_study(config)
-    with open_answers(study) as answers:
+    with open_answers(prepare_study(config)) as answers:
+        study = answers.study  # with the generated steps read from the cache
         scores = list(score_items(study, answers))
     if answers.mixed:
         raise ConfigError(

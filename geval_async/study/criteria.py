@@ -37,6 +37,7 @@ from typing import Any, cast
 
 from ..errors import ConfigError
 from ..options import AnswerForm, CriterionKind, Fractional, ParserMode, Role, TemplateStyle
+from .definition import DEFINITION_KEYS, Definition, parse_definition
 from .reader import TableReader
 from .scale import Scale
 
@@ -68,6 +69,7 @@ CRITERION_KEYS = {
     "parts",
     "fractional",
     "options",
+    *DEFINITION_KEYS,
 }
 
 
@@ -106,6 +108,8 @@ class CriterionConfig:
     options: Mapping[str, float] = field(default_factory=dict)
     # parser = "module:function": the function itself, imported when the config is read.
     parser_function: Callable[[str], Any] | None = field(default=None, compare=False)
+    # Given by definition (task, criterion text, steps): ``prompt`` is then its form template.
+    definition: Definition | None = None
 
     @property
     def is_rubric(self) -> bool:
@@ -150,10 +154,14 @@ def parse_criterion(
             f"({', '.join(RESERVED_NAMES)}), which would overwrite this criterion's table or "
             "be overwritten by it: choose another name"
         )
-    prompt = resolve(t.required("prompt", str))
-    if not prompt.is_file():
-        raise t.error(f"prompt file {prompt} not found")
     kind = t.choice("kind", CriterionKind, CriterionKind.GEVAL)
+    defined = parse_definition(t, resolve, rated=not kind.is_rubric)
+    if defined is not None:
+        definition, prompt = defined
+    else:
+        definition, prompt = None, resolve(t.required("prompt", str))
+        if not prompt.is_file():
+            raise t.error(f"prompt file {prompt} not found")
     rubrics = _rubrics(t, kind)
     scale = _scale(t, kind, rubrics)
     labels = tuple(t.get("labels", list, []))
@@ -212,6 +220,7 @@ def parse_criterion(
         fractional=t.choice("fractional", Fractional, Fractional.KEEP),
         options=options,
         parser_function=function,
+        definition=definition,
     )
 
 

@@ -24,9 +24,11 @@ from functools import cached_property
 from itertools import islice
 from typing import Any
 
+from ..errors import ConfigError
 from ..options import SamplingMode
 from .config import CriterionConfig, EvalConfig
 from .criteria import Rubric
+from .definition import Steps
 from .keys import KeyFrame, request_key
 from .prompts import Template, field_text
 from .records import Record
@@ -39,10 +41,17 @@ _CHARS_PER_TOKEN = 4
 
 @dataclass(frozen=True, slots=True)
 class PlannedCriterion:
-    """A criterion with its parsed template."""
+    """A criterion with its parsed template, and its evaluation steps when known (the
+    template's ``{{steps}}`` stays open while generated ones are not read yet)."""
 
     config: CriterionConfig
     template: Template
+    steps: Steps | None = None
+
+    @property
+    def steps_pending(self) -> bool:
+        """Whether its steps are to be generated and not read from the cache yet."""
+        return self.steps is not None and self.steps.text is None
 
     @property
     def name(self) -> str:
@@ -62,6 +71,12 @@ class Study:
     records: list[Record]
     criteria: tuple[PlannedCriterion, ...]
     warnings: tuple[str, ...] = ()  # doubts found at load (a prompt stating another scale)
+
+    @property
+    def pending_steps(self) -> tuple[PlannedCriterion, ...]:
+        """The criteria whose generated steps are not read yet: no item of them can be
+        rendered until they are (:func:`~geval_async.study.steps.with_steps`)."""
+        return tuple(c for c in self.criteria if c.steps_pending)
 
     @property
     def item_count(self) -> int:
@@ -182,7 +197,19 @@ def _request_chunks(
         yield requests
 
 
+def _check_steps(study: Study) -> None:
+    """No item is rendered before its criterion's generated steps are read from the cache."""
+    if study.pending_steps:
+        name = study.pending_steps[0].name
+        raise ConfigError(
+            f"{study.config.source}: criterion {name!r} has no evaluation steps in the cache "
+            f"{study.config.cache_path} yet: run `geval-async run {study.config.source}` first "
+            "(it asks the judge for them once)"
+        )
+
+
 def _plan_order(study: Study) -> Iterator[JudgeItem]:
+    _check_steps(study)
     records = study.selected_records
     for criterion in study.criteria:
         for rubric in criterion.rubrics:
@@ -200,6 +227,7 @@ def _send_order(study: Study) -> Iterator[JudgeItem]:
     both limits can be used at once. (Provider prompt caches keep a prefix for minutes, so
     each criterion's instructions stay cached as they alternate.)
     """
+    _check_steps(study)
     pairs = [(criterion, rubric) for criterion in study.criteria for rubric in criterion.rubrics]
     for record in study.selected_records:
         for criterion, rubric in pairs:

@@ -9,9 +9,10 @@ requests from and the scoring stage scores.
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..options import SamplingMode
+from ..options import SamplingMode, StepsOrigin
 from .checks import check_fields_inserted, check_stats
 from .config import CriterionConfig, EvalConfig
+from .definition import Steps, expand_record, steps_in_prompt
 from .plan import PlannedCriterion, Study
 from .prompts import check_fields, load_template, stray_braces
 from .records import load_records
@@ -76,8 +77,30 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
         "points": criterion.points_text(),
         **criterion.parts,
     }
-    template = template.fill({k: v for k, v in fixed.items() if k not in criterion.fields})
     names = dict(criterion.fields)
+    definition = criterion.definition
+    steps: Steps | None = None
+    if definition is not None:
+        template = expand_record(template, criterion.fields)
+        if "steps" not in template.placeholders:
+            raise ConfigError(
+                f"{template.source}: criterion {criterion.name!r} is given by definition, so "
+                "its template needs a {{steps}} placeholder where the evaluation steps go"
+            )
+        scale = criterion.answer_scale
+        fixed |= {"task": definition.task, "definition": definition.text}
+        fixed |= {"scale": f"{scale.lo:g}-{scale.hi:g}"}
+        if definition.steps is None:
+            steps = Steps(StepsOrigin.GENERATED, None)
+            names["steps"] = "steps"  # filled once the generated steps are read
+        else:
+            steps = Steps(StepsOrigin.CONFIG, definition.steps)
+            fixed["steps"] = definition.steps
+    else:
+        written = steps_in_prompt("".join(template.parts[0::2]))
+        if written is not None:
+            steps = Steps(StepsOrigin.PROMPT, written, source=criterion.prompt)
+    template = template.fill({k: v for k, v in fixed.items() if k not in criterion.fields})
     if criterion.is_rubric:
         if "rubric" not in template.placeholders:
             raise ConfigError(
@@ -95,4 +118,4 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
             f"{config.source}: criterion {criterion.name!r} has non-integer points, which are "
             "not single tokens: logprobs mode needs answer = 'option' (or use samples mode)"
         )
-    return PlannedCriterion(criterion, template)
+    return PlannedCriterion(criterion, template, steps)

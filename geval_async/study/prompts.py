@@ -85,6 +85,11 @@ def load_template(path: Path, style: TemplateStyle = TemplateStyle.DOUBLE) -> Te
         raise ConfigError(f"{path}: cannot read the prompt file ({exc})") from exc
     if not text.strip():
         raise ConfigError(f"{path}: the prompt file is empty")
+    return parse_template(path, text, style)
+
+
+def parse_template(path: Path, text: str, style: TemplateStyle = TemplateStyle.DOUBLE) -> Template:
+    """Parse a template's text (``path``: where it is, or will be, read from)."""
     if style == TemplateStyle.FORMAT:
         return Template(path, _format_parts(path, text))
     return Template(path, tuple(_PLACEHOLDER.split(text)))

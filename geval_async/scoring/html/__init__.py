@@ -26,6 +26,7 @@ from markupsafe import Markup
 
 from ...errors import ConfigError
 from ...options import StatTest
+from ...study.steps import steps_origin
 from ..human import HumanComparison
 from ..results import StudyResults
 from ..tables import COMPOSITE
@@ -88,6 +89,8 @@ def render_html_report(
                 frame_table(results.table(c.name), caption, f"scores/{prefix}_{c.name}.csv"),
                 test_line(comparisons.get(c.name)),
                 reasons.get(c.name, []),
+                (planned.steps.text or "") if planned.steps is not None else "",
+                steps_origin(planned, config.judge.model),
             )
         )
     composite = None

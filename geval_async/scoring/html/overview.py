@@ -45,6 +45,8 @@ class CriterionView:
     table: Table
     test: str
     reasons: list[tuple[str, int]] = field(default_factory=list)
+    steps: str = ""  # the evaluation steps its prompt held ("" for none found)
+    steps_origin: str = ""
 
 
 def number(value: float | None, digits: int = 3) -> str:

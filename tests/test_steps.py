@@ -18,6 +18,7 @@ import orjson
 from conftest import ROOT, StudyFiles, run_cli, run_study, summary_row
 from markupsafe import escape
 
+from geval_async.judging.cache import JudgeCache
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.prepare import prepare_study
@@ -171,6 +172,8 @@ def test_scoring_before_the_steps_exist_says_to_run_first(
     study: StudyFiles, sim: SimServer
 ) -> None:
     config = definition_config(study, sim.base_url)
+    with JudgeCache(load_config(config).cache_path):
+        pass  # a cache folder that holds no steps (a missing folder is its own line)
     result = run_cli("score", str(config))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()

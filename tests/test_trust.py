@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import statistics
 from itertools import permutations
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import StudyFiles, run_cli, run_study
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from geval_async import load_results
+from geval_async.scoring.distributions import distribution_from_samples, standard_error
 from geval_async.sim import SimServer
 
 N = 5
@@ -239,3 +245,54 @@ def test_hand_written_alpha_agrees_with_krippendorff_s_worked_example() -> None:
     units = [list(unit) for unit in zip(*coders, strict=True)]
     assert round(_interval_alpha(units), 3) == 0.849
     assert round(_ordinal_alpha(units), 3) == 0.815
+
+
+def test_the_html_report_shows_the_trust_section_and_each_record_s_standard_error(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    from test_html_report import CHROMIUM, CHROMIUM_ARGS, open_report
+
+    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).is_file():
+        pytest.skip("needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    _judged(sim, study)
+    _report(study, "--html")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        opened = open_report(browser, study.output / "t_report.html")
+        page = opened.page
+        assert opened.console == []
+        rows = page.locator("#table-consistency tbody tr")
+        assert rows.count() == len(CRITERIA)
+        for index, criterion in enumerate(CRITERIA):
+            units = list(_ratings(study, criterion).values())
+            cells = rows.nth(index).locator("td").all_text_contents()
+            assert cells[3] == f"{_interval_alpha(units):.3f}"
+            assert cells[4] == f"{_ordinal_alpha(units):.3f}"
+        assert page.locator("#figure-n-curve svg").is_visible()
+        assert page.locator("#table-n-curve tbody tr").count() == len(CRITERIA) * N
+        sentences = page.locator("ul.n-curve li").all_text_contents()
+        assert len(sentences) == len(CRITERIA)
+        assert all(f"with n = {N} on this study" in s or "no n below" in s for s in sentences)
+        # The drill-down: a record's SE next to its weighted score.
+        record, ratings = next(
+            (r, v) for r, v in _ratings(study, "clar").items() if not math.isnan(_hand_se(v))
+        )
+        page.fill("#filter-text", record)
+        page.click("#records tbody tr >> nth=0")
+        shown = page.locator("#record-detail section[data-criterion='clar'] .weighted")
+        assert f"standard error {_hand_se(ratings):.3f}" in shown.text_content()
+        browser.close()
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from([1.0, 2.0, 3.0, 4.0, 4.5, 5.0])), max_size=30))
+def test_the_standard_error_of_any_draws_is_the_textbook_one(ratings: list[float | None]) -> None:
+    valid = [r for r in ratings if r is not None]
+    se = standard_error(ratings)
+    if len(valid) < 2:
+        assert se is None
+    else:
+        assert se == pytest.approx(statistics.stdev(valid) / math.sqrt(len(valid)), abs=1e-12)
+        sd = distribution_from_samples(ratings).sd
+        assert sd == pytest.approx(float(np.std(valid)), abs=1e-12)  # ddof = 0: the spread

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import StudyFiles, run_cli, run_study
+from conftest import ROOT, StudyFiles, run_cli, run_study
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
@@ -296,3 +296,53 @@ def test_the_standard_error_of_any_draws_is_the_textbook_one(ratings: list[float
         assert se == pytest.approx(statistics.stdev(valid) / math.sqrt(len(valid)), abs=1e-12)
         sd = distribution_from_samples(ratings).sd
         assert sd == pytest.approx(float(np.std(valid)), abs=1e-12)  # ddof = 0: the spread
+
+
+def test_rubric_criteria_are_consistent_per_rubric_and_have_no_standard_error(
+    tmp_path: Path,
+) -> None:
+    """The chatbot example: a G-Eval criterion, a Likert one answered by option number (its
+    ratings are the points, 0-1) and AND / OR rubric criteria, judged by the simulated judge."""
+    example = ROOT / "examples" / "chatbot"
+    (tmp_path / "replies.jsonl").write_text((example / "replies.jsonl").read_text())
+    (tmp_path / "prompts").mkdir()
+    for prompt in (ROOT / "prompts" / "chatbot").iterdir():
+        (tmp_path / "prompts" / prompt.name).write_text(prompt.read_text())
+    text = (example / "config.toml").read_text().replace("../../prompts/chatbot/", "prompts/")
+    config = tmp_path / "config.toml"
+    config.write_text(text.replace("../../cache/chatbot", "cache"))
+    with SimServer() as server:
+        run = run_cli("run", str(config), "--quiet", "--base-url", server.base_url)
+        assert run.returncode == 0, run.stderr
+    assert run_cli("report", str(config)).returncode == 0
+    out = tmp_path / "out"
+    long = pd.read_csv(out / "scores" / "chatbot_long.csv")
+    consistency = load_results(config).consistency.set_index("criterion")
+    curve = load_results(config).n_curve
+    for criterion, kind in (("help", "likert"), ("empathy", "likert"), ("unbiased", "rubric")):
+        items = json.loads((out / "raw" / f"chatbot_{criterion}.json").read_text())["items"]
+        parts = [p for item in items for p in item.get("rubrics", [item])]
+        units = [[math.nan if r is None else float(r) for r in p["ratings"]] for p in parts]
+        values = {v for unit in _pairable(units) for v in unit}
+        rows = long[long["criterion"] == criterion]
+        if kind == "rubric":
+            assert rows["se"].isna().all(), "a verdict has no standard error"
+            assert criterion not in set(curve["criterion"])
+            assert values <= {0.0, 1.0}
+        else:
+            by_record = {item["record_id"]: item["ratings"] for item in items}
+            for row in rows.itertuples():
+                ratings = [math.nan if r is None else float(r) for r in by_record[row.record_id]]
+                expected = _hand_se(ratings)
+                assert (
+                    math.isnan(row.se)
+                    if math.isnan(expected)
+                    else (row.se == pytest.approx(expected, abs=1e-9, rel=0))
+                )
+            assert criterion in set(curve["criterion"])
+        alpha = consistency.loc[criterion, "alpha_interval"]
+        if len(values) < 2:
+            assert math.isnan(alpha)
+        else:
+            assert alpha == pytest.approx(_interval_alpha(units), abs=1e-9, rel=0)
+        assert consistency.loc[criterion, "units"] == len(_pairable(units))

@@ -246,9 +246,10 @@ def trust_section(
         "",
         f"Each record's standard error (`se` in `scores/*_long.csv`) is {spread}. "
         "Self-consistency is Krippendorff's alpha over the judge's own draws "
-        "(records as units, draws as coders; 1 = every draw agrees).",
+        "(records as units, draws as coders; 1 = every draw agrees); units are the records "
+        "with two or more valid draws (rubric criteria: each record's rubrics).",
         "",
-        "| criterion | mean SE | draws | records | alpha (interval) | alpha (ordinal) |",
+        "| criterion | mean SE | draws | units | alpha (interval) | alpha (ordinal) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for row in consistency.itertuples():

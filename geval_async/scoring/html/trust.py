@@ -38,7 +38,7 @@ def trust_section(results: StudyResults) -> dict[str, Any]:
     table = Table(
         "Standard error and self-consistency per criterion "
         f"(stats/{results.prefix}_consistency.csv)",
-        ["criterion", "mean SE", "draws", "records", "alpha (interval)", "alpha (ordinal)"],
+        ["criterion", "mean SE", "draws", "units", "alpha (interval)", "alpha (ordinal)"],
         rows,
         note="; ".join(sorted({str(n) for n in consistency["note"] if isinstance(n, str) and n})),
     )

@@ -26,7 +26,6 @@ import pandas as pd
 
 from ..options import SamplingMode
 from ..study.plan import Study
-from .distributions import distribution_from_samples, standard_error
 from .scores import SCORED, ItemScore
 
 CONSISTENCY_COLUMNS = [
@@ -119,21 +118,24 @@ def n_curve_frame(study: Study, scores: Sequence[ItemScore]) -> pd.DataFrame:
             continue
         scored = [s for s in items if s.status == SCORED]
         full = pd.Series([s.weighted_score for s in scored], dtype=float)
+        # Records x draws, NaN where invalid: every k at once, as a study has 10,000 records.
+        draws = reliability_matrix(scored, n).T
+        valid = ~np.isnan(draws)
         for k in range(1, n + 1):
-            partial = pd.Series(
-                [_score(s.ratings[:k]) for s in scored], dtype=float, index=full.index
-            )
-            errors = pd.Series([_se(s.ratings[:k]) for s in scored], dtype=float)
-            both = partial.notna() & full.notna()
+            partial, errors = _first_draws(draws[:, :k], valid[:, :k])
+            partial_series = pd.Series(partial, index=full.index)
+            both = partial_series.notna() & full.notna()
             rows.append(
                 {
                     "criterion": name,
                     "k": k,
                     "n": n,
                     "records": int(both.sum()),
-                    "mean_se": errors.mean(),
-                    "records_with_se": int(errors.notna().sum()),
-                    "spearman": _spearman(partial[both], full[both]),
+                    "mean_se": float(np.mean(errors[~np.isnan(errors)]))
+                    if (~np.isnan(errors)).any()
+                    else math.nan,
+                    "records_with_se": int((~np.isnan(errors)).sum()),
+                    "spearman": _spearman(partial_series[both], full[both]),
                 }
             )
     return pd.DataFrame(rows, columns=N_CURVE_COLUMNS)
@@ -174,14 +176,18 @@ def _by_criterion(study: Study, scores: Sequence[ItemScore]) -> dict[str, list[I
     return out
 
 
-def _score(ratings: Sequence[float | None]) -> float:
-    score = distribution_from_samples(ratings).weighted_score
-    return math.nan if score is None else score
-
-
-def _se(ratings: Sequence[float | None]) -> float:
-    se = standard_error(ratings)
-    return math.nan if se is None else se
+def _first_draws(draws: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per record, the mean of its valid ratings among these draws (NaN with none) and its
+    standard error s / sqrt(m) with ddof = 1 (NaN below two), as
+    :func:`~.distributions.standard_error` computes it for one record."""
+    m = valid.sum(axis=1)
+    values = np.where(valid, draws, 0.0)
+    mean = np.full(len(draws), math.nan)
+    np.divide(values.sum(axis=1), m, out=mean, where=m > 0)
+    squares = np.where(valid, (draws - mean[:, None]) ** 2, 0.0).sum(axis=1)
+    se = np.full(len(draws), math.nan)
+    np.sqrt(squares / np.maximum(m - 1, 1) / np.maximum(m, 1), out=se, where=m > 1)
+    return mean, se
 
 
 def _spearman(a: pd.Series, b: pd.Series) -> float:

@@ -31,6 +31,7 @@ __all__ = [
     "distribution_from_samples",
     "first_token_top_logprobs",
     "invalid_distribution",
+    "standard_error",
     "with_mass_floor",
 ]
 
@@ -65,6 +66,20 @@ class RatingDistribution:
         # extreme ratings; keep it inside them.
         return min(max(score, min(self.probs)), max(self.probs))
 
+    @property
+    def sd(self) -> float | None:
+        """The distribution's standard deviation sqrt(sum(p(v) * (v - mean)^2)), or None when
+        no rating is valid.
+
+        In logprobs mode this is the spread of the judge's belief over the ratings on one
+        draw, the issue's "standard error" of a logprobs score: not a sampling error, since
+        asking again at temperature 0 gives the same distribution.
+        """
+        if not self.probs:
+            return None
+        mean = math.fsum(p * v for v, p in self.probs.items())
+        return math.sqrt(math.fsum(p * (v - mean) ** 2 for v, p in self.probs.items()))
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-able form; ratings become string keys ("4", "0.5")."""
         return {
@@ -98,6 +113,23 @@ def distribution_from_samples(ratings: Iterable[float | None]) -> RatingDistribu
         invalid=invalid,
         valid_mass=valid / total if total else 0.0,
     )
+
+
+def standard_error(ratings: Iterable[float | None]) -> float | None:
+    """The standard error of the mean of the valid ratings: s / sqrt(m), s their sample
+    standard deviation with ddof = 1, m how many are valid (None and NaN are invalid).
+
+    ddof = 1 because the mean is estimated from the same draws (ddof = 0 would understate
+    the spread, by a factor sqrt(1/2) at m = 2). With fewer than two valid ratings the spread
+    is unknown: None (shown as NaN), never 0.
+    """
+    valid = [float(r) for r in ratings if r is not None and math.isfinite(r)]
+    m = len(valid)
+    if m < 2:
+        return None
+    mean = math.fsum(valid) / m
+    variance = math.fsum((r - mean) ** 2 for r in valid) / (m - 1)
+    return math.sqrt(variance / m)
 
 
 # Tokenizers show a word-initial space as "▁" (sentencepiece) or "Ġ" (byte-level BPE).

@@ -12,8 +12,10 @@ Layout under the output folder (``<prefix>`` is ``[output] prefix``)::
     scores/<prefix>_average.csv       the 100-point composite, trailing Average row
     stats/<prefix>_ttest.csv          the summary test per criterion + composite, BH-adjusted
     stats/<prefix>_paired.csv         paired t and Wilcoxon (when groups appear in both conditions)
+    stats/<prefix>_consistency.csv    Krippendorff's alpha over the judge's draws, per criterion
+    stats/<prefix>_n_curve.csv        was n worth it: mean SE and Spearman for k = 1..n draws
     raw/<prefix>_<criterion>.json     per item: the prompt sent, every answer and parsed rating
-    plots/<prefix>_<criterion>.png    box plots (--plots)
+    plots/<prefix>_<criterion>.png    box plots (--plots), and plots/<prefix>_n_curve.png
     <prefix>_report.md                coverage, invalid samples, tables, tests, plot links
     <prefix>_report.html              one offline page: overview, figures, every answer (--html)
 
@@ -49,7 +51,8 @@ import pandas as pd
 from ..errors import ConfigError
 from ..options import StatTest
 from .human import HumanComparison
-from .report import comparison_section, markdown_report, raw_documents
+from .plots import n_curve_plot
+from .report import comparison_section, markdown_report, raw_documents, trust_section
 from .stats import comparisons_frame
 from .tables import COMPOSITE
 
@@ -205,6 +208,21 @@ def test_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     return outputs
 
 
+def trust_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """The judge's self-consistency and the n curve (its plot with --plots, samples mode)."""
+    outputs = [
+        Output(
+            output_path(results, "stats", f"{name}.csv"),
+            csv_bytes(frame, index=False, float_format=f"%.{SIGNIFICANT}g"),
+        )
+        for name, frame in (("consistency", results.consistency), ("n_curve", results.n_curve))
+    ]
+    if options.plots and len(results.n_curve):
+        png = n_curve_plot(results.n_curve)
+        outputs.append(Output(output_path(results, "plots", "n_curve.png"), png))
+    return outputs
+
+
 def plot_paths(results: StudyResults) -> dict[str, Path]:
     """Where the box plots go, per criterion (and the composite when it can be computed)."""
     names = [c.name for c in results.study.criteria]
@@ -263,6 +281,10 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         )
         section = comparison_section(results.comparisons(other), results.config.stats.alpha, note)
         text += "\n".join(section) + "\n"
+    plot = f"plots/{results.prefix}_n_curve.png" if options.plots else None
+    text += trust_section(
+        results.long, results.consistency, results.n_curve, results.config.sampling.mode, plot
+    )
     return [Output(output_path(results, "", "report.md"), text.encode())]
 
 
@@ -282,6 +304,7 @@ KINDS: dict[str, Kind] = {
     "scores": score_outputs,
     "average": average_outputs,
     "tests": test_outputs,
+    "trust": trust_outputs,
     "plots": plot_outputs,
     "report": report_outputs,
     "html": html_outputs,

@@ -1,4 +1,5 @@
-"""Box plots comparing the conditions, one PNG per criterion and the composite (``--plots``).
+"""Box plots comparing the conditions, one PNG per criterion and the composite (``--plots``),
+and the n curve (was n worth it: :mod:`.trust`).
 
 A plot is rendered to PNG bytes; :mod:`geval_async.scoring.outputs` writes the files.
 
@@ -9,11 +10,55 @@ with the non-interactive Agg backend, so the tool runs on machines with no scree
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ConfigError("--plots needs matplotlib: pip install 'geval-async[plots]'") from exc
+    return plt
+
+
+def draw_n_curve(plt: Any, curve: pd.DataFrame, colours: Sequence[str] | None = None) -> Any:
+    """The n curve's figure: per criterion, Spearman with the full n (left) and the mean SE
+    of the record scores (right) against k, the draws kept."""
+    figure, (left, right) = plt.subplots(1, 2, figsize=(7.5, 3.0), dpi=150)
+    for index, (name, rows) in enumerate(curve.groupby("criterion", sort=False)):
+        style: dict[str, Any] = {"marker": "o", "markersize": 3, "label": str(name)}
+        if colours:
+            style["color"] = colours[index % len(colours)]
+        left.plot(rows["k"], rows["spearman"], **style)
+        right.plot(rows["k"], rows["mean_se"], **style)
+    n = int(curve["n"].max()) if len(curve) else 1
+    for axes, label in ((left, "Spearman with n = " + str(n)), (right, "mean SE of the scores")):
+        axes.set_xlabel("draws kept (k)")
+        axes.set_ylabel(label)
+        axes.set_xticks(range(1, n + 1))
+        axes.grid(alpha=0.3)
+    left.legend(fontsize=7, frameon=False)
+    figure.tight_layout()
+    return figure
+
+
+def n_curve_plot(curve: pd.DataFrame) -> bytes:
+    """The n curve as PNG bytes."""
+    plt = _pyplot()
+    figure = draw_n_curve(plt, curve)
+    png = io.BytesIO()
+    figure.savefig(png, format="png")
+    plt.close(figure)
+    return png.getvalue()
 
 
 def box_plot(
@@ -23,13 +68,7 @@ def box_plot(
     ylim: tuple[float, float] | None = None,
 ) -> bytes:
     """A box plot per condition (column) of the per-group values, with every point shown."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ConfigError("--plots needs matplotlib: pip install 'geval-async[plots]'") from exc
+    plt = _pyplot()
     columns = [str(c) for c in table.columns]
     values = [table[c].dropna().to_numpy(dtype=float) for c in table.columns]
     figure, axes = plt.subplots(figsize=(1.9 * max(2, len(columns)) + 1.2, 4.0), dpi=150)

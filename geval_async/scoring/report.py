@@ -17,6 +17,7 @@ from ..study.plan import JudgeItem, Study, render_messages
 from ..study.steps import steps_origin
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
+from .trust import ONE_DRAW, n_curve_sentences
 
 
 def raw_documents(study: Study, scores: Iterable[ItemScore]) -> dict[str, bytes]:
@@ -235,3 +236,67 @@ def _markdown(table: pd.DataFrame) -> str:
         cells = ["" if pd.isna(v) else f"{v:.3f}" for v in row]
         lines.append("| " + " | ".join([str(index), *cells]) + " |")
     return "\n".join(lines)
+
+
+def trust_section(
+    long: pd.DataFrame,
+    consistency: pd.DataFrame,
+    n_curve: pd.DataFrame,
+    mode: SamplingMode,
+    plot: str | None = None,
+) -> str:
+    """The Markdown of how far to trust the scores: the mean SE per criterion, the judge's
+    self-consistency over its draws and the n curve (``plot``: the n curve's image, relative
+    to the report)."""
+    spread = (
+        "the standard deviation of the rating distribution (the spread of the judge's belief "
+        "on its one draw, not a sampling error)"
+        if mode == SamplingMode.LOGPROBS
+        else "s / sqrt(m) of the valid ratings (ddof = 1; undefined below two valid ratings)"
+    )
+    mean_se = long.groupby("criterion", sort=False)["se"].mean()
+    out = [
+        "",
+        "## How far to trust the scores",
+        "",
+        f"Each record's standard error (`se` in `scores/*_long.csv`) is {spread}. "
+        "Self-consistency is Krippendorff's alpha over the judge's own draws "
+        "(records as units, draws as coders; 1 = every draw agrees); units are the records "
+        "with two or more valid draws (rubric criteria: each record's rubrics).",
+        "",
+        "| criterion | mean SE | draws | units | alpha (interval) | alpha (ordinal) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in consistency.itertuples():
+        out.append(
+            f"| {row.criterion} | {_number(mean_se.get(row.criterion))} | {row.draws} | "
+            f"{row.units} | {_number(row.alpha_interval)} | {_number(row.alpha_ordinal)} |"
+        )
+    notes = sorted({str(n) for n in consistency["note"] if isinstance(n, str) and n})
+    out += ["", *(f"Note: {note}." for note in notes)] if notes else []
+    out += ["", "### Was n worth it", ""]
+    if mode == SamplingMode.LOGPROBS:
+        return "\n".join([*out, f"Not computed: {ONE_DRAW}."]) + "\n"
+    if n_curve.empty:
+        return "\n".join([*out, "Not computed: no Likert criterion with scored records."]) + "\n"
+    out += [
+        "Every record re-scored from its first k cached draws (no new calls): Spearman with "
+        "the n-draw scores (nested draws, so an upper bound for an independent run) and the "
+        "mean SE.",
+        "",
+        *(f"- {sentence}." for sentence in n_curve_sentences(n_curve)),
+        "",
+        "| criterion | k | Spearman | mean SE |",
+        "|---|---:|---:|---:|",
+    ]
+    for row in n_curve.itertuples():
+        out.append(
+            f"| {row.criterion} | {row.k} | {_number(row.spearman)} | {_number(row.mean_se)} |"
+        )
+    if plot is not None:
+        out += ["", f"![n curve]({plot})"]
+    return "\n".join(out) + "\n"
+
+
+def _number(value: object) -> str:
+    return "" if value is None or pd.isna(value) else f"{float(value):.3f}"  # type: ignore[arg-type]

@@ -5,6 +5,8 @@
     >>> results.table("con")         # users x conditions, with the Average row
     >>> results.composite()          # the 100-point composite
     >>> results.comparisons()        # Welch + BH (or the configured test)
+    >>> results.consistency          # Krippendorff's alpha over the judge's draws
+    >>> results.n_curve              # was n worth it: mean SE and Spearman for k = 1..n
     >>> write_outputs(results)       # every output file, as `geval-async report` writes them
 
 Nothing here calls the network: scoring reads the cache only, so re-scoring is free. Nothing
@@ -38,6 +40,7 @@ from .tables import (
     long_frame,
     with_average,
 )
+from .trust import consistency_frame, n_curve_frame
 
 
 @dataclass
@@ -69,6 +72,19 @@ class StudyResults:
     def long(self) -> pd.DataFrame:
         """One row per record and criterion: score, status, valid/invalid, distribution."""
         return long_frame(self.scores)
+
+    @cached_property
+    def consistency(self) -> pd.DataFrame:
+        """Per criterion, Krippendorff's alpha (interval, ordinal) over the judge's own draws,
+        records as units and draws as coders (see :mod:`.trust`); a note in logprobs mode."""
+        return consistency_frame(self.study, self.scores)
+
+    @cached_property
+    def n_curve(self) -> pd.DataFrame:
+        """Per criterion and k = 1..n, from the cached draws: the mean SE of the scores from
+        the first k draws and their Spearman correlation with the n-draw scores (samples
+        mode; empty in logprobs mode)."""
+        return n_curve_frame(self.study, self.scores)
 
     @cached_property
     def group_tables(self) -> dict[str, pd.DataFrame]:

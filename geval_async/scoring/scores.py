@@ -25,7 +25,7 @@ import orjson
 from ..judging.read_model import ItemAnswers
 from ..options import AnswerForm, Fractional, ParserMode, SamplingMode, ScoreStatus
 from ..study.plan import PlannedCriterion, Study
-from .distributions import with_mass_floor
+from .distributions import standard_error, with_mass_floor
 from .ratings import (
     RatingDistribution,
     RatingParser,
@@ -62,6 +62,9 @@ class ItemScore:
     rubric: str | None = None
     parts: tuple[ItemScore, ...] = ()
     outcome: RubricOutcome | None = None
+    # samples: s / sqrt(m) of the valid ratings (None below two); logprobs: the distribution's
+    # standard deviation; rubric criteria: None (their score is a verdict, not a mean).
+    se: float | None = None
 
     @property
     def weighted_score(self) -> float | None:
@@ -190,8 +193,10 @@ def score_item(
         )
         ratings = tuple(None if r is None else points[int(r) - 1] for r in ratings)
     status = SCORED if distribution.weighted_score is not None else NO_VALID
+    se = distribution.sd if mode == SamplingMode.LOGPROBS else standard_error(ratings)
     return ItemScore(
         status=status,
+        se=se,
         distribution=distribution,
         answers=answers,
         ratings=ratings,

@@ -1,7 +1,7 @@
 """Tables a data scientist already uses (pandas), from item scores (sync, no I/O).
 
-- the long table: one row per record and criterion, with score, valid/invalid samples and the
-  distribution, for anyone doing their own analysis;
+- the long table: one row per record and criterion, with score, its standard error (``se``),
+  valid/invalid samples and the distribution, for anyone doing their own analysis;
 - per criterion, the group x condition table with a trailing ``Average`` row (the layout the
   original UEQ study used);
 - the composite: each criterion normalised to 100 (by its scale maximum, or min-max) and
@@ -30,6 +30,7 @@ LONG_COLUMNS = [
     "condition",
     "criterion",
     "score",
+    "se",
     "status",
     "valid",
     "invalid",
@@ -47,6 +48,7 @@ def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
             "condition": s.condition,
             "criterion": s.criterion,
             "score": np.nan if s.weighted_score is None else s.weighted_score,
+            "se": np.nan if s.se is None else s.se,
             "status": s.status,
             "valid": s.valid,
             "invalid": s.invalid,

@@ -4,8 +4,9 @@ Styles, script, data and figures (inline SVG) are all inside the file, so it ope
 stick or an e-mail attachment and never makes a network request. Sections: Overview (the
 study, coverage, invalid shares with reasons, the per-criterion tables and tests), Figures
 (box plots with every group as a point, rating distributions, judge-vs-human scatter plots for
-a study with human scores) and the Drill-down (every record; its answers rendered on demand
-from inline JSON).
+a study with human scores), How far to trust the scores (mean standard error, the judge's
+self-consistency over its draws, the n curve) and the Drill-down (every record with its
+standard errors; its answers rendered on demand from inline JSON).
 
 The page is a Jinja2 template (``templates/``, shipped as package data); this package is a
 pure renderer: handed :class:`StudyResults` (and the judge-vs-human data), it returns the page
@@ -42,6 +43,7 @@ from .overview import (
     test_table,
 )
 from .readings import REASON_WORDS, reason_counts
+from .trust import trust_section
 
 __all__ = ["render_html_report"]
 
@@ -131,6 +133,7 @@ def render_html_report(
         prefix=prefix,
         figures=box_figures(results) + distribution_figures(results),
         meta=None if human is None else human_section(results, human),
+        trust=trust_section(results),
         data=Markup(script_json(data)),
         reason_words=REASON_WORDS,
         invalid_warnings=[d.warning() for d in results.share_differences()],

@@ -7,7 +7,8 @@ fields literally, exactly as the judge stage rendered them.
 
 Compact keys keep the file small. Per record: ``id``, ``g`` group, ``c`` condition, ``f`` its
 fields, ``p`` the prompt text of its non-text fields (as the judge stage rendered them), and ``k``
-per criterion ``[weighted score, status, valid samples, invalid samples, parts]``, a part being
+per criterion ``[weighted score, status, valid samples, invalid samples, parts, standard error]``,
+a part being
 ``[rubric, [[answer, rating, reason?], ...], distribution, weighted score]``.
 """
 
@@ -51,7 +52,14 @@ def _entry(score: ItemScore | None, readings: dict[Item, list[Reading]]) -> list
         return None
     name = score.criterion
     parts = [_part(p, name, readings) for p in score.parts or (score,)]
-    return [_value(score.weighted_score), score.status, score.valid, score.invalid, parts]
+    return [
+        _value(score.weighted_score),
+        score.status,
+        score.valid,
+        score.invalid,
+        parts,
+        _value(score.se),
+    ]
 
 
 def drilldown_data(results: StudyResults) -> dict[str, Any]:

@@ -167,3 +167,12 @@ def scatter_figure(name: str, pairs: pd.DataFrame, ylim: tuple[float, float], la
     axes.grid(alpha=0.3)
     _margins(figure)
     return _svg(plt, figure)
+
+
+def n_curve_figure(curve: pd.DataFrame) -> str:
+    """The n curve (:func:`..plots.draw_n_curve`: Spearman with the full n and the mean SE
+    against the draws kept) as inline SVG."""
+    from ..plots import draw_n_curve
+
+    plt = _pyplot("n-curve")
+    return _svg(plt, draw_n_curve(plt, curve, PALETTE))

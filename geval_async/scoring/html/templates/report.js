@@ -270,6 +270,8 @@
       var summary = "weighted score " + (entry[0] === null ? "none" : fixed(entry[0], 3)) +
         " (scale " + criterion.lo + "-" + criterion.hi + "); " + entry[1] + "; " +
         entry[2] + " valid, " + entry[3] + " invalid samples";
+      // The SE: the spread of the valid ratings over sqrt(m), or (logprobs) the distribution's SD.
+      if (entry[5] !== null) summary += "; " + (data.mode === "logprobs" ? "standard deviation of the distribution " : "standard error ") + fixed(entry[5], 3);
       section.appendChild(el("p", summary, { "class": "weighted" }));
       entry[4].forEach(function (part, p) {
         var prompt = criterion.prompts[p];

@@ -41,8 +41,6 @@ from .definition import DEFINITION_KEYS, Definition, parse_definition
 from .reader import TableReader
 from .scale import Scale
 
-AUTO_PARTS = ("metric_name", "points", "rubric")
-
 # The names of a study's other output files (scoring/outputs.py): scores/<prefix>_long.csv,
 # scores/<prefix>_average.csv, plots/<prefix>_composite.png, stats/<prefix>_ttest.csv and
 # _paired.csv, <prefix>_report.md/.html, meta/<prefix>_meta.csv. A criterion's own files are

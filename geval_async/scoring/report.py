@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..options import SamplingMode, StatTest
 from ..study.plan import JudgeItem, Study, render_messages
+from ..study.records import Record
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 
@@ -21,7 +22,7 @@ from .stats import Comparison
 def raw_documents(study: Study, scores: Iterable[ItemScore]) -> dict[str, bytes]:
     """Per criterion, the JSON of every item: the prompt sent, the answers and ratings."""
     items_by_criterion: dict[str, list[dict[str, object]]] = {c.name: [] for c in study.criteria}
-    records = {r.id: r for r in study.records}
+    records = _RecordLookup(study)
     criteria = {c.name: c for c in study.criteria}
     for score in scores:
         entry: dict[str, object] = {
@@ -52,8 +53,19 @@ def raw_documents(study: Study, scores: Iterable[ItemScore]) -> dict[str, bytes]
     return documents
 
 
+class _RecordLookup:
+    """A study's records by id, each read from the file when asked for (not all held)."""
+
+    def __init__(self, study: Study) -> None:
+        self._records = study.records
+        self._positions = {record_id: i for i, record_id in enumerate(study.records.ids)}
+
+    def __getitem__(self, record_id: str) -> Record:
+        return self._records[self._positions[record_id]]
+
+
 def _raw_item(
-    score: ItemScore, records: dict[str, Any], criteria: dict[str, Any]
+    score: ItemScore, records: _RecordLookup, criteria: dict[str, Any]
 ) -> dict[str, object]:
     criterion = criteria[score.criterion]
     rubric = next((r for r in criterion.config.rubrics if r.name == score.rubric), None)

@@ -84,3 +84,27 @@ def test_records_changed_under_the_study_is_one_clear_error(study: StudyFiles) -
     with pytest.raises(ConfigError, match="records file changed") as caught:
         list(records)
     assert str(study.records) in str(caught.value)
+
+
+def test_raw_exports_that_fail_while_rendered_leave_every_output_as_it_was(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    from geval_async.scoring.outputs import write_outputs
+    from geval_async.scoring.results import load_results
+
+    study.write_config(sim.base_url)
+    assert run_study(study).returncode == 0
+    written = write_outputs(load_results(study.config), ["scores"])
+    raw = [p for p in written if p.parent.name == "raw"]
+    assert len(raw) == 2 and json.loads(raw[0].read_bytes())["items"][0]["messages"]
+    before = {p: p.read_bytes() for p in written}
+    results = load_results(study.config)
+    rows = [json.loads(line) for line in study.records.read_text().splitlines()]
+    rows.reverse()  # the raw exports read the prompts' texts again: now they differ
+    study.records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ConfigError, match="records file changed"):
+        write_outputs(results, ["scores"])
+    assert {p: p.read_bytes() for p in written} == before
+    assert sorted(p.name for p in study.output.rglob("*")) == sorted(
+        [p.name for p in written] + ["raw", "scores"]
+    )  # no temporary file left behind

@@ -13,8 +13,8 @@ CPU seconds):
 
 Floors: each at most 250 MB peak, the rerun at most 15 s beyond interpreter start
 (``python -c pass``). The RSS of a process that only imports the CLI is given alongside.
-``--limit K`` runs and rescores only the first K records of the same file (the index still
-covers all 250,000): say so when quoting its figures.
+``--limit K`` runs, reruns, and scores only the first K records of the same file (the index
+still covers all of them; the dry run is of the whole plan): say so when quoting its figures.
 
     .venv/bin/python bench/million.py [--quick] [--records 250000] [--concurrency 64]
         [--limit K] [--keep FOLDER]
@@ -93,7 +93,7 @@ def main() -> None:
             rows.append(row)
             print(table([row], [k for k in row if k != "rss_samples"]), flush=True)
 
-        measure("run --dry-run", ["run", config, "--dry-run", *limit])
+        measure("run --dry-run", ["run", config, "--dry-run"])  # the whole plan, always
         with SimProcess() as sim:
             send = ["run", config, "--quiet", "--base-url", sim.base_url, *limit]
             send += ["--concurrency", str(args.concurrency)]

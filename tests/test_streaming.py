@@ -108,3 +108,17 @@ def test_raw_exports_that_fail_while_rendered_leave_every_output_as_it_was(
     assert sorted(p.name for p in study.output.rglob("*")) == sorted(
         [p.name for p in written] + ["raw", "scores"]
     )  # no temporary file left behind
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
+def test_every_line_ending_reads_the_same_records(tmp_path: Path, end: bytes) -> None:
+    rows = [{"id": "a", "t": "x"}, {"id": 2, "t": "y"}, {"id": 2.0, "t": "z"}]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + end.join(json.dumps(r).encode() for r in rows) + end)
+    records = load_records(path, required_fields=["t"])
+    assert [(r.id, r.fields["t"], r.where) for r in records] == [
+        ("a", "x", "line 1"),
+        ("2", "y", "line 2"),
+        ("2.0", "z", "line 3"),
+    ]
+    assert records[2].fields == {"id": 2.0, "t": "z"}

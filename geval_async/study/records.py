@@ -216,7 +216,7 @@ def load_records(
         groups.append(None if group is None else words.setdefault(group, group))
         conditions.append(None if condition is None else words.setdefault(condition, condition))
         lines.append(number)
-        if offset is None:  # a JSON array: the records stay in memory
+        if offset is None:  # a JSON array (or bare-CR lines): the records stay in memory
             held = [] if held is None else held
             held.append(Record(record_id, group, condition, item, where))
         else:
@@ -249,6 +249,10 @@ def _read(path: Path, id_field: str) -> Iterator[_Row]:
                 handle.seek(0)
                 yield from _array(path, handle.read(), id_field)
                 return
+            if first is _CR_LINES:
+                handle.seek(0)
+                yield from _cr_lines(path, handle.read().removeprefix(_BOM), id_field)
+                return
             yield first
             yield from rows
         except OSError as exc:
@@ -256,6 +260,7 @@ def _read(path: Path, id_field: str) -> Iterator[_Row]:
 
 
 _ARRAY: Any = object()  # what _lines yields first when the file is a JSON array
+_CR_LINES: Any = object()  # ... when its lines end in a bare CR (old Mac exports)
 
 
 def _lines(path: Path, handle: BinaryIO, id_field: str) -> Iterator[Any]:
@@ -271,16 +276,30 @@ def _lines(path: Path, handle: BinaryIO, id_field: str) -> Iterator[Any]:
         if first and line.lstrip()[:1] == b"[":
             yield _ARRAY  # the file is a JSON array
             return
+        if first and b"\r" in line.rstrip(b"\r\n"):
+            yield _CR_LINES
+            return
         first = False
-        try:
-            item = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise ConfigError(
-                f"{path}: line {number}: not valid JSON ({_why(exc, line)}); "
-                "records must be a JSON array or one JSON object per line"
-            ) from exc
-        id_text = _as_written(line)[id_field] if _numeric_id(item, id_field) else None
-        yield (f"line {number}", number, at, item, id_text)
+        yield _row(path, number, at, line, id_field)
+
+
+def _cr_lines(path: Path, content: bytes, id_field: str) -> Iterator[_Row]:
+    """A file whose lines end in a bare CR: split whole (its records are held)."""
+    for number, line in enumerate(content.splitlines(), start=1):
+        if line and not line.isspace():
+            yield _row(path, number, None, line, id_field)
+
+
+def _row(path: Path, number: int, at: int | None, line: bytes, id_field: str) -> _Row:
+    try:
+        item = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: line {number}: not valid JSON ({_why(exc, line)}); "
+            "records must be a JSON array or one JSON object per line"
+        ) from exc
+    id_text = _as_written(line)[id_field] if _numeric_id(item, id_field) else None
+    return (f"line {number}", number, at, item, id_text)
 
 
 def _array(path: Path, content: bytes, id_field: str) -> Iterator[_Row]:

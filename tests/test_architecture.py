@@ -212,6 +212,7 @@ SCORING_TIERS = {
     "results": 2,  # the front door for analysis: data, no writer
     "html": 3,  # the HTML view: a pure renderer, handed data
     "outputs": 4,  # the one writer
+    "files": 4,  # its files, written whole or not at all
 }  # fmt: skip
 TIERS = {"judging": JUDGING_TIERS, "scoring": SCORING_TIERS}
 

@@ -87,7 +87,7 @@ def cmd_answers(args: argparse.Namespace) -> int:
     if args.criterion is not None:
         results.config.criterion(args.criterion)  # an unknown name is a one-line error
     if args.condition is not None:  # else a misspelt one finds "0 of 0 answers"
-        seen = sorted({str(r.condition) for r in results.study.records if r.condition is not None})
+        seen = sorted({str(c) for c in results.study.records.conditions if c is not None})
         if args.condition not in seen:
             known = f"the records' conditions: {', '.join(seen)}" if seen else "the study has none"
             raise ConfigError(f"--condition {args.condition}: no record has it ({known})")
@@ -137,10 +137,11 @@ def _story(results: StudyResults, record: str, samples: pd.DataFrame, only: str 
     from ..study.plan import JudgeItem, render_messages
 
     study = results.study
-    match = [r for r in study.records if str(r.id) == str(record)]
+    # The index finds the record; only its line is read.
+    match = [i for i, found_id in enumerate(study.records.ids) if found_id == str(record)]
     if not match:
         raise ConfigError(f"record {record!r} is not in {study.config.data.path}")
-    found = match[0]
+    found = study.records[match[0]]
     print(f"record {found.id} (group {found.group}, condition {found.condition})")
     for criterion in study.criteria:
         if only is not None and criterion.name != only:

@@ -134,7 +134,7 @@ def _two_conditions(results: StudyResults) -> None:
         hint = "set [data] condition (the record field naming each record's condition), then "
         hint += '[stats] conditions = ["A", "B"], the two to compare'
     else:
-        seen = sorted({str(r.condition) for r in results.study.records})
+        seen = sorted({str(c) for c in results.study.records.conditions})
         hint = f"add [stats] conditions = [...], two values of the field {field!r}: "
         hint += ", ".join(seen)
     raise ConfigError(f"{config.source}: no two conditions to compare: {hint}")

@@ -25,7 +25,7 @@ from ..scoring.outputs import Output, csv_bytes, write_files
 from ..scoring.results import load_results
 from ..study.config import EvalConfig
 from ..study.meta_study import read_meta_study
-from ..study.records import Record, load_records
+from ..study.records import Records, load_records
 from ..study.settings import JudgeFile, MetaStudy
 from .correlations import Correlation, correlations_frame, format_correlations
 from .findings import correlate_judges
@@ -153,7 +153,7 @@ def meta_evaluate(
     return MetaEvaluation(study, origins, correlations, notes, warnings, digests)
 
 
-def _records(study: MetaStudy) -> list[Record]:
+def _records(study: MetaStudy) -> Records:
     data = study.data
     return load_records(
         data.path,

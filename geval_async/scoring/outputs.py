@@ -39,10 +39,9 @@ from __future__ import annotations
 
 import csv
 import math
-import os
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,9 +49,10 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..options import StatTest
+from .files import Output, write_files
 from .human import HumanComparison
 from .plots import n_curve_plot
-from .report import comparison_section, markdown_report, raw_documents, trust_section
+from .report import comparison_section, markdown_report, trust_section, write_raw_document
 from .stats import comparisons_frame
 from .tables import COMPOSITE
 
@@ -61,14 +61,6 @@ if TYPE_CHECKING:
 
 DECIMALS = 3  # score tables and the composite
 SIGNIFICANT = 6  # test statistics, p-values, effect sizes
-
-
-@dataclass(frozen=True)
-class Output:
-    """One file to write: where, and its whole content."""
-
-    path: Path
-    data: bytes
 
 
 @dataclass(frozen=True)
@@ -82,43 +74,7 @@ class OutputOptions:
     human: HumanComparison | None = None
 
 
-# --- writing -----------------------------------------------------------------------------------
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename.
-
-    The file gets the permissions any new file of the user gets (0666 less the umask), not
-    the 0600 of a temporary file: colleagues on a shared server can read the results.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(data)
-            os.chmod(temporary, 0o666 & ~_umask())
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
-    except OSError as exc:
-        raise ConfigError(
-            f"{path}: cannot write the output file ({exc.strerror}); "
-            "check [output] path or pass --output"
-        ) from exc
-    return path
-
-
-def write_files(outputs: Iterable[Output]) -> list[Path]:
-    """Write rendered outputs, each atomically; returns their paths."""
-    return [write_atomic(output.path, output.data) for output in outputs]
+# --- writing: see .files -----------------------------------------------------------------
 
 
 def csv_bytes(frame: pd.DataFrame, *, index: bool = True, float_format: str | None = None) -> bytes:
@@ -165,8 +121,12 @@ def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
     outputs.append(
         Output(output_path(results, "scores", "long.csv"), csv_bytes(results.long, index=False))
     )
-    for name, document in raw_documents(results.study, results.scores).items():
-        outputs.append(Output(output_path(results, "raw", f"{name}.json"), document))
+    for c in results.study.criteria:
+        # Written as rendered: a large study's prompts are never all held.
+        write = partial(
+            write_raw_document, study=results.study, criterion=c.name, scores=results.scores
+        )
+        outputs.append(Output(output_path(results, "raw", f"{c.name}.json"), write=write))
     return outputs
 
 

@@ -5,15 +5,17 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 import pandas as pd
 
 from ..options import SamplingMode, StatTest
 from ..study.plan import JudgeItem, Study, render_messages
+from ..study.records import Record
 from ..study.steps import steps_origin
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
@@ -22,10 +24,36 @@ from .trust import ONE_DRAW, n_curve_sentences
 
 def raw_documents(study: Study, scores: Iterable[ItemScore]) -> dict[str, bytes]:
     """Per criterion, the JSON of every item: the prompt sent, the answers and ratings."""
-    items_by_criterion: dict[str, list[dict[str, object]]] = {c.name: [] for c in study.criteria}
-    records = {r.id: r for r in study.records}
+    scores = list(scores)
+    documents = {}
+    for criterion in study.criteria:
+        out = io.BytesIO()
+        write_raw_document(out, study, criterion.name, scores)
+        documents[criterion.name] = out.getvalue()
+    return documents
+
+
+def write_raw_document(
+    out: BinaryIO, study: Study, criterion: str, scores: Iterable[ItemScore]
+) -> None:
+    """Write the raw export of ``criterion`` to ``out``, one item at a time: the prompts of a
+    large study are rendered as they are written, never all held (the records are read
+    again from the file by offset). The bytes are those of the whole document dumped with
+    ``orjson.OPT_INDENT_2``."""
+    records = _RecordLookup(study)
     criteria = {c.name: c for c in study.criteria}
+    head = {
+        "criterion": criterion,
+        "display_name": criteria[criterion].config.display_name,
+        "model": study.config.judge.model,
+        "mode": study.config.sampling.mode,
+        "items": None,
+    }
+    opening = orjson.dumps(head, option=orjson.OPT_INDENT_2).removesuffix(b"null\n}")
+    written = 0
     for score in scores:
+        if score.criterion != criterion:
+            continue
         entry: dict[str, object] = {
             "record_id": score.record_id,
             "group": score.group,
@@ -40,22 +68,28 @@ def raw_documents(study: Study, scores: Iterable[ItemScore]) -> dict[str, bytes]
             entry["score"] = score.weighted_score
         else:
             entry.update(_raw_item(score, records, criteria))
-        items_by_criterion[score.criterion].append(entry)
-    documents = {}
-    for name, items in items_by_criterion.items():
-        document = {
-            "criterion": name,
-            "display_name": criteria[name].config.display_name,
-            "model": study.config.judge.model,
-            "mode": study.config.sampling.mode,
-            "items": items,
-        }
-        documents[name] = orjson.dumps(document, option=orjson.OPT_INDENT_2)
-    return documents
+        item = orjson.dumps(entry, option=orjson.OPT_INDENT_2)
+        # JSON text holds no raw newline, so each line of the item moves in by its depth.
+        out.write(
+            (b",\n    " if written else opening + b"[\n    ") + item.replace(b"\n", b"\n    ")
+        )
+        written += 1
+    out.write(b"\n  ]\n}" if written else opening + b"[]\n}")
+
+
+class _RecordLookup:
+    """A study's records by id, each read from the file when asked for (not all held)."""
+
+    def __init__(self, study: Study) -> None:
+        self._records = study.records
+        self._positions = {record_id: i for i, record_id in enumerate(study.records.ids)}
+
+    def __getitem__(self, record_id: str) -> Record:
+        return self._records[self._positions[record_id]]
 
 
 def _raw_item(
-    score: ItemScore, records: dict[str, Any], criteria: dict[str, Any]
+    score: ItemScore, records: _RecordLookup, criteria: dict[str, Any]
 ) -> dict[str, object]:
     criterion = criteria[score.criterion]
     rubric = next((r for r in criterion.config.rubrics if r.name == score.rubric), None)

@@ -8,12 +8,10 @@ run), and a paired test over groups that appear under only one of its two condit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..errors import ConfigError
 from .config import CriterionConfig, EvalConfig
 from .prompts import Template
-from .records import Record
+from .records import Records
 
 __all__ = ["check_fields_inserted", "check_stats"]
 
@@ -44,7 +42,7 @@ def check_fields_inserted(criterion: CriterionConfig, template: Template) -> Non
         )
 
 
-def check_stats(config: EvalConfig, records: Sequence[Record]) -> None:
+def check_stats(config: EvalConfig, records: Records) -> None:
     """The ``[stats]`` conditions occur in the records; a paired test has pairs.
 
     Raises:
@@ -59,7 +57,7 @@ def check_stats(config: EvalConfig, records: Sequence[Record]) -> None:
             f"{config.source}: [stats] conditions needs the records' condition field: "
             'set [data] condition = "..."'
         )
-    present = {r.condition for r in records}
+    present = set(records.conditions)  # from the index: no text is read
     for condition in conditions:
         if condition not in present:
             shown = ", ".join(sorted(str(c) for c in present if c is not None)[:5])
@@ -75,9 +73,10 @@ def check_stats(config: EvalConfig, records: Sequence[Record]) -> None:
             'set [data] group = "..." (or use test = "welch")'
         )
     a, b = conditions
-    groups = {
-        condition: {r.group for r in records if r.condition == condition} for condition in (a, b)
-    }
+    groups: dict[str | None, set[str | None]] = {a: set(), b: set()}
+    for group, held in zip(records.groups, records.conditions, strict=True):
+        if held in groups:
+            groups[held].add(group)
     for condition, other in ((a, b), (b, a)):
         alone = sorted(str(g) for g in groups[condition] - groups[other])
         if alone:

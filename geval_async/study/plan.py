@@ -31,7 +31,7 @@ from .criteria import Rubric
 from .definition import Steps
 from .keys import KeyFrame, request_key
 from .prompts import Template, field_text
-from .records import Record
+from .records import Record, Records
 from .shard import Share
 
 # Per-message framing tokens providers add; the estimate only needs to be close and stable.
@@ -68,7 +68,7 @@ class Study:
     """Everything needed to plan and score a study, checked."""
 
     config: EvalConfig
-    records: list[Record]
+    records: Records  # read from the file again as each walk of the plan needs them
     criteria: tuple[PlannedCriterion, ...]
     warnings: tuple[str, ...] = ()  # doubts found at load (a prompt stating another scale)
 
@@ -111,7 +111,7 @@ class Study:
         return shard.cut(r.key for requests in _request_chunks(self) for r in requests)
 
     @property
-    def selected_records(self) -> list[Record]:
+    def selected_records(self) -> Records:
         """The records in the plan (the first ``--limit`` when a limit is set)."""
         limit = self.config.limit
         return self.records if limit is None else self.records[:limit]

@@ -106,7 +106,7 @@ def drilldown_data(results: StudyResults) -> dict[str, Any]:
         if rendered:
             row["p"] = rendered
         records.append(row)
-    conditions = sorted({r.condition for r in study.selected_records if r.condition is not None})
+    conditions = sorted({c for c in study.selected_records.conditions if c is not None})
     ordered = [c for c in config.stats.conditions if c in conditions]
     return {
         "mode": config.sampling.mode,

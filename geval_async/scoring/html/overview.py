@@ -183,8 +183,9 @@ def study_facts(results: StudyResults) -> list[tuple[str, str]]:
         f"{c.config.display_name} ({c.name}, {_scale(c.config.scale.points)})"
         for c in study.criteria
     )
-    conditions = sorted({r.condition for r in study.selected_records if r.condition is not None})
-    groups = {r.group for r in study.selected_records if r.group is not None}
+    selected = study.selected_records
+    conditions = sorted({c for c in selected.conditions if c is not None})
+    groups = {g for g in selected.groups if g is not None}
     scored = sum(t.scored for t in results.tallies.values())
     items = sum(t.items for t in results.tallies.values())
     facts = [

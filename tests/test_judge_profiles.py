@@ -275,3 +275,62 @@ def test_a_refused_n_is_read_from_the_bodys_param_not_its_words() -> None:
     # The same words about another parameter are a refusal of that request, not of n.
     raw = json.dumps({"error": {**body["error"], "param": "messages", "code": None}}).encode()
     assert decide(response_fact(400, raw, {}), history, n=10).action is Action.REFUSE
+
+
+# -- batch jobs use what the endpoint has taught -------------------------------------------
+
+BATCH = ("--batch", "--poll", "0.05")
+
+
+def test_batch_learns_max_completion_tokens_and_sends_the_refused_lines_again(
+    srv: SimServer, tmp_path: Path
+) -> None:
+    srv.settings.profile = "openai-reasoning"
+    done = _run(srv, tmp_path, GPT5, "--max-tokens", "2000", *BATCH)
+    assert done.returncode == 0, done.stderr
+    # The first batch was refused line by line for max_tokens; the second asked again.
+    assert (srv.stats.batches, srv.stats.batch_lines) == (2, 2 * ITEMS)
+    assert srv.stats.received == 0  # not one online request
+    results = _score(srv, tmp_path, GPT5, "--max-tokens", "2000")
+    assert Counter(score.ratings for score in results.scores) == _given(srv)
+    assert all(score.valid == 10 for score in results.scores)
+    # Remembered: the next batch (four more records) holds no line the endpoint refuses.
+    again = _run(srv, tmp_path, GPT5, "--max-tokens", "2000", "--limit", str(2 * LIMIT), *BATCH)
+    assert again.returncode == 0, again.stderr
+    assert (srv.stats.batches, srv.stats.batch_lines) == (3, 3 * ITEMS)
+    assert _status(srv, tmp_path, GPT5, "--max-tokens", "2000", "--limit", "8")["answered"] == (
+        2 * ITEMS
+    )
+
+
+def test_batch_after_an_online_run_sends_max_completion_tokens_from_the_start(
+    srv: SimServer, tmp_path: Path
+) -> None:
+    srv.settings.profile = "openai-reasoning"
+    assert _run(srv, tmp_path, GPT5, "--max-tokens", "2000").returncode == 0
+    done = _run(srv, tmp_path, GPT5, "--max-tokens", "2000", "--limit", str(2 * LIMIT), *BATCH)
+    assert done.returncode == 0, done.stderr
+    assert (srv.stats.batches, srv.stats.batch_lines) == (1, ITEMS)
+    row = _status(srv, tmp_path, GPT5, "--max-tokens", "2000", "--limit", str(2 * LIMIT))
+    assert (row["answered"], row["missing"]) == (2 * ITEMS, 0)
+
+
+def test_batch_line_refused_for_a_setting_stops_the_run_as_online(
+    srv: SimServer, tmp_path: Path
+) -> None:
+    srv.settings.profile = "openai-reasoning"
+    flags = ("--max-tokens", "2000", "--temperature", "0.7")
+    online = _run(srv, tmp_path / "online", GPT5, *flags)
+    line = (
+        "stopped: [sampling] temperature = 0.7 is refused by gpt-5-mini (unsupported_value: "
+        "only the default (1) value is supported): set temperature = 1"
+    )
+    assert online.returncode == 1 and line in online.stderr
+    srv.stats.reset()
+    done = _run(srv, tmp_path, GPT5, *flags, *BATCH)
+    assert done.returncode == 1 and line in done.stderr
+    # One batch (max_tokens then refused line by line) is learned and sent again; the second
+    # is refused for the temperature: no third, and nothing stored for the items.
+    assert srv.stats.batches == 2
+    row = _status(srv, tmp_path, GPT5, *flags)
+    assert (row["answered"], row["refused"], row["missing"]) == (0, 0, ITEMS)

@@ -334,3 +334,20 @@ def test_batch_line_refused_for_a_setting_stops_the_run_as_online(
     assert srv.stats.batches == 2
     row = _status(srv, tmp_path, GPT5, *flags)
     assert (row["answered"], row["refused"], row["missing"]) == (0, 0, ITEMS)
+
+
+def test_anthropic_compat_in_logprobs_mode_stops_at_its_first_answer(
+    srv: SimServer, tmp_path: Path
+) -> None:
+    # The endpoint ignores logprobs: the answers come without them, and none could be scored.
+    srv.settings.profile = "anthropic-compat"
+    flags = ("--mode", "logprobs", "--concurrency", "2")
+    done = _run(srv, tmp_path, CLAUDE, *flags)
+    assert done.returncode == 1
+    assert (
+        f'stopped: [sampling] mode = "logprobs": {CLAUDE} answered without logprobs (the '
+        'endpoint ignores them): set mode = "samples"'
+    ) in done.stderr
+    assert srv.stats.by_status[200] <= 2  # the requests in flight, not the plan's 16
+    row = _status(srv, tmp_path, CLAUDE, *flags)
+    assert (row["answered"], row["refused"], row["missing"]) == (0, 0, ITEMS)

@@ -398,7 +398,8 @@ def test_a_submit_killed_after_upload_is_finished_by_the_next_command(
 def test_input_files_are_split_at_the_line_limit(sim: SimServer, study: StudyFiles) -> None:
     import asyncio
 
-    from geval_async.judging.batch.control import BatchControl, make_client
+    from geval_async.judging.batch.control import BatchControl
+    from geval_async.judging.batch.provider import make_client
     from geval_async.judging.claims import Claims
     from geval_async.study.config import load_config
     from geval_async.study.prepare import prepare_study

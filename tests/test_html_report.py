@@ -363,3 +363,56 @@ def test_report_of_a_subset_is_named_by_its_variant_and_readable_by_colleagues(
     assert "scores/t-limit-4_*.csv" in page  # names the tables written beside it
     # The Python API names it the same way, through the same writer.
     assert geval_async.html_report(study.config, limit=4) == path
+
+
+def test_drilldown_shows_a_thinking_judges_reasoning_above_its_answer(
+    study: StudyFiles, browser: Any
+) -> None:
+    # A judge that thinks in <think> tags (llama.cpp, Ollama); a share cut off while thinking.
+    with SimServer(SimSettings(profile="think-tags", think_cut_off=0.3)) as server:
+        study.write_config(server.base_url, sampling={"max_tokens": 2000})
+        result = run_cli("run", str(study.config), "--quiet")
+        assert result.returncode == 0, result.stderr
+    path = geval_async.html_report(study.config)
+    samples = geval_async.load_results(study.config).samples
+    clar = samples[samples["criterion"] == "clar"]
+    # A record with an answer cut off while thinking and one that concluded.
+    record = next(
+        r
+        for r, group in clar.groupby("record_id")
+        if group["reason"].isna().any() and (group["reason"] == "cut_off").any()
+    )
+    rows = clar[clar["record_id"] == record]
+    assert len(rows) == 3
+    opened = open_report(browser, path)
+    try:
+        page = opened.page
+        assert opened.console == []
+        page.fill("#filter-text", record)
+        page.click("#records tbody tr >> nth=0")
+        section = page.locator("#record-detail section[data-criterion='clar']")
+        shown = section.locator("table.answers tbody tr")
+        assert shown.count() == 3
+        for row, tr in zip(rows.itertuples(), shown.all(), strict=True):
+            opening = re.match(r"<(think|thinking)>\n", row.text)
+            assert opening is not None, row.text
+            reasoning, _, answer = row.text[opening.end() :].partition(f"</{opening[1]}>")
+            reasoning = reasoning.strip()
+            # Collapsed: the summary says how long; the answer the rating came from is below.
+            thought = tr.locator("td.answer details.reasoning")
+            assert thought.get_attribute("open") is None
+            assert tr.locator("td.answer .thought").is_hidden()
+            summary = thought.locator("summary").text_content()
+            assert summary.startswith(f"reasoning ({len(reasoning):,} characters")
+            assert tr.locator("td.answer .said").text_content() == answer.strip()
+            rating = tr.locator("td:nth-child(3)").text_content()
+            if isinstance(row.reason, str):
+                assert (rating, row.reason) == ("invalid", "cut_off")
+                assert "cut off before it ended" in summary and not answer
+            else:
+                # "4", "Score: 4", "4/5": read from this, not from the reasoning's numbers.
+                assert rating == f"{row.rating:g}" and rating in answer
+            thought.locator("summary").click()
+            assert tr.locator("td.answer .thought").text_content() == reasoning
+    finally:
+        page.context.close()

@@ -29,7 +29,18 @@ if TYPE_CHECKING:
 
     from ..scoring.results import StudyResults
 
-_OVERRIDES = ("cache", "criteria", "limit", "model", "n", "mode")
+# With the sampling flags that are part of every key (as for score).
+_OVERRIDES = (
+    "cache",
+    "criteria",
+    "limit",
+    "model",
+    "n",
+    "mode",
+    "temperature",
+    "max_tokens",
+    "reasoning_effort",
+)
 _TEXT_WIDTH = 70
 
 

@@ -14,10 +14,11 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..judging.batch.control import BatchControl, make_client, server_is_simulated
+from ..errors import ConfigError, RunStopped
+from ..judging.batch.control import BatchControl, server_is_simulated
 from ..judging.batch.files import endpoint, input_line, read_output
 from ..judging.batch.ledger import Ledger
+from ..judging.batch.provider import make_client
 from ..judging.batch.rounds import run_batches
 from ..judging.batch.store import Stored, requests_by_key, store_lines
 from ..judging.budget import run_budget
@@ -173,6 +174,8 @@ def run_batch(study: Study, key: str | None, *, poll: float, quiet: bool) -> int
             print(file=sys.stderr)
         report_collected(run.collected, run.stored)
         report_too_large(control)
+        if run.stored.stopped is not None:
+            raise RunStopped(run.stored.stopped)  # as an online run stops, with its line
         return coverage_exit(control.study, control.cache, control.ledger, run.held_back)
 
     return _with_control(None, work, study, key)
@@ -230,6 +233,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
                 stored.add(await control.collect(record, claims))
                 collected.append(record)
         report_collected(collected, stored)
+        if stored.stopped is not None:
+            raise RunStopped(stored.stopped)
         running = [r for r in records if not r.ended]
         if running:
             print(f"{len(running)} batch jobs are still running; collect again later")

@@ -19,7 +19,20 @@ from ..errors import ConfigError
 from ..study.meta_study import META_OVERRIDES, read_meta_study
 
 # Overrides that decide which cache entries hold the judge's answers, plus where things are.
-_OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode", "shard")
+# With the sampling flags that are part of every key (as for score).
+_OVERRIDES = (
+    "cache",
+    "output",
+    "criteria",
+    "limit",
+    "model",
+    "n",
+    "mode",
+    "temperature",
+    "max_tokens",
+    "reasoning_effort",
+    "shard",
+)
 
 
 def add_meta_command(

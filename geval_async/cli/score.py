@@ -23,7 +23,21 @@ if TYPE_CHECKING:
 # pandas and scipy load inside the commands, not at import: `geval-async run` never needs them.
 
 # Everything that decides cache keys (model, n, mode) or what is read (cache, criteria, limit).
-_OVERRIDES = ("cache", "output", "criteria", "limit", "model", "n", "mode", "shard")
+# The flags that choose what was asked (the sampling settings are part of every key: a study
+# run with --max-tokens 2000 is scored with --max-tokens 2000).
+_OVERRIDES = (
+    "cache",
+    "output",
+    "criteria",
+    "limit",
+    "model",
+    "n",
+    "mode",
+    "temperature",
+    "max_tokens",
+    "reasoning_effort",
+    "shard",
+)
 
 
 def add_score_commands(

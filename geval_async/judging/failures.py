@@ -126,7 +126,9 @@ def response_fact(status: int, raw: bytes, headers: Mapping[str, str]) -> Failur
         message=message,
         headers=dict(headers),
         retry_after=wait,
-        refuses_n=status in (400, 422, 500) and bool(_REFUSES_N.search(message)),
+        # The body's param says it (Anthropic's OpenAI-compatible endpoint: param "n", no
+        # code); llama-server's words are read only where no field does.
+        refuses_n=status in (400, 422, 500) and (param == "n" or bool(_REFUSES_N.search(message))),
         too_large=status == 429 and "request too large" in message.lower(),
         quota_exhausted=status == 429 and "insufficient_quota" in (code, kind),
         # No field says these two; OpenAI's words: 403 "You are not allowed to request
@@ -260,7 +262,7 @@ def _decide(
                 Action.STOP, label, f"the judge refuses max_tokens in every spelling ({detail})"
             )
         return Decision(Action.TOKEN_PARAMETER, "token parameter", detail)
-    if n > 1 and (fact.refuses_n or (fact.param == "n" and fact.code.startswith("unsupported"))):
+    if n > 1 and fact.refuses_n:
         return Decision(Action.ONE_CHOICE, "n refused", detail)
     refused = refused_setting(fact, sent)
     if refused is not None:

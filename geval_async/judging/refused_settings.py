@@ -32,6 +32,7 @@ __all__ = [
     "REASONING_EXHAUSTED",
     "TOKEN_PARAMETERS",
     "answer_fact",
+    "ignored_logprobs",
     "reasoning_exhausted",
     "reasoning_tokens",
     "refused_setting",
@@ -144,6 +145,16 @@ def answer_fact(parsed: Mapping[str, Any]) -> FailureFact | None:
     if not choices or reasoning_tokens(parsed) <= 0:
         return None
     return FailureFact(status=200, code=REASONING_EXHAUSTED)
+
+
+def ignored_logprobs(sent: Mapping[str, Any]) -> str:
+    """The line that stops a logprobs-mode run whose answer came without logprobs: the endpoint
+    ignores them (Anthropic's OpenAI-compatible one does), so no answer could be scored."""
+    model = sent.get("model", "the judge model")
+    return (
+        f'[sampling] mode = "logprobs": {model} answered without logprobs (the endpoint ignores '
+        'them): set mode = "samples" (G-Eval\'s logprobs mode needs a model that returns logprobs)'
+    )
 
 
 def reasoning_exhausted(sent: Mapping[str, Any]) -> str:

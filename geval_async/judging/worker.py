@@ -36,7 +36,7 @@ from .feed import Feed, ItemWork
 from .limits import RateLimits
 from .origin import ServerEntries
 from .progress import CriterionCounts, RunCounters
-from .refused_settings import answer_fact
+from .refused_settings import answer_fact, ignored_logprobs
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -222,6 +222,11 @@ class Run:
             if self.budget is not None:
                 usage = answer.parsed.get("usage")
                 self.budget.settle(usage if isinstance(usage, dict) else None)
+            if sent.get("logprobs") and self.endpoint.logprobs is False:
+                # Ignored, not refused: every answer would come without them. Not stored (a
+                # samples-mode run asks under other keys).
+                self.halt(ignored_logprobs(sent))
+                return ItemOutcome.STOPPED, 0
             spent = answer_fact(answer.parsed)
             if spent is None:
                 self.history.content_seen = True

@@ -15,23 +15,21 @@ module makes a handful of calls per batch.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...errors import RunStopped
-from ...options import Provider
 from ...study.plan import JudgeRequest, Study
 from ...study.pricing import Budget
-from ...study.settings import DEFAULT_BASE_URL
 from .. import probe
 from ..budget import record_spend, request_cost
 from ..cache import JudgeCache
+from ..capabilities import load_capabilities, save_capabilities
 from ..claims import Claims
 from ..coverage import item_states
 from ..origin import ServerEntries
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
+from .provider import provider_call
 from .queue import QUEUE_FULL, QueueLimit, QueueLimits
 from .store import Stored, requests_by_key, store_lines
 
@@ -52,52 +50,6 @@ async def server_is_simulated(study: Study, api_key: str | None) -> bool | None:
     return await probe.server_is_simulated(study.config.judge)
 
 
-def make_client(study: Study, api_key: str | None) -> AsyncOpenAI:
-    """An ``openai`` client for the judge's provider (the key goes into a header only)."""
-    import openai
-
-    judge = study.config.judge
-    common: dict[str, Any] = {
-        "api_key": api_key or "no-key",
-        "default_headers": dict(judge.headers),
-        "max_retries": 5,
-    }
-    if judge.provider == Provider.AZURE:
-        return openai.AsyncAzureOpenAI(
-            azure_endpoint=str(judge.azure_endpoint), api_version=judge.api_version, **common
-        )
-    return openai.AsyncOpenAI(base_url=judge.base_url or DEFAULT_BASE_URL, **common)
-
-
-@asynccontextmanager
-async def _provider(what: str) -> AsyncIterator[None]:
-    """Translate the ``openai`` package's errors into ours, once (no key ever in the text)."""
-    import openai
-
-    try:
-        yield
-    except openai.AuthenticationError as exc:
-        raise RunStopped(
-            f"{what}: the provider refused the API key (HTTP {exc.status_code}); "
-            "check the key variable named by [judge] api_key_env"
-        ) from exc
-    except openai.NotFoundError as exc:
-        raise RunStopped(
-            f"{what}: not found (HTTP 404) at the provider; check base_url (or azure_endpoint "
-            "and api_version) and that the provider offers the Batch API"
-        ) from exc
-    except openai.APIStatusError as exc:
-        raise RunStopped(f"{what}: HTTP {exc.status_code}: {_message(exc.body)}") from exc
-    except openai.APIError as exc:
-        raise RunStopped(f"{what}: {type(exc).__name__}; run the command again") from exc
-
-
-def _message(body: object) -> str:
-    error = body.get("error", body) if isinstance(body, dict) else body
-    message = error.get("message") if isinstance(error, dict) else error
-    return str(message)[:300]
-
-
 class BatchControl:
     """Batch jobs of one study on one cache. ``await control.submit()`` and so on.
 
@@ -114,6 +66,9 @@ class BatchControl:
         self.ledger = Ledger(cache.directory)
         self.judge = study.config.judge
         self.endpoint = endpoint(self.judge)
+        # What the endpoint accepts, as online runs and earlier batches learned it: the lines
+        # are spelt as an online run would send them (max_completion_tokens, n = 1).
+        self.capabilities = load_capabilities(cache.directory, self.judge.url, self.judge.model)
         # The requests behind live batches' keys, found by one walk of the plan (see
         # _requests_for): without it, every ended batch walked the whole plan again.
         self._requests: dict[str, JudgeRequest] = {}
@@ -170,7 +125,7 @@ class BatchControl:
                     if room is not None:
                         room -= tokens
                     tokens_of[request.key] = tokens
-                    yield request.key, input_line(request, self.judge)
+                    yield request.key, input_line(request, self.judge, self.capabilities)
 
         records = []
         numbered = split_lines(lines(), max_lines=max_lines, max_bytes=max_bytes)
@@ -199,7 +154,7 @@ class BatchControl:
         record.tokens = sum(tokens[key] for key in claimed)
         self.ledger.save_keys(record, claimed)
         self.ledger.save(record)
-        async with _provider("uploading the batch input file"):
+        async with provider_call("uploading the batch input file"):
             with self.ledger.open_input(record) as handle:
                 uploaded = await self.client.files.create(file=handle, purpose="batch")
         record.input_file_id, record.state = uploaded.id, UPLOADED
@@ -209,7 +164,7 @@ class BatchControl:
         return True
 
     async def _create(self, record: BatchRecord) -> None:
-        async with _provider("creating the batch"):
+        async with provider_call("creating the batch"):
             batch = await self.client.batches.create(
                 input_file_id=str(record.input_file_id),
                 endpoint=self.endpoint,  # type: ignore[arg-type]
@@ -252,7 +207,7 @@ class BatchControl:
 
     async def _created_from(self, input_file_id: str) -> Batch | None:
         """The batch the provider created from an input file, if any."""
-        async with _provider("listing batches"):
+        async with provider_call("listing batches"):
             async for batch in self.client.batches.list(limit=100):
                 if batch.input_file_id == input_file_id:
                     return batch
@@ -264,7 +219,7 @@ class BatchControl:
         for record in records:
             if record.ended:
                 continue
-            async with _provider(f"asking for batch {record.batch_id}"):
+            async with provider_call(f"asking for batch {record.batch_id}"):
                 batch = await self.client.batches.retrieve(str(record.batch_id))
             _update(record, batch)
             self.ledger.save(record)
@@ -288,6 +243,10 @@ class BatchControl:
             stored.missing += len(keys) - seen - len(stored.unknown)
             stored.reasons[f"batch {record.status}"] += len(keys) - seen - len(stored.unknown)
         claims.release_batch(keys, record.name)
+        if stored.resend:  # the lines taught the endpoint's wants: remember them
+            save_capabilities(
+                self.cache.directory, self.judge.url, self.judge.model, self.capabilities
+            )
         record.outcome = {
             "answered": stored.answered,
             "refused": stored.refused,
@@ -323,7 +282,7 @@ class BatchControl:
     async def _store_file(self, file_id: str, requests: dict[str, Any]) -> Stored:
         stored = Stored()
         source = f"batch file {file_id}"
-        async with _provider(f"downloading {source}"):
+        async with provider_call(f"downloading {source}"):
             stream = self.client.files.with_streaming_response.content(file_id)
             async with stream as response:
                 simulated = response.headers.get("x-geval-simulated") == "true"
@@ -340,7 +299,14 @@ class BatchControl:
         self, lines: list[bytes], requests: dict[str, Any], source: str, simulated: bool
     ) -> Stored:
         parsed = read_output(lines, source)
-        return store_lines(parsed, requests, self.cache, url=self.endpoint, simulated=simulated)
+        return store_lines(
+            parsed,
+            requests,
+            self.cache,
+            url=self.endpoint,
+            simulated=simulated,
+            capabilities=self.capabilities,
+        )
 
     async def cancel(self) -> list[BatchRecord]:
         """Ask the provider to cancel every live batch; returns their records."""
@@ -348,7 +314,7 @@ class BatchControl:
         for record in records:
             if record.ended or record.status == "cancelling":
                 continue
-            async with _provider(f"cancelling batch {record.batch_id}"):
+            async with provider_call(f"cancelling batch {record.batch_id}"):
                 batch = await self.client.batches.cancel(str(record.batch_id))
             _update(record, batch)
             self.ledger.save(record)

@@ -21,6 +21,7 @@ from ...errors import ConfigError
 from ...options import Provider
 from ...study.config import JudgeConfig
 from ...study.plan import JudgeRequest
+from ..capabilities import Capabilities
 
 # OpenAI's and Azure OpenAI's limits of one batch input file.
 MAX_LINES = 50_000
@@ -32,9 +33,12 @@ def endpoint(judge: JudgeConfig) -> str:
     return "/chat/completions" if judge.provider == Provider.AZURE else "/v1/chat/completions"
 
 
-def input_line(request: JudgeRequest, judge: JudgeConfig) -> bytes:
-    """One line of an input file, newline included."""
-    body = request.body
+def input_line(
+    request: JudgeRequest, judge: JudgeConfig, capabilities: Capabilities | None = None
+) -> bytes:
+    """One line of an input file, newline included; its body spelt as the endpoint has shown
+    it wants (``capabilities``: ``max_completion_tokens``, n = 1), as an online run sends it."""
+    body = request.body if capabilities is None else capabilities.wire(request.body)
     if judge.provider == Provider.AZURE:
         body = {**body, "model": judge.deployment}
     line = {"custom_id": request.key, "method": "POST", "url": endpoint(judge), "body": body}

@@ -61,7 +61,7 @@ async def run_batches(
             run.too_large = control.too_large
             if on_submitted is not None:
                 on_submitted(records, run.held_back)
-        requeued = run.stored.requeued
+        requeued, resend = run.stored.requeued, run.stored.resend
         records = await control.poll()
         if on_progress is not None:
             on_progress(records)
@@ -69,8 +69,12 @@ async def run_batches(
         for record in ended:
             run.stored.add(await control.collect(record, claims))
             run.collected.append(record)
-        # Room freed up (or the limit became known): the next files go in now.
-        submit = bool(ended) and (control.queue_full or run.stored.requeued > requeued)
+        if run.stored.stopped is not None:
+            return run  # a setting every request gets wrong: no more batches (see .store)
+        # Room freed up (or the limit became known), or lines refused for what the endpoint
+        # has now taught (the budget's name, n = 1): the next files go in now.
+        freed = control.queue_full or run.stored.requeued > requeued
+        submit = bool(ended) and (freed or run.stored.resend > resend)
         if not submit and all(record.ended for record in records):
             return run
         if not ended:

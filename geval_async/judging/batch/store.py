@@ -7,8 +7,12 @@ read_response`) and stored by the same functions (:mod:`geval_async.judging.entr
 records ``simulated`` like an online one, and another server's entry gives way to the line's
 answer (:mod:`geval_async.judging.origin`). A refusal no retry fixes is stored as a refusal;
 a transient failure and a request that never ran (expired, cancelled) are not stored: the item
-stays missing, for another batch or an online run. The lines of one pass are written in one
-transaction, as the online writer does (:mod:`geval_async.judging.writer`).
+stays missing, for another batch or an online run. A line refused for a setting every request
+carries is decided as online too (:mod:`geval_async.judging.refused_settings`): the budget's name
+or n = 1 is learned into the endpoint's capabilities and the line sent again in the next batch;
+any other such setting stops the run with the online run's line, and nothing is stored for it.
+The lines of one pass are written in one transaction, as the online writer does
+(:mod:`geval_async.judging.writer`).
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ from dataclasses import dataclass, field
 from ...errors import TransportError
 from ...study.plan import JudgeRequest, Study, chunk_request
 from ..cache import CachedResponse, JudgeCache
+from ..capabilities import Capabilities
 from ..coverage import item_states
 from ..entries import answer_entry, refusal_entry
-from ..failures import Action, History, decide
+from ..failures import Action, Decision, History, decide
 from ..origin import EntrySource
+from ..refused_settings import TOKEN_PARAMETERS
 from .files import OutputLine
 
 _SIMULATED = {"x-geval-simulated": "true"}
@@ -38,6 +44,9 @@ class Stored:
     missing: int = 0  # transient failures and requests that never ran: not stored
     already: int = 0  # the cache held an answer already
     requeued: int = 0  # in a batch refused for the queue limit: in line for the next submit
+    # Refused for the budget's name or n > 1, now learned: sent again in the next batch.
+    resend: int = 0
+    stopped: str | None = None  # a setting every request gets wrong: the line that stops the run
     unknown: list[str] = field(default_factory=list)  # custom_ids of no request of the study
     reasons: Counter[str] = field(default_factory=Counter)  # why lines were left missing
 
@@ -47,6 +56,8 @@ class Stored:
         self.missing += other.missing
         self.already += other.already
         self.requeued += other.requeued
+        self.resend += other.resend
+        self.stopped = self.stopped or other.stopped
         self.unknown += other.unknown
         self.reasons.update(other.reasons)
 
@@ -83,6 +94,7 @@ def store_lines(
     *,
     url: str,
     simulated: bool = False,
+    capabilities: Capabilities | None = None,
 ) -> Stored:
     """Store each line under its ``custom_id``; lines of unknown ids are counted, not stored.
 
@@ -92,6 +104,8 @@ def store_lines(
         cache: an open, writable cache.
         url: the endpoint named in error messages.
         simulated: the lines came from geval-async's simulated judge.
+        capabilities: what the endpoint accepts, as the lines were sent with it; a refusal
+            that teaches it something (the budget's name, n = 1) updates it.
     """
     from ..transport import read_response  # here: a run that only reads never loads aiohttp
 
@@ -112,9 +126,17 @@ def store_lines(
         except TransportError as exc:
             # The online run's rule: what is refused for good is stored as refused; what a
             # retry or another setting could fix stays missing, for the next submit or run.
-            decision = decide(exc.fact, History(url, "the API key variable"))
+            decision = _decide(exc, request, url, capabilities)
             if decision.action is Action.REFUSE:
                 ready[request.key] = refusal_entry(request, exc, 1, decision.message), "refused"
+            elif decision.action in (Action.TOKEN_PARAMETER, Action.ONE_CHOICE):
+                stored.missing += 1
+                stored.resend += 1
+                stored.reasons[decision.label] += 1
+            elif decision.action is Action.STOP:
+                stored.missing += 1
+                stored.stopped = stored.stopped or decision.message
+                stored.reasons[decision.label] += 1
             else:
                 stored.missing += 1
                 stored.reasons[f"HTTP {exc.status}" if exc.status else str(exc)] += 1
@@ -138,3 +160,27 @@ def store_lines(
         else:
             stored.already += 1  # another process stored it first
     return stored
+
+
+def _decide(
+    exc: TransportError, request: JudgeRequest, url: str, capabilities: Capabilities | None
+) -> Decision:
+    """The online run's decision on a refused line; what it teaches about the endpoint goes
+    into ``capabilities``.
+
+    The line's body is the logical one under the budget's name the refusal names (or the one
+    the endpoint is known to want): a batch submitted before a fact was learned holds lines
+    sent the old way, so the capabilities of now do not say how a line was sent.
+    """
+    known = capabilities or Capabilities()
+    named = exc.fact.param if exc.fact.param in TOKEN_PARAMETERS else known.token_parameter
+    sent = {name: value for name, value in request.body.items() if name != "messages"}
+    if named != "max_tokens" and "max_tokens" in sent:
+        sent[named] = sent.pop("max_tokens")
+    decision = decide(exc.fact, History(url, "the API key variable"), n=sent.get("n", 1), sent=sent)
+    if capabilities is not None:
+        if decision.action is Action.TOKEN_PARAMETER and known.token_parameter == named:
+            capabilities.switch_token_parameter()
+        elif decision.action is Action.ONE_CHOICE:
+            capabilities.one_choice = True
+    return decision

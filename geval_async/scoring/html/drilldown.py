@@ -10,6 +10,12 @@ fields, ``p`` the prompt text of its non-text fields (as the judge stage rendere
 per criterion ``[weighted score, status, valid samples, invalid samples, parts, standard error]``,
 a part being
 ``[rubric, [[answer, rating, reason?], ...], distribution, weighted score]``.
+
+A thinking judge's answer (reasoning in a field of its own, or ``<think>…</think>`` at the start
+of its content) is ``[answer after the reasoning, rating, reason or null, reasoning, length,
+unfinished]``: the page shows the reasoning collapsed above the answer the rating was read from.
+A long reasoning is shortened to its start and its end, where a judge concludes (the whole of it
+is in the cache, and ``geval-async answers --record`` shows it); ``length`` is its full length.
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ import orjson
 
 from ..results import StudyResults
 from ..scores import ItemScore
+from ..thinking import split_reasoning
 from .readings import Item, Reading, item_readings
+
+# A reasoning longer than this is shown as its first and last characters.
+REASONING_HEAD, REASONING_TAIL = 400, 800
 
 
 def _value(number: float | None) -> float | None:
@@ -37,14 +47,25 @@ def _prompt_text(value: Any) -> str:
 
 def _part(score: ItemScore, criterion: str, readings: dict[Item, list[Reading]]) -> list[Any]:
     """[rubric, [[answer, rating, reason], ...], distribution or None, weighted score]."""
-    answers = [
-        [r.text, r.rating] if r.reason is None else [r.text, None, r.reason]
-        for r in readings.get((score.record_id, criterion, score.rubric), [])
-    ]
+    answers = [_answer(r) for r in readings.get((score.record_id, criterion, score.rubric), [])]
     distribution = None
     if score.distribution is not None and score.distribution.probs:
         distribution = [[v, _value(p)] for v, p in sorted(score.distribution.probs.items())]
     return [score.rubric, answers, distribution, _value(score.weighted_score)]
+
+
+def _answer(reading: Reading) -> list[Any]:
+    """[answer, rating, reason?], or with the reasoning it followed (see the module's doc)."""
+    split = split_reasoning(reading.text, reading.reasoning)
+    if not split.reasoning:
+        if reading.reason is None:
+            return [reading.text, reading.rating]
+        return [reading.text, None, reading.reason]
+    thought = split.reasoning
+    if len(thought) > REASONING_HEAD + REASONING_TAIL:
+        thought = f"{thought[:REASONING_HEAD]} … {thought[-REASONING_TAIL:]}"
+    answer = split.answer.strip()
+    return [answer, reading.rating, reading.reason, thought, len(split.reasoning), split.unfinished]
 
 
 def _entry(score: ItemScore | None, readings: dict[Item, list[Reading]]) -> list[Any] | None:

@@ -37,6 +37,7 @@ class Reading:
     text: str
     rating: float | None
     reason: str | None
+    reasoning: str | None = None  # the message's reasoning field, as the judge sent it
 
 
 Item = tuple[str, str, str | None]  # record id, criterion, rubric (None for a plain criterion)
@@ -45,8 +46,8 @@ Item = tuple[str, str, str | None]  # record id, criterion, rubric (None for a p
 def item_readings(samples: pd.DataFrame) -> dict[Item, list[Reading]]:
     """Every item's readings in draw order, from the samples table (one row per answer)."""
     out: dict[Item, list[Reading]] = {}
-    columns = ("record_id", "criterion", "rubric", "draw", "text", "rating", "reason")
-    for record, criterion, rubric, draw, text, rating, reason in zip(
+    columns = ("record_id", "criterion", "rubric", "draw", "text", "rating", "reason", "reasoning")
+    for record, criterion, rubric, draw, text, rating, reason, reasoning in zip(
         *(samples[c].tolist() for c in columns), strict=True
     ):
         key = (str(record), str(criterion), None if _missing(rubric) else str(rubric))
@@ -57,6 +58,7 @@ def item_readings(samples: pd.DataFrame) -> dict[Item, list[Reading]]:
                 str(text),
                 float(rating) if valid else None,
                 None if _missing(reason) else str(reason),
+                None if _missing(reasoning) else str(reasoning),
             )
         )
     return out

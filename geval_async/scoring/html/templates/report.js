@@ -223,9 +223,18 @@
     readings.forEach(function (reading, draw) {
       var tr = tbody.appendChild(el("tr"));
       tr.appendChild(el("th", draw, { scope: "row" }));
-      tr.appendChild(el("td", reading[0], { "class": "answer" }));
+      var cell = tr.appendChild(el("td", reading.length > 3 ? null : reading[0], { "class": "answer" }));
+      if (reading.length > 3) {
+        // A thinking judge: its reasoning, collapsed, above the answer the rating was read from.
+        var thought = cell.appendChild(el("details", null, { "class": "reasoning" }));
+        var told = "reasoning (" + reading[4].toLocaleString("en") + " characters" +
+          (reading[5] ? ", cut off before it ended" : "") + ")";
+        thought.appendChild(el("summary", told));
+        thought.appendChild(el("div", reading[3], { "class": "thought" }));
+        cell.appendChild(el("div", reading[0], { "class": "said" }));
+      }
       tr.appendChild(el("td", reading[1] === null ? "invalid" : reading[1]));
-      tr.appendChild(el("td", reading.length > 2 ? reading[2] : ""));
+      tr.appendChild(el("td", reading.length > 2 && reading[2] !== null ? reading[2] : ""));
       if (reading[1] === null) tr.className = "bad";
     });
     return t;

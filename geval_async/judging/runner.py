@@ -37,6 +37,7 @@ async def run_study(
     on_progress: Callable[[str], None] | None = None,
     progress_interval: float = 0.5,
     on_retries: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Judge every item of the study that the cache does not hold yet.
 
@@ -51,6 +52,9 @@ async def run_study(
         on_retries: without ``on_progress``, called with a line every ``progress_interval``
             seconds in which requests were retried (count and last error), so that even a
             quiet run says that it is retrying.
+        on_warning: called with a line, at once, when the server says something the run
+            sets aside or that will make it slow (a learned limit no account has); the lines
+            are in the result's ``warnings`` too.
 
     Raises:
         CacheError: the cache cannot be written.
@@ -64,7 +68,14 @@ async def run_study(
     limits = study.config.limits
     started = time.monotonic()
     entries = ServerEntries(cache, await server_is_simulated(study.config.judge, limits.timeout))
-    run = Run(study, entries, stop=stop, retry_failed=retry_failed, backoff=limits.backoff)
+    run = Run(
+        study,
+        entries,
+        stop=stop,
+        retry_failed=retry_failed,
+        backoff=limits.backoff,
+        warn=on_warning,
+    )
     states = run.feed.first_work()
     if states is None:  # the cache holds everything: no transport, no claims
         if on_progress is not None:
@@ -75,7 +86,11 @@ async def run_study(
         # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
         with Claims(cache.directory, limits.timeout + 30.0) as claims:
             async with Transport(
-                study.config.judge, api_key, concurrency=limits.concurrency, timeout=limits.timeout
+                study.config.judge,
+                api_key,
+                concurrency=limits.concurrency,
+                timeout=limits.timeout,
+                max_answer_bytes=limits.max_answer_bytes,
             ) as transport:
                 run.connect(transport, claims)
                 reporter = None
@@ -121,4 +136,5 @@ async def run_study(
         if states is not None
         else None,
         billed=None if run.budget is None else run.budget.billed,
+        warnings=run.warnings,
     )

@@ -23,8 +23,6 @@ import pytest
 from aiohttp import web
 from conftest import ROOT, StudyFiles, run_cli, run_study
 
-from geval_async.judging.limits import asked_wait
-
 Respond = Callable[[dict[str, Any], int], web.StreamResponse]
 
 
@@ -280,6 +278,8 @@ def test_a_wait_that_is_no_wait_backs_off_and_a_429_forever_is_bounded(
 
 
 def test_asked_waits_of_each_header_form() -> None:
+    from geval_async.judging.server_waits import asked_wait
+
     assert asked_wait({"Retry-After": "-5"}) is None
     assert asked_wait({"retry-after-ms": "NaN"}) is None
     assert asked_wait({"retry-after-ms": "-1", "Retry-After": "2"}) == (2.0, "Retry-After: 2")

@@ -205,7 +205,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if config.max_cost is not None:
         resume += budget_left(config)
     unusable = result.counters.every_answer_unusable()
-    if unusable and not result.stopped:
+    if unusable and not result.stopped and not result.interrupted:
         # Complete by count, yet nothing to score: say so now, not at `score`.
         _say(
             f"every answer of this run is invalid ({unusable}): no rating to score; check the "

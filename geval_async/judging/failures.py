@@ -12,6 +12,10 @@ A connection failure that no retry will fix (refused, unknown host, TLS) stops t
 keeps happening before the endpoint has answered once: a wrong base URL costs seconds, not the
 whole retry budget of every request. Once the endpoint has answered, the same failures are a
 server restarting and are retried like a 5xx.
+
+A 429 asking for a wait above ``[limits] max_wait`` stops the run, saying when to resume (a
+day-long wait is not a pause to sit out), and so do 429s to one request ``max(retries,
+MIN_RATE_LIMITED)`` times in a row. A redirect stops it naming the ``Location``.
 """
 
 from __future__ import annotations
@@ -29,13 +33,13 @@ from typing import Any
 import orjson
 
 from ..errors import ANSWER_TOO_LARGE, UNREACHABLE, Connection, FailureFact
-from .limits import asked_wait
 from .refused_settings import (
     REASONING_EXHAUSTED,
     reasoning_exhausted,
     refused_setting,
     sent_token_parameter,
 )
+from .server_waits import asked_wait
 
 __all__ = [
     "Action",

@@ -32,11 +32,13 @@ whatever the headers said; a learned limit is paced further below what the serve
 without a ``limit`` header says nothing about the rate and is ignored.
 
 A 429 pauses every worker, not just the one that got it: all of them wait on one shared
-:class:`CoolDown` until the time the server asked for (``retry-after-ms``, ``retry-after`` or
-``x-ratelimit-reset-*``), and after the pause they leave at the paced rate, not all at once.
-Without that, N workers would each discover the limit on their own and hit the server again
-together (a thundering herd). The refused request's costs go back to the buckets
-(:meth:`RateLimits.refused`): the server did not count it either.
+:class:`CoolDown` until the time the server asked for (:mod:`.server_waits` reads it), and
+after the pause they leave at the paced rate, not all at once. Without that, N workers would
+each discover the limit on their own and hit the server again together (a thundering herd).
+The refused request's costs go back to the buckets (:meth:`RateLimits.refused`).
+
+A stop (Ctrl-C, SIGTERM, ``--max-cost``) ends every wait here at once. A learned limit no
+account has (below one request a minute, or one request's tokens) is ignored with a warning.
 
 Buckets and cool-down belong to one event loop; create them inside the running loop.
 """
@@ -45,17 +47,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 
 from aiolimiter import AsyncLimiter
 
 from ..errors import ConfigError
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _HEADER_PREFIX = "x-ratelimit-"
 _KINDS = ("requests", "tokens")
 _FLOOR_WORDS = {"requests": "one request", "tokens": "the tokens of one request"}
@@ -83,75 +80,6 @@ START_IN_FLIGHT = 4
 
 #: The share of an advertised (learned) limit the client paces at (with a margin).
 LEARNED_SHARE = 0.97
-
-
-def parse_duration(text: str) -> float | None:
-    """Seconds in an OpenAI reset header ("1s", "6m0s", "120ms", "1m30.5s"), or None.
-
-    A negative or NaN figure is no duration (None): a wait of 0 would resend at once.
-    """
-    text = text.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        pass
-    else:
-        return seconds if seconds >= 0 else None  # NaN fails the comparison too
-    parts = _DURATION.findall(text)
-    if not parts or "".join(a + b for a, b in parts) != text:
-        return None
-    return sum(float(amount) * _UNIT_SECONDS[unit] for amount, unit in parts)
-
-
-def _http_date_wait(text: str) -> float | None:
-    """Seconds until an HTTP-date ``Retry-After`` (RFC 9110), or None (not a date, or past)."""
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when.tzinfo is None:  # RFC 9110 dates are GMT
-        when = when.replace(tzinfo=UTC)
-    seconds = (when - datetime.now(UTC)).total_seconds()
-    return seconds if seconds > 0 else None
-
-
-def asked_wait(headers: Mapping[str, str], kind: str | None = None) -> tuple[float, str] | None:
-    """The wait a 429 asks for, and the header that says it ("Retry-After: 30"), or None.
-
-    Reads, in order, ``retry-after-ms``, ``retry-after`` (seconds or an HTTP date), then the
-    ``x-ratelimit-reset-*`` header of the limit that was hit (``kind`` "requests"/"tokens").
-    A value that is no wait (negative, NaN, a date in the past, words) counts as absent, so
-    the usual backoff applies; an infinite one is kept (the run's ``max_wait`` stops it).
-    """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    value = lowered.get("retry-after-ms")
-    if value is not None:
-        seconds = parse_duration(value)  # a bare number: milliseconds
-        if seconds is not None and _DURATION.fullmatch(value.strip()) is None:
-            return seconds / 1000.0, f"retry-after-ms: {value.strip()}"
-    value = lowered.get("retry-after")
-    if value is not None:
-        text = value.strip()
-        seconds = parse_duration(text) if _DURATION.fullmatch(text) is None else None
-        if seconds is None:
-            seconds = _http_date_wait(text)
-        if seconds is not None:
-            return seconds, f"Retry-After: {text}"
-    names = [f"x-ratelimit-reset-{kind}"] if kind in _KINDS else []
-    names += ["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"]
-    for name in names:
-        if name in lowered:
-            seconds = parse_duration(lowered[name])
-            if seconds is not None:
-                return seconds, f"{name}: {lowered[name].strip()}"
-    return None
-
-
-def retry_after(headers: Mapping[str, str], kind: str | None = None) -> float | None:
-    """Seconds the server asks us to wait after a 429, or None when it does not say
-    (:func:`asked_wait` without the header's name)."""
-    asked = asked_wait(headers, kind)
-    return None if asked is None else asked[0]
 
 
 def _number(text: str | None) -> float | None:
@@ -377,11 +305,10 @@ class RateLimits:
                 bucket.refund(cost)
 
     def _plausible(self, kind: str, limit: float) -> bool:
-        """Whether a learned limit can be a real account's; says once when it is not, or when
-        it paces one request further apart than ``max_wait``."""
+        """Whether a learned limit can be a real account's (pacing by 1e-9 a minute would send
+        nothing for good); says once when it is not, or when it paces one request further
+        apart than ``max_wait``."""
         header = f"x-ratelimit-limit-{kind}: {limit:g}"
-        # Below one request a minute, or below one request's tokens: no account has such a
-        # limit, and pacing by it would send nothing for hours (a header gone wrong).
         floor = 1.0 if kind == "requests" else max(1.0, float(self.largest))
         if limit < floor:
             self._say_once(

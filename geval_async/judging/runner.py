@@ -116,6 +116,7 @@ async def run_study(
                     record_spend(cache.directory, study.config, run.budget)
                     judge = study.config.judge
                     save_capabilities(cache.directory, judge.url, judge.model, run.endpoint)
+                    run.counters.wait_until = 0.0  # the run is over: nothing waits any more
                     if reporter is not None:
                         reporter.cancel()
                         # asyncio.wait never raises the reporter's CancelledError, so a

@@ -426,3 +426,16 @@ def test_a_snapshot_of_the_model_asked_is_the_same_model(
     from geval_async.judging.worker import same_model
 
     assert same_model(served, asked) is same
+
+
+@pytest.mark.parametrize(
+    "key, value", [("max_wait", 0), ("max_wait", "soon"), ("max_answer_bytes", 1.5)]
+)
+def test_a_bad_ceiling_is_one_line_naming_the_file_and_key(
+    study: StudyFiles, key: str, value: object
+) -> None:
+    study.write_config("http://127.0.0.1:9/v1", limits={key: value})
+    result = run_study(study)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert str(study.config) in line and f"'{key}' must be" in line, line

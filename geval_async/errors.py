@@ -44,6 +44,10 @@ class Connection(enum.StrEnum):
 UNREACHABLE = (Connection.REFUSED, Connection.DNS, Connection.TLS)
 
 
+# FailureFact.code of a 200 whose body is over [limits] max_answer_bytes (never stored).
+ANSWER_TOO_LARGE = "answer_too_large"
+
+
 @dataclass(frozen=True)
 class FailureFact:
     """Everything known about one failed attempt, as typed facts.
@@ -60,6 +64,7 @@ class FailureFact:
     message: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     retry_after: float | None = None
+    wait_header: str = ""  # the header that asked for ``retry_after``: "Retry-After: 30"
     refuses_n: bool = False  # the body says the server will not return several choices
     too_large: bool = False  # a 429 for a request larger than the whole per-minute budget
     quota_exhausted: bool = False

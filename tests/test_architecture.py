@@ -199,6 +199,7 @@ JUDGING_TIERS = {
     # 3 sending: limits, failures, transport, claims, the writer thread, budget, progress
     "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
     "budget": 3, "probe": 3, "progress": 3, "refused_settings": 3, "capabilities": 3,
+    "server_waits": 3,
     "feed": 4, "worker": 4, "runner": 4, "steps": 4,
     "batch": 5,  # the Batch API, and every module of judging/batch/
 }  # fmt: skip

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from geval_async.errors import GevalError, RateLimited
+from geval_async.judging.failures import Action, History, decide
 from geval_async.judging.transport import JudgeAnswer, _answer, _failure
 from geval_async.study.config import EvalConfig, apply_overrides, load_config
 from geval_async.study.criteria import CRITERION_KEYS
@@ -461,6 +462,11 @@ def test_any_failure_maps_to_an_error_with_a_message(
     assert isinstance(error, GevalError), type(error)
     assert str(error).strip()
     if isinstance(error, RateLimited):
-        # A pause the runner can honour: never negative, infinite or NaN.
+        # Never negative nor NaN (a wait of 0 resends at once); an infinite one is kept, and
+        # the run stops on it (longer than [limits] max_wait).
         wait = error.retry_after
-        assert wait is None or (math.isfinite(wait) and wait >= 0), wait
+        assert wait is None or wait >= 0, wait
+        if wait is not None:
+            history = History("http://judge", "KEY", max_wait=120.0)
+            decision = decide(error.fact, history)
+            assert decision.action is not Action.PAUSE or wait <= 120.0, decision

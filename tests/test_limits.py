@@ -390,3 +390,62 @@ def test_a_request_the_tpm_limit_can_never_pass_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match="more than the tpm limit"):
         run_virtual(main)
+
+
+# --- issue 23: a stop ends every wait; a limit no account has is ignored --------------------
+
+
+@pytest.mark.parametrize("wait", ["cool-down", "bucket", "cool-down, no bucket", "first reply"])
+def test_a_stop_ends_each_limiter_wait_at_the_moment_it_is_set(wait: str) -> None:
+    """On the fake clock: whatever the wait (a 429's day-long pause, a 1-a-minute pace, the
+    wait for the first reply), the stop set at t = 5 ends it at t = 5 and charges nothing."""
+
+    async def main() -> tuple[float, float]:
+        stop = asyncio.Event()
+        unpaced = "no bucket" in wait or wait == "first reply"
+        limits = RateLimits(rpm=None if unpaced else 1, tpm=None, stop=stop)
+        if wait == "first reply":
+            for _ in range(4):  # the start's probes: the fifth waits for a reply
+                await limits.acquire(10)
+        else:
+            limits.replied()
+            await limits.acquire(10)  # the one send of the minute
+        if wait.startswith("cool-down"):
+            limits.refused(10, 999999.0)
+        asyncio.get_running_loop().call_later(5.0, stop.set)
+        await limits.acquire(10)
+        bucket = limits.buckets.get("requests")
+        return now(), (bucket.limiter._level if bucket is not None else 0.0)
+
+    ended, level = run_virtual(main)
+    assert ended == pytest.approx(5.0)
+    if wait == "bucket":
+        assert level == pytest.approx(1.0)  # the first send's charge only: none for the stopped
+
+
+@pytest.mark.parametrize(
+    "headers, ignored",
+    [
+        ({"x-ratelimit-limit-requests": "1e-9"}, True),
+        ({"x-ratelimit-limit-requests": "0.5"}, True),
+        ({"x-ratelimit-limit-requests": "1"}, False),
+        ({"x-ratelimit-limit-tokens": "50"}, True),  # below one 100-token request
+        ({"x-ratelimit-limit-tokens": "100"}, False),
+    ],
+)
+def test_a_learned_limit_no_account_has_is_ignored_with_one_warning(
+    headers: dict[str, str], ignored: bool
+) -> None:
+    async def main() -> tuple[dict[str, float], list[str]]:
+        said: list[str] = []
+        limits = RateLimits(rpm=None, tpm=None, warn=said.append, max_wait=1e9)
+        await limits.acquire(100)
+        for _ in range(3):  # every answer carries the header: still one line
+            limits.observe(headers)
+        return limits.learned, said
+
+    learned, said = run_virtual(main)
+    assert (learned == {}) is ignored
+    assert len(said) == (1 if ignored else 0), said
+    if ignored:
+        assert said[0].startswith("ignored x-ratelimit-limit-") and "no account has" in said[0]

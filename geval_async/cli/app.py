@@ -206,6 +206,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if config.max_cost is not None:
         resume += budget_left(config)
+    unusable = result.counters.every_answer_unusable()
+    if unusable and not result.stopped and not result.interrupted:
+        # Complete by count, yet nothing to score: say so now, not at `score`.
+        _say(
+            f"every answer of this run is invalid ({unusable}): no rating to score; check the "
+            f"judge's model and endpoint (`geval-async answers {shlex.quote(str(config.source))}`"
+            " shows them)"
+        )
+        return EXIT_INCOMPLETE
     if result.stopped:
         _say(f"stopped: {_one_line(result.stopped)}")
         _say(f"resume with: {resume}")
@@ -259,6 +268,7 @@ def _run_loop(
                 on_progress=None if quiet else show,
                 progress_interval=0.5 if interactive else 5.0,
                 on_retries=_say if quiet else None,
+                on_warning=lambda line: _say(("\n" if interactive else "") + f"warning: {line}"),
             )
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):

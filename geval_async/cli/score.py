@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ConfigError
 from ..options import StatTest, words
 from .cache import existing_cache
 from .overrides import study_config
@@ -79,6 +80,14 @@ def _results(args: argparse.Namespace) -> StudyResults:
     existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
     results = load_results(config, strict=args.strict)
     warn(results.warnings, strict=False)
+    reasons = results.samples["reason"]
+    if len(reasons) and reasons.notna().all():
+        # Not "the cache holds no answer": it holds answers, none with a rating to read.
+        counts = ", ".join(f"{n} x {why}" for why, n in reasons.value_counts().items())
+        raise ConfigError(
+            f"every answer in the cache {config.cache_path} is invalid ({counts}): nothing "
+            f"was written; `geval-async answers {config.source}` shows them"
+        )
     return results
 
 

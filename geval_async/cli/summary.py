@@ -46,6 +46,12 @@ def run_summary(counters: RunCounters, elapsed: float) -> str:
         f"429s {counters.rate_limited}, retries: {retries or 'none'}, "
         f"peak in flight {counters.peak_in_flight}, {elapsed:.1f} s"
     )
+    if counters.served:
+        names = ", ".join(f"{name} ({count})" for name, count in counters.served.most_common(3))
+        lines.append(
+            f"note: {counters.asked_model} was asked, but the server says it answered with "
+            f"{names}: the answers are stored as received (their bodies keep the name served)"
+        )
     if counters.in_batch:
         lines.append(
             f"{counters.in_batch} items are in live batch jobs (not sent again): "

@@ -12,6 +12,10 @@ A connection failure that no retry will fix (refused, unknown host, TLS) stops t
 keeps happening before the endpoint has answered once: a wrong base URL costs seconds, not the
 whole retry budget of every request. Once the endpoint has answered, the same failures are a
 server restarting and are retried like a 5xx.
+
+A 429 asking for a wait above ``[limits] max_wait`` stops the run, saying when to resume (a
+day-long wait is not a pause to sit out), and so do 429s to one request ``max(retries,
+MIN_RATE_LIMITED)`` times in a row. A redirect stops it naming the ``Location``.
 """
 
 from __future__ import annotations
@@ -23,18 +27,19 @@ import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
-from ..errors import UNREACHABLE, Connection, FailureFact
-from .limits import retry_after
+from ..errors import ANSWER_TOO_LARGE, UNREACHABLE, Connection, FailureFact
 from .refused_settings import (
     REASONING_EXHAUSTED,
     reasoning_exhausted,
     refused_setting,
     sent_token_parameter,
 )
+from .server_waits import asked_wait
 
 __all__ = [
     "Action",
@@ -52,8 +57,9 @@ __all__ = [
 # fixes stop the run (a few, so that one dropped packet does not).
 UNREACHABLE_AFTER = 3
 UNREACHABLE_PAUSE = 0.5
-# A request that keeps getting 429s is not failing, it is waiting; but not forever.
-MAX_RATE_LIMITED = 100
+# A request that keeps getting 429s is waiting, not failing; but not forever: after
+# max(retries, MIN_RATE_LIMITED) 429s in a row for one request the run stops.
+MIN_RATE_LIMITED = 8
 
 _REFUSES_N = re.compile(
     r"""field\s+['"`]?n['"`]?\b|['"`]n['"`]\s+(must|should|is)|\bn\s+must\b|only one completion"""
@@ -66,6 +72,7 @@ _REFUSES_N = re.compile(
 # Implemented, HTTP Version Not Supported.
 _NOT_AN_ENDPOINT = (405, 501, 505)
 _UNREACHABLE = UNREACHABLE
+_REDIRECTS = (301, 302, 303, 307, 308)
 
 
 class Action(enum.StrEnum):
@@ -95,6 +102,7 @@ class History:
     # An answer with content arrived this run: a reasoning model's budget can suffice.
     content_seen: bool = False
     token_switches: int = 0  # times this run changed the token parameter's name
+    max_wait: float = math.inf  # the longest wait a server may ask for ([limits] max_wait)
 
 
 @dataclass(frozen=True)
@@ -113,9 +121,8 @@ class Decision:
 def response_fact(status: int, raw: bytes, headers: Mapping[str, str]) -> FailureFact:
     """The fact of an HTTP answer that is not a usable 200."""
     code, kind, message = error_fields(raw)
-    wait = retry_after(headers, kind) if status == 429 else None
-    if wait is not None and not math.isfinite(wait):
-        wait = None  # "inf" or "1e400": nobody can wait that out; back off instead
+    asked = asked_wait(headers, kind) if status == 429 else None
+    wait, wait_header = (None, "") if asked is None else asked
     param = error_param(raw)
     lowered = message.lower()
     return FailureFact(
@@ -126,6 +133,7 @@ def response_fact(status: int, raw: bytes, headers: Mapping[str, str]) -> Failur
         message=message,
         headers=dict(headers),
         retry_after=wait,
+        wait_header=wait_header,
         # The body's param says it (Anthropic's OpenAI-compatible endpoint: param "n", no
         # code); llama-server's words are read only where no field does.
         refuses_n=status in (400, 422, 500) and (param == "n" or bool(_REFUSES_N.search(message))),
@@ -246,7 +254,24 @@ def _decide(
         return _backoff(label, history, attempt)
     status = fact.status
     detail = describe(fact)
+    if status in _REDIRECTS:
+        location = {k.lower(): v for k, v in fact.headers.items()}.get("location", "")
+        return Decision(
+            Action.STOP,
+            label,
+            f"the judge URL {url} redirects (HTTP {status} to {location or 'no Location'}): "
+            "set base_url to the address it points to (a redirected POST is not followed)",
+        )
     if status == 200:
+        if fact.code == ANSWER_TOO_LARGE:
+            # The same request would get the same flood again: a refusal is stored (with no
+            # body), and --retry-failed asks again, after raising max_answer_bytes.
+            return Decision(
+                Action.REFUSE,
+                label,
+                "the answer body is larger than [limits] max_answer_bytes: not stored; raise "
+                "it and run with --retry-failed if such answers are expected",
+            )
         if fact.code == "content_filter":
             return Decision(Action.REFUSE, label, "the answer was withheld by the content filter")
         if fact.code == REASONING_EXHAUSTED:
@@ -282,9 +307,19 @@ def _decide(
                 label,
                 f"{detail} (raise the account's TPM limit or shorten the prompt)",
             )
-        if attempt > MAX_RATE_LIMITED:
-            return Decision(Action.GIVE_UP, label, f"rate-limited {attempt} times in a row")
-        return Decision(Action.PAUSE, label, detail, wait=fact.retry_after)
+        wait = fact.retry_after
+        if history is not None and wait is not None and wait > history.max_wait:
+            return Decision(Action.STOP, label, too_long_a_wait(wait, fact.wait_header, history))
+        bound = MIN_RATE_LIMITED if history is None else max(history.retries, MIN_RATE_LIMITED)
+        if attempt > bound:
+            return Decision(
+                Action.STOP,
+                label,
+                f"the server answered 429 to the same request {attempt} times in a row "
+                f"({fact.wait_header or 'no wait asked'}): the account's limit is lower than "
+                "this pace; set [limits] rpm / tpm, or resume later with the same command",
+            )
+        return Decision(Action.PAUSE, label, _pause_reason(fact), wait=wait)
     if status in (401, 403):
         key_env = history.key_env if history is not None else "the API key variable"
         return Decision(
@@ -313,6 +348,34 @@ def _decide(
         return _backoff(label, history, attempt, detail)
     # 400 (invalid request, context too long, content filter), 413, 422 and other 4xx.
     return Decision(Action.REFUSE, label, detail)
+
+
+def _pause_reason(fact: FailureFact) -> str:
+    """What the progress line says of a 429 pause: "429, Retry-After 30"."""
+    return "429" + (f", {fact.wait_header.replace(': ', ' ', 1)}" if fact.wait_header else "")
+
+
+def too_long_a_wait(seconds: float, header: str, history: History) -> str:
+    """The line of a 429 asking for a wait above ``max_wait``: the wait, and when to resume."""
+    asked = f"({header})" if header else ""
+    try:
+        resume = datetime.now(UTC) + timedelta(seconds=seconds)
+        when = f"resume after {resume:%Y-%m-%d %H:%M} UTC"
+    except OverflowError:
+        when = "the server gives no time anyone can wait for; check the endpoint"
+    return (
+        f"the server asks to wait {_span(seconds)} {asked}, more than [limits] max_wait "
+        f"({history.max_wait:g} s): {when}"
+    )
+
+
+def _span(seconds: float) -> str:
+    if not math.isfinite(seconds) or seconds > 1e12:
+        return "forever"
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size * (2 if unit == "days" else 1):
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def _backoff(label: str, history: History | None, attempt: int, detail: str = "") -> Decision:

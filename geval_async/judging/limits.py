@@ -32,11 +32,13 @@ whatever the headers said; a learned limit is paced further below what the serve
 without a ``limit`` header says nothing about the rate and is ignored.
 
 A 429 pauses every worker, not just the one that got it: all of them wait on one shared
-:class:`CoolDown` until the time the server asked for (``retry-after-ms``, ``retry-after`` or
-``x-ratelimit-reset-*``), and after the pause they leave at the paced rate, not all at once.
-Without that, N workers would each discover the limit on their own and hit the server again
-together (a thundering herd). The refused request's costs go back to the buckets
-(:meth:`RateLimits.refused`): the server did not count it either.
+:class:`CoolDown` until the time the server asked for (:mod:`.server_waits` reads it), and
+after the pause they leave at the paced rate, not all at once. Without that, N workers would
+each discover the limit on their own and hit the server again together (a thundering herd).
+The refused request's costs go back to the buckets (:meth:`RateLimits.refused`).
+
+A stop (Ctrl-C, SIGTERM, ``--max-cost``) ends every wait here at once. A learned limit no
+account has (below one request a minute, or one request's tokens) is ignored with a warning.
 
 Buckets and cool-down belong to one event loop; create them inside the running loop.
 """
@@ -45,17 +47,15 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from aiolimiter import AsyncLimiter
 
 from ..errors import ConfigError
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _HEADER_PREFIX = "x-ratelimit-"
 _KINDS = ("requests", "tokens")
+_FLOOR_WORDS = {"requests": "one request", "tokens": "the tokens of one request"}
 
 #: Seconds a send may leave ahead of its paced time, to make up for the previous one leaving
 #: late by as much (an event loop wakes a timer a little late, often by a millisecond; at 100
@@ -80,48 +80,6 @@ START_IN_FLIGHT = 4
 
 #: The share of an advertised (learned) limit the client paces at (with a margin).
 LEARNED_SHARE = 0.97
-
-
-def parse_duration(text: str) -> float | None:
-    """Seconds in an OpenAI reset header ("1s", "6m0s", "120ms", "1m30.5s"), or None."""
-    text = text.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    parts = _DURATION.findall(text)
-    if not parts or "".join(a + b for a, b in parts) != text:
-        return None
-    return sum(float(amount) * _UNIT_SECONDS[unit] for amount, unit in parts)
-
-
-def retry_after(headers: Mapping[str, str], kind: str | None = None) -> float | None:
-    """Seconds the server asks us to wait after a 429, or None when it does not say.
-
-    Reads, in order, ``retry-after-ms``, ``retry-after`` (seconds), then the
-    ``x-ratelimit-reset-*`` header of the limit that was hit (``kind`` "requests"/"tokens").
-    """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    value = lowered.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000.0)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is not None:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            pass  # an HTTP date: rare for APIs; fall through to the reset headers
-    names = [f"x-ratelimit-reset-{kind}"] if kind in _KINDS else []
-    names += ["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"]
-    for name in names:
-        if name in lowered:
-            seconds = parse_duration(lowered[name])
-            if seconds is not None:
-                return seconds
-    return None
 
 
 def _number(text: str | None) -> float | None:
@@ -256,8 +214,22 @@ class RateLimits:
         tpm: tokens per minute from the config, or None to learn it from the server.
     """
 
-    def __init__(self, rpm: float | None, tpm: float | None) -> None:
+    def __init__(
+        self,
+        rpm: float | None,
+        tpm: float | None,
+        *,
+        stop: asyncio.Event | None = None,
+        warn: Callable[[str], None] | None = None,
+        max_wait: float = math.inf,
+    ) -> None:
         self.rpm, self.tpm = rpm, tpm
+        # A stop ends every wait here at once (the caller looks at it after acquire()).
+        self.stop = stop if stop is not None else asyncio.Event()
+        self.warn = warn if warn is not None else (lambda line: None)
+        self.largest = 0  # the most tokens one request asked for so far
+        self.max_wait = max_wait
+        self._warned: set[str] = set()
         self.configured: dict[str, float | None] = {"requests": rpm, "tokens": tpm}
         self.learned: dict[str, float] = {}
         self.buckets: dict[str, PacedBucket] = {
@@ -282,10 +254,16 @@ class RateLimits:
         check_request_fits(tokens, self.tpm)
 
     async def acquire(self, tokens: int) -> None:
-        """Wait for the cool-down and for this request's turn in both buckets."""
+        """Wait for the cool-down and for this request's turn in both buckets.
+
+        Returns at once when the run's ``stop`` is set (then nothing is charged).
+        """
+        self.largest = max(self.largest, tokens)
         if not self.opened.is_set():
             if self._probes["requests"] >= START_IN_FLIGHT:
-                await self.opened.wait()
+                await self._until(self.opened)
+                if self.stop.is_set():
+                    return
             else:
                 self._probes["requests"] += 1
                 self._probes["tokens"] += tokens
@@ -298,7 +276,8 @@ class RateLimits:
             # the next one than the requests rate allows.
             # Re-read after every sleep: a 429 may have paused the run, a header changed a rate.
             while (wait := self._wait()) > 0:  # noqa: ASYNC110
-                await asyncio.sleep(wait)
+                if await self._stopped_within(wait):
+                    return
             for kind, cost in (("requests", 1), ("tokens", tokens)):
                 bucket = self.buckets.get(kind)
                 if bucket is not None:
@@ -325,6 +304,33 @@ class RateLimits:
             if bucket is not None:
                 bucket.refund(cost)
 
+    def _plausible(self, kind: str, limit: float) -> bool:
+        """Whether a learned limit can be a real account's (pacing by 1e-9 a minute would send
+        nothing for good); says once when it is not, or when it paces one request further
+        apart than ``max_wait``."""
+        header = f"x-ratelimit-limit-{kind}: {limit:g}"
+        floor = 1.0 if kind == "requests" else max(1.0, float(self.largest))
+        if limit < floor:
+            self._say_once(
+                f"ignored {kind}",
+                f"ignored {header}: below {_FLOOR_WORDS[kind]} a minute, which no account has; "
+                "pacing without it",
+            )
+            return False
+        spacing = 60.0 * (1.0 if kind == "requests" else self.largest) / limit
+        if spacing > self.max_wait:
+            self._say_once(
+                f"slow {kind}",
+                f"the server's {header} paces one request every {spacing:.0f} s (more than "
+                f"[limits] max_wait, {self.max_wait:g} s): the run will be slow; Ctrl-C stops it",
+            )
+        return True
+
+    def _say_once(self, key: str, line: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self.warn(line)
+
     def replied(self) -> None:
         """A request came back (an answer, a 429 or a failure): open up after the first.
 
@@ -336,7 +342,28 @@ class RateLimits:
     async def _pause(self) -> None:
         # A plain sleep, not an Event: the pause can grow while we sleep; re-check on waking.
         while (left := self.cooldown.remaining) > 0:  # noqa: ASYNC110
-            await asyncio.sleep(left)
+            if await self._stopped_within(left):
+                return
+
+    async def _stopped_within(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless the run stops first; whether it stopped."""
+        if self.stop.is_set():
+            return True
+        try:
+            async with asyncio.timeout(seconds):
+                await self.stop.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def _until(self, event: asyncio.Event) -> None:
+        """Wait for ``event`` or the run's stop, whichever comes first."""
+        waiters = [asyncio.ensure_future(event.wait()), asyncio.ensure_future(self.stop.wait())]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Learn from the ``x-ratelimit-*`` headers of an answer or a 429.
@@ -355,7 +382,7 @@ class RateLimits:
             return
         for kind in _KINDS:
             limit = _number(found.get(f"x-ratelimit-limit-{kind}"))
-            if not limit:
+            if not limit or not self._plausible(kind, limit):
                 continue
             configured = self.configured[kind]
             if not configured or limit < configured:

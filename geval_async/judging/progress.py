@@ -48,6 +48,17 @@ class RunCounters:
     peak_in_flight: int = 0
     simulated: bool = False
     last_retry: str = ""  # the failure of the latest retry, e.g. "connection refused"
+    # The latest pause a failure asked for: until when (time.monotonic()) and why.
+    wait_until: float = 0.0
+    wait_reason: str = ""
+    # Choices of this run's answers that hold no rating to read, by why ("content null"),
+    # and the ones that hold something: "every answer unusable" is said, not scored as 0.
+    unusable: Counter[str] = field(default_factory=Counter)
+    usable: int = 0
+    # Answers whose body names a model other than the one asked (not a dated snapshot of
+    # it), by the name served.
+    served: Counter[str] = field(default_factory=Counter)
+    asked_model: str = ""
     in_batch: int = 0  # items skipped because a live batch job holds their requests
     started: float = field(default_factory=time.monotonic)
     # Answers and tokens per second of the last minute: [second, answers, tokens] (a deque of
@@ -68,6 +79,30 @@ class RunCounters:
         """Count a retry of kind ``label`` ("429", "http 503", "connection refused", ...)."""
         self.retries[label] += 1
         self.last_retry = label
+
+    def note_wait(self, seconds: float, reason: str) -> None:
+        """A pause of ``seconds`` begins now, for ``reason`` ("429, Retry-After 30")."""
+        until = time.monotonic() + seconds
+        if until >= self.wait_until or self.wait_left() == 0:
+            self.wait_until, self.wait_reason = until, reason
+
+    def wait_left(self) -> float:
+        """Seconds left in the latest pause (0: none)."""
+        return max(0.0, self.wait_until - time.monotonic())
+
+    def waiting(self) -> str:
+        """ "waiting 28 s: 429, Retry-After 30" while a pause of a second or more runs, else ""."""
+        left = self.wait_left()
+        if left < 1.0:
+            return ""
+        return f"waiting {f'{left:.0f} s' if left < 60 else _clock(left)}: {self.wait_reason}"
+
+    def every_answer_unusable(self) -> str:
+        """ "8 x content null, 2 x no logprobs" when no answer of this run had anything to
+        read, else ""."""
+        if self.usable or not self.unusable:
+            return ""
+        return ", ".join(f"{count} x {why}" for why, count in self.unusable.most_common())
 
     @property
     def retried(self) -> int:
@@ -128,11 +163,15 @@ def render_progress(counters: RunCounters, *, width: int = LINE_WIDTH) -> str:
         f"failed {total.rejected + total.failed}"
     )
     parts = [head, f"{rpm:.0f} req/min", f"{_tokens(tpm)} tok/min", f"429s {counters.rate_limited}"]
-    if counters.retried:
+    waiting = counters.waiting()
+    if waiting:  # why nothing moves says more than the retries so far
+        parts.append(waiting)
+    elif counters.retried:
         parts.append(f"retries {counters.retried} (last: {counters.last_retry})")
     parts.append(f"{_clock(elapsed)} ETA {eta}")
-    # Drop what matters least until the line fits: tokens, then the 429s, then the bar.
-    for drop in (2, 3):
+    # Drop what matters least until the line fits: tokens, (while waiting, the request
+    # rate), then the 429s, then the bar.
+    for drop in (2, 1, 3) if waiting else (2, 3):
         if len(" | ".join(parts)) + 12 <= width:
             break
         parts[drop] = ""
@@ -154,9 +193,10 @@ def render_retries(counters: RunCounters) -> str:
     """The retry part of the progress line on its own (for ``--quiet``)."""
     total = counters.total()
     finished = total.done + total.rejected + total.failed
+    waiting = counters.waiting()
     return (
         f"retrying: {counters.retried} retries so far (last: {counters.last_retry}); "
-        f"{finished}/{total.items} items done"
+        f"{finished}/{total.items} items done" + (f"; {waiting}" if waiting else "")
     )
 
 
@@ -182,6 +222,7 @@ class RunResult:
     elapsed: float = 0.0
     endpoint: str | None = None  # what the endpoint accepts, as learned ("gpt-5-mini at ...")
     billed: float | None = None  # USD the answers' usage reported (None: the model has no price)
+    warnings: list[str] = field(default_factory=list)  # lines said during the run (on_warning)
 
     @property
     def complete(self) -> bool:

@@ -37,6 +37,7 @@ __all__ = [
     "reasoning_tokens",
     "refused_setting",
     "sent_token_parameter",
+    "unusable_choice",
 ]
 
 # The fact's code of a 200 whose every choice is empty, cut off by max_tokens while reasoning.
@@ -155,6 +156,21 @@ def ignored_logprobs(sent: Mapping[str, Any]) -> str:
         f'[sampling] mode = "logprobs": {model} answered without logprobs (the endpoint ignores '
         'them): set mode = "samples" (G-Eval\'s logprobs mode needs a model that returns logprobs)'
     )
+
+
+def unusable_choice(choice: Mapping[str, Any], *, logprobs: bool) -> str | None:
+    """Why a choice holds nothing to read a rating from ("content null", "empty content",
+    "no logprobs"), or None when it holds text (whether it is a rating is the scoring's call)."""
+    content = choice.get("message", {}).get("content")
+    if content is None:
+        return "content null"
+    if not isinstance(content, str) or not content.strip():
+        return "empty content"
+    if logprobs:
+        tokens = (choice.get("logprobs") or {}).get("content")
+        if not isinstance(tokens, list) or not tokens:
+            return "no logprobs"
+    return None
 
 
 def reasoning_exhausted(sent: Mapping[str, Any]) -> str:

@@ -38,6 +38,7 @@ async def run_study(
     on_progress: Callable[[str], None] | None = None,
     progress_interval: float = 0.5,
     on_retries: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Judge every item of the study that the cache does not hold yet.
 
@@ -52,6 +53,9 @@ async def run_study(
         on_retries: without ``on_progress``, called with a line every ``progress_interval``
             seconds in which requests were retried (count and last error), so that even a
             quiet run says that it is retrying.
+        on_warning: called with a line, at once, when the server says something the run
+            sets aside or that will make it slow (a learned limit no account has); the lines
+            are in the result's ``warnings`` too.
 
     Raises:
         CacheError: the cache cannot be written.
@@ -66,7 +70,14 @@ async def run_study(
     started = time.monotonic()
     entries = ServerEntries(cache, await server_is_simulated(study.config.judge, limits.timeout))
     study, steps_sent = await generate_steps(study, entries, api_key)  # before any item
-    run = Run(study, entries, stop=stop, retry_failed=retry_failed, backoff=limits.backoff)
+    run = Run(
+        study,
+        entries,
+        stop=stop,
+        retry_failed=retry_failed,
+        backoff=limits.backoff,
+        warn=on_warning,
+    )
     run.counters.requests_sent += steps_sent
     states = run.feed.first_work()
     if states is None:  # the cache holds everything: no transport, no claims
@@ -78,7 +89,11 @@ async def run_study(
         # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
         with Claims(cache.directory, limits.timeout + 30.0) as claims:
             async with Transport(
-                study.config.judge, api_key, concurrency=limits.concurrency, timeout=limits.timeout
+                study.config.judge,
+                api_key,
+                concurrency=limits.concurrency,
+                timeout=limits.timeout,
+                max_answer_bytes=limits.max_answer_bytes,
             ) as transport:
                 run.connect(transport, claims)
                 reporter = None
@@ -104,6 +119,7 @@ async def run_study(
                     record_spend(cache.directory, study.config, run.budget)
                     judge = study.config.judge
                     save_capabilities(cache.directory, judge.url, judge.model, run.endpoint)
+                    run.counters.wait_until = 0.0  # the run is over: nothing waits any more
                     if reporter is not None:
                         reporter.cancel()
                         # asyncio.wait never raises the reporter's CancelledError, so a
@@ -124,4 +140,5 @@ async def run_study(
         if states is not None
         else None,
         billed=None if run.budget is None else run.budget.billed,
+        warnings=run.warnings,
     )

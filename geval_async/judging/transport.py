@@ -22,6 +22,7 @@ import aiohttp
 import orjson
 
 from ..errors import (
+    ANSWER_TOO_LARGE,
     Connection,
     FailureFact,
     RateLimited,
@@ -57,13 +58,20 @@ class Transport:
     """The judge endpoint. ``async with Transport(...) as t: await t.complete(body)``."""
 
     def __init__(
-        self, judge: JudgeConfig, api_key: str | None, *, concurrency: int, timeout: float
+        self,
+        judge: JudgeConfig,
+        api_key: str | None,
+        *,
+        concurrency: int,
+        timeout: float,
+        max_answer_bytes: int = 1_000_000,
     ) -> None:
         self._judge = judge
         self._url = judge.url
         self._headers = {"Content-Type": "application/json", **judge.auth_headers(api_key)}
         self._concurrency = concurrency
         self._timeout = timeout
+        self._max_answer_bytes = max_answer_bytes
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Transport:
@@ -94,9 +102,13 @@ class Transport:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self._timeout):
-                async with self._session.post(self._url, data=data) as response:
-                    raw = await response.read()
+                # Never follow a redirect: aiohttp would re-send a 301/302 as a GET, and the
+                # run would stop on a 405 that hides the cause (decide() names the Location).
+                async with self._session.post(
+                    self._url, data=data, allow_redirects=False
+                ) as response:
                     status, headers = response.status, response.headers
+                    raw = await _read_capped(response, self._max_answer_bytes)
         except TimeoutError as exc:
             fact = FailureFact(connection=Connection.TIMEOUT)
             raise Transient(f"no answer within {self._timeout:g} s (timeout)", fact=fact) from exc
@@ -107,9 +119,32 @@ class Transport:
             fact = FailureFact(connection=connection_kind(exc))
             raise Transient(f"{fact.connection} ({type(exc).__name__}: {exc})", fact=fact) from exc
         latency_ms = (time.perf_counter() - started) * 1000.0
+        if raw is None:
+            limit = self._max_answer_bytes
+            if status != 200:  # an error body only gives its first words to the message
+                raise _failure(status, b"", headers)
+            raise Rejected(
+                f"the answer body is larger than [limits] max_answer_bytes ({limit} bytes)",
+                headers=headers,
+                fact=FailureFact(status=status, code=ANSWER_TOO_LARGE),
+            )
         if status == 200:
             return _answer(status, raw, headers, latency_ms)
         raise _failure(status, raw, headers)
+
+
+async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    """The body, or None when it is longer than ``limit`` bytes (then read no further than
+    that: a 20 MB answer never sits in memory, nor in the cache)."""
+    declared = response.content_length
+    if declared is not None and declared > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit and (chunk := await response.content.read(limit + 1 - size)):
+        chunks.append(chunk)
+        size += len(chunk)
+    return None if size > limit else b"".join(chunks)
 
 
 def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: float) -> JudgeAnswer:

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import TransportError
-from ..options import ItemOutcome
+from ..options import ItemOutcome, SamplingMode
 from ..study.plan import JudgeRequest, Study, chunk_request
 from .budget import request_cost, run_budget
 from .cache import CachedResponse
@@ -36,16 +38,32 @@ from .feed import Feed, ItemWork
 from .limits import RateLimits
 from .origin import ServerEntries
 from .progress import CriterionCounts, RunCounters
-from .refused_settings import answer_fact, ignored_logprobs
+from .refused_settings import answer_fact, ignored_logprobs, unusable_choice
 from .writer import Writer
 
 if TYPE_CHECKING:
     from .transport import JudgeAnswer, Transport
 
-__all__ = ["Run"]
+__all__ = ["Run", "same_model"]
+
+# A dated snapshot's suffix: -2024-07-18, -20241022, -0613.
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
 
 # How often a worker looks for an answer another process is fetching (seconds).
 _CLAIM_POLL = 0.2
+
+
+def same_model(served: str, asked: str) -> bool:
+    """Whether the model a server says it served is the one asked: the same name, or a dated
+    snapshot of it (``gpt-4o-mini-2024-07-18`` or ``gpt-4-0613`` for the name asked), with or
+    without a provider's folder (``meta-llama/llama-3-8b``). ``gpt-4o-mini`` is not ``gpt-4o``.
+    """
+    served, asked = served.strip().lower(), asked.strip().lower()
+    if "/" not in asked:
+        served = served.rsplit("/", 1)[-1]
+    return served == asked or (
+        served.startswith(asked) and _SNAPSHOT.fullmatch(served[len(asked) :]) is not None
+    )
 
 
 class Run:
@@ -59,6 +77,7 @@ class Run:
         stop: asyncio.Event,
         retry_failed: bool,
         backoff: float,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.study, self.config = study, study.config
         # Lookups go through the server's view: another server's answers read as missing.
@@ -68,12 +87,23 @@ class Run:
         self.claims: Claims
         self.writer: Writer
         self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
-        self.limits = RateLimits(self.config.limits.rpm, self.config.limits.tpm)
+        limits = self.config.limits
+        self.warnings: list[str] = []
+
+        def note(line: str) -> None:
+            self.warnings.append(line)
+            if warn is not None:
+                warn(line)
+
+        self.limits = RateLimits(
+            limits.rpm, limits.tpm, stop=stop, warn=note, max_wait=limits.max_wait
+        )
         self.counters = RunCounters(
             criteria={
                 name: CriterionCounts(items=items)
                 for name, items in study.items_by_criterion().items()
-            }
+            },
+            asked_model=self.config.judge.model,
         )
         self.failures: Counter[str] = Counter()
         self.stopped: str | None = None
@@ -82,7 +112,9 @@ class Run:
         # What the endpoint accepts (the token parameter's name, n > 1), as earlier runs
         # learned it: the wire is spelt right from the first request.
         self.endpoint = load_capabilities(self.cache.directory, judge.url, judge.model)
-        self.history = History(judge.url, judge.api_key_env, retries=self.config.limits.retries)
+        self.history = History(
+            judge.url, judge.api_key_env, retries=limits.retries, max_wait=limits.max_wait
+        )
         self.feed = Feed(
             study,
             self.entries,
@@ -285,9 +317,11 @@ class Run:
             self.counters.rate_limited += 1
             self.limits.observe(exc.headers)
             wait = decision.wait if decision.wait is not None else self.delay(attempt)
+            self.counters.note_wait(wait, decision.message)
             self.limits.refused(request.est_tokens, wait)
         else:
             wait = decision.wait if decision.wait is not None else self.delay(attempt)
+            self.counters.note_wait(wait, f"retrying after {decision.label}")
             await self.sleep_unless_stopped(wait)
         return None
 
@@ -312,6 +346,16 @@ class Run:
         tokens = entry.usage.get("total_tokens") if entry.usage else None
         self.counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
         self.counters.simulated |= answer.simulated
+        served = answer.parsed.get("model")
+        if isinstance(served, str) and not same_model(served, request.model):
+            self.counters.served[served[:100]] += 1
+        logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
+        for choice in answer.choices:
+            why = unusable_choice(choice, logprobs=logprobs)
+            if why is None:
+                self.counters.usable += 1
+            else:
+                self.counters.unusable[why] += 1
         self._put(request, entry)
 
     def store_refusal(

@@ -75,6 +75,8 @@ SECTION_KEYS = {
         "timeout",
         "backoff",
         "max_backoff",
+        "max_wait",
+        "max_answer_bytes",
         "batch_queue_tokens",
     },
     "cache": {"path"},
@@ -110,6 +112,8 @@ def parse_limits(t: TableReader) -> LimitsConfig:
         timeout=t.positive("timeout", 60.0),
         backoff=t.positive("backoff", 0.5),
         max_backoff=t.positive("max_backoff", 60.0),
+        max_wait=t.positive("max_wait", 120.0),
+        max_answer_bytes=t.positive("max_answer_bytes", 1_000_000, integer=True),
         batch_queue_tokens=t.positive("batch_queue_tokens", None, integer=True),
     )
     if limits.retries < 0:

@@ -109,6 +109,8 @@ class LimitsConfig:
     timeout: float = 60.0
     backoff: float = 0.5
     max_backoff: float = 60.0
+    max_wait: float = 120.0  # the longest 429 wait honoured (s); a longer one stops the run
+    max_answer_bytes: int = 1_000_000  # an answer body above this is refused, never stored
     # The Batch API's enqueued-token limit of the judge model (None: learned from a batch
     # that failed for it); ``run --batch`` keeps its queued tokens at or under it.
     batch_queue_tokens: int | None = None

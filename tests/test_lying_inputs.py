@@ -221,7 +221,7 @@ def test_reading_a_cache_that_is_a_file_is_refused(
     assert not study.output.exists()
 
 
-@pytest.mark.parametrize("command", ["status", "score"])
+@pytest.mark.parametrize("command", ["status", "score", "answers"])
 def test_reading_a_cache_folder_that_does_not_exist_is_refused(
     study: StudyFiles, command: str
 ) -> None:

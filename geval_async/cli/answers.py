@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..options import Reason, words
+from .cache import existing_cache
 from .overrides import study_config
 from .summary import table
 
@@ -93,7 +94,9 @@ def invalid_lines(results: StudyResults) -> list[str]:
 def cmd_answers(args: argparse.Namespace) -> int:
     from ..scoring.results import filter_samples, load_results
 
-    results = load_results(study_config(args, _OVERRIDES))
+    config = study_config(args, _OVERRIDES)
+    existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
+    results = load_results(config)
     warn(results.warnings, strict=args.strict)
     if args.criterion is not None:
         results.config.criterion(args.criterion)  # an unknown name is a one-line error

@@ -7,15 +7,19 @@ real key can never reach a test server.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import pytest
+from aiohttp import web
 
 from geval_async.sim import SimServer, SimSettings
 
@@ -65,6 +69,48 @@ def sim() -> Iterator[SimServer]:
     """A simulated judge with no latency, limits or faults (tests set what they need)."""
     with SimServer(SimSettings()) as server:
         yield server
+
+
+class LoopbackApp:
+    """An aiohttp.web app on 127.0.0.1, served from a thread of its own: the base of the stub
+    judges tests write where the server must not be the project's (a subclass gives its
+    :meth:`routes`). ``with`` starts and stops it; ``base_url`` is its ``/v1`` URL."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.base_url = ""
+        self.loop: asyncio.AbstractEventLoop
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def routes(self) -> list[web.RouteDef]:
+        """The app's routes (the chat-completions POST, and whatever else the stub answers)."""
+        raise NotImplementedError
+
+    def _serve(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        app = web.Application()
+        app.add_routes(self.routes())
+        runner = web.AppRunner(app)
+        self.loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.port = runner.addresses[0][1]
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(runner.cleanup())
+        self.loop.close()
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the stub server did not start within 10 s")
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
 
 
 @dataclass

@@ -13,13 +13,12 @@ import asyncio
 import json
 import math
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
 import orjson
 from aiohttp import web
-from conftest import PROMPT_A
+from conftest import PROMPT_A, LoopbackApp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -112,11 +111,12 @@ _reply = st.fixed_dictionaries(
 )
 
 
-class ScriptedJudge:
+class ScriptedJudge(LoopbackApp):
     """Serves the drawn replies in turn (the last one for good); the ``stop_at``-th request
     sets the run's stop event while it is at the server."""
 
     def __init__(self, replies: list[dict[str, Any]], stop_at: int) -> None:
+        super().__init__()
         self.replies, self.stop_at = replies, stop_at
         self.received = 0
         self.received_at_stop: int | None = None
@@ -124,8 +124,6 @@ class ScriptedJudge:
         self.answered: set[bytes] = set()  # the bodies of every 200 sent
         self.stop: asyncio.Event | None = None
         self.client_loop: asyncio.AbstractEventLoop | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def _set_stop(self, at_server: bool = True) -> None:
         assert self.stop is not None
@@ -157,28 +155,10 @@ class ScriptedJudge:
         self.answered.add(raw)
         return web.Response(body=raw, headers=headers, content_type="application/json")
 
-    def _serve(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        app = web.Application()
-        app.add_routes([web.post("/v1/chat/completions", self._complete)])
-        runner = web.AppRunner(app)
-        self.loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._ready.set()
-        self.loop.run_forever()
-        self.loop.run_until_complete(runner.cleanup())
-        self.loop.close()
-
-    def __enter__(self) -> ScriptedJudge:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.post("/v1/chat/completions", self._complete),
+        ]
 
 
 def _study(root: Path, port: int, mode: str) -> Path:

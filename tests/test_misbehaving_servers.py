@@ -7,7 +7,6 @@ redirect, a model other than the one asked) and drives the real CLI in a subproc
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -21,7 +20,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import ROOT, StudyFiles, run_cli, run_study
+from conftest import ROOT, LoopbackApp, StudyFiles, run_cli, run_study
 
 Respond = Callable[[dict[str, Any], int], web.StreamResponse]
 
@@ -43,16 +42,15 @@ def too_many(**headers: str) -> web.Response:
     )
 
 
-class Stub:
+class Stub(LoopbackApp):
     """A judge on loopback that answers every POST with ``respond(body, arrival)``."""
 
     def __init__(self, respond: Respond) -> None:
+        super().__init__()
         self.respond = respond
         self.received = 0
         self.posts_after_stop = 0
         self.stopped = False
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     async def _complete(self, request: web.Request) -> web.StreamResponse:
         self.received += 1
@@ -64,30 +62,11 @@ class Stub:
         await reply.prepare(request)  # a streamed (chunked) body: the stub writes it
         return reply
 
-    def _serve(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        app = web.Application()
-        app.add_routes([web.post("/v1/chat/completions", self._complete)])
-        app.add_routes([web.post("/v2/chat/completions", self._complete)])
-        runner = web.AppRunner(app)
-        self.loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._ready.set()
-        self.loop.run_forever()
-        self.loop.run_until_complete(runner.cleanup())
-        self.loop.close()
-
-    def __enter__(self) -> Stub:
-        self._thread.start()
-        self._ready.wait(10)
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.post("/v1/chat/completions", self._complete),
+            web.post("/v2/chat/completions", self._complete),
+        ]
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ plain aiohttp.web app standing in for another provider) with its own cache and o
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import os
 import re
@@ -14,11 +13,10 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from aiohttp import web
-from conftest import ROOT, StudyFiles, run_cli, run_study
+from conftest import ROOT, LoopbackApp, StudyFiles, run_cli, run_study
 
 from geval_async.sim import SimServer
 
@@ -345,13 +343,12 @@ def test_a_paired_test_with_unpaired_groups_stops_before_sending(
 # --- 4. simulated answers never satisfy a run against another server ------------------------
 
 
-class PlainJudge:
+class PlainJudge(LoopbackApp):
     """Another OpenAI-compatible server (not geval-async's): answers "3" to everything."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.received = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     async def _complete(self, request: web.Request) -> web.Response:
         self.received += 1
@@ -362,29 +359,10 @@ class PlainJudge:
         ]
         return web.json_response({"choices": choices, "usage": {"total_tokens": 10}})
 
-    def _serve(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        app = web.Application()
-        app.add_routes([web.post("/v1/chat/completions", self._complete)])
-        runner = web.AppRunner(app)
-        self.loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._ready.set()
-        self.loop.run_forever()
-        self.loop.run_until_complete(runner.cleanup())
-        self.loop.close()
-
-    def __enter__(self) -> PlainJudge:
-        self._thread.start()
-        self._ready.wait(10)
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.post("/v1/chat/completions", self._complete),
+        ]
 
 
 def test_simulated_answers_never_satisfy_another_server(sim: SimServer, study: StudyFiles) -> None:

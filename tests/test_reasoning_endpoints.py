@@ -11,17 +11,15 @@ reads: the run's last line, ``status``, the scores, and the stub's counts.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import ROOT, run_cli, summary_row
+from conftest import ROOT, LoopbackApp, run_cli, summary_row
 
 from geval_async.judging.failures import Action, History, decide, response_fact
 from geval_async.scoring.results import load_results
@@ -40,16 +38,15 @@ def _error(status: int, message: str, param: str | None, code: str | None) -> we
     return web.json_response(body, status=status)
 
 
-class ReasoningJudge:
+class ReasoningJudge(LoopbackApp):
     """An OpenAI-compatible gpt-5 endpoint: its documented refusals and its reasoning budget."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.bodies: list[dict[str, Any]] = []
         self.statuses: Counter[int] = Counter()
         self.ratings: Counter[tuple[float, ...]] = Counter()  # the ratings of each answer
         self.legacy = False  # True: it takes max_tokens only, as older chat models did
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def answer(self, body: dict[str, Any]) -> web.Response:
         if body.get("temperature", 1) != 1:
@@ -121,34 +118,11 @@ class ReasoningJudge:
     async def _probe(self, request: web.Request) -> web.Response:
         return web.Response(status=405)
 
-    def _serve(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        app = web.Application()
-        app.add_routes(
-            [
-                web.post("/v1/chat/completions", self._complete),
-                web.get("/v1/chat/completions", self._probe),
-            ]
-        )
-        runner = web.AppRunner(app)
-        self.loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._ready.set()
-        self.loop.run_forever()
-        self.loop.run_until_complete(runner.cleanup())
-        self.loop.close()
-
-    def __enter__(self) -> ReasoningJudge:
-        self._thread.start()
-        self._ready.wait(10)
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.post("/v1/chat/completions", self._complete),
+            web.get("/v1/chat/completions", self._probe),
+        ]
 
     @property
     def failed(self) -> int:

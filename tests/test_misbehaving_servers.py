@@ -7,6 +7,7 @@ redirect, a model other than the one asked) and drives the real CLI in a subproc
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -383,6 +384,13 @@ def test_a_model_other_than_the_one_asked_is_said_once_in_the_summary(
         "llama-3-8b-instruct (2): the answers are stored as received (their bodies keep the "
         "name served)"
     ], result.stdout
+    # The raw export keeps the name each item's answer was served under.
+    scored = run_cli("score", str(study.config), "--limit", "2")
+    assert scored.returncode == 0, scored.stderr
+    raw = json.loads((study.output / "raw" / "t-limit-2_clar.json").read_text(encoding="utf-8"))
+    assert raw["model"] == "sim-judge"
+    served = [item["served_model"] for item in raw["items"]]
+    assert len(served) == 2 and set(served) <= {"llama-3-8b-instruct", "sim-judge-2024-07-18"}
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ class ItemAnswers:
     choices: list[dict[str, Any]]
     missing: bool = False
     refused: bool = False
+    served: tuple[str, ...] = ()  # the models the server said it served, as it named them
 
 
 class StudyAnswers:
@@ -62,13 +63,19 @@ class StudyAnswers:
         first, last = self.first_arrived, self.last_arrived
         for state in item_states(self.study, self._entries):
             choices: list[dict[str, Any]] = []
+            served: list[str] = []
             for entry in state.entries:
-                choices.extend(entry.choices())
+                entry_choices, model = entry.answer()
+                choices.extend(entry_choices)
+                if model is not None and model not in served:
+                    served.append(model)
                 if first is None or entry.time < first:
                     first = entry.time
                 if last is None or entry.time > last:
                     last = entry.time
-            yield ItemAnswers(state.item, choices, bool(state.missing), state.refused is not None)
+            yield ItemAnswers(
+                state.item, choices, bool(state.missing), state.refused is not None, tuple(served)
+            )
             self.first_arrived, self.last_arrived = first, last
 
     @property

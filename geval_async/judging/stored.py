@@ -78,11 +78,21 @@ class CachedResponse:
 
     def choices(self) -> list[dict[str, Any]]:
         """The ``choices`` of the stored response body ([] for a refusal)."""
+        return self.answer()[0]
+
+    def answer(self) -> tuple[list[dict[str, Any]], str | None]:
+        """The body's ``choices`` and the ``model`` the server says it served (None: it named
+        none), read in one parse ([] and None for a refusal)."""
         if not self.ok:
-            return []
+            return [], None
         parsed = orjson.loads(self.body)
-        choices = parsed.get("choices") if isinstance(parsed, dict) else None
-        return choices if isinstance(choices, list) else []
+        if not isinstance(parsed, dict):
+            return [], None
+        choices, served = parsed.get("choices"), parsed.get("model")
+        return (
+            choices if isinstance(choices, list) else [],
+            served if isinstance(served, str) else None,
+        )
 
     def encode(self) -> bytes:
         """The entry's bytes in a cache folder (the one way an entry is written)."""

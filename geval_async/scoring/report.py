@@ -102,6 +102,8 @@ def _raw_item(
         "ratings": list(score.ratings),
         "distribution": None if score.distribution is None else score.distribution.to_json(),
         "weighted_score": score.weighted_score,
+        # As the server named it: another model than the head's, or a dated snapshot of it.
+        **({"served_model": ", ".join(score.served)} if score.served else {}),
     }
 
 

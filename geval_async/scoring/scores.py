@@ -65,6 +65,7 @@ class ItemScore:
     # samples: s / sqrt(m) of the valid ratings (None below two); logprobs: the distribution's
     # standard deviation; rubric criteria: None (their score is a verdict, not a mean).
     se: float | None = None
+    served: tuple[str, ...] = ()  # the models the server said it served (the raw export)
 
     @property
     def weighted_score(self) -> float | None:
@@ -148,6 +149,7 @@ def score_item(
         condition=record.condition,
         criterion=criterion.name,
         rubric=None if state.item.rubric is None else state.item.rubric.name,
+        served=state.served,
     )
     if state.refused:
         return ItemScore(status=REFUSED, **base)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from ..options import Reason, words
 from .cache import existing_cache
-from .overrides import study_config
+from .overrides import ANSWER_FLAGS, study_config
 from .summary import table
 
 if TYPE_CHECKING:
@@ -30,18 +30,6 @@ if TYPE_CHECKING:
 
     from ..scoring.results import StudyResults
 
-# With the sampling flags that are part of every key (as for score).
-_OVERRIDES = (
-    "cache",
-    "criteria",
-    "limit",
-    "model",
-    "n",
-    "mode",
-    "temperature",
-    "max_tokens",
-    "reasoning_effort",
-)
 _TEXT_WIDTH = 70
 
 
@@ -94,7 +82,7 @@ def invalid_lines(results: StudyResults) -> list[str]:
 def cmd_answers(args: argparse.Namespace) -> int:
     from ..scoring.results import filter_samples, load_results
 
-    config = study_config(args, _OVERRIDES)
+    config = study_config(args, ANSWER_FLAGS)
     existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
     results = load_results(config)
     warn(results.warnings, strict=args.strict)

@@ -17,22 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..study.meta_study import META_OVERRIDES, read_meta_study
-
-# Overrides that decide which cache entries hold the judge's answers, plus where things are.
-# With the sampling flags that are part of every key (as for score).
-_OVERRIDES = (
-    "cache",
-    "output",
-    "criteria",
-    "limit",
-    "model",
-    "n",
-    "mode",
-    "temperature",
-    "max_tokens",
-    "reasoning_effort",
-    "shard",
-)
+from .overrides import SCORE_FLAGS
 
 
 def add_meta_command(
@@ -95,7 +80,7 @@ def parse_judge_files(values: Sequence[str]) -> dict[str, Path]:
 def cmd_meta(args: argparse.Namespace) -> int:
     from ..meta.evaluate import meta_evaluate, write_meta  # pandas/scipy: only when meta runs
 
-    flags = {name: getattr(args, name, None) for name in (*_OVERRIDES, *META_OVERRIDES)}
+    flags = {name: getattr(args, name, None) for name in (*SCORE_FLAGS, *META_OVERRIDES)}
     use_cache = False if args.no_cache else None
     study = read_meta_study(args.config, flags, use_cache=use_cache, flags=True)
     evaluation = meta_evaluate(study, parse_judge_files(args.judge_file), use_cache=use_cache)

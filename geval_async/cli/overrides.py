@@ -12,7 +12,14 @@ from collections.abc import Iterable
 from ..study.config import EvalConfig, load_config
 from ..study.overrides import read_overrides
 
-__all__ = ["STUDY_FLAGS", "judge_key", "load_study", "study_config"]
+__all__ = [
+    "ANSWER_FLAGS",
+    "SCORE_FLAGS",
+    "STUDY_FLAGS",
+    "judge_key",
+    "load_study",
+    "study_config",
+]
 
 # The flags of the study commands (run, status, score, ...) that patch the config.
 STUDY_FLAGS = (
@@ -35,6 +42,23 @@ STUDY_FLAGS = (
     "max_cost",
     "shard",
 )
+
+# The flags of the commands that read stored answers (answers, score, meta): every setting
+# that is part of a cache key (a study run with --max-tokens 2000 is read with it), and which
+# part of the study is read.
+ANSWER_FLAGS = (
+    "cache",
+    "criteria",
+    "limit",
+    "model",
+    "n",
+    "mode",
+    "temperature",
+    "max_tokens",
+    "reasoning_effort",
+)
+# ...and of those that write outputs from them (score, meta): where, and which shard.
+SCORE_FLAGS = (*ANSWER_FLAGS, "output", "shard")
 
 
 def study_config(args: argparse.Namespace, names: Iterable[str]) -> EvalConfig:

@@ -15,30 +15,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from ..options import StatTest, words
 from .cache import existing_cache
-from .overrides import study_config
+from .overrides import SCORE_FLAGS, study_config
 from .summary import SIMULATED_NOTE
 
 if TYPE_CHECKING:
     from ..scoring.results import StudyResults
 
 # pandas and scipy load inside the commands, not at import: `geval-async run` never needs them.
-
-# Everything that decides cache keys (model, n, mode) or what is read (cache, criteria, limit).
-# The flags that choose what was asked (the sampling settings are part of every key: a study
-# run with --max-tokens 2000 is scored with --max-tokens 2000).
-_OVERRIDES = (
-    "cache",
-    "output",
-    "criteria",
-    "limit",
-    "model",
-    "n",
-    "mode",
-    "temperature",
-    "max_tokens",
-    "reasoning_effort",
-    "shard",
-)
 
 
 def add_score_commands(
@@ -76,7 +59,7 @@ def _results(args: argparse.Namespace) -> StudyResults:
     from ..scoring.results import load_results
     from .answers import warn
 
-    config = study_config(args, _OVERRIDES)
+    config = study_config(args, SCORE_FLAGS)
     existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
     results = load_results(config, strict=args.strict)
     warn(results.warnings, strict=False)

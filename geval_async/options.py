@@ -71,6 +71,13 @@ class Normalization(StrEnum):
     MINMAX = "minmax"
 
 
+class PanelPool(StrEnum):
+    """``[panel] pool``: how a panel's record scores are pooled from its judges' scores."""
+
+    MEAN = "mean"  # PoLL's average pooling (Verga et al. 2024), weighted if weights are set
+    MEDIAN = "median"  # weighted median if weights are set
+
+
 class Provider(StrEnum):
     """``[judge] provider``: the OpenAI chat-completions form or Azure's deployment form."""
 

@@ -26,6 +26,7 @@ from ..errors import ConfigError
 from ..options import Normalization, StatTest
 from .criteria import CriterionConfig, parse_criterion
 from .overrides import apply_overrides
+from .panel import parse_judges, parse_panel
 from .reader import TableReader
 from .sections import (
     SECTION_KEYS,
@@ -48,6 +49,8 @@ from .settings import (
     LimitsConfig,
     MetaConfig,
     OutputConfig,
+    PanelConfig,
+    PanelJudge,
     SamplingConfig,
     StatsConfig,
 )
@@ -62,6 +65,8 @@ __all__ = [
     "LimitsConfig",
     "MetaConfig",
     "OutputConfig",
+    "PanelConfig",
+    "PanelJudge",
     "SamplingConfig",
     "StatsConfig",
     "apply_overrides",
@@ -110,9 +115,22 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
 
     resolve = resolver(source)
     data, data_limit = parse_data(table("data"), resolve)
-    judge = parse_judge(table("judge"))
-    sampling = parse_sampling(table("sampling"))
-    limits = parse_limits(table("limits"))
+    judges: tuple[PanelJudge, ...] = ()
+    if "judges" in document:
+        if "judge" in document:
+            raise ConfigError(
+                f"{source}: both [judge] and [[judges]]: use [judge] for one judge or "
+                "[[judges]] for a panel, not both"
+            )
+        judges = parse_judges(
+            source, document["judges"], table("sampling").table, table("limits").table
+        )
+        # The first judge stands for the panel where one judge is read (see EvalConfig).
+        judge, sampling, limits = judges[0].judge, judges[0].sampling, judges[0].limits
+    else:
+        judge = parse_judge(table("judge"))
+        sampling = parse_sampling(table("sampling"))
+        limits = parse_limits(table("limits"))
 
     raw_criteria = document.get("criteria")
     if not isinstance(raw_criteria, list) or not raw_criteria:
@@ -170,16 +188,19 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
         limit=data_limit,
         meta=parse_meta(table("meta"), names, resolve),
         prices=parse_prices(source, document.get("prices", {})),
+        judges=judges,
+        panel=parse_panel(table("panel"), judges),
     )
 
 
 def section_readers(document: Mapping[str, Any], source: Path) -> dict[str, TableReader]:
     """A reader per section; raises on an unknown section or, in any section, an unknown key."""
-    unknown = sorted(set(document) - set(SECTION_KEYS) - {"criteria", "prices"})
+    lists = {"criteria", "prices", "judges"}  # read apart from the plain sections
+    unknown = sorted(set(document) - set(SECTION_KEYS) - lists)
     if unknown:
         raise ConfigError(
             f"{source}: unknown section [{unknown[0]}] "
-            f"(known: {', '.join(sorted([*SECTION_KEYS, 'criteria', 'prices']))})"
+            f"(known: {', '.join(sorted([*SECTION_KEYS, *lists]))})"
         )
     readers: dict[str, TableReader] = {}
     # Every section is checked for unknown keys first: a typo is the likeliest mistake.

@@ -84,6 +84,7 @@ SECTION_KEYS = {
     "composite": {"criteria", "normalize"},
     "stats": {"conditions", "alpha", "test"},
     "meta": {"human", "bootstrap", "seed", "confidence", "judges"},
+    "panel": {"pool", "weights"},
 }
 
 # Turns a path as written into a Path (the file's: against its folder; a flag's: as given).

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..options import Normalization, Provider, ReasoningEffort, SamplingMode, StatTest
+from ..options import (
+    Normalization,
+    PanelPool,
+    Provider,
+    ReasoningEffort,
+    SamplingMode,
+    StatTest,
+)
 from .criteria import CriterionConfig
 from .pricing import PRICES
 from .shard import Shard
@@ -186,6 +193,32 @@ class OutputConfig:
 
 
 @dataclass(frozen=True)
+class PanelJudge:
+    """One judge of a panel (a ``[[judges]]`` table): its name, its endpoint, and its own
+    sampling and limits (the study's ``[sampling]`` and ``[limits]`` with its own keys on top)."""
+
+    name: str
+    judge: JudgeConfig
+    sampling: SamplingConfig
+    limits: LimitsConfig
+
+
+@dataclass(frozen=True)
+class PanelConfig:
+    """``[panel]``: how the judges' record scores are pooled into the panel's.
+
+    ``weights`` maps judge names to non-negative weights; a judge it does not name weighs 1.
+    """
+
+    pool: PanelPool = PanelPool.MEAN
+    weights: Mapping[str, float] = field(default_factory=dict)
+
+    def weight(self, judge: str) -> float:
+        """The weight of the judge called ``judge``."""
+        return float(self.weights.get(judge, 1.0))
+
+
+@dataclass(frozen=True)
 class EvalConfig:
     """A whole study, as loaded from one TOML file (plus overrides)."""
 
@@ -204,6 +237,47 @@ class EvalConfig:
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     max_cost: float | None = None
     shard: Shard | None = None
+    # A panel (``[[judges]]``): every judge, in the file's order. Empty for one ``[judge]``.
+    # In a panel config, ``judge``, ``sampling`` and ``limits`` are the first judge's, so that
+    # code that sees one judge sees a real one; :meth:`members` is the panel's way in.
+    judges: tuple[PanelJudge, ...] = ()
+    panel: PanelConfig = field(default_factory=PanelConfig)
+
+    @property
+    def is_panel(self) -> bool:
+        """Whether the config lists ``[[judges]]`` (even one) rather than one ``[judge]``."""
+        return bool(self.judges)
+
+    @property
+    def judge_names(self) -> tuple[str, ...]:
+        """The panel's judge names, in the file's order (empty for one ``[judge]``)."""
+        return tuple(j.name for j in self.judges)
+
+    def for_judge(self, name: str) -> EvalConfig:
+        """The one-judge study of the panel's judge ``name``: its endpoint, sampling and
+        limits, the same records, criteria and cache, and outputs named
+        ``<prefix>-judge-<name>`` beside the panel's.
+
+        Raises:
+            ConfigError: the config has no judge called ``name``.
+        """
+        for member in self.judges:
+            if member.name == name:
+                return replace(
+                    self,
+                    judge=member.judge,
+                    sampling=member.sampling,
+                    limits=member.limits,
+                    judges=(),
+                    panel=PanelConfig(),
+                    output=replace(self.output, prefix=f"{self.output.prefix}-judge-{name}"),
+                )
+        known = ", ".join(self.judge_names) or "none: it has one [judge]"
+        raise ConfigError(f"{self.source}: no judge named {name!r} (the config's judges: {known})")
+
+    def members(self) -> tuple[EvalConfig, ...]:
+        """One one-judge study per judge of the panel; ``(self,)`` for one ``[judge]``."""
+        return tuple(self.for_judge(j.name) for j in self.judges) if self.judges else (self,)
 
     @property
     def price_table(self) -> dict[str, tuple[float, float]]:

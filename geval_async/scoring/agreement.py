@@ -272,16 +272,17 @@ def _iccs(
         f"{len(incomplete)} record(s) not scored by every judge left out" if incomplete else ""
     )
     result = None if reason else icc(active[complete], confidence=confidence)
-    note = join_notes(reason or (result.note if result else ""), dropped, left_out)
     out = []
     for label, mcgraw, single in (("ICC(2,1)", "ICC(A,1)", True), ("ICC(2,k)", "ICC(A,k)", False)):
         method = ICC_METHOD.format(label, mcgraw)
         if result is None:
             used = int(complete.sum())
+            note = join_notes(reason, dropped, left_out)
             out.append(Estimate(math.nan, records=used, judges=k, method=method, note=note))
             continue
         value = result.single if single else result.average
         low, high = result.single_interval if single else result.average_interval
+        note = join_notes(result.note if single else result.average_note, dropped, left_out)
         out.append(Estimate(value, low, high, result.records, k, method, note))
     return out[0], out[1], incomplete
 

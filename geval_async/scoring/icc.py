@@ -33,7 +33,8 @@ _NAN_PAIR = (math.nan, math.nan)
 class Icc:
     """ICC(2,1) and ICC(2,k) with their F intervals, and the mean squares they come from.
 
-    ``note`` says why a value is NaN (or why only the interval is).
+    ``note`` says why a value is NaN (or why only the interval is); ``average_note`` the same
+    for ICC(2,k), which can be undefined alone.
     """
 
     single: float
@@ -46,6 +47,7 @@ class Icc:
     msc: float
     mse: float
     note: str = ""
+    average_note: str = ""
 
 
 def mean_squares(scores: np.ndarray) -> tuple[float, float, float]:
@@ -72,26 +74,39 @@ def icc(scores: np.ndarray, *, confidence: float) -> Icc:
     if rounded.min() == rounded.max():
         return _undefined(n, k, "no variation: every judge gave every record the same score")
     msr, msc, mse = mean_squares(scores)
-    single_denominator = msr + (k - 1) * mse + k * (msc - mse) / n
-    average_denominator = msr + (msc - mse) / n
-    if single_denominator <= 0 or average_denominator <= 0:
-        return _undefined(
-            n, k, "no variation between records or judges, only residual: ICC undefined"
-        )
+    # Written as a sum of non-negative terms (k - 1 - k / n >= 0), so nothing cancels: 0 only
+    # when records and judges do not vary and n = k = 2.
+    single_denominator = msr + (k - 1 - k / n) * mse + k * msc / n
+    if single_denominator <= 0:
+        return _undefined(n, k, "no variation between records or judges, only residual")
     single = (msr - mse) / single_denominator
-    average = (msr - mse) / average_denominator
+    # ICC(2,k) is ICC(2,1) stepped up by Spearman-Brown: singular at ICC(2,1) = -1 / (k - 1)
+    # and above 1 (or below -inf) past it, where the judges disagree more than records differ.
+    average_denominator = msr + (msc - mse) / n
+    average, average_note = math.nan, ""
+    if average_denominator > 1e-12 * (msr + (msc + mse) / n):
+        average = (msr - mse) / average_denominator
+    else:
+        average_note = (
+            f"ICC(2,k) undefined: ICC(2,1) = {single:.3g} is at or below -1 / (k - 1), "
+            "the judges disagree as much as the records differ"
+        )
     low, high, note = _f_interval(single, msr, msc, mse, n, k, confidence)
+    average_interval = (
+        (math.nan, math.nan) if average_note else (_step_up(low, k), _step_up(high, k))
+    )
     return Icc(
         single,
         average,
         (low, high),
-        (_step_up(low, k), _step_up(high, k)),
+        average_interval,
         n,
         k,
         msr,
         msc,
         mse,
         note,
+        average_note or note,
     )
 
 
@@ -101,6 +116,8 @@ def _f_interval(
     """McGraw & Wong (1996) Table 7, case 2A: the interval of ICC(A,1)."""
     if single >= 1:
         return math.nan, math.nan, "ICC(2,1) = 1 (no judge or residual variance): no F interval"
+    if single <= -1 / (k - 1):
+        return math.nan, math.nan, f"ICC(2,1) = {single:.3g} <= -1 / (k - 1): no F interval"
     a = k * single / (n * (1 - single))
     b = 1 + k * single * (n - 1) / (n * (1 - single))
     numerator = (a * msc + b * mse) ** 2
@@ -114,6 +131,9 @@ def _f_interval(
     spread = k * msc + (k * n - k - n) * mse
     low = n * (msr - f_star * mse) / (f_star * spread + n * msr)
     high = n * (f_lower * msr - mse) / (spread + n * f_lower * msr)
+    if not low <= single <= high:
+        # Only with almost no degrees of freedom (v near 0), where the F quantiles fall below 1.
+        return math.nan, math.nan, f"no F interval: Satterthwaite's df v = {v:.2g} is too small"
     return low, high, ""
 
 
@@ -127,4 +147,4 @@ def _step_up(single: float, k: int) -> float:
 
 def _undefined(n: int, k: int, note: str) -> Icc:
     nan = math.nan
-    return Icc(nan, nan, _NAN_PAIR, _NAN_PAIR, n, k, nan, nan, nan, note)
+    return Icc(nan, nan, _NAN_PAIR, _NAN_PAIR, n, k, nan, nan, nan, note, note)

@@ -227,13 +227,19 @@ def _alphas(
         "Krippendorff's alpha, {}; percentile bootstrap over the records two or more judges "
         f"scored ({bootstrap} resamples, seed {seed})"
     )
-    if reason or units == 0:
-        note = join_notes(reason or "no record was scored by two judges", left_out)
-        return tuple(  # type: ignore[return-value]
+    if reason or units == 0 or not _varies(active):
+        # No alpha to bootstrap: say why, with nothing drawn.
+        why = reason or (
+            "no record was scored by two judges"
+            if units == 0
+            else "no variation: every score is the same value"
+        )
+        note = join_notes(why, left_out)
+        interval, ordinal = (
             Estimate(math.nan, records=units, judges=k, method=method.format(level), note=note)
             for level in ("interval", "ordinal")
         )
-    spread = "" if _varies(active) else "no variation: every score is the same value"
+        return interval, ordinal
     drawn = bootstrap_alpha(active, bootstrap=bootstrap, seed=seed, confidence=confidence)
     out = []
     for level, value, (low, high), undefined in (
@@ -252,7 +258,7 @@ def _alphas(
                 units,
                 k,
                 method.format(level),
-                join_notes(spread, no_ci, "" if spread else dropped, left_out),
+                join_notes(no_ci, dropped, left_out),
             )
         )
     return out[0], out[1]

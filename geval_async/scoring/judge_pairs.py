@@ -62,10 +62,13 @@ class PairSpearman:
 
 
 def join_notes(*notes: str) -> str:
+    """The notes that say something, joined with "; "."""
     return "; ".join(note for note in notes if note)
 
 
 def pair_spearman(matrix: np.ndarray, judges: Sequence[str], a: int, b: int) -> PairSpearman:
+    """Spearman of columns ``a`` and ``b`` of records x judges ``matrix`` on the records both
+    scored; NaN, with a note, below two such records or when one side is constant."""
     both = ~np.isnan(matrix[:, a]) & ~np.isnan(matrix[:, b])
     n = int(both.sum())
     if n < 2:
@@ -84,6 +87,10 @@ def pair_spearman(matrix: np.ndarray, judges: Sequence[str], a: int, b: int) -> 
 def effective_judges(
     pairs: Sequence[PairSpearman], names: Sequence[str], units: int, reason: str, left_out: str
 ) -> tuple[Estimate, Estimate, Estimate]:
+    """The mean pairwise Spearman and the effective number of judges (both formulas, see the
+    module) of the judges ``names``, from their ``pairs``; ``units`` is the records count the
+    rows carry, ``reason`` why nothing is defined ("" when it may be), ``left_out`` a note on
+    judges without scores."""
     k = len(names)
     mean_method = "mean of the pairwise Spearman"
     if k == 1:
@@ -99,10 +106,11 @@ def effective_judges(
             reason or f"no Spearman for {', '.join(f'{p.judge_a}-{p.judge_b}' for p in missing)}",
             left_out,
         )
-        return tuple(  # type: ignore[return-value]
+        no_mean, no_kish, no_eigen = (
             Estimate(math.nan, records=units, judges=k, method=method, note=note)
             for method in (mean_method, KISH, PARTICIPATION)
         )
+        return no_mean, no_kish, no_eigen
     rho = np.array([p.spearman for p in pairs])
     mean = float(rho.mean())
     clipped = "mean Spearman below 0, clipped to 0" if mean < 0 else ""

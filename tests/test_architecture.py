@@ -210,6 +210,7 @@ SCORING_TIERS = {
     # 1 the data: scores, readings, tables, tests, judge-vs-human pairs, rendered documents
     "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
+    "alpha": 1, "icc": 1, "judge_pairs": 1, "agreement": 1,  # agreement between judges
     "results": 2,  # the front door for analysis: data, no writer
     "html": 3,  # the HTML view: a pure renderer, handed data
     "outputs": 4,  # the one writer

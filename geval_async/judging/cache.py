@@ -18,6 +18,7 @@ read back, is :mod:`geval_async.judging.stored`.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ import diskcache
 from ..errors import CacheError
 from .cache_errors import RESUME, cache_errors
 from .rows import CacheRows
+from .schema import check_form, mark_current
 from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, decode_heads
 
 __all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache"]
@@ -52,10 +54,14 @@ class JudgeCache:
     in it is created or changed, a missing folder reads as an empty cache, and a folder the
     user may not write can be read (``status``, the scoring stage, ``cache export``; see
     :mod:`geval_async.judging.rows`).
+
+    A folder of an older form is refused (CacheError naming ``geval-async cache migrate``,
+    before anything is written; :mod:`.schema`), unless ``migrating``: only that command.
     """
 
     directory: Path
     create: bool = True
+    migrating: bool = False
     corrupted: set[str] = field(default_factory=set)
     _cache: diskcache.Cache | CacheRows | None = None
     _rows: CacheRows | None = None  # our reader of many rows (the same object read-only)
@@ -66,15 +72,19 @@ class JudgeCache:
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
+        exists = (self.directory / "cache.db").exists()
         if not self.create:
-            if (self.directory / "cache.db").exists():
-                with cache_errors(
-                    self.directory,
-                    "cannot read the cache folder",
-                    "check that it is a geval-async cache folder you may read",
-                ):
-                    self._cache = self._rows = CacheRows(self.directory)
+            if exists:
+                self._cache = self._rows = self._open_rows()
+                try:
+                    if not self.migrating:
+                        with cache_errors(self.directory, "cannot read the cache folder"):
+                            check_form(self.directory, self._rows)
+                except BaseException:
+                    self.close()
+                    raise
             return
+        marked = self.migrating or (exists and self._checked_before_writing())
         with cache_errors(
             self.directory,
             "cannot open the cache folder",
@@ -94,6 +104,32 @@ class JudgeCache:
                 sqlite_cache_size=2**11,
                 sqlite_mmap_size=0,
             )
+            if not marked:  # new, or checked above: in the current form
+                mark_current(self.directory)
+
+    def _checked_before_writing(self) -> bool:
+        """Check the folder's form with our reader, before diskcache writes its settings;
+        whether it is marked. A database without its table is another process's new folder,
+        made this instant: new, so in the current form, and not marked yet."""
+        with cache_errors(self.directory, "cannot read the cache folder"):
+            try:
+                rows = CacheRows(self.directory)
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
+                return False
+            try:
+                return check_form(self.directory, rows)
+            finally:
+                rows.close()
+
+    def _open_rows(self) -> CacheRows:
+        with cache_errors(
+            self.directory,
+            "cannot read the cache folder",
+            "check that it is a geval-async cache folder you may read",
+        ):
+            return CacheRows(self.directory)
 
     def __enter__(self) -> JudgeCache:
         return self
@@ -205,6 +241,14 @@ class JudgeCache:
         if raw is _ABSENT:
             return None
         return self._decode(key, raw, decode)
+
+    def stored_value(self, key: str) -> Any:
+        """The value stored under ``key`` as it is (None when absent), not decoded: for
+        ``cache migrate``, which reads entries of an older form."""
+        if self._cache is None:
+            return None
+        with cache_errors(self.directory, "cannot read the cache"):
+            return self._cache.get(key)
 
     def _decode(self, key: str, raw: Any, decode: Callable[[Any], _E]) -> _E | None:
         try:

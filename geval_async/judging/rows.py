@@ -104,6 +104,23 @@ class CacheRows:
         except FileNotFoundError as exc:
             raise ValueError(f"the file of {key} is gone") from exc
 
+    def first_key(self, prefix: str) -> str | None:
+        """The first ``str`` key that starts with ``prefix`` (one look in the key index)."""
+        row = self._db.execute(
+            f"SELECT key FROM Cache WHERE {_STR_KEY} AND key >= ? ORDER BY key LIMIT 1",
+            (prefix,),
+        ).fetchone()
+        return str(row[0]) if row is not None and str(row[0]).startswith(prefix) else None
+
+    def first_value(self, start: bytes) -> str | None:
+        """The key of a row whose value, kept in the row, starts with ``start`` (one pass)."""
+        row = self._db.execute(
+            f"SELECT key FROM Cache WHERE {_STR_KEY} AND typeof(value) = 'blob'"
+            " AND substr(value, 1, ?) = ? LIMIT 1",
+            (len(start), start),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def iterkeys(self) -> Iterator[str]:
         """The ``str`` keys in sorted order."""
         for (key,) in self._db.execute(f"SELECT key FROM Cache WHERE {_STR_KEY} ORDER BY key"):

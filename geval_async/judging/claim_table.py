@@ -3,10 +3,10 @@
 Claims (:mod:`.claims`) were a diskcache: its public API changes one key a call, and letting
 go of a claim "only while it still holds this run's value" takes a ``get`` and a ``delete``.
 A run claims and lets go of every request it sends, so that was three calls a request: 53-64
-CPU us a claim in groups of 25, against 23-24 us for the same work as one ``SELECT ... IN``
-and one ``executemany`` (``bench/claims.py``; docs/benchmarks.md, "Claims"). diskcache has
-no call for many keys nor a compare-and-delete, so the claims keep a table of their own,
-written here openly, in ``<cache>/claims/claims.db``: a key, and the holder's bytes.
+CPU us a claim in groups of 25 and 118-180 alone, against 8-13 and 58-71 us here
+(``bench/claims.py``; docs/benchmarks.md, "The store through diskcache's public API").
+diskcache has no call for many keys nor a compare-and-delete, so the claims keep a table of
+their own, written here openly, in ``<cache>/claims/claims.db``: a key, and the holder's bytes.
 
 One connection per table, shared by the event loop's thread and the writer thread under a
 lock; ``BEGIN IMMEDIATE`` makes each transaction atomic across processes, and a busy database

@@ -1,13 +1,14 @@
 """The one form of a cache folder, marked in it; a folder of an older form is refused.
 
-The read path knows one form: keys of the draw-chunk scheme (``g2-``, :mod:`geval_async.study.keys`)
-and entries packed as :mod:`.stored` writes them. A folder in that form holds a small file
-``schema`` beside its ``cache.db``, written when geval-async creates the folder or moves it
-to that form. A folder without it (written by a version before the mark, or a ``cache.db``
-copied alone) is checked once when it is opened: one look in the key index for the first
-scheme's keys (``g1-``) and one pass over the values for an entry stored as JSON (the form
-before packing; about 0.3 s for 100,000 entries); a folder that holds neither is in the
-current form, and is marked when it may be written.
+The read path knows one form: keys of the draw-chunk scheme (``g2-``,
+:mod:`geval_async.study.keys`) and entries packed as :mod:`.stored` writes them. A folder in
+that form holds a small file ``schema`` beside its ``cache.db``, written when geval-async
+creates the folder or moves it to that form. A folder without it (written by a version before
+the mark, or a ``cache.db`` copied alone) is checked when it is opened: one look in the key
+index for the first scheme's keys (``g1-``) and one pass over the values for an entry stored
+as JSON (the form before packing; 1.4 s for 100,000 entries on a busy machine); a folder that
+holds neither is in the current form, and is marked when it may be written (so the check
+runs once).
 
 A folder of the older form is moved once, by ``geval-async cache migrate CONFIG``
 (:mod:`.legacy`); every other command refuses it with one line naming the folder and that

@@ -10,6 +10,7 @@ file fails these tests, not a user's cache.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -104,5 +105,9 @@ def test_our_reader_reads_what_diskcache_wrote(tmp_path: Path) -> None:
         assert rows.get("g2-absent", "absent") == "absent"
         assert list(rows.iterkeys()) == sorted([*entries, "g2-large", "g2-text"])
         assert rows.count() == len(entries) + 3
+        # A run's writer thread asks which keys are stored while the loop's thread reads.
+        with ThreadPoolExecutor(4) as pool:
+            found = list(pool.map(lambda _: rows.read(keys), range(16)))
+        assert all(each == {**entries, "g2-large": None, "g2-text": None} for each in found)
     finally:
         rows.close()

@@ -29,7 +29,8 @@ _CHUNK = 900
 
 
 class ClaimTable:
-    """``key -> holder`` rows in a sqlite file of our own; every method inside :meth:`transact`."""
+    """``key -> holder`` rows in a sqlite file of our own; the writes inside :meth:`transact`,
+    every use of the connection under its lock."""
 
     def __init__(self, directory: Path, *, timeout: float = 60.0) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -74,18 +75,20 @@ class ClaimTable:
     def holders(self, keys: Sequence[str]) -> dict[str, bytes]:
         """The stored holder of each of ``keys`` that has one."""
         found: dict[str, bytes] = {}
-        for start in range(0, len(keys), _CHUNK):
-            chunk = list(keys[start : start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
-            found.update(
-                self._db.execute(
-                    f"SELECT key, holder FROM claim WHERE key IN ({marks})", chunk
-                ).fetchall()
-            )
+        with self._lock:
+            for start in range(0, len(keys), _CHUNK):
+                chunk = list(keys[start : start + _CHUNK])
+                marks = ",".join("?" * len(chunk))
+                found.update(
+                    self._db.execute(
+                        f"SELECT key, holder FROM claim WHERE key IN ({marks})", chunk
+                    ).fetchall()
+                )
         return found
 
     def holder(self, key: str) -> bytes | None:
-        row = self._db.execute("SELECT holder FROM claim WHERE key = ?", (key,)).fetchone()
+        with self._lock:
+            row = self._db.execute("SELECT holder FROM claim WHERE key = ?", (key,)).fetchone()
         return None if row is None else bytes(row[0])
 
     def put(self, rows: Iterable[tuple[str, bytes]]) -> None:
@@ -100,7 +103,9 @@ class ClaimTable:
         self._db.executemany("DELETE FROM claim WHERE key = ?", ((key,) for key in keys))
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT count(*) FROM claim").fetchone()[0])
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM claim").fetchone()[0])
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()

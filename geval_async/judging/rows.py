@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,11 @@ _IN_ROW = "CASE WHEN typeof(value) = 'blob' THEN value END"
 
 
 class CacheRows:
-    """The rows of a cache folder, read-only: many keys at once, one pass, or one key."""
+    """The rows of a cache folder, read-only: many keys at once, one pass, or one key.
+
+    Each thread reads through a connection of its own (a run's writer thread asks which keys
+    are stored while the event loop's thread reads ahead), as diskcache does.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -57,19 +62,34 @@ class CacheRows:
         wal = directory / "cache.db-wal"
         path = quote(str(database.resolve()))
         shared = os.access(directory, os.W_OK) or wal.exists()
-        uri = f"file:{path}?mode=ro" if shared else f"file:{path}?immutable=1"
-        self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._uri = f"file:{path}?mode=ro" if shared else f"file:{path}?immutable=1"
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
         try:
             self._db.execute("SELECT key FROM Cache LIMIT 1").fetchall()
         except sqlite3.OperationalError:
-            self._db.close()
+            self.close()
             if not shared or (wal.exists() and wal.stat().st_size > 0):
                 raise
             # A WAL database in a folder we may not write: no -shm can be made, but with an
             # empty write-ahead log the database file itself is complete.
-            self._db = sqlite3.connect(
-                f"file:{path}?immutable=1", uri=True, check_same_thread=False
-            )
+            self._uri = f"file:{path}?immutable=1"
+            try:
+                self._db.execute("SELECT key FROM Cache LIMIT 1").fetchall()
+            except sqlite3.Error:
+                self.close()
+                raise
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
+            with self._lock:
+                self._connections.append(db)
+            self._local.db = db
+        return db
 
     def read(self, keys: Sequence[str]) -> dict[str, bytes | None]:
         """The values of those ``keys`` that have a row; a value not kept in the row is None."""
@@ -131,7 +151,11 @@ class CacheRows:
         return self.count()
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for db in connections:
+            db.close()
+        self._local = threading.local()
 
     def _select(self, columns: str, keys: Sequence[str]) -> Iterator[tuple[Any, ...]]:
         for start in range(0, len(keys), _CHUNK):

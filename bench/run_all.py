@@ -21,6 +21,7 @@ BENCH = Path(__file__).resolve().parent
 ORDER = (
     "overhead",
     "writes",
+    "claims",
     "rate_limits",
     "rerun",
     "rescore",
@@ -46,6 +47,11 @@ def headline(name: str, quick: bool) -> str:
     if name == "writes":
         return "; ".join(
             f"groups of {r['group']}: {r['cpu_us_per_entry']:.0f} us CPU an entry"
+            for r in data["runs"]
+        )
+    if name == "claims":
+        return "; ".join(
+            f"groups of {r['group']}: {r['cpu_us_per_key']:.0f} us CPU a claim"
             for r in data["runs"]
         )
     if name == "rate_limits":

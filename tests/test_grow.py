@@ -4,13 +4,14 @@ Keys do not hold the total n (see geval_async/study/keys.py), so a study judged 
 and then n = 20 pays for 15 more samples per item, counted by the simulated judge itself, and
 scores exactly like a study judged with n = 20 from the start. Caches written by the first key
 scheme (tests/data/legacy: written by geval-async at commit 10c036d against this file's study)
-are read in place and migrated, never asked again.
+are refused until `geval-async cache migrate CONFIG` moves them, then never asked again.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import diskcache
@@ -124,34 +125,54 @@ def _keys(path: Path) -> set[str]:
     return {key[:3] for key in cache_snapshot(path)}
 
 
-def test_a_cache_of_the_first_key_scheme_is_read_in_place(
+def _refused(result: subprocess.CompletedProcess[str], study: StudyFiles) -> None:
+    """One line naming the cache folder and `cache migrate`, exit 2."""
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert str(study.cache) in lines[0] and "`geval-async cache migrate CONFIG`" in lines[0]
+
+
+def _migrate(study: StudyFiles, moved: int) -> None:
+    migrated = run_cli("cache", "migrate", str(study.config))
+    assert migrated.returncode == 0, migrated.stderr
+    assert f"moved {moved} entries" in migrated.stdout, migrated.stdout
+
+
+def test_a_cache_of_the_first_key_scheme_is_refused_until_migrated(
     sim: SimServer, study: StudyFiles
 ) -> None:
     _load_legacy(study, "samples_n3")
     study.write_config(sim.base_url)  # n = 3, as the old cache was written
     before = cache_snapshot(study.cache)
+    for command in ("status", "score", "run", "answers"):
+        _refused(run_cli(command, str(study.config)), study)
+    _refused(run_cli("cache", "stats", str(study.cache)), study)
+    assert sim.stats.received == 0
+    assert cache_snapshot(study.cache) == before, "a refused command writes nothing"
+    assert not (study.output / "scores").exists()
 
+    _migrate(study, _items(study))
+    assert _keys(study.cache) == {"g2-"}
     status = run_cli("status", str(study.config))
     assert status.returncode == 0, status.stderr
     total = next(line for line in status.stdout.splitlines() if line.startswith("total"))
     assert total.split()[1:] == [str(_items(study)), str(_items(study)), "0", "0"]
-    # Scoring reads the old entries where they are, and scores what the old code scored.
+    # Scored from the moved entries: what the old code scored.
     _same_as_legacy(_long_table(study), "samples_n3")
-    assert cache_snapshot(study.cache) == before, "reading must not change the cache"
-
-    # A run sends nothing and moves the old entries to the new keys.
     again = run_study(study)
     assert again.returncode == 0, again.stderr
-    assert sim.stats.received == 0
-    assert _keys(study.cache) == {"g2-"}
-    _same_as_legacy(_long_table(study), "samples_n3")
+    assert sim.stats.received == 0, "no paid-for answer is asked again"
+    stats = run_cli("cache", "stats", str(study.cache))
+    assert stats.returncode == 0 and "old keys" not in stats.stdout, stats.stdout
 
 
 def test_a_cache_of_the_first_key_scheme_grows(sim: SimServer, study: StudyFiles) -> None:
     _load_legacy(study, "samples_n3")
     study.write_config(sim.base_url, sampling={"n": 5})
     items = _items(study)
-    # Before the migration, status already sees the 3 old samples; 2 are missing.
+    _migrate(study, items)
+    # After the migration status sees the 3 old samples; 2 are missing.
     status = run_cli("status", str(study.config))
     total = next(line for line in status.stdout.splitlines() if line.startswith("total"))
     assert total.split()[1:] == [str(items), "0", "0", str(items)]
@@ -169,6 +190,9 @@ def test_a_first_scheme_cache_from_a_server_ignoring_n(sim: SimServer, study: St
     _load_legacy(study, "ignore_n_n3")
     sim.settings.ignore_n = True
     study.write_config(sim.base_url)
+    migrated = run_cli("cache", "migrate", str(study.config), "--limit", "3")
+    assert migrated.returncode == 0, migrated.stderr
+    assert f"moved {3 * _items(study, 3)} entries" in migrated.stdout, migrated.stdout
     _same_as_legacy(_long_table(study, "--limit", "3"), "ignore_n_n3")
     assert run_study(study, "--limit", "3").returncode == 0
     assert sim.stats.received == 0
@@ -177,30 +201,18 @@ def test_a_first_scheme_cache_from_a_server_ignoring_n(sim: SimServer, study: St
     assert (sim.stats.received, sim.stats.samples) == (_items(study, 3), _items(study, 3))
 
 
-def test_cache_migrate_moves_a_studys_old_entries(sim: SimServer, study: StudyFiles) -> None:
-    _load_legacy(study, "samples_n3")
-    study.write_config(sim.base_url)
-    stats = run_cli("cache", "stats", str(study.cache))
-    assert f"{_items(study)} entries use the old keys (g1-)" in stats.stdout
-    migrated = run_cli("cache", "migrate", str(study.config))
-    assert migrated.returncode == 0, migrated.stderr
-    assert f"moved {_items(study)} entries" in migrated.stdout
-    assert _keys(study.cache) == {"g2-"}
-    _same_as_legacy(_long_table(study), "samples_n3")
-    assert sim.stats.received == 0
-
-
 def test_old_answers_of_an_item_the_new_keys_answer_too_are_kept(
     sim: SimServer, study: StudyFiles
 ) -> None:
     # A mixed history: the new code judged n = 2 first, then a cache of the first key scheme
-    # (n = 3, the same items) was copied in. Five samples per item are paid for.
+    # (n = 3, the same items) was copied in and migrated. Five samples per item are paid for.
     study.write_config(sim.base_url, sampling={"n": 2})
     assert run_study(study).returncode == 0
     items = _items(study)
     assert sim.stats.samples == 2 * items
     _load_legacy(study, "samples_n3")
     study.write_config(sim.base_url, sampling={"n": 5})
+    _migrate(study, items)
     grown = run_study(study)
     assert grown.returncode == 0, grown.stderr
     assert sim.stats.samples == 2 * items, "the old answers make up the 5: nothing is asked"

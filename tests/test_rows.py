@@ -1,13 +1,16 @@
-"""The hot path's bulk writes: rows diskcache itself reads as its own, and who stored first.
+"""Many rows at once: written through diskcache's public API, read back by our own reader.
 
-``JudgeCache.put_many`` and the claims write many rows with a few statements
-(:mod:`geval_async.judging.rows`) instead of diskcache's ``add``; the rows must be exactly
-what diskcache would have written, in a real cache folder, read back by a plain
-``diskcache.Cache``.
+``JudgeCache.put_many`` and the claims write with diskcache's ``add``/``set`` inside one
+``transact()``; the bulk reads (a rerun's one pass, keyed batches, which keys are stored) are
+our own (:mod:`geval_async.judging.rows`). What that reader relies on of diskcache's file is
+pinned here: rows that diskcache writes, in a real cache folder, read back the same through
+our reader as through a plain ``diskcache.Cache``, so a diskcache release that changes the
+file fails these tests, not a user's cache.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import diskcache
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.judging.claims import Claims
+from geval_async.judging.rows import CacheRows
 from geval_async.options import EntryStatus
 
 BODY = '{"choices":[{"index":0,"message":{"role":"assistant","content":"4"}}]}'
@@ -79,3 +83,31 @@ def test_claims_in_one_batch_respect_other_runs_and_repeats(tmp_path: Path) -> N
         assert not other.claim("g2-a") and not other.claim("g2-c")
         mine.release_many(["g2-a", "g2-c"])
         assert other.claim_many(["g2-a", "g2-c"]) == [True, True]
+
+
+def test_our_reader_reads_what_diskcache_wrote(tmp_path: Path) -> None:
+    entries = {f"g2-{i:04d}": _entry(f"g2-{i:04d}").encode() for i in range(1_000)}
+    large = _entry("g2-large", BODY[:-2] + "," + '"pad":"' + "x" * 40_000 + '"}]}').encode()
+    with diskcache.Cache(str(tmp_path), disk_min_file_size=2**15) as plain:
+        for key, value in entries.items():
+            assert plain.add(key, value)
+        plain.set("g2-large", large)  # over 32 kB: diskcache keeps it in a file of its own
+        plain.set(("not", "a", "str", "key"), b"pickled key")
+        plain.set("g2-text", "a str value")
+    rows = CacheRows(tmp_path)
+    try:
+        keys = [*entries, "g2-large", "g2-text", "g2-absent"]
+        assert rows.read(keys) == {**entries, "g2-large": None, "g2-text": None}
+        assert rows.stored(keys) == {*entries, "g2-large", "g2-text"}
+        assert dict(rows.scan()) == {**entries, "g2-large": None, "g2-text": None}
+        assert rows.get("g2-large") == large, "a value in a file is read from its file"
+        assert rows.get("g2-0007") == entries["g2-0007"] and rows.get("g2-text") == "a str value"
+        assert rows.get("g2-absent", "absent") == "absent"
+        assert list(rows.iterkeys()) == sorted([*entries, "g2-large", "g2-text"])
+        assert rows.count() == len(entries) + 3
+        # A run's writer thread asks which keys are stored while the loop's thread reads.
+        with ThreadPoolExecutor(4) as pool:
+            found = list(pool.map(lambda _: rows.read(keys), range(16)))
+        assert all(each == {**entries, "g2-large": None, "g2-text": None} for each in found)
+    finally:
+        rows.close()

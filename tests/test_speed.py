@@ -19,6 +19,7 @@ from aiohttp import web
 from conftest import StudyFiles
 
 from geval_async.judging.cache import JudgeCache
+from geval_async.judging.claims import Claims
 from geval_async.judging.runner import run_study
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
@@ -45,7 +46,7 @@ def test_batched_writes_are_all_on_disk_and_no_claim_is_held_when_run_study_retu
     # A fresh connection, as another process would open it: everything is committed.
     with diskcache.Cache(str(study.cache)) as stored:
         assert all(key in stored for key in keys)
-    with diskcache.Cache(str(study.cache / "claims")) as claims:
+    with Claims(study.cache, 60.0) as claims:
         assert len(claims) == 0, "every claim is let go once its answer is stored"
     assert sim.stats.received == items == len(keys)
 

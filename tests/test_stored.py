@@ -1,4 +1,4 @@
-"""How entries are stored: caches written before still read, and damage is found by checksum.
+"""How entries are stored: caches written before are migrated once, damage is found by checksum.
 
 Each test runs the real CLI against the simulated judge and edits the real cache folder
 (diskcache's sqlite file) the way a disk, an old version or a bad copy would.
@@ -40,7 +40,20 @@ def _scores(study: StudyFiles) -> str:
     return (study.output / "scores" / "t_long.csv").read_text()
 
 
-def test_a_cache_written_before_reads_as_it_did(sim: SimServer, study: StudyFiles) -> None:
+def _files(folder: Path) -> dict[str, tuple[int, bytes]]:
+    files = (p for p in folder.rglob("*") if p.is_file())
+    return {str(p): (p.stat().st_mtime_ns, p.read_bytes()) for p in files}
+
+
+def _written_before(cache: Path, values: dict[str, bytes]) -> None:
+    """Make ``cache`` a folder an older geval-async wrote: these values, and no mark."""
+    _store(cache, values)
+    (cache / "schema").unlink()
+
+
+def test_a_cache_written_before_is_refused_until_migrated(
+    sim: SimServer, study: StudyFiles
+) -> None:
     study.write_config(sim.base_url)
     assert run_study(study).returncode == 0
     sent = sim.stats.received
@@ -48,17 +61,34 @@ def test_a_cache_written_before_reads_as_it_did(sim: SimServer, study: StudyFile
     assert all(value.startswith(PACKED) for value in packed.values())
     scores = _scores(study)
 
-    _store(study.cache, {k: _old_form(CachedResponse.decode(v)) for k, v in packed.items()})
+    _written_before(
+        study.cache, {k: _old_form(CachedResponse.decode(v)) for k, v in packed.items()}
+    )
     old = cache_snapshot(study.cache)
     assert not any(value.startswith(PACKED) for value in old.values())
+    files = sorted(p.name for p in study.cache.iterdir())
+    outputs = _files(study.output)
+    for command in (["run"], ["status"], ["score"], ["answers"]):
+        refused = run_cli(*command, str(study.config))
+        assert refused.returncode == 2, (command, refused.stdout, refused.stderr)
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1, (command, lines)
+        assert str(study.cache) in lines[0] and "geval-async cache migrate CONFIG" in lines[0]
+    assert sim.stats.received == sent, "a refused run sends nothing"
+    assert cache_snapshot(study.cache) == old, "a refused command writes nothing"
+    assert sorted(p.name for p in study.cache.iterdir()) == files
+    assert _files(study.output) == outputs, "a refused score writes no output"
 
+    migrated = run_cli("cache", "migrate", str(study.config))
+    assert migrated.returncode == 0, migrated.stderr
+    assert f"repacked {len(old)} entries" in migrated.stdout
+    assert all(value.startswith(PACKED) for value in cache_snapshot(study.cache).values())
     status = run_cli("status", str(study.config))
     assert "corrupted" not in status.stdout
     assert summary_row(status.stdout)["answered"] == study.n_records * 2
     rerun = run_study(study)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert sim.stats.received == sent, "no answer of the old cache is asked for again"
-    assert cache_snapshot(study.cache) == old, "reading an old cache does not rewrite it"
     assert _scores(study) == scores
 
 
@@ -71,7 +101,10 @@ def test_a_damaged_body_in_an_old_entry_is_found_and_fetched_again(
     key, value = sorted(cache_snapshot(study.cache).items())[0]
     damaged = orjson.loads(_old_form(CachedResponse.decode(value)))
     damaged["body"] = damaged["body"][:20]  # the entry's JSON parses, its body does not
-    _store(study.cache, {key: orjson.dumps(damaged)})
+    _written_before(study.cache, {key: orjson.dumps(damaged)})
+    migrated = run_cli("cache", "migrate", str(study.config))
+    assert migrated.returncode == 0, migrated.stderr
+    assert "repacked 0 entries" in migrated.stdout, "a damaged entry is left as it is"
 
     result = run_study(study)
     assert result.returncode == 0, result.stdout + result.stderr

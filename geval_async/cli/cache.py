@@ -73,7 +73,9 @@ def add_cache_commands(
     prune.set_defaults(handler=cmd_prune)
 
     migrate = sub.add_parser(
-        "migrate", help="move a study's entries written with the old keys (g1-) to the new ones"
+        "migrate",
+        help="move a cache folder written by an older geval-async to the current form "
+        "(its JSON entries repacked, the study's old keys g1- moved to the new ones)",
     )
     study_arguments(migrate)
     migrate.set_defaults(handler=lambda args: cmd_migrate(load(args)))
@@ -192,7 +194,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if stats.old_keys:
         print(
             f"{stats.old_keys} entries use the old keys (g1-): `geval-async cache migrate "
-            "CONFIG` (or `run`) moves a study's to the new ones"
+            "CONFIG` moves a study's to the new ones"
         )
     return EXIT_OK
 
@@ -221,11 +223,19 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_migrate(config: Any) -> int:
     from ..judging.cache import JudgeCache
-    from ..judging.legacy import migrate_study
+    from ..judging.legacy import migrate_cache
     from ..study.prepare import prepare_study
 
     study = prepare_study(config)
-    with JudgeCache(existing_cache(config.cache_path)) as cache:
-        moved = migrate_study(study, cache)
-    print(f"moved {moved} entries of {config.source} from the old keys to the new ones")
+    with JudgeCache(existing_cache(config.cache_path), migrating=True) as cache:
+        done = migrate_cache(study, cache)
+    print(
+        f"{config.cache_path}: repacked {done.repacked} entries, moved {done.moved} entries of "
+        f"{config.source} from the old keys to the new ones; the folder is in the current form"
+    )
+    if done.left:
+        print(
+            f"{done.left} entries under the old keys (g1-) belong to no item of this study "
+            "and are not read: `geval-async cache migrate` with their study's config moves them"
+        )
     return EXIT_OK

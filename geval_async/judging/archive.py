@@ -121,7 +121,7 @@ def _entries(path: Path) -> Iterator[CachedResponse]:
 
 def _entry(path: Path, number: int, record: dict[str, object]) -> CachedResponse:
     try:
-        entry = CachedResponse.decode(orjson.dumps(record.get("entry")))
+        entry = CachedResponse.from_fields(record.get("entry"))
     except (ValueError, TypeError) as exc:
         raise _damaged(path, f"line {number} is not a valid entry: {exc}") from None
     if entry.key != record.get("key"):

@@ -8,9 +8,11 @@ failures are never stored.
 
 Entries are never evicted (``eviction_policy="none"``): a cache is a record of paid-for answers,
 not a best-effort memo. ``add`` is atomic across processes, so two runs of one plan store each
-answer once. diskcache and sqlite errors are translated to
-:class:`~geval_async.errors.CacheError` here and nowhere else. An entry that does not decode is
-counted as corrupted and treated as missing. How an entry becomes bytes, and is checked when
+answer once. diskcache is used through its public API only; the reads of many entries at once
+(a rerun's lookups), which that API has no call for, are our own (:mod:`.rows`), and so is a
+folder open to read only. Errors of diskcache and sqlite become
+:class:`~geval_async.errors.CacheError` in :mod:`.cache_errors`. An entry that does not decode
+is counted as corrupted and treated as missing. How an entry becomes bytes, and is checked when
 read back, is :mod:`geval_async.judging.stored`.
 """
 
@@ -25,8 +27,9 @@ from typing import Any, TypeVar
 import diskcache
 
 from ..errors import CacheError
-from .readonly import ReadOnlyStore
-from .rows import Execute, count_rows, insert_rows, read_rows, scan_rows, stored_keys
+from .cache_errors import RESUME, cache_errors
+from .rows import CacheRows
+from .schema import check_form, mark_current
 from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, decode_heads
 
 __all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache"]
@@ -50,13 +53,18 @@ class JudgeCache:
     Use as a context manager. With ``create=False`` the folder is opened to read only: nothing
     in it is created or changed, a missing folder reads as an empty cache, and a folder the
     user may not write can be read (``status``, the scoring stage, ``cache export``; see
-    :mod:`geval_async.judging.readonly`).
+    :mod:`geval_async.judging.rows`).
+
+    A folder of an older form is refused (CacheError naming ``geval-async cache migrate``,
+    before anything is written; :mod:`.schema`), unless ``migrating``: only that command.
     """
 
     directory: Path
     create: bool = True
+    migrating: bool = False
     corrupted: set[str] = field(default_factory=set)
-    _cache: diskcache.Cache | ReadOnlyStore | None = None
+    _cache: diskcache.Cache | CacheRows | None = None
+    _rows: CacheRows | None = None  # our reader of many rows (the same object read-only)
     _ahead: dict[str, Any] = field(default_factory=dict)
     # Set by scan_heads: every entry's head by key, and the keys left to head() to read.
     _heads: dict[str, EntryHead] | None = None
@@ -64,33 +72,64 @@ class JudgeCache:
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
+        exists = (self.directory / "cache.db").exists()
         if not self.create:
-            if (self.directory / "cache.db").exists():
+            if exists:
+                self._cache = self._rows = self._open_rows()
                 try:
-                    self._cache = ReadOnlyStore(self.directory)
-                except (OSError, sqlite3.Error) as exc:
-                    raise CacheError(
-                        f"{self.directory}: cannot read the cache folder ({exc}); check that "
-                        "it is a geval-async cache folder you may read"
-                    ) from exc
+                    if not self.migrating:
+                        with cache_errors(self.directory, "cannot read the cache folder"):
+                            check_form(self.directory, self._rows)
+                except BaseException:
+                    self.close()
+                    raise
             return
-        try:
+        marked = self.migrating or (exists and self._checked_before_writing())
+        with cache_errors(
+            self.directory,
+            "cannot open the cache folder",
+            "check that it is writable or pass --cache with another folder",
+        ):
             self._cache = diskcache.Cache(
                 str(self.directory),
                 eviction_policy="none",
                 size_limit=2**62,
                 cull_limit=0,
                 timeout=60,
+                # Every entry kept in its row, whatever its size, where our reader of many
+                # rows finds it (diskcache would move a value over 32 kB to a file of its own).
+                disk_min_file_size=2**62,
                 # A run writes and reads each entry about once: sqlite's page cache and memory
                 # map (diskcache's defaults, 32 + 64 MB) would only hold the resident set up.
                 sqlite_cache_size=2**11,
                 sqlite_mmap_size=0,
             )
-        except (OSError, sqlite3.Error) as exc:
-            raise CacheError(
-                f"{self.directory}: cannot open the cache folder ({exc}); "
-                "check that it is writable or pass --cache with another folder"
-            ) from exc
+            if not marked:  # new, or checked above: in the current form
+                mark_current(self.directory)
+
+    def _checked_before_writing(self) -> bool:
+        """Check the folder's form with our reader, before diskcache writes its settings;
+        whether it is marked. A database without its table is another process's new folder,
+        made this instant: new, so in the current form, and not marked yet."""
+        with cache_errors(self.directory, "cannot read the cache folder"):
+            try:
+                rows = CacheRows(self.directory)
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
+                return False
+            try:
+                return check_form(self.directory, rows)
+            finally:
+                rows.close()
+
+    def _open_rows(self) -> CacheRows:
+        with cache_errors(
+            self.directory,
+            "cannot read the cache folder",
+            "check that it is a geval-async cache folder you may read",
+        ):
+            return CacheRows(self.directory)
 
     def __enter__(self) -> JudgeCache:
         return self
@@ -99,6 +138,9 @@ class JudgeCache:
         self.close()
 
     def close(self) -> None:
+        if self._rows is not None and self._rows is not self._cache:
+            self._rows.close()
+        self._rows = None
         if self._cache is not None:
             self._cache.close()
             self._cache = None
@@ -106,14 +148,23 @@ class JudgeCache:
     def check_writable(self) -> None:
         """Write and delete a probe entry, so a read-only or full disk fails before any request."""
         cache = self._require()
-        try:
+        with cache_errors(
+            self.directory,
+            "the cache folder is not writable",
+            "free space, fix its permissions or pass --cache with another folder",
+        ):
             cache.set(_PROBE_KEY, b"probe")
             cache.delete(_PROBE_KEY)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise CacheError(
-                f"{self.directory}: the cache folder is not writable ({exc}); "
-                "free space, fix its permissions or pass --cache with another folder"
-            ) from exc
+
+    def _reader(self) -> CacheRows:
+        """Our reader of many rows; opened on first use in a writable folder (a second,
+        read-only connection that sees what diskcache's has committed)."""
+        if self._rows is None:
+            if self._cache is None:
+                raise CacheError(f"{self.directory}: the cache folder is not open")
+            with cache_errors(self.directory, "cannot read the cache"):
+                self._rows = CacheRows(self.directory)
+        return self._rows
 
     def prefetch(self, keys: Sequence[str]) -> None:
         """Read the entries of many keys in one query; the next :meth:`get` of each is served
@@ -123,13 +174,9 @@ class JudgeCache:
         self._ahead = {}
         if self._cache is None or not keys or self._heads is not None:
             return
-        try:
-            # diskcache's own table: a str key is stored with raw = 1, and a small bytes value
-            # inline with mode MODE_RAW. Anything else (a value in a file, a damaged row) is
-            # left to get(), which reads it the way diskcache does.
-            found = read_rows(self._execute(), keys)
-        except (OSError, sqlite3.Error) as exc:
-            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
+        with cache_errors(self.directory, "cannot read the cache"):
+            # A value not kept in its row (None) is left to get(), which reads its file.
+            found = self._reader().read(keys)
         ahead: dict[str, Any] = dict.fromkeys(keys, _ABSENT)
         for key, value in found.items():
             if value is None:
@@ -151,27 +198,18 @@ class JudgeCache:
         """
         if self._cache is None or planned <= 0:
             return False
-        try:
-            execute = self._execute()
-            rows = count_rows(execute)
-            if rows > _SCAN_RATIO * planned or rows > _SCAN_ROWS:
+        with cache_errors(self.directory, "cannot read the cache"):
+            rows = self._reader()
+            count = rows.count()
+            if count > _SCAN_RATIO * planned or count > _SCAN_ROWS:
                 return False
-            heads, others = decode_heads(scan_rows(execute))
-        except (OSError, sqlite3.Error) as exc:
-            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
+            heads, others = decode_heads(rows.scan())
         self._heads, self._unread = heads, set(others)
         return True
 
     def forget_heads(self) -> None:
         """Drop what :meth:`scan_heads` read (call it before writing: it would go stale)."""
         self._heads, self._unread = None, set()
-
-    def _execute(self) -> Execute:
-        """How to run a statement on the table: diskcache's, or the read-only connection's."""
-        store = self._cache
-        if store is None:
-            raise CacheError(f"{self.directory}: the cache folder is not open")
-        return store._sql if isinstance(store, diskcache.Cache) else store._db.execute
 
     def get(self, key: str) -> CachedResponse | None:
         """The entry for ``key``; None when absent or corrupted (then added to ``corrupted``)."""
@@ -193,18 +231,24 @@ class JudgeCache:
         raw = self._ahead.pop(key, None)
         if raw is None:
             try:
-                raw = self._cache.get(key, default=_ABSENT)
-            except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-                if isinstance(exc, OSError) and isinstance(self._cache, ReadOnlyStore):
-                    self.corrupted.add(key)  # its value file is gone: damage, as diskcache says
-                    return None
-                raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
-            except Exception:  # noqa: BLE001 - an undecodable pickle or file is damage, not a bug
+                with cache_errors(self.directory, "cannot read the cache"):
+                    raw = self._cache.get(key, default=_ABSENT)
+            except CacheError:
+                raise
+            except Exception:  # noqa: BLE001 - an undecodable pickle or a lost file is damage
                 self.corrupted.add(key)
                 return None
         if raw is _ABSENT:
             return None
         return self._decode(key, raw, decode)
+
+    def stored_value(self, key: str) -> Any:
+        """The value stored under ``key`` as it is (None when absent), not decoded: for
+        ``cache migrate``, which reads entries of an older form."""
+        if self._cache is None:
+            return None
+        with cache_errors(self.directory, "cannot read the cache"):
+            return self._cache.get(key)
 
     def _decode(self, key: str, raw: Any, decode: Callable[[Any], _E]) -> _E | None:
         try:
@@ -215,11 +259,9 @@ class JudgeCache:
 
     def stored(self, keys: Sequence[str]) -> set[str]:
         """Those of ``keys`` that have an entry (readable or not), in one query."""
-        cache = self._require()
-        try:
-            return stored_keys(cache._sql, keys)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
+        self._require()
+        with cache_errors(self.directory, "cannot read the cache"):
+            return self._reader().stored(keys)
 
     def put(self, entry: CachedResponse, *, overwrite: bool = False) -> bool:
         """Store an entry; returns False when another writer stored this key first.
@@ -231,32 +273,19 @@ class JudgeCache:
     def put_many(self, entries: Sequence[tuple[CachedResponse, bool]]) -> list[bool]:
         """Store ``(entry, overwrite)`` pairs in one transaction: all are on disk, or none.
 
-        Returns, for each, whether it was stored (False: another writer stored that key first).
-        One commit and three statements for many answers cost about what one costs
-        (see :mod:`.writer` and :mod:`.rows`).
+        Returns, for each, whether it was stored (False: another writer, or an earlier pair,
+        stored that key first). One commit for many answers costs about what one costs
+        (see :mod:`.writer`).
         """
         cache = self._require()
-        try:
-            with cache.transact():
-                stored = read_rows(cache._sql, [entry.key for entry, _ in entries])
-                fresh: dict[str, bytes] = {}
-                done = [
-                    self._put(cache, entry, overwrite, stored, fresh)
-                    for entry, overwrite in entries
-                ]
-                insert_rows(cache, fresh.items())
-                return done
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise CacheError(
-                f"{self.directory}: cannot write to the cache ({exc}); "
-                "free space or fix permissions, then run again to resume"
-            ) from exc
+        with cache_errors(self.directory, "cannot write to the cache", RESUME), cache.transact():
+            return [self._put(cache, entry, overwrite) for entry, overwrite in entries]
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         """The stored keys that start with ``prefix``, in sorted order."""
         if self._cache is None:
             return
-        try:
+        with cache_errors(self.directory, "cannot read the cache"):
             # diskcache walks its key index in order, so the keys of one prefix are adjacent.
             for key in self._cache.iterkeys():
                 if not isinstance(key, str) or key < prefix:
@@ -264,53 +293,37 @@ class JudgeCache:
                 if not key.startswith(prefix):
                     return
                 yield key
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise CacheError(f"{self.directory}: cannot read the cache ({exc})") from exc
 
     def delete(self, key: str) -> None:
         """Remove an entry (absent keys are ignored)."""
         cache = self._require()
-        try:
+        with cache_errors(self.directory, "cannot write to the cache"):
             cache.delete(key)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise CacheError(f"{self.directory}: cannot write to the cache ({exc})") from exc
 
-    def _put(
-        self,
-        cache: diskcache.Cache,
-        entry: CachedResponse,
-        overwrite: bool,
-        stored: dict[str, Any],
-        fresh: dict[str, bytes],
-    ) -> bool:
-        """Store one entry of a batch: new keys go to ``fresh`` (inserted together)."""
+    def _put(self, cache: diskcache.Cache, entry: CachedResponse, overwrite: bool) -> bool:
+        """Store one entry of a transaction (``add``: atomic, the first writer wins)."""
         value = entry.encode()
-        if entry.key in fresh:
-            if not overwrite:
-                return False  # an earlier entry of this batch has the key
-            fresh[entry.key] = value
+        if overwrite:
+            cache.set(entry.key, value)
             return True
-        if entry.key not in stored:
-            fresh[entry.key] = value
+        if cache.add(entry.key, value):
             return True
-        if not overwrite and self._readable(stored[entry.key], entry.key):
+        if self._decode(entry.key, cache.get(entry.key), CachedResponse.decode) is not None:
             return False  # another writer stored it first
-        # Overwriting (``--retry-failed``), or the key is there but unreadable (damaged, its
-        # value file gone): replace it, or every later run would pay for this answer again.
+        # The key is there but unreadable (damaged, its value file gone): replace it, or
+        # every later run would pay for this answer again.
         cache.set(entry.key, value)
         return True
 
-    def _readable(self, raw: Any, key: str) -> bool:
-        if raw is None:  # kept in a file: read it the way diskcache does
-            return self.get(key) is not None
-        return self._decode(key, raw, CachedResponse.decode) is not None
-
     def __len__(self) -> int:
-        return 0 if self._cache is None else len(self._cache)
+        if self._cache is None:
+            return 0
+        with cache_errors(self.directory, "cannot read the cache"):
+            return len(self._cache)
 
     def _require(self) -> diskcache.Cache:
         if self._cache is None:
             raise CacheError(f"{self.directory}: the cache folder is not open")
-        if isinstance(self._cache, ReadOnlyStore):
+        if isinstance(self._cache, CacheRows):
             raise CacheError(f"{self.directory}: the cache folder is open to read only")
         return self._cache

@@ -2,12 +2,12 @@
 
 Two runs of the same plan on one cache (two terminals, two notebook kernels, a job array)
 would otherwise both send every request neither has stored yet. Before a worker sends a
-request it claims the request's key with an atomic ``add`` in a small diskcache next to the
-answers (``<cache>/claims``). A key another live process holds is not sent: the worker waits
-for that process's answer to appear in the cache instead. A claim names its process and
-host and lapses after a time-to-live that each attempt renews, so the claims of a killed run
-never block the run that resumes it: a claim whose process is gone on this host is taken
-over at once, and one from another host after it lapses.
+request it claims the request's key, atomically, in a small table of its own next to the
+answers (``<cache>/claims/claims.db``, :mod:`.claim_table`). A key another live process holds
+is not sent: the worker waits for that process's answer to appear in the cache instead. A
+claim names its process and host and lapses after a time-to-live that each attempt renews,
+so the claims of a killed run never block the run that resumes it: a claim whose process is
+gone on this host is taken over at once, and one from another host after it lapses.
 
 The same claims make one run send a request once even when two items render the very same
 request (identical records): the second waits for the first's answer.
@@ -29,18 +29,17 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-import diskcache
 import orjson
 
-from ..errors import CacheError
+from .cache_errors import RESUME, cache_errors
+from .claim_table import ClaimTable
 from .live_batches import is_live
-from .rows import delete_rows, insert_rows, read_rows
 
 __all__ = ["Claims"]
 
@@ -87,18 +86,8 @@ class Claims:
         # only while it still holds exactly that value (nobody took it over meanwhile).
         self._held: dict[str, bytes] = {}
         self.directory = Path(cache_directory) / "claims"
-        try:
-            # Claims are short-lived coordination, not results: no fsync on every change, and
-            # no culling (each claim carries its own expiry; released ones are gone).
-            self._cache = diskcache.Cache(
-                str(self.directory),
-                sqlite_synchronous=0,
-                timeout=60,
-                eviction_policy="none",
-                cull_limit=0,
-            )
-        except (OSError, sqlite3.Error) as exc:
-            raise self._error(exc) from exc
+        with self._errors():
+            self._table = ClaimTable(self.directory)
 
     def __enter__(self) -> Claims:
         return self
@@ -107,9 +96,13 @@ class Claims:
         self.close()
 
     def close(self) -> None:
-        for key in list(self._held):
-            self.release(key)
-        self._cache.close()
+        self.release_many(list(self._held))
+        self._table.close()
+
+    def __len__(self) -> int:
+        """How many claims the folder holds, of any run or batch."""
+        with self._errors():
+            return len(self._table)
 
     def claim(self, key: str) -> bool:
         """Claim ``key`` for this run; False when another live claim holds it."""
@@ -120,26 +113,23 @@ class Claims:
         return self.settle([], keys)
 
     def _take_many(self, keys: Sequence[str]) -> list[bool]:
-        stored = read_rows(self._cache._sql, keys)
+        stored = self._table.holders(keys)
         claim = self._claim()
-        fresh: dict[str, bytes] = {}
-        taken = [self._take(key, stored, claim, fresh) for key in keys]
-        insert_rows(self._cache, fresh.items())
-        return taken
+        taken: dict[str, bytes] = {}
+        done = [self._take(key, stored, claim, taken) for key in keys]
+        self._table.put(taken.items())
+        return done
 
     def _take(
-        self, key: str, stored: dict[str, Any], claim: bytes, fresh: dict[str, bytes]
+        self, key: str, stored: dict[str, bytes], claim: bytes, taken: dict[str, bytes]
     ) -> bool:
         if key in self._held:
             return False  # this run is already asking (an identical request)
         if key in stored:
             holder = _holder_of(stored[key])
             if holder is not None and not self._lapsed(holder):
-                return False
-            self._cache.set(key, claim)  # a lapsed claim (or a dead process's) taken over
-        else:
-            fresh[key] = claim
-        self._held[key] = claim
+                return False  # a live claim; else a lapsed one (or a dead process's) taken over
+        taken[key] = self._held[key] = claim
         return True
 
     def renew(self, key: str) -> bool:
@@ -148,15 +138,12 @@ class Claims:
         Returns False, and changes nothing, when the claim is no longer this run's: it lapsed
         and another process took it over (or released it with the answer stored).
         """
-        try:
-            with self._cache.transact():
-                mine = self._is_mine(self._holder(key))
-                if mine:
-                    claim = self._claim()
-                    self._cache.set(key, claim)
-                    self._held[key] = claim
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise self._error(exc) from exc
+        with self._errors(), self._table.transact():
+            mine = self._is_mine(self._holder(key))
+            if mine:
+                claim = self._claim()
+                self._table.put([(key, claim)])
+                self._held[key] = claim
         if not mine:
             self._held.pop(key, None)
         return mine
@@ -179,20 +166,17 @@ class Claims:
         """
         if not (release or claim):
             return []
-        try:
-            with self._cache.transact():
-                if release:
-                    held = self._held
-                    delete_rows(self._cache, [(k, held.pop(k)) for k in release if k in held])
-                return self._take_many(claim) if claim else []
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise self._error(exc) from exc
+        with self._errors(), self._table.transact():
+            if release:
+                held = self._held
+                self._table.delete_if([(k, held.pop(k)) for k in release if k in held])
+            return self._take_many(claim) if claim else []
 
     def _claim(self) -> bytes:
         return orjson.dumps({**self._owner, "until": self.clock() + self.ttl})
 
     def _holder(self, key: str) -> dict[str, Any] | None:
-        return _holder_of(self._cache.get(key))
+        return _holder_of(self._table.holder(key))
 
     def _is_mine(self, holder: dict[str, Any] | None) -> bool:
         return holder is not None and all(holder.get(k) == v for k, v in self._owner.items())
@@ -216,43 +200,31 @@ class Claims:
         """
         claim = orjson.dumps({"batch": batch})
         claimed = []
-        try:
-            with self._cache.transact():
-                for key in keys:
-                    if not self._cache.add(key, claim):
-                        holder = self._holder(key)
-                        if holder is not None and not self._lapsed(holder):
-                            continue
-                        self._cache.set(key, claim)
-                    claimed.append(key)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise self._error(exc) from exc
+        with self._errors(), self._table.transact():
+            for key in keys:
+                holder = self._holder(key)
+                if holder is not None and not self._lapsed(holder):
+                    continue
+                self._table.put([(key, claim)])
+                claimed.append(key)
         return claimed
 
     def release_batch(self, keys: Iterable[str], batch: str) -> None:
         """Give up the claims that batch ``batch`` holds on ``keys`` (the batch has ended)."""
-        try:
-            with self._cache.transact():
-                for key in keys:
-                    holder = self._holder(key)
-                    if holder is not None and holder.get("batch") == batch:
-                        self._cache.delete(key)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise self._error(exc) from exc
+        claim = orjson.dumps({"batch": batch})  # as claim_for_batch stored it
+        with self._errors(), self._table.transact():
+            self._table.delete_if((key, claim) for key in keys)
 
     def batch_of(self, key: str) -> str | None:
         """The live batch that holds ``key``, or None."""
-        try:
+        with self._errors():
             holder = self._holder(key)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise self._error(exc) from exc
         batch = None if holder is None else holder.get("batch")
         if batch is None or not is_live(self.directory.parent, str(batch)):
             return None
         return str(batch)
 
-    def _error(self, exc: Exception) -> CacheError:
-        return CacheError(
-            f"{self.directory.parent}: cannot write to the cache ({exc}, in its claims folder); "
-            "free space or fix permissions, then run again to resume"
+    def _errors(self) -> AbstractContextManager[None]:
+        return cache_errors(
+            self.directory.parent, "cannot write to the cache's claims folder", RESUME
         )

@@ -3,8 +3,8 @@
 The runner uses it to skip what is done, ``status`` to count answered / failed / missing per
 criterion, and the scoring stage to collect every stored answer of an item. An item's answers
 are its chunks in draw order: draw 0, then the chunk that starts where it ended, and so on
-until the item has its n samples (see :mod:`geval_async.study.plan`). Answers stored under the
-first key scheme are read in place (:mod:`geval_async.judging.legacy`).
+until the item has its n samples (see :mod:`geval_async.study.plan`). The cache is in the one
+current form (:mod:`geval_async.judging.schema`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Generic, TypeVar
 from ..study.config import EvalConfig
 from ..study.plan import JudgeItem, JudgeRequest, Study, chunk_request, planned_requests
 from .cache import CachedResponse, EntryHead, JudgeCache
-from .legacy import legacy_answers, legacy_sizes
 from .origin import EntrySource, Heads
 from .stored_steps import require_steps
 
@@ -49,13 +48,8 @@ def item_state(
     config: EvalConfig,
     *,
     retry_failed: bool = False,
-    legacy: tuple[int, ...] = (),
 ) -> ItemState[_E]:
-    """Walk an item's chunks; with ``retry_failed`` a refusal counts as missing.
-
-    ``legacy`` are the n values of old draws in the cache (:func:`legacy_sizes`), looked up
-    when the item has no draw 0 under the new keys.
-    """
+    """Walk an item's chunks; with ``retry_failed`` a refusal counts as missing."""
     state: ItemState[_E] = ItemState(first.item, first)
     start = 0
     request = first
@@ -63,13 +57,6 @@ def item_state(
         if start > 0:
             request = chunk_request(first, start, config)
         entry = cache.get(request.key)
-        if entry is None and start == 0 and legacy:
-            found = legacy_answers(first, cache, legacy)
-            if found.entries:
-                state.entries.extend(found.entries)
-                start = found.received
-                continue
-            entry = found.refusal
         if entry is None or (not entry.ok and retry_failed):
             state.missing.append(request)
             break
@@ -87,7 +74,7 @@ def item_states(
     """The state of every item of the plan, in plan order (generated steps read from the
     cache first: ConfigError when they are not there)."""
     study = require_steps(study, cache) if study.pending_steps else study
-    return states_ahead(planned_requests(study), cache, study.config, legacy=legacy_sizes(cache))
+    return states_ahead(planned_requests(study), cache, study.config)
 
 
 def states_ahead(
@@ -96,7 +83,6 @@ def states_ahead(
     config: EvalConfig,
     *,
     retry_failed: bool = False,
-    legacy: tuple[int, ...] = (),
     chunk: int = 256,
 ) -> Iterator[ItemState[_E]]:
     """The state of each item (given by its first request,
@@ -106,7 +92,7 @@ def states_ahead(
     while ahead := list(islice(firsts, chunk)):
         cache.prefetch([first.key for first in ahead])
         for first in ahead:
-            yield item_state(first, cache, config, retry_failed=retry_failed, legacy=legacy)
+            yield item_state(first, cache, config, retry_failed=retry_failed)
 
 
 @dataclass
@@ -130,9 +116,8 @@ def coverage(
     only requests whose keys are in ``in_batch`` (live batch jobs) counts as in batch."""
     study = require_steps(study, cache) if study.pending_steps else study
     counts = {c.name: Coverage() for c in study.criteria}
-    legacy = legacy_sizes(cache)
     heads = Heads(cache, planned=study.planned)
-    for state in states_ahead(planned_requests(study), heads, study.config, legacy=legacy):
+    for state in states_ahead(planned_requests(study), heads, study.config):
         c = counts[state.item.criterion.name]
         if state.refused is not None:
             c.refused += 1

@@ -1,15 +1,21 @@
-"""Caches written with the first key scheme (``g1``): read in place, and migrated.
+"""Moving a cache folder of the older form to the current one, once: ``cache migrate``.
 
-Until draws were keyed by their first sample (:mod:`geval_async.study.keys`), a key held the
-item's total n: draw 0 asked for all n answers, and a server that returned fewer was asked for
-the rest as draws 1, 2, ... with ``n = 1`` each. Such answers were paid for, so they are never
-asked again: the commands that only read find them in place (:func:`legacy_answers`), and
-``run`` (or ``geval-async cache migrate``) moves them to the new keys (:func:`migrate_study`),
-where raising n later adds to them.
+Two older forms exist (:mod:`.schema` tells them apart and refuses them everywhere else):
 
-The old keys cannot be recomputed without the n they were asked with, so the sizes are read
-from the old entries themselves (:func:`legacy_sizes`); when an item was judged with several n
-(a pilot with 5, the study with 10, each paid for), every chain is kept, smallest n first.
+* **entries stored as JSON** (the body an escaped string inside), before the packed form of
+  :mod:`.stored`: every such entry of the folder is repacked under its key;
+* **the first key scheme** (``g1``): until draws were keyed by their first sample
+  (:mod:`geval_async.study.keys`), a key held the item's total n: draw 0 asked for all n
+  answers, and a server that returned fewer was asked for the rest as draws 1, 2, ... with
+  ``n = 1`` each. Such answers were paid for, so they are moved to the new keys of a study
+  (:func:`migrate_study`), where raising n later adds to them. The old keys cannot be
+  recomputed without the n they were asked with, so the sizes are read from the old entries
+  themselves (:func:`legacy_sizes`); when an item was judged with several n (a pilot with 5,
+  the study with 10, each paid for), every chain is kept, smallest n first. Old entries of
+  other studies stay where they are (``cache stats`` counts them) until their own study is
+  migrated.
+
+The folder is then marked as in the current form. Nothing on the read path knows these forms.
 """
 
 from __future__ import annotations
@@ -17,18 +23,61 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import orjson
 
 from ..study.config import EvalConfig
 from ..study.keys import canonical_json
 from ..study.plan import JudgeRequest, Study, chunk_request, first_request, plan_items
-from .cache import CachedResponse, EntryHead, JudgeCache
-from .origin import EntrySource
+from .cache import CachedResponse, JudgeCache
+from .cache_errors import cache_errors
+from .schema import mark_current
+
+__all__ = ["Migration", "legacy_key", "migrate_cache"]
 
 LEGACY_VERSION = "g1"
+_JSON_ENTRY = b"{"
 
-_E = TypeVar("_E", CachedResponse, EntryHead)
+
+@dataclass(frozen=True)
+class Migration:
+    """What ``cache migrate`` did: entries repacked, moved to new keys, and old ones left."""
+
+    repacked: int
+    moved: int
+    left: int  # entries under old keys that belong to no item of the study
+
+
+def migrate_cache(study: Study, cache: JudgeCache) -> Migration:
+    """Move ``cache`` (opened with ``migrating=True``) to the current form for ``study``:
+    repack its JSON entries, move the study's old-key entries, then mark the folder."""
+    repacked = repack_entries(cache)
+    moved = migrate_study(study, cache)
+    left = sum(1 for _ in cache.keys(f"{LEGACY_VERSION}-"))
+    with cache_errors(cache.directory, "cannot write to the cache folder"):
+        mark_current(cache.directory)
+    return Migration(repacked, moved, left)
+
+
+def repack_entries(cache: JudgeCache) -> int:
+    """Store every entry kept as JSON in the packed form, under its key; how many were.
+    A value that does not decode as an entry is left as it is (damage, as ``cache verify``
+    reports it)."""
+    repacked = 0
+    for key in list(cache.keys()):
+        raw = cache.stored_value(key)
+        if not isinstance(raw, bytes) or not raw.startswith(_JSON_ENTRY):
+            continue
+        try:
+            entry = CachedResponse.from_fields(orjson.loads(raw))
+        except (ValueError, TypeError):
+            continue
+        if entry.key == key:
+            cache.put(entry, overwrite=True)
+            repacked += 1
+    return repacked
 
 
 def legacy_key(body: Mapping[str, Any], draw: int) -> str:
@@ -37,12 +86,7 @@ def legacy_key(body: Mapping[str, Any], draw: int) -> str:
     return f"{LEGACY_VERSION}-{digest}"
 
 
-def has_legacy(cache: JudgeCache) -> bool:
-    """Whether the cache holds any entry under a first-scheme key."""
-    return next(cache.keys(f"{LEGACY_VERSION}-"), None) is not None
-
-
-def legacy_sizes(cache: EntrySource[CachedResponse]) -> tuple[int, ...]:
+def legacy_sizes(cache: JudgeCache) -> tuple[int, ...]:
     """Every n an old draw 0 in the cache was asked with, smallest first."""
     sizes: set[int] = set()
     for key in cache.keys(f"{LEGACY_VERSION}-"):
@@ -53,23 +97,17 @@ def legacy_sizes(cache: EntrySource[CachedResponse]) -> tuple[int, ...]:
 
 
 @dataclass
-class LegacyAnswers(Generic[_E]):
+class LegacyAnswers:
     """An item's answers under old keys: the ok entries in sample order, and a refusal."""
 
-    entries: list[_E]
-    keys: list[str]
-    refusal: _E | None = None
-
-    @property
-    def received(self) -> int:
-        return sum(entry.received for entry in self.entries)
+    entries: list[CachedResponse] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    refusal: CachedResponse | None = None
 
 
-def legacy_answers(
-    first: JudgeRequest, cache: EntrySource[_E], sizes: tuple[int, ...]
-) -> LegacyAnswers[_E]:
+def legacy_answers(first: JudgeRequest, cache: JudgeCache, sizes: tuple[int, ...]) -> LegacyAnswers:
     """What the cache holds for an item under old keys, for each n in ``sizes``."""
-    found: LegacyAnswers[_E] = LegacyAnswers([], [])
+    found = LegacyAnswers()
     seed = first.body.get("seed")
     for size in sizes:
         key = legacy_key({**first.body, "n": size}, 0)

@@ -18,7 +18,6 @@ from .budget import record_spend
 from .cache import JudgeCache
 from .capabilities import save_capabilities
 from .claims import Claims
-from .legacy import has_legacy, migrate_study
 from .origin import ServerEntries
 from .probe import server_is_simulated
 from .progress import RunResult, render_progress, report_progress
@@ -62,9 +61,6 @@ async def run_study(
         ConfigError: a request can never pass the configured limits.
     """
     cache.check_writable()
-    if has_legacy(cache):
-        # Answers under the first key scheme move to the new keys before anything is asked.
-        migrate_study(study, cache)
     stop = stop if stop is not None else asyncio.Event()
     limits = study.config.limits
     started = time.monotonic()

@@ -8,9 +8,10 @@ and then the response body's bytes as received::
 The CRC-32 covers everything after itself, so a damaged entry (a cut or changed body, a
 changed byte anywhere) is found without parsing the body, and the header repeats what a
 lookup needs (answered or refused, how many choices, which server), so a rerun, which looks
-up each entry of its plan, reads an :class:`EntryHead` without parsing any JSON. Caches
-written before hold the entry's JSON (the body an escaped string inside it): those still
-read, their body parsed to find damage.
+up each entry of its plan, reads an :class:`EntryHead` without parsing any JSON. This is the
+one form the read path knows: caches written before, which held each entry's JSON, are moved
+to it once by ``geval-async cache migrate`` (:mod:`.schema`, :mod:`.legacy`). The fields
+alone (an archive's lines) become an entry through :meth:`CachedResponse.from_fields`.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class CachedResponse:
         if not isinstance(raw, bytes | bytearray):
             raise ValueError("entry is not bytes")
         if not raw.startswith(PACKED):
-            return cls._decode_json(raw)
+            raise ValueError("entry is not in the packed form")
         _check(raw)
         end = raw.index(b"\n", _META)
         data = orjson.loads(memoryview(raw)[_META:end])
@@ -117,12 +118,12 @@ class CachedResponse:
         return cls._build(data)
 
     @classmethod
-    def _decode_json(cls, raw: bytes | bytearray) -> CachedResponse:
-        """An entry stored as its JSON (caches written before the packed form)."""
-        data = orjson.loads(raw)
+    def from_fields(cls, data: Any) -> CachedResponse:
+        """The entry whose fields ``data`` holds (a dict, as an archive's line holds them);
+        raises ValueError when they are not a valid entry's, or an answer's body is not JSON."""
         if not isinstance(data, dict):
             raise ValueError("entry is not an object")
-        entry = cls._build(data)
+        entry = cls._build(dict(data))
         if entry.ok:
             # The body was checked when it arrived; failing now means the entry was damaged.
             orjson.loads(entry.body)
@@ -179,7 +180,7 @@ def decode_heads(rows: Iterable[tuple[str, Any]]) -> tuple[dict[str, EntryHead],
             if head is not None:
                 heads[key] = head
                 continue
-        if type(raw) is bytes:  # an entry of an older form, or damaged (then left over)
+        if type(raw) is bytes:  # a header not met yet, or damaged (then left over)
             try:
                 heads[key] = decode_head(raw)
                 continue

@@ -12,7 +12,8 @@ reach the same draw ask for it once (:mod:`geval_async.judging.claims`).
 What cannot change the answer stays out of the key: the API key, the base URL, concurrency,
 retries and timeouts. So the same study run against the same model reuses every answer, and
 editing one prompt file changes exactly the keys of that criterion. Keys of the earlier scheme
-(``g1``, where n was part of the key) are read by :mod:`geval_async.judging.legacy`.
+(``g1``, where n was part of the key) are moved to these once by ``geval-async cache migrate``
+(:mod:`geval_async.judging.legacy`).
 """
 
 from __future__ import annotations

@@ -200,7 +200,8 @@ JUDGING_TIERS = {
     "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
     "budget": 3, "probe": 3, "progress": 3, "refused_settings": 3, "capabilities": 3,
     "server_waits": 3,
-    "feed": 4, "worker": 4, "runner": 4, "steps": 4,
+    "left": 2,  # what is left to send, decided once
+    "feed": 4, "worker": 4, "runner": 4, "steps": 4, "estimate": 4,
     "batch": 5,  # the Batch API, and every module of judging/batch/
 }  # fmt: skip
 SCORING_TIERS = {

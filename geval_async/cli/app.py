@@ -24,7 +24,8 @@ from ..judging.batch.ledger import Ledger
 from ..judging.budget import study_spent
 from ..judging.cache import JudgeCache
 from ..judging.capabilities import endpoint_summaries
-from ..judging.coverage import coverage
+from ..judging.left import coverage
+from ..judging.origin import ServerEntries
 from ..judging.runner import RunResult, run_study
 from ..options import ReasoningEffort, SamplingMode, words
 from ..study.plan import Study
@@ -156,7 +157,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     study = prepare_study(load_study(args))
     warn(study.warnings, strict=False)
     with JudgeCache(existing_cache(study.config.cache_path), create=False) as cache:
-        counts = coverage(study, cache, Ledger(cache.directory).live_keys())
+        counts = coverage(study, ServerEntries(cache, None), Ledger(cache.directory).live_keys())
         corrupted = len(cache.corrupted)
     print(coverage_table(counts))
     shard = study.config.shard
@@ -178,7 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = prepare_study(config)
     warn(study.warnings, strict=args.strict)
     if args.dry_run:
-        dry_run(study)
+        dry_run(study, retry_failed=args.retry_failed)
         return EXIT_OK
     key = judge_key(config)
     if args.batch and args.retry_failed:

@@ -212,6 +212,7 @@ SCORING_TIERS = {
     "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
     "results": 2,  # the front door for analysis: data, no writer
+    "status": 2,  # `status`'s numbers, counted in one walk
     "html": 3,  # the HTML view: a pure renderer, handed data
     "outputs": 4,  # the one writer
     "files": 4,  # its files, written whole or not at all

@@ -84,3 +84,56 @@ def test_dry_run_counts_the_chunk_an_item_still_lacks(sim: SimServer, study: Stu
     assert run_study(study, "--limit", "3").returncode == 0
     assert sim.stats.received - before == 6
     assert _dry(study, "--limit", "3")["cached"] == 6
+
+
+# --- status: one walk of the answers, numbers only --------------------------------------------
+
+
+def test_status_counts_the_invalid_shares_that_scoring_finds(study: StudyFiles) -> None:
+    from pandas.testing import assert_frame_equal
+
+    from geval_async.scoring.results import load_results
+    from geval_async.scoring.status import study_status
+    from geval_async.sim import SimSettings
+    from geval_async.study.config import load_config
+    from geval_async.study.prepare import prepare_study
+
+    rows = study.records.read_text().splitlines()
+    rows[0] = rows[0].replace("Text 0A", "Text 0A [[FILTER]]")  # both criteria refused
+    study.records.write_text("\n".join(rows) + "\n")
+    with SimServer(SimSettings(invalid_answers=0.3, seed=3)) as server:
+        study.write_config(server.base_url, sampling={"n": 4})
+        assert run_study(study, "--limit", "20").returncode == 1  # the refused record
+    status = study_status(prepare_study(load_config(study.config)))
+    results = load_results(study.config)
+    shares = results.invalid_shares()
+    assert shares["invalid"].sum() > 0 and (shares["invalid"] < shares["samples"]).all()
+    assert_frame_equal(status.invalid_shares(), shares)
+    assert status.share_differences() == results.share_differences()
+    items = study.n_records
+    assert {name: (c.answered, c.refused, c.missing) for name, c in status.coverage.items()} == {
+        "clar": (19, 1, items - 20),
+        "fit": (19, 1, items - 20),
+    }
+    # The command prints those numbers: the same invalid-samples table as `score`.
+    shown = run_cli("status", str(study.config))
+    scored = run_cli("score", str(study.config))
+    assert shown.returncode == 0, shown.stderr
+    table = scored.stdout[scored.stdout.index("invalid samples") :].split("\n\n")[0]
+    assert (
+        table.splitlines()[:4]
+        == shown.stdout[shown.stdout.index("invalid samples") :].splitlines()[:4]
+    )
+
+
+def test_status_says_when_simulated_and_real_answers_mix(sim: SimServer, study: StudyFiles) -> None:
+    with PlainJudge() as real:
+        study.write_config(real.base_url)
+        assert run_study(study, "--limit", "4").returncode == 0
+    study.write_config(sim.base_url)  # asks the first 2 records again: the rest stay real
+    assert run_study(study, "--limit", "2").returncode == 0
+    assert run_cli("score", str(study.config)).returncode == 2, "score refuses the mix"
+    status = run_cli("status", str(study.config))
+    assert status.returncode == 0, status.stderr
+    assert "simulated judge and from another server" in status.stdout
+    assert "answered" in status.stdout

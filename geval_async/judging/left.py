@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from ..study.plan import JudgeItem, JudgeRequest, Study, planned_requests
 from .cache import EntryHead
@@ -22,7 +23,7 @@ from .legacy import legacy_sizes
 from .origin import Heads, ServerEntries
 from .stored_steps import require_steps
 
-__all__ = ["ItemLeft", "Left", "coverage", "what_is_left"]
+__all__ = ["ItemLeft", "Left", "coverage", "left_of", "what_is_left"]
 
 
 class Left(StrEnum):
@@ -88,15 +89,18 @@ def what_is_left(
         legacy=legacy_sizes(entries),
     )
     for state in states:
-        if state.refused is not None:
-            left = Left.REFUSED
-        elif not state.missing:
-            left = Left.CACHED
-        elif all(request.key in in_batch for request in state.missing):
-            left = Left.IN_BATCH
-        else:
-            left = Left.TO_SEND
-        yield ItemLeft(state, left)
+        yield ItemLeft(state, left_of(state, in_batch))
+
+
+def left_of(state: ItemState[Any], in_batch: Container[str] = frozenset()) -> Left:
+    """Where an item stands, from what the walk of its chunks found (the one rule)."""
+    if state.refused is not None:
+        return Left.REFUSED
+    if not state.missing:
+        return Left.CACHED
+    if all(request.key in in_batch for request in state.missing):
+        return Left.IN_BATCH
+    return Left.TO_SEND
 
 
 def coverage(

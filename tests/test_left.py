@@ -137,3 +137,29 @@ def test_status_says_when_simulated_and_real_answers_mix(sim: SimServer, study: 
     assert status.returncode == 0, status.stderr
     assert "simulated judge and from another server" in status.stdout
     assert "answered" in status.stdout
+
+
+def test_the_report_compares_with_human_scores_from_the_scores_in_hand(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    import json
+    import shutil
+
+    from geval_async.api import human_comparison
+    from geval_async.scoring.results import load_results
+
+    rows = [json.loads(line) for line in study.records.read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["human"] = {"clar": 1 + i % 5}
+    study.records.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    study.write_config(sim.base_url)
+    config = study.config
+    config.write_text(config.read_text() + '[meta]\nhuman = { clar = "human.clar" }\n')
+    assert run_study(study).returncode == 0
+    results = load_results(config)
+    expected = human_comparison(results)
+    assert expected is not None and expected.correlations
+    # `report --html` hands the comparison the results it scored: it reads no cache again.
+    shutil.move(study.cache, study.root / "elsewhere")
+    again = human_comparison(results)
+    assert again is not None and again.correlations == expected.correlations

@@ -24,6 +24,7 @@ from ..judging.batch.ledger import Ledger
 from ..judging.budget import study_spent
 from ..judging.cache import JudgeCache
 from ..judging.capabilities import endpoint_summaries
+from ..judging.progress import RunCounters
 from ..judging.runner import RunResult, run_study
 from ..study.plan import Study
 from ..study.prepare import prepare_study
@@ -33,6 +34,7 @@ from .batch import add_batch_commands, add_batch_flags, run_batch
 from .cache import add_cache_commands, existing_cache
 from .meta import add_meta_command
 from .overrides import add_study_arguments, judge_key, load_study
+from .progress import render_progress, render_retries
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
 from .steps import add_steps_command
@@ -210,7 +212,8 @@ def _run_loop(
 ) -> RunResult:
     interactive = sys.stderr.isatty()
 
-    def show(line: str) -> None:
+    def show(counters: RunCounters) -> None:
+        line = render_progress(counters)
         if interactive:
             print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
         else:
@@ -240,7 +243,7 @@ def _run_loop(
                 retry_failed=retry_failed,
                 on_progress=None if quiet else show,
                 progress_interval=0.5 if interactive else 5.0,
-                on_retries=_say if quiet else None,
+                on_retries=(lambda counters: _say(render_retries(counters))) if quiet else None,
                 on_warning=lambda line: _say(("\n" if interactive else "") + f"warning: {line}"),
             )
         finally:

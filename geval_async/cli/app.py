@@ -153,7 +153,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = prepare_study(config)
     warn(study.warnings, strict=args.strict)
     if args.dry_run:
-        dry_run(study, retry_failed=args.retry_failed)
+        from ..judging.estimate import estimate_run
+
+        # A live batch job's requests are not sent again (the run leaves them to the batch).
+        in_batch = Ledger(config.cache_path).live_keys()
+        dry_run(
+            study,
+            asyncio.run(estimate_run(study, retry_failed=args.retry_failed, in_batch=in_batch)),
+        )
         return EXIT_OK
     key = judge_key(config)
     if args.batch and args.retry_failed:

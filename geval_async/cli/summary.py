@@ -5,11 +5,10 @@ Pure formatting from counts; nothing here touches the network or the cache.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 
-from ..judging.batch.ledger import Ledger
 from ..judging.coverage import Coverage
+from ..judging.estimate import RunEstimate
 from ..judging.progress import RunCounters
 from ..study.config import EvalConfig
 from ..study.plan import Study
@@ -123,16 +122,12 @@ def budget_left(config: EvalConfig) -> str:
     )
 
 
-def dry_run(study: Study, *, retry_failed: bool = False) -> None:
-    """Print what a run would send, cost and take (``run --dry-run``): counted by the run's
-    rules (:mod:`geval_async.judging.estimate`), nothing sent."""
-    from ..judging.estimate import estimate_run
+def dry_run(study: Study, estimate: RunEstimate) -> None:
+    """Print what a run would send, cost and take (``run --dry-run``), as counted by the
+    run's rules (:func:`geval_async.judging.estimate.estimate_run`)."""
     from ..study.pricing import estimate_cost
 
     config = study.config
-    # A live batch job's requests are not sent again (the run leaves them to the batch).
-    in_batch = Ledger(config.cache_path).live_keys()
-    estimate = asyncio.run(estimate_run(study, retry_failed=retry_failed, in_batch=in_batch))
     requests, tokens = estimate.requests, estimate.tokens
     prompt_tokens, completion_tokens = estimate.prompt_tokens, estimate.completion_tokens
     cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)

@@ -13,14 +13,13 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, RunStopped
+from ..errors import RunStopped
 from ..judging.batch.control import BatchControl, server_is_simulated
-from ..judging.batch.export import export_inputs
-from ..judging.batch.files import endpoint, read_output
+from ..judging.batch.engine_files import export_inputs, import_outputs
 from ..judging.batch.ledger import Ledger
 from ..judging.batch.provider import make_client
 from ..judging.batch.rounds import run_batches
-from ..judging.batch.store import Stored, requests_by_key, store_lines
+from ..judging.batch.store import Stored
 from ..judging.budget import run_budget
 from ..judging.cache import JudgeCache
 from ..judging.claims import Claims
@@ -274,18 +273,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     study = prepare_study(load_study(args))
     source = Path(args.file)
-    try:
-        # Read every line first: a bad line fails before anything is stored.
-        parsed = list(read_output(source.read_bytes().splitlines(), str(source)))
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read the output file ({exc})") from exc
-    with JudgeCache(study.config.cache_path) as cache:
-        cache.check_writable()
-        # A file from elsewhere holds real answers: simulated entries give way (..origin).
-        entries = ServerEntries(cache, False)
-        requests = requests_by_key(study, entries, {line.custom_id for line in parsed})
-        url = endpoint(study.config.judge)
-        stored = store_lines(parsed, requests, cache, url=url)
+    stored = import_outputs(study, source)
     report_stored(stored, f"{source}")
     if stored.unknown:
         print(

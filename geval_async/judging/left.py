@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
+from ..options import Left
 from ..study.plan import JudgeItem, JudgeRequest, Study, planned_requests
 from .cache import EntryHead
 from .coverage import Coverage, ItemState, states_ahead
@@ -24,15 +24,6 @@ from .origin import Heads, ServerEntries
 from .stored_steps import require_steps
 
 __all__ = ["ItemLeft", "Left", "coverage", "left_of", "what_is_left"]
-
-
-class Left(StrEnum):
-    """Where an item of the plan stands for a run."""
-
-    CACHED = "cached"
-    REFUSED = "refused"
-    IN_BATCH = "in batch"
-    TO_SEND = "to send"
 
 
 @dataclass(frozen=True, slots=True)

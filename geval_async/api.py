@@ -92,4 +92,5 @@ def human_comparison(results: StudyResults) -> HumanComparison | None:
         return None
     human = human_scores(results.study.selected_records, mapping, config.data.path)
     pairs = pair_scores(human, judge_scores(results.long))
-    return HumanComparison(pairs, meta_evaluate(config).correlations)
+    # The judge's scores are the ones in hand: the study is not scored a second time.
+    return HumanComparison(pairs, meta_evaluate(config, results=results).correlations)

@@ -22,6 +22,7 @@ __all__ = [
     "EntryStatus",
     "Fractional",
     "ItemOutcome",
+    "Left",
     "Normalization",
     "ParserMode",
     "Provider",
@@ -174,6 +175,15 @@ class ItemOutcome(StrEnum):
     FAILED = "failed"
     STOPPED = "stopped"
     IN_BATCH = "in batch"  # a live batch job holds its request: not sent online
+
+
+class Left(StrEnum):
+    """Where an item of the plan stands before a run: what is left to send (judging/left)."""
+
+    CACHED = "cached"
+    REFUSED = "refused"
+    IN_BATCH = "in batch"  # what it lacks, a live batch job is asking for
+    TO_SEND = "to send"
 
 
 class BatchState(StrEnum):

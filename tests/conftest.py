@@ -113,6 +113,28 @@ class LoopbackApp:
         self._thread.join(10)
 
 
+class PlainJudge(LoopbackApp):
+    """Another OpenAI-compatible server (not geval-async's): answers "3" to everything."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.received = 0
+
+    async def _complete(self, request: web.Request) -> web.Response:
+        self.received += 1
+        body = await request.json()
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": "3"}, "finish_reason": "stop"}
+            for i in range(body.get("n", 1))
+        ]
+        return web.json_response({"choices": choices, "usage": {"total_tokens": 10}})
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.post("/v1/chat/completions", self._complete),
+        ]
+
+
 @dataclass
 class StudyFiles:
     """A small two-criterion study written to a temporary folder."""

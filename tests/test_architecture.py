@@ -201,7 +201,8 @@ JUDGING_TIERS = {
     "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
     "budget": 3, "probe": 3, "progress": 3, "refused_settings": 3, "capabilities": 3,
     "server_waits": 3,
-    "feed": 4, "worker": 4, "runner": 4, "steps": 4,
+    "left": 2,  # what is left to send, decided once
+    "feed": 4, "worker": 4, "runner": 4, "steps": 4, "estimate": 4,
     "batch": 5,  # the Batch API, and every module of judging/batch/
 }  # fmt: skip
 SCORING_TIERS = {
@@ -213,6 +214,7 @@ SCORING_TIERS = {
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
     "alpha": 1, "icc": 1, "judge_pairs": 1, "agreement": 1,  # agreement between judges
     "results": 2,  # the front door for analysis: data, no writer
+    "status": 2,  # `status`'s numbers, counted in one walk
     "html": 3,  # the HTML view: a pure renderer, handed data
     "outputs": 4,  # the one writer
     "files": 4,  # its files, written whole or not at all

@@ -15,8 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aiohttp import web
-from conftest import ROOT, LoopbackApp, StudyFiles, run_cli, run_study
+from conftest import ROOT, PlainJudge, StudyFiles, run_cli, run_study
 
 from geval_async.sim import SimServer
 
@@ -341,28 +340,6 @@ def test_a_paired_test_with_unpaired_groups_stops_before_sending(
 
 
 # --- 4. simulated answers never satisfy a run against another server ------------------------
-
-
-class PlainJudge(LoopbackApp):
-    """Another OpenAI-compatible server (not geval-async's): answers "3" to everything."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.received = 0
-
-    async def _complete(self, request: web.Request) -> web.Response:
-        self.received += 1
-        body = await request.json()
-        choices = [
-            {"index": i, "message": {"role": "assistant", "content": "3"}, "finish_reason": "stop"}
-            for i in range(body.get("n", 1))
-        ]
-        return web.json_response({"choices": choices, "usage": {"total_tokens": 10}})
-
-    def routes(self) -> list[web.RouteDef]:
-        return [
-            web.post("/v1/chat/completions", self._complete),
-        ]
 
 
 def test_simulated_answers_never_satisfy_another_server(sim: SimServer, study: StudyFiles) -> None:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..scoring.results import StudyResults
+    from ..scoring.status import StudyStatus
 
 _TEXT_WIDTH = 70
 
@@ -62,8 +63,9 @@ def warn(warnings: Sequence[str], *, strict: bool) -> None:
         print(f"warning: {message}", file=sys.stderr)
 
 
-def invalid_lines(results: StudyResults) -> list[str]:
-    """The invalid shares per criterion and condition, and the share-difference warnings."""
+def invalid_lines(results: StudyResults | StudyStatus) -> list[str]:
+    """The invalid shares per criterion and condition, and the share-difference warnings
+    (of a study's results, or of ``status``'s counts)."""
     shares = results.invalid_shares()
     if shares.empty or not shares["invalid"].any():
         return []

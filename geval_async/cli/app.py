@@ -24,9 +24,8 @@ from ..judging.batch.ledger import Ledger
 from ..judging.budget import study_spent
 from ..judging.cache import JudgeCache
 from ..judging.capabilities import endpoint_summaries
-from ..judging.coverage import coverage
+from ..judging.progress import RunCounters
 from ..judging.runner import RunResult, run_study
-from ..options import ReasoningEffort, SamplingMode, words
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from ..study.pricing import usd
@@ -34,7 +33,8 @@ from .answers import add_answers_command, invalid_lines, warn
 from .batch import add_batch_commands, add_batch_flags, run_batch
 from .cache import add_cache_commands, existing_cache
 from .meta import add_meta_command
-from .overrides import judge_key, load_study
+from .overrides import add_study_arguments, judge_key, load_study
+from .progress import render_progress, render_retries
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
 from .steps import add_steps_command
@@ -57,36 +57,6 @@ def _one_line(server_text: str, limit: int = 300) -> str:
 # --- arguments ---------------------------------------------------------------------------------
 
 
-def _study_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help="the study's TOML config file")
-    group = parser.add_argument_group("overrides (take precedence over the config)")
-    group.add_argument(
-        "--base-url", help="chat-completions base URL, e.g. http://127.0.0.1:8000/v1"
-    )
-    group.add_argument("--model", help="judge model name")
-    group.add_argument("--cache", help="cache folder")
-    group.add_argument("--output", help="output folder")
-    group.add_argument("--concurrency", type=int, help="requests in flight at most")
-    group.add_argument("--rpm", type=float, help="requests per minute limit")
-    group.add_argument("--tpm", type=float, help="tokens per minute limit")
-    group.add_argument("--timeout", type=float, help="seconds per attempt")
-    group.add_argument("--retries", type=int, help="retries per request after a transient failure")
-    group.add_argument("--n", type=int, help="sampled ratings per item (samples mode)")
-    group.add_argument("--mode", choices=words(SamplingMode), help="sampling mode")
-    group.add_argument("--temperature", type=float, help="[sampling] temperature")
-    group.add_argument(
-        "--max-tokens", type=int, help="[sampling] max_tokens: the whole completion budget"
-    )
-    group.add_argument(
-        "--reasoning-effort", choices=words(ReasoningEffort), help="[sampling] reasoning_effort"
-    )
-    group.add_argument("--criteria", help="comma-separated criteria to use (default: all)")
-    group.add_argument("--limit", type=int, help="use only the first N records")
-    group.add_argument(
-        "--shard", metavar="I/K", help="only share I of K of the items (one of K machines)"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="geval-async",
@@ -98,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     run = commands.add_parser("run", help="judge every item the cache does not hold yet")
-    _study_arguments(run)
+    add_study_arguments(run)
     run.add_argument(
         "--retry-failed",
         action="store_true",
@@ -133,17 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=cmd_demo)
 
     status = commands.add_parser("status", help="per criterion: answered, refused, missing")
-    _study_arguments(status)
+    add_study_arguments(status)
     status.set_defaults(handler=cmd_status)
 
     add_sim_command(commands, cmd_sim)
 
-    add_score_commands(commands, _study_arguments)
-    add_cache_commands(commands, _study_arguments, load_study)
-    add_meta_command(commands, _study_arguments)
-    add_answers_command(commands, _study_arguments)
-    add_batch_commands(commands, _study_arguments)
-    add_steps_command(commands, _study_arguments)
+    add_score_commands(commands, add_study_arguments)
+    add_cache_commands(commands, add_study_arguments, load_study)
+    add_meta_command(commands, add_study_arguments)
+    add_answers_command(commands, add_study_arguments)
+    add_batch_commands(commands, add_study_arguments)
+    add_steps_command(commands, add_study_arguments)
     return parser
 
 
@@ -151,19 +121,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from ..scoring.results import load_results
+    from ..scoring.status import study_status
 
     study = prepare_study(load_study(args))
     warn(study.warnings, strict=False)
-    with JudgeCache(existing_cache(study.config.cache_path), create=False) as cache:
-        counts = coverage(study, cache, Ledger(cache.directory).live_keys())
-        corrupted = len(cache.corrupted)
-    print(coverage_table(counts))
+    cache_path = existing_cache(study.config.cache_path)
+    status = study_status(study, Ledger(cache_path).live_keys())
+    print(coverage_table(status.coverage))
     shard = study.config.shard
     print(f"cache: {study.config.cache_path}" + (f" (shard {shard})" if shard else ""))
-    if corrupted:
-        print(f"{corrupted} corrupted cache entries were found and count as missing")
-    for line in invalid_lines(load_results(study.config)):
+    if status.corrupted:
+        print(f"{status.corrupted} corrupted cache entries were found and count as missing")
+    if status.mixed:
+        print(
+            "note: the answers come from geval-async's simulated judge and from another "
+            f"server; `geval-async score` refuses to mix them: run `geval-async run "
+            f"{study.config.source}` against the real judge (it replaces the simulated ones)"
+        )
+    for line in invalid_lines(status):
         print(line)
     for line in endpoint_summaries(study.config.cache_path):
         print(f"endpoint: {line}")
@@ -178,7 +153,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = prepare_study(config)
     warn(study.warnings, strict=args.strict)
     if args.dry_run:
-        dry_run(study)
+        from ..judging.estimate import estimate_run
+
+        # A live batch job's requests are not sent again (the run leaves them to the batch).
+        in_batch = Ledger(config.cache_path).live_keys()
+        dry_run(
+            study,
+            asyncio.run(estimate_run(study, retry_failed=args.retry_failed, in_batch=in_batch)),
+        )
         return EXIT_OK
     key = judge_key(config)
     if args.batch and args.retry_failed:
@@ -237,7 +219,8 @@ def _run_loop(
 ) -> RunResult:
     interactive = sys.stderr.isatty()
 
-    def show(line: str) -> None:
+    def show(counters: RunCounters) -> None:
+        line = render_progress(counters)
         if interactive:
             print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
         else:
@@ -267,7 +250,7 @@ def _run_loop(
                 retry_failed=retry_failed,
                 on_progress=None if quiet else show,
                 progress_interval=0.5 if interactive else 5.0,
-                on_retries=_say if quiet else None,
+                on_retries=(lambda counters: _say(render_retries(counters))) if quiet else None,
                 on_warning=lambda line: _say(("\n" if interactive else "") + f"warning: {line}"),
             )
         finally:

@@ -7,24 +7,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, RunStopped
+from ..errors import RunStopped
 from ..judging.batch.control import BatchControl, server_is_simulated
-from ..judging.batch.files import endpoint, input_line, read_output
+from ..judging.batch.engine_files import export_inputs, import_outputs
 from ..judging.batch.ledger import Ledger
 from ..judging.batch.provider import make_client
 from ..judging.batch.rounds import run_batches
-from ..judging.batch.store import Stored, requests_by_key, store_lines
+from ..judging.batch.store import Stored
 from ..judging.budget import run_budget
 from ..judging.cache import JudgeCache
 from ..judging.claims import Claims
-from ..judging.coverage import coverage, item_states
+from ..judging.left import coverage
 from ..judging.origin import ServerEntries
 from ..judging.steps import generate_steps
 from ..study.plan import Study
@@ -176,7 +175,7 @@ def run_batch(study: Study, key: str | None, *, poll: float, quiet: bool) -> int
         report_too_large(control)
         if run.stored.stopped is not None:
             raise RunStopped(run.stored.stopped)  # as an online run stops, with its line
-        return coverage_exit(control.study, control.cache, control.ledger, run.held_back)
+        return coverage_exit(control.study, control.entries, control.ledger, run.held_back)
 
     return _with_control(None, work, study, key)
 
@@ -211,7 +210,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             elif record.errors:
                 print(f"batch {record.label} failed validation: {record.errors[0]}")
         print(queue_line(records, control.queue(), len(control.ledger.history())))
-        counts = coverage(control.study, control.cache, control.ledger.live_keys())
+        counts = coverage(control.study, control.entries, control.ledger.live_keys())
         print(coverage_table(counts))
         ended = [r for r in records if r.ended]
         if ended:
@@ -239,7 +238,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         if running:
             print(f"{len(running)} batch jobs are still running; collect again later")
             return EXIT_INCOMPLETE
-        return coverage_exit(control.study, control.cache, control.ledger, 0)
+        return coverage_exit(control.study, control.entries, control.ledger, 0)
 
     return _with_control(args, work)
 
@@ -261,25 +260,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    study = prepare_study(load_study(args))
     target = Path(args.file)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    lines = 0
-    with JudgeCache(study.config.cache_path, create=False) as cache:
-        taken = Ledger(cache.directory).live_keys()
-        try:
-            with open(temporary, "wb") as handle:
-                # For a real engine: the simulated judge's answers count as missing (..origin).
-                for state in item_states(study, ServerEntries(cache, False)):
-                    for request in state.missing if state.refused is None else ():
-                        if request.key not in taken:
-                            taken.add(request.key)
-                            handle.write(input_line(request, study.config.judge))
-                            lines += 1
-            os.replace(temporary, target)
-        except OSError as exc:
-            temporary.unlink(missing_ok=True)
-            raise ConfigError(f"{target}: cannot write the file ({exc})") from exc
+    lines = export_inputs(prepare_study(load_study(args)), target)
     print(f"{lines} requests written to {target} (custom_id = cache key); send nothing")
     print(
         f"run it, e.g. `vllm run-batch -i {target} -o out.jsonl --model MODEL`, then "
@@ -291,18 +273,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     study = prepare_study(load_study(args))
     source = Path(args.file)
-    try:
-        # Read every line first: a bad line fails before anything is stored.
-        parsed = list(read_output(source.read_bytes().splitlines(), str(source)))
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read the output file ({exc})") from exc
-    with JudgeCache(study.config.cache_path) as cache:
-        cache.check_writable()
-        # A file from elsewhere holds real answers: simulated entries give way (..origin).
-        entries = ServerEntries(cache, False)
-        requests = requests_by_key(study, entries, {line.custom_id for line in parsed})
-        url = endpoint(study.config.judge)
-        stored = store_lines(parsed, requests, cache, url=url)
+    stored = import_outputs(study, source)
     report_stored(stored, f"{source}")
     if stored.unknown:
         print(
@@ -310,7 +281,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"(first: {stored.unknown[0]}); was the file made from another config?"
         )
     with JudgeCache(study.config.cache_path, create=False) as cache:
-        return coverage_exit(study, cache, Ledger(cache.directory), 0)
+        return coverage_exit(study, ServerEntries(cache, False), Ledger(cache.directory), 0)
 
 
 def _budget(study: Study) -> Budget | None:

@@ -13,8 +13,8 @@ from ..judging.batch.control import BatchControl
 from ..judging.batch.ledger import BatchRecord, Ledger
 from ..judging.batch.queue import QueueLimit, file_stage, queued_tokens
 from ..judging.batch.store import Stored
-from ..judging.cache import JudgeCache
-from ..judging.coverage import coverage
+from ..judging.left import coverage
+from ..judging.origin import ServerEntries
 from ..study.plan import Study
 from .summary import coverage_table, table
 
@@ -117,8 +117,9 @@ def progress_printer(*, quiet: bool, started: float) -> Callable[[list[BatchReco
     return show
 
 
-def coverage_exit(study: Study, cache: JudgeCache, ledger: Ledger, held_back: int) -> int:
-    counts = coverage(study, cache, ledger.live_keys())
+def coverage_exit(study: Study, entries: ServerEntries, ledger: Ledger, held_back: int) -> int:
+    """Print the coverage as the batch's server sees the cache; the exit code it makes."""
+    counts = coverage(study, entries, ledger.live_keys())
     print(coverage_table(counts))
     missing = sum(c.missing for c in counts.values())
     refused = sum(c.refused for c in counts.values())

@@ -10,55 +10,45 @@ import argparse
 from collections.abc import Iterable
 
 from ..study.config import EvalConfig, load_config
-from ..study.overrides import read_overrides
+from ..study.overrides import OVERRIDES, read_overrides
 
 __all__ = [
     "ANSWER_FLAGS",
     "SCORE_FLAGS",
     "STUDY_FLAGS",
+    "add_study_arguments",
     "judge_key",
     "load_study",
     "study_config",
 ]
 
-# The flags of the study commands (run, status, score, ...) that patch the config.
-STUDY_FLAGS = (
-    "base_url",
-    "model",
-    "cache",
-    "output",
-    "concurrency",
-    "rpm",
-    "tpm",
-    "timeout",
-    "retries",
-    "n",
-    "mode",
-    "temperature",
-    "max_tokens",
-    "reasoning_effort",
-    "criteria",
-    "limit",
-    "max_cost",
-    "shard",
-)
-
+# The flags of the study commands (run, status, score, ...) that patch the config: every
+# override (study.overrides.OVERRIDES, the one list).
+STUDY_FLAGS = tuple(OVERRIDES)
 # The flags of the commands that read stored answers (answers, score, meta): every setting
 # that is part of a cache key (a study run with --max-tokens 2000 is read with it), and which
-# part of the study is read.
-ANSWER_FLAGS = (
-    "cache",
-    "criteria",
-    "limit",
-    "model",
-    "n",
-    "mode",
-    "temperature",
-    "max_tokens",
-    "reasoning_effort",
-)
+# part of the study is read...
+ANSWER_FLAGS = tuple(name for name, override in OVERRIDES.items() if override.answers)
 # ...and of those that write outputs from them (score, meta): where, and which shard.
-SCORE_FLAGS = (*ANSWER_FLAGS, "output", "shard")
+SCORE_FLAGS = tuple(
+    name for name, override in OVERRIDES.items() if override.answers or override.outputs
+)
+
+
+def add_study_arguments(parser: argparse.ArgumentParser) -> None:
+    """The config argument and the override flags every study command takes."""
+    parser.add_argument("config", help="the study's TOML config file")
+    group = parser.add_argument_group("overrides (take precedence over the config)")
+    for name, override in OVERRIDES.items():
+        if not override.every_command:
+            continue
+        group.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=override.kind,
+            choices=override.choices or None,
+            metavar=override.metavar,
+            help=override.help,
+        )
 
 
 def study_config(args: argparse.Namespace, names: Iterable[str]) -> EvalConfig:

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..judging.batch.ledger import Ledger
-from ..judging.cache import JudgeCache
-from ..judging.coverage import Coverage, item_states
-from ..judging.limits import check_request_fits
+from ..judging.coverage import Coverage
+from ..judging.estimate import RunEstimate
 from ..judging.progress import RunCounters
 from ..study.config import EvalConfig
 from ..study.plan import Study
@@ -124,40 +122,14 @@ def budget_left(config: EvalConfig) -> str:
     )
 
 
-def dry_run(study: Study) -> None:
-    """Print what a run would send, cost and take, from the cache alone (``run --dry-run``)."""
-    from ..judging.stored_steps import read_steps
+def dry_run(study: Study, estimate: RunEstimate) -> None:
+    """Print what a run would send, cost and take (``run --dry-run``), as counted by the
+    run's rules (:func:`geval_async.judging.estimate.estimate_run`)."""
     from ..study.pricing import estimate_cost
-    from ..study.steps import with_estimated_steps
 
     config = study.config
-    requests = tokens = prompt_tokens = completion_tokens = cached = in_batch = 0
-    with JudgeCache(config.cache_path, create=False) as cache:
-        # Generated steps not in the cache yet: one request each, then every item anew.
-        study, asked = read_steps(study, cache)
-        study = with_estimated_steps(study)
-        for steps_request in asked:
-            requests += 1
-            tokens += steps_request.est_tokens
-            completion_tokens += steps_request.max_completion_tokens
-        # A live batch job's requests are not sent again (the run skips them).
-        batched = Ledger(cache.directory).live_keys()
-        for state in item_states(study, cache):
-            # The run stops with this line on a request the tpm limit can never let through
-            # (it checks every item, cached or not): the dry run says it too.
-            check_request_fits(state.first.est_tokens, config.limits.tpm)
-            if not state.missing:
-                cached += 1
-                continue
-            if all(request.key in batched for request in state.missing):
-                in_batch += 1
-                continue
-            # The next chunk asks for every sample the item still lacks.
-            request = state.missing[0]
-            requests += 1
-            tokens += request.est_tokens
-            completion_tokens += config.sampling.max_tokens * request.n
-    prompt_tokens = tokens - completion_tokens
+    requests, tokens = estimate.requests, estimate.tokens
+    prompt_tokens, completion_tokens = estimate.prompt_tokens, estimate.completion_tokens
     cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)
     print(
         f"items: {study.item_count} ({len(study.selected_records)} records x "
@@ -166,11 +138,21 @@ def dry_run(study: Study) -> None:
         + f"), {config.sampling.choices_per_item} answers each"
     )
     print(
-        f"already cached: {cached}; "
-        + (f"in live batch jobs: {in_batch}; " if in_batch else "")
+        f"already cached: {estimate.cached}; "
+        + (f"refused (not asked again): {estimate.refused}; " if estimate.refused else "")
+        + (f"in live batch jobs: {estimate.in_batch}; " if estimate.in_batch else "")
         + f"requests to send: {requests} (more if the server ignores n)"
-        + (f", of them {len(asked)} for evaluation steps" if asked else "")
+        + (
+            f", of them {estimate.steps_requests} for evaluation steps"
+            if estimate.steps_requests
+            else ""
+        )
     )
+    if estimate.simulated is None:
+        print(
+            f"note: {config.judge.url} did not answer: every stored answer is counted as "
+            "cached, whichever server gave it (the run asks the server first)"
+        )
     print(
         f"estimated tokens: {tokens} ({prompt_tokens} prompt + "
         f"{completion_tokens} completion at most)"

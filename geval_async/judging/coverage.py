@@ -1,7 +1,7 @@
 """What the cache holds for each item of a plan: no network, no writes.
 
-The runner uses it to skip what is done, ``status`` to count answered / failed / missing per
-criterion, and the scoring stage to collect every stored answer of an item. An item's answers
+What is left to send is decided from it once (:mod:`.left`), and the scoring stage collects
+every stored answer of an item through it (:mod:`.read_model`). An item's answers
 are its chunks in draw order: draw 0, then the chunk that starts where it ended, and so on
 until the item has its n samples (see :mod:`geval_async.study.plan`). The cache is in the one
 current form (:mod:`geval_async.judging.schema`).
@@ -9,15 +9,15 @@ current form (:mod:`geval_async.judging.schema`).
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Generic, TypeVar
 
 from ..study.config import EvalConfig
 from ..study.plan import JudgeItem, JudgeRequest, Study, chunk_request, planned_requests
-from .cache import CachedResponse, EntryHead, JudgeCache
-from .origin import EntrySource, Heads
+from .cache import CachedResponse, EntryHead
+from .origin import EntrySource
 from .stored_steps import require_steps
 
 _E = TypeVar("_E", CachedResponse, EntryHead)
@@ -29,6 +29,8 @@ class ItemState(Generic[_E]):
 
     ``refused`` is the stored refusal when a request of the item was refused for good. The
     answers are whole entries, or their heads when read from :class:`~.origin.Heads`.
+    ``requests`` are the chunks the walk named, in draw order: each stored one's, then the
+    refused or missing one (so no other reader walks the chain again).
     """
 
     item: JudgeItem
@@ -36,6 +38,7 @@ class ItemState(Generic[_E]):
     entries: list[_E] = field(default_factory=list)
     missing: list[JudgeRequest] = field(default_factory=list)
     refused: _E | None = None
+    requests: list[JudgeRequest] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -56,6 +59,7 @@ def item_state(
     while start < first.n:
         if start > 0:
             request = chunk_request(first, start, config)
+        state.requests.append(request)
         entry = cache.get(request.key)
         if entry is None or (not entry.ok and retry_failed):
             state.missing.append(request)
@@ -107,24 +111,3 @@ class Coverage:
     @property
     def items(self) -> int:
         return self.answered + self.refused + self.missing + self.in_batch
-
-
-def coverage(
-    study: Study, cache: JudgeCache, in_batch: Container[str] = frozenset()
-) -> dict[str, Coverage]:
-    """Count, per criterion, the items the cache answers, refuses or lacks; an item lacking
-    only requests whose keys are in ``in_batch`` (live batch jobs) counts as in batch."""
-    study = require_steps(study, cache) if study.pending_steps else study
-    counts = {c.name: Coverage() for c in study.criteria}
-    heads = Heads(cache, planned=study.planned)
-    for state in states_ahead(planned_requests(study), heads, study.config):
-        c = counts[state.item.criterion.name]
-        if state.refused is not None:
-            c.refused += 1
-        elif state.missing and all(r.key in in_batch for r in state.missing):
-            c.in_batch += 1
-        elif state.missing:
-            c.missing += 1
-        else:
-            c.answered += 1
-    return counts

@@ -1,7 +1,7 @@
 """The producer side of the worker pool: what is left to ask, claimed in batches, queued.
 
-The feed walks the plan in send order (:func:`~geval_async.study.plan.planned_requests`) and
-looks every item up in the cache (:func:`~geval_async.judging.coverage.states_ahead`): what
+The feed walks the plan in send order and asks what is left of every item
+(:func:`~geval_async.judging.left.what_is_left`, the rule ``--dry-run`` counts by): what
 is stored is counted and never touches a limiter or the network; an item with something
 missing is claimed for this run (:mod:`geval_async.judging.claims`), many items in one
 transaction, and goes onto a bounded queue the workers take from. A claim another process
@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from itertools import chain
 
 from ..study.config import EvalConfig
-from ..study.plan import JudgeItem, JudgeRequest, Study, planned_requests
-from .cache import EntryHead
-from .coverage import ItemState, states_ahead
+from ..study.plan import JudgeItem, JudgeRequest, Study
+from .left import ItemLeft, Left, what_is_left
 from .limits import RateLimits
-from .origin import Heads, ServerEntries
+from .origin import ServerEntries
 from .progress import RunCounters
 from .writer import Writer
 
@@ -69,16 +68,13 @@ class Feed:
         """The next item to judge; None when there is none left (one None per worker)."""
         return await self.queue.get()
 
-    def first_work(self) -> Iterator[ItemState[EntryHead]] | None:
+    def first_work(self) -> Iterator[ItemLeft] | None:
         """Count what the cache settles up to the first item with something missing; the
         items from that one on, or None when there is nothing to send (then the run opens no
         transport and no claims)."""
-        # Heads: deciding what is missing needs no entry's metadata or body parsed.
-        states = states_ahead(
-            planned_requests(self.study, send=True),
-            Heads(self.entries, planned=self.study.planned),
-            self.config,
-            retry_failed=self.retry_failed,
+        # A live batch job's requests are left to the worker, which finds the batch's claim.
+        states = what_is_left(
+            self.study, self.entries, retry_failed=self.retry_failed, send_order=True
         )
         for state in states:
             if self.stop.is_set() or not self._settled(state):
@@ -88,24 +84,24 @@ class Feed:
                 return chain([state], states)
         return None
 
-    def _settled(self, state: ItemState[EntryHead]) -> bool:
+    def _settled(self, state: ItemLeft) -> bool:
         """Count an item the cache answers or refuses; False when it needs requests."""
         self.limits.check_request(state.first.est_tokens)
-        if state.refused is not None:
+        if state.left is Left.REFUSED:
             self.counters.criteria[state.item.criterion.name].rejected += 1
-        elif not state.missing:
+        elif state.left is Left.CACHED:
             self.counters.criteria[state.item.criterion.name].cached += 1
         else:
             return False
         return True
 
-    async def produce(self, states: Iterable[ItemState[EntryHead]]) -> None:
+    async def produce(self, states: Iterable[ItemLeft]) -> None:
         """Queue the items of ``states`` that need requests (from :meth:`first_work`)."""
         for state in states:
             if self.stop.is_set():
                 break
             if not self._settled(state):
-                await self._enqueue(ItemWork(state.item, state.missing))
+                await self._enqueue(ItemWork(state.item, state.to_send))
         await self._enqueue(None)
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
         # task group cancels the workers, and waiting here for room in a full queue nobody

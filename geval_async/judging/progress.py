@@ -1,10 +1,9 @@
-"""Run counters and the progress line.
+"""Run counters, and when to show them.
 
 :class:`RunCounters` is what the runner updates and what the summary reports: per criterion,
 items done (from the cache or newly answered), refused, failed and still missing; per run,
-requests sent, tokens, 429s and retries by kind. :func:`render_progress` turns them into one
-line that fits an 80-column terminal: done / from cache / failed, requests and tokens per
-minute, 429s, retries with the last error, and the ETA.
+requests sent, tokens, 429s and retries by kind. :func:`report_progress` hands them to the
+caller every few seconds; the command line renders them (:mod:`geval_async.cli.progress`).
 """
 
 from __future__ import annotations
@@ -90,13 +89,6 @@ class RunCounters:
         """Seconds left in the latest pause (0: none)."""
         return max(0.0, self.wait_until - time.monotonic())
 
-    def waiting(self) -> str:
-        """ "waiting 28 s: 429, Retry-After 30" while a pause of a second or more runs, else ""."""
-        left = self.wait_left()
-        if left < 1.0:
-            return ""
-        return f"waiting {f'{left:.0f} s' if left < 60 else _clock(left)}: {self.wait_reason}"
-
     def every_answer_unusable(self) -> str:
         """ "8 x content null, 2 x no logprobs" when no answer of this run had anything to
         read, else ""."""
@@ -136,81 +128,6 @@ class RunCounters:
         )
 
 
-# The line is printed with "\r" on a terminal: wider than this, it wraps and scrolls.
-LINE_WIDTH = 79
-
-
-def render_progress(counters: RunCounters, *, width: int = LINE_WIDTH) -> str:
-    """One progress line of at most ``width`` characters, e.g.
-    ``[####----] 812/1920 new 400 cached 412 failed 0 | 95 req/min | 429s 0 | 1m02s ETA 2m``.
-
-    While requests are being retried it says how many retries and the last error.
-    """
-    total = counters.total()
-    finished = total.done + total.rejected + total.failed
-    fraction = finished / total.items if total.items else 1.0
-    rpm, tpm = counters.rates()
-    elapsed = time.monotonic() - counters.started
-    new = total.answered + total.rejected + total.failed
-    remaining = total.items - finished
-    eta = "--"
-    if new and remaining and elapsed > 0:
-        eta = _clock(remaining * elapsed / new)
-    elif not remaining:
-        eta = "0s"
-    head = (
-        f"{finished}/{total.items} new {total.answered} cached {total.cached} "
-        f"failed {total.rejected + total.failed}"
-    )
-    parts = [head, f"{rpm:.0f} req/min", f"{_tokens(tpm)} tok/min", f"429s {counters.rate_limited}"]
-    waiting = counters.waiting()
-    if waiting:  # why nothing moves says more than the retries so far
-        parts.append(waiting)
-    elif counters.retried:
-        parts.append(f"retries {counters.retried} (last: {counters.last_retry})")
-    parts.append(f"{_clock(elapsed)} ETA {eta}")
-    # Drop what matters least until the line fits: tokens, (while waiting, the request
-    # rate), then the 429s, then the bar.
-    for drop in (2, 1, 3) if waiting else (2, 3):
-        if len(" | ".join(parts)) + 12 <= width:
-            break
-        parts[drop] = ""
-    line = " | ".join(p for p in parts if p)
-    bar_width = min(24, width - len(line) - 3)
-    if bar_width >= 5:
-        filled = int(fraction * bar_width)
-        line = f"[{'#' * filled}{'-' * (bar_width - filled)}] {line}"
-    return line[:width]
-
-
-def _tokens(per_minute: float) -> str:
-    if per_minute >= 10_000:
-        return f"{per_minute / 1000:.0f}k"
-    return f"{per_minute:.0f}"
-
-
-def render_retries(counters: RunCounters) -> str:
-    """The retry part of the progress line on its own (for ``--quiet``)."""
-    total = counters.total()
-    finished = total.done + total.rejected + total.failed
-    waiting = counters.waiting()
-    return (
-        f"retrying: {counters.retried} retries so far (last: {counters.last_retry}); "
-        f"{finished}/{total.items} items done" + (f"; {waiting}" if waiting else "")
-    )
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
 @dataclass
 class RunResult:
     """What a run did: counts, why it stopped early (if it did) and sample failures."""
@@ -233,16 +150,17 @@ class RunResult:
 
 async def report_progress(
     counters: RunCounters,
-    on_progress: Callable[[str], None] | None,
-    on_retries: Callable[[str], None] | None,
+    on_progress: Callable[[RunCounters], None] | None,
+    on_retries: Callable[[RunCounters], None] | None,
     interval: float,
 ) -> None:
-    """Every ``interval`` seconds: the progress line, or (quiet) a line when retries grew."""
+    """Every ``interval`` seconds: the counters to ``on_progress``, or (quiet) to
+    ``on_retries`` when the retries grew."""
     reported = 0
     while True:
         await asyncio.sleep(interval)
         if on_progress is not None:
-            on_progress(render_progress(counters))
+            on_progress(counters)
         elif on_retries is not None and counters.retried > reported:
             reported = counters.retried
-            on_retries(render_retries(counters))
+            on_retries(counters)

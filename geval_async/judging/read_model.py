@@ -14,18 +14,19 @@ large cache does not hold every body at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ..study.plan import JudgeItem, Study
 from .cache import JudgeCache
-from .coverage import item_states
+from .coverage import Coverage, item_states
+from .left import Left, left_of
 from .origin import ServerEntries
 from .stored_steps import require_steps
 
-__all__ = ["ItemAnswers", "StudyAnswers", "open_answers"]
+__all__ = ["Coverage", "ItemAnswers", "StudyAnswers", "open_answers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,8 @@ class ItemAnswers:
     """One item's stored answers: the choices of its entries in draw order, or why none.
 
     ``missing``: the cache lacks a chunk the item needs; ``refused``: the judge refused a
-    request of it for good. Either way ``choices`` holds what came before.
+    request of it for good. Either way ``choices`` holds what came before. ``in_batch``: the
+    chunk it lacks is asked by a live batch job (of the keys the read model was given).
     """
 
     item: JudgeItem
@@ -41,6 +43,7 @@ class ItemAnswers:
     missing: bool = False
     refused: bool = False
     served: tuple[str, ...] = ()  # the models the server said it served, as it named them
+    in_batch: bool = False
 
 
 class StudyAnswers:
@@ -50,11 +53,15 @@ class StudyAnswers:
         study: the prepared study.
         cache: the open cache; read under the origin rule with no server chosen, so that
             :attr:`mixed` tells when the simulated judge and a real server both answered.
+        in_batch: the keys live batch jobs are asking for (``status`` tells those items apart).
     """
 
-    def __init__(self, study: Study, cache: JudgeCache) -> None:
+    def __init__(
+        self, study: Study, cache: JudgeCache, in_batch: Container[str] = frozenset()
+    ) -> None:
         self.study = study
         self._cache = cache
+        self._in_batch = in_batch
         self._entries = ServerEntries(cache, None)
         self.first_arrived: float | None = None
         self.last_arrived: float | None = None
@@ -74,7 +81,12 @@ class StudyAnswers:
                 if last is None or entry.time > last:
                     last = entry.time
             yield ItemAnswers(
-                state.item, choices, bool(state.missing), state.refused is not None, tuple(served)
+                state.item,
+                choices,
+                bool(state.missing),
+                state.refused is not None,
+                tuple(served),
+                in_batch=left_of(state, self._in_batch) is Left.IN_BATCH,
             )
             self.first_arrived, self.last_arrived = first, last
 
@@ -102,13 +114,14 @@ class StudyAnswers:
 
 
 @contextmanager
-def open_answers(study: Study) -> Iterator[StudyAnswers]:
+def open_answers(study: Study, in_batch: Container[str] = frozenset()) -> Iterator[StudyAnswers]:
     """The study's cache opened to read only (nothing created or changed), as a read model.
 
-    Its ``study`` has the generated evaluation steps in place, read from the cache.
+    Its ``study`` has the generated evaluation steps in place, read from the cache;
+    ``in_batch``: the keys live batch jobs are asking for.
 
     Raises:
         ConfigError: generated steps are not in the cache (run ``run`` first).
     """
     with JudgeCache(study.config.cache_path, create=False) as cache:
-        yield StudyAnswers(require_steps(study, ServerEntries(cache, None)), cache)
+        yield StudyAnswers(require_steps(study, ServerEntries(cache, None)), cache, in_batch)

@@ -20,7 +20,7 @@ from .capabilities import save_capabilities
 from .claims import Claims
 from .origin import ServerEntries
 from .probe import server_is_simulated
-from .progress import RunResult, render_progress, report_progress
+from .progress import RunCounters, RunResult, report_progress
 from .steps import generate_steps
 from .worker import Run
 
@@ -34,9 +34,9 @@ async def run_study(
     api_key: str | None,
     stop: asyncio.Event | None = None,
     retry_failed: bool = False,
-    on_progress: Callable[[str], None] | None = None,
+    on_progress: Callable[[RunCounters], None] | None = None,
     progress_interval: float = 0.5,
-    on_retries: Callable[[str], None] | None = None,
+    on_retries: Callable[[RunCounters], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Judge every item of the study that the cache does not hold yet.
@@ -47,10 +47,10 @@ async def run_study(
         api_key: the judge API key (used in one header, never stored).
         stop: set it to stop dispatching (Ctrl-C); in-flight answers are still saved.
         retry_failed: ask again for requests the cache holds as refused.
-        on_progress: called with a progress line every ``progress_interval`` seconds and once
-            at the end.
-        on_retries: without ``on_progress``, called with a line every ``progress_interval``
-            seconds in which requests were retried (count and last error), so that even a
+        on_progress: called with the run's counters every ``progress_interval`` seconds and
+            once at the end (the command line renders them as its progress line).
+        on_retries: without ``on_progress``, called with the counters every
+            ``progress_interval`` seconds in which requests were retried, so that even a
             quiet run says that it is retrying.
         on_warning: called with a line, at once, when the server says something the run
             sets aside or that will make it slow (a learned limit no account has); the lines
@@ -78,7 +78,7 @@ async def run_study(
     states = run.feed.first_work()
     if states is None:  # the cache holds everything: no transport, no claims
         if on_progress is not None:
-            on_progress(render_progress(run.counters))
+            on_progress(run.counters)
     else:
         from .transport import Transport  # here: a rerun with nothing to send needs no HTTP
 
@@ -122,7 +122,7 @@ async def run_study(
                         # cancellation of this task (a second Ctrl-C) is not swallowed here.
                         await asyncio.wait([reporter])
                         if on_progress is not None:
-                            on_progress(render_progress(run.counters))
+                            on_progress(run.counters)
     stopped = run.stopped
     if stopped is None and run.budget is not None and run.budget.refused:
         stopped = run.budget.reached()

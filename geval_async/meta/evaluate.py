@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..scoring.outputs import Output, csv_bytes, write_files
-from ..scoring.results import load_results
+from ..scoring.results import StudyResults, load_results
 from ..study.config import EvalConfig
 from ..study.meta_study import read_meta_study
 from ..study.records import Records, load_records
@@ -74,6 +74,7 @@ def meta_evaluate(
     judge_files: Mapping[str, JudgeFile | Path | str] | None = None,
     *,
     use_cache: bool | None = None,
+    results: StudyResults | None = None,
     **overrides: Any,
 ) -> MetaEvaluation:
     """Correlate the cache's judge scores and/or judge files with the records' human scores.
@@ -87,6 +88,8 @@ def meta_evaluate(
             when the config has a ``[judge]`` section.
         overrides: as on the command line: bootstrap, seed, confidence (checked like
             ``[meta]``), criteria, limit, output, and cache, model, n, mode for the cache.
+        results: the cache's judge already scored (``report --html`` has them): not scored
+            again. They must be of this config with these overrides.
 
     Raises:
         ConfigError: no human scores configured, no judge to evaluate, or a bad file.
@@ -112,7 +115,8 @@ def meta_evaluate(
     origins: dict[str, str] = {}
     kinds: dict[str, str] = {}
     if study.config is not None:
-        results = load_results(study.config)
+        if results is None:
+            results = load_results(study.config)
         records, selected = results.study.records, results.study.selected_records
         own = judge_scores(results.long)
         cache = study.config.cache_path

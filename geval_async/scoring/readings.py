@@ -6,7 +6,8 @@ The scoring stage keeps, for every answer it read, the rating or the reason ther
 - :func:`samples_frame`: one row per answer (record, criterion, rubric, draw, text, rating,
   reason, and the reasoning field a thinking model sent beside its text), the table behind
   ``geval-async answers`` and the report's drill-down;
-- :func:`invalid_shares`: invalid samples per criterion and condition, by reason;
+- :func:`invalid_shares`: invalid samples per criterion and condition, by reason (counted
+  without a frame by :class:`ShareCounts`, as ``status`` does);
 - :func:`share_differences`: whether the invalid share differs between the two compared
   conditions (Fisher's exact test on the counts): the comparison is then made on different
   subsets of the answers;
@@ -18,6 +19,7 @@ Pure and sync: pandas and scipy, no I/O.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +31,7 @@ from .scores import ItemScore
 
 __all__ = [
     "SAMPLE_COLUMNS",
+    "ShareCounts",
     "ShareDifference",
     "invalid_shapes",
     "invalid_shares",
@@ -82,25 +85,84 @@ def samples_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
     return pd.DataFrame(columns, columns=SAMPLE_COLUMNS)
 
 
+class ShareCounts:
+    """Samples, invalid ones and their reasons per criterion and condition (none: "all"),
+    counted as the answers are read: the numbers behind :func:`invalid_shares` and
+    :func:`share_differences` without a row per sample (``status`` counts them this way)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], Counter[str]] = {}
+
+    def add(self, criterion: str, condition: str | None, reasons: Iterable[str | None]) -> None:
+        """Count one item's answers, each by its reason (None: valid)."""
+        counts = self.counts.setdefault((criterion, condition or "all"), Counter())
+        for reason in reasons:
+            counts["samples"] += 1
+            if reason is not None:
+                counts["invalid"] += 1
+                counts[reason] += 1
+
+    @classmethod
+    def of(cls, samples: pd.DataFrame) -> ShareCounts:
+        """The counts of a :func:`samples_frame`."""
+        out = cls()
+        frame = samples.assign(condition=samples["condition"].fillna("all"))
+        for (criterion, condition), group in frame.groupby(["criterion", "condition"], sort=False):
+            counts: Counter[str] = Counter(
+                {
+                    str(reason): int(count)
+                    for reason, count in group["reason"].value_counts().items()
+                }
+            )
+            counts["samples"] = len(group)
+            counts["invalid"] = int(group["reason"].notna().sum())
+            out.counts[(str(criterion), str(condition))] = counts
+        return out
+
+    def shares(self) -> pd.DataFrame:
+        """Per criterion and condition: samples, invalid, share and a count per reason."""
+        rows = []
+        for (criterion, condition), counts in self.counts.items():
+            row: dict[str, Any] = {
+                "criterion": criterion,
+                "condition": condition,
+                "samples": counts["samples"],
+                "invalid": counts["invalid"],
+            }
+            row["share"] = row["invalid"] / row["samples"] if row["samples"] else 0.0
+            row.update({reason: counts[reason] for reason in REASONS})
+            rows.append(row)
+        columns = ["criterion", "condition", "samples", "invalid", "share", *REASONS]
+        return pd.DataFrame(rows, columns=columns)
+
+    def differences(self, conditions: Sequence[str], alpha: float = 0.05) -> list[ShareDifference]:
+        """Criteria whose invalid share differs between the two conditions (Fisher's exact
+        p < alpha); fewer than two conditions: none."""
+        from scipy.stats import fisher_exact
+
+        if len(conditions) != 2:
+            return []
+        a, b = conditions
+        out = []
+        for criterion in dict.fromkeys(criterion for criterion, _ in self.counts):
+            in_a = self.counts.get((criterion, a), Counter())
+            in_b = self.counts.get((criterion, b), Counter())
+            invalid_a, samples_a = in_a["invalid"], in_a["samples"]
+            invalid_b, samples_b = in_b["invalid"], in_b["samples"]
+            if not samples_a or not samples_b or invalid_a + invalid_b == 0:
+                continue
+            table = [[invalid_a, samples_a - invalid_a], [invalid_b, samples_b - invalid_b]]
+            p = float(fisher_exact(table).pvalue)
+            if p < alpha:
+                out.append(
+                    ShareDifference(criterion, a, b, invalid_a, samples_a, invalid_b, samples_b, p)
+                )
+        return out
+
+
 def invalid_shares(samples: pd.DataFrame) -> pd.DataFrame:
     """Per criterion and condition: samples, invalid, share and a count per reason."""
-    frame = samples.assign(
-        condition=samples["condition"].fillna("all"), invalid=samples["reason"].notna()
-    )
-    rows = []
-    for (criterion, condition), group in frame.groupby(["criterion", "condition"], sort=False):
-        counts = group["reason"].value_counts()
-        row = {
-            "criterion": criterion,
-            "condition": condition,
-            "samples": len(group),
-            "invalid": int(group["invalid"].sum()),
-        }
-        row["share"] = row["invalid"] / row["samples"] if row["samples"] else 0.0
-        row.update({reason: int(counts.get(reason, 0)) for reason in REASONS})
-        rows.append(row)
-    columns = ["criterion", "condition", "samples", "invalid", "share", *REASONS]
-    return pd.DataFrame(rows, columns=columns)
+    return ShareCounts.of(samples).shares()
 
 
 @dataclass(frozen=True)
@@ -143,26 +205,7 @@ def share_differences(
         conditions: the two compared conditions (others are ignored); fewer than two: none.
         alpha: the level of the test.
     """
-    from scipy.stats import fisher_exact
-
-    if len(conditions) != 2:
-        return []
-    a, b = conditions
-    out = []
-    for criterion, group in samples.groupby("criterion", sort=False):
-        invalid = group["reason"].notna()
-        in_a, in_b = group["condition"] == a, group["condition"] == b
-        counts = [int((invalid & in_a).sum()), int(in_a.sum())]
-        counts += [int((invalid & in_b).sum()), int(in_b.sum())]
-        if not counts[1] or not counts[3] or counts[0] + counts[2] == 0:
-            continue
-        table = [[counts[0], counts[1] - counts[0]], [counts[2], counts[3] - counts[2]]]
-        p = float(fisher_exact(table).pvalue)
-        if p < alpha:
-            out.append(
-                ShareDifference(str(criterion), a, b, counts[0], counts[1], counts[2], counts[3], p)
-            )
-    return out
+    return ShareCounts.of(samples).differences(conditions, alpha)
 
 
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")

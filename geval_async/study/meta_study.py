@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import ConfigError
 from .config import parse_config, read_document, resolver, section_readers
 from .criteria import CRITERION_KEYS
-from .overrides import OVERRIDES, read_overrides
+from .overrides import OVERRIDES, as_given, criterion_names, read_overrides
 from .reader import TableReader
 from .sections import SECTION_KEYS, parse_bootstrap, parse_data, parse_meta, parse_output
 from .settings import EvalConfig, MetaConfig, MetaStudy
@@ -131,40 +131,19 @@ def _narrow(study: MetaStudy, overrides: Mapping[str, Any], flags: bool) -> Meta
                 "(no [judge] section, or the cache left out): drop it"
             )
         if name == "criteria":
-            study = replace(
-                study, criteria=_criteria(study, TableReader(origin, "", {name: value}, {name}))
-            )
+            reader = TableReader(origin, "", {name: value}, {name})
+            study = replace(study, criteria=criterion_names(reader, study.criteria))
         elif name == "limit":
             table = {"path": str(study.data.path), "id": study.data.id_field, "limit": value}
             _, limit = parse_data(
-                TableReader(origin, "data", table, SECTION_KEYS["data"]), _as_given
+                TableReader(origin, "data", table, SECTION_KEYS["data"]), as_given
             )
             study = replace(study, limit=limit)
         elif name == "output":
             table = {"path": os.fspath(value), "prefix": study.output.prefix}
             reader = TableReader(origin, "output", table, SECTION_KEYS["output"])
-            study = replace(study, output=parse_output(reader, _as_given, study.source.stem))
+            study = replace(study, output=parse_output(reader, as_given, study.source.stem))
     return study
-
-
-def _as_given(value: str) -> Path:
-    return Path(os.path.expanduser(value))
-
-
-def _criteria(study: MetaStudy, t: TableReader) -> tuple[str, ...]:
-    wanted = t.get("criteria", (str, list))
-    names = wanted.split(",") if isinstance(wanted, str) else wanted
-    if not all(isinstance(name, str) for name in names):
-        raise t.error("'criteria' must be criterion names, e.g. 'con,flu' or ['con', 'flu']")
-    names = [name.strip() for name in names if name.strip()]
-    if not names:
-        raise t.error("'criteria' must name at least one criterion")
-    for name in names:
-        if name not in study.criteria:
-            raise t.error(
-                f"no criterion named {name!r} (the config has: {', '.join(study.criteria)})"
-            )
-    return tuple(names)
 
 
 def parse_meta_study(document: Mapping[str, Any], source: Path) -> MetaStudy:

@@ -21,13 +21,13 @@ file's folder.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..options import Provider
+from ..options import Provider, ReasoningEffort, SamplingMode, words
 from .criteria import CriterionConfig
 from .pricing import price_of
 from .reader import TableReader
@@ -43,29 +43,86 @@ from .sections import (
 from .settings import DataConfig, EvalConfig
 from .shard import Shard
 
-__all__ = ["OVERRIDES", "apply_overrides", "read_overrides"]
+__all__ = [
+    "OVERRIDES",
+    "Override",
+    "apply_overrides",
+    "as_given",
+    "criterion_names",
+    "read_overrides",
+]
 
-# Each override and the [table] key it patches, in the order they apply: --max-cost needs the
-# price of the final --model. None: a setting of the run, not of the file.
-OVERRIDES: dict[str, tuple[str, str] | None] = {
-    "base_url": ("judge", "base_url"),
-    "model": ("judge", "model"),
-    "mode": ("sampling", "mode"),
-    "n": ("sampling", "n"),
-    "temperature": ("sampling", "temperature"),
-    "max_tokens": ("sampling", "max_tokens"),
-    "reasoning_effort": ("sampling", "reasoning_effort"),
-    "concurrency": ("limits", "concurrency"),
-    "rpm": ("limits", "rpm"),
-    "tpm": ("limits", "tpm"),
-    "timeout": ("limits", "timeout"),
-    "retries": ("limits", "retries"),
-    "limit": ("data", "limit"),
-    "cache": ("cache", "path"),
-    "output": ("output", "path"),
-    "criteria": None,
-    "max_cost": None,
-    "shard": None,
+
+@dataclass(frozen=True)
+class Override:
+    """One override, listed once for the reader, the Python keywords and the flags.
+
+    ``target``: the [table] key it patches (None: a setting of the run, not of the file).
+    ``kind``, ``choices``, ``metavar`` and ``help``: how a command-line flag reads it.
+    ``answers``: it chooses which stored answers are read (a setting that is part of a cache
+    key, or which part of the study), so ``answers``, ``score`` and ``meta`` take it too;
+    ``outputs``: it chooses where (and which shard) those that write outputs write.
+    ``every_command``: every study command has the flag (``--max-cost`` is added by the
+    commands that spend, with their own words).
+    """
+
+    target: tuple[str, str] | None
+    kind: type[str] | type[int] | type[float]
+    help: str
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    answers: bool = False
+    outputs: bool = False
+    every_command: bool = True
+
+
+# Every override, in the order they apply: --max-cost needs the price of the final --model.
+OVERRIDES: dict[str, Override] = {
+    "base_url": Override(
+        ("judge", "base_url"), str, "chat-completions base URL, e.g. http://127.0.0.1:8000/v1"
+    ),
+    "model": Override(("judge", "model"), str, "judge model name", answers=True),
+    "mode": Override(
+        ("sampling", "mode"), str, "sampling mode", choices=tuple(words(SamplingMode)), answers=True
+    ),
+    "n": Override(("sampling", "n"), int, "sampled ratings per item (samples mode)", answers=True),
+    "temperature": Override(
+        ("sampling", "temperature"), float, "[sampling] temperature", answers=True
+    ),
+    "max_tokens": Override(
+        ("sampling", "max_tokens"),
+        int,
+        "[sampling] max_tokens: the whole completion budget",
+        answers=True,
+    ),
+    "reasoning_effort": Override(
+        ("sampling", "reasoning_effort"),
+        str,
+        "[sampling] reasoning_effort",
+        choices=tuple(words(ReasoningEffort)),
+        answers=True,
+    ),
+    "concurrency": Override(("limits", "concurrency"), int, "requests in flight at most"),
+    "rpm": Override(("limits", "rpm"), float, "requests per minute limit"),
+    "tpm": Override(("limits", "tpm"), float, "tokens per minute limit"),
+    "timeout": Override(("limits", "timeout"), float, "seconds per attempt"),
+    "retries": Override(
+        ("limits", "retries"), int, "retries per request after a transient failure"
+    ),
+    "limit": Override(("data", "limit"), int, "use only the first N records", answers=True),
+    "cache": Override(("cache", "path"), str, "cache folder", answers=True),
+    "output": Override(("output", "path"), str, "output folder", outputs=True),
+    "criteria": Override(None, str, "comma-separated criteria to use (default: all)", answers=True),
+    "max_cost": Override(
+        None, float, "cap the study's estimated spend at USD", metavar="USD", every_command=False
+    ),
+    "shard": Override(
+        None,
+        str,
+        "only share I of K of the items (one of K machines)",
+        metavar="I/K",
+        outputs=True,
+    ),
 }
 
 
@@ -88,9 +145,10 @@ def read_overrides(
     """``config`` with ``overrides`` applied; ``flags``: name them as flags in errors."""
     given = {name: value for name, value in overrides.items() if value is not None}
     TableReader("flags" if flags else "overrides", "", given, set(OVERRIDES))
-    for name, target in OVERRIDES.items():
+    for name, override in OVERRIDES.items():
         if name not in given:
             continue
+        target = override.target
         value = given[name]
         if isinstance(value, os.PathLike):
             value = os.fspath(value)
@@ -113,7 +171,9 @@ def read_overrides(
     return config
 
 
-def _as_given(value: str) -> Path:
+def as_given(value: str) -> Path:
+    """A path given as an override: taken as written (relative to the working directory),
+    ``~`` expanded; a NUL character refused, as in the file's paths."""
     if "\x00" in value:  # as the file's paths (study.config.resolver)
         raise ConfigError(f"path {value!r} contains a NUL character")
     return Path(os.path.expanduser(value))
@@ -124,9 +184,9 @@ _READ: dict[str, Callable[[EvalConfig, TableReader], EvalConfig]] = {
     "judge": lambda c, t: replace(c, judge=parse_judge(t)),
     "sampling": lambda c, t: replace(c, sampling=parse_sampling(t)),
     "limits": lambda c, t: replace(c, limits=parse_limits(t)),
-    "data": lambda c, t: _with_data(c, *parse_data(t, _as_given)),
-    "cache": lambda c, t: replace(c, cache_path=parse_cache(t, _as_given)),
-    "output": lambda c, t: replace(c, output=parse_output(t, _as_given, c.source.stem)),
+    "data": lambda c, t: _with_data(c, *parse_data(t, as_given)),
+    "cache": lambda c, t: replace(c, cache_path=parse_cache(t, as_given)),
+    "output": lambda c, t: replace(c, output=parse_output(t, as_given, c.source.stem)),
 }
 
 
@@ -155,6 +215,13 @@ def _table(config: EvalConfig, section: str) -> dict[str, Any]:
 
 
 def _criteria(config: EvalConfig, t: TableReader) -> tuple[CriterionConfig, ...]:
+    names = criterion_names(t, [c.name for c in config.criteria])
+    return tuple(config.criterion(name) for name in names)
+
+
+def criterion_names(t: TableReader, known: Sequence[str]) -> tuple[str, ...]:
+    """The ``criteria`` override read: a comma-separated text or a list, each one of
+    ``known`` (the config's criteria)."""
     wanted = t.get("criteria", (str, list))
     names = wanted.split(",") if isinstance(wanted, str) else wanted
     if not all(isinstance(name, str) for name in names):
@@ -162,11 +229,10 @@ def _criteria(config: EvalConfig, t: TableReader) -> tuple[CriterionConfig, ...]
     names = [name.strip() for name in names if name.strip()]
     if not names:
         raise t.error("'criteria' must name at least one criterion")
-    known = [c.name for c in config.criteria]
     for name in names:
         if name not in known:
             raise t.error(f"no criterion named {name!r} (the config has: {', '.join(known)})")
-    return tuple(config.criterion(name) for name in names)
+    return tuple(names)
 
 
 def _max_cost(config: EvalConfig, t: TableReader) -> float:

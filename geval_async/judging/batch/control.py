@@ -25,7 +25,7 @@ from ..budget import record_spend, request_cost
 from ..cache import JudgeCache
 from ..capabilities import load_capabilities, save_capabilities
 from ..claims import Claims
-from ..coverage import item_states
+from ..left import what_is_left
 from ..origin import ServerEntries
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
@@ -107,8 +107,8 @@ class BatchControl:
 
         def lines() -> Any:
             nonlocal held_back, room
-            for state in item_states(self.study, self.entries):
-                for request in state.missing if state.refused is None else ():
+            for item in what_is_left(self.study, self.entries):
+                for request in item.to_send:
                     if request.key in taken:
                         continue  # in a live batch, or an identical request of another item
                     tokens = request.est_tokens

@@ -22,7 +22,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ...errors import TransportError
-from ...study.plan import JudgeRequest, Study, chunk_request
+from ...study.plan import JudgeRequest, Study
 from ..cache import CachedResponse, JudgeCache
 from ..capabilities import Capabilities
 from ..coverage import item_states
@@ -65,15 +65,8 @@ class Stored:
 def study_requests(study: Study, cache: EntrySource) -> Iterator[JudgeRequest]:
     """Every request of the plan the cache can name: each item's chunks in draw order, up to
     and including the first one the cache lacks."""
-    config = study.config
     for state in item_states(study, cache):
-        first = state.first
-        yield first
-        start = 0
-        for entry in state.entries:
-            start += entry.received
-            if start < first.n:
-                yield chunk_request(first, start, config)
+        yield from state.requests
 
 
 def requests_by_key(

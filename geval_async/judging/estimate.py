@@ -1,0 +1,89 @@
+"""``run --dry-run``: what a run would send, counted by the run's own rules, sending nothing.
+
+The run first asks which judge is at the endpoint (:mod:`.probe`, one GET that carries no key
+and asks the judge nothing) and reads the cache as that server sees it (:mod:`.origin`); the
+estimate does the same and counts with the run's rule of what is left (:mod:`.left`): against a
+real endpoint the simulated judge's answers are to send, a refused item is not (unless
+``--retry-failed``), an item a live batch job is asking for is not either. So the estimate's
+requests are the requests the run then sends (more only when the server ignores ``n``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from dataclasses import dataclass
+
+from ..study.plan import Study
+from ..study.steps import with_estimated_steps
+from .cache import JudgeCache
+from .left import Left, what_is_left
+from .limits import check_request_fits
+from .origin import ServerEntries
+from .probe import server_is_simulated
+from .stored_steps import read_steps
+
+__all__ = ["RunEstimate", "estimate_run"]
+
+
+@dataclass
+class RunEstimate:
+    """What a run of the study would do, item by item, as its cache stands."""
+
+    study: Study  # with the generated steps the cache holds in place
+    simulated: bool | None  # the endpoint is the simulated judge (None: it could not tell)
+    cached: int = 0
+    refused: int = 0
+    in_batch: int = 0
+    requests: int = 0  # to send, the steps requests among them
+    steps_requests: int = 0
+    tokens: int = 0  # prompt estimate + completion budget
+    completion_tokens: int = 0  # the budget: max_tokens x n per request, at most
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.tokens - self.completion_tokens
+
+
+async def estimate_run(
+    study: Study, *, retry_failed: bool = False, in_batch: Container[str] = frozenset()
+) -> RunEstimate:
+    """Count what a run would send (the cache is opened to read only; nothing is sent).
+
+    Args:
+        study: the prepared study.
+        retry_failed: count refused items as to send, as ``run --retry-failed`` asks them.
+        in_batch: the keys live batch jobs are asking for (the run leaves those to them).
+
+    Raises:
+        ConfigError: a request the tpm limit can never let through (the run stops on it too).
+    """
+    config = study.config
+    simulated = await server_is_simulated(config.judge, config.limits.timeout)
+    with JudgeCache(config.cache_path, create=False) as cache:
+        entries = ServerEntries(cache, simulated)
+        # Generated steps not in the cache yet: one request each, then every item anew.
+        study, asked = read_steps(study, entries)
+        estimate = RunEstimate(study, simulated)
+        for steps_request in asked:
+            estimate.requests += 1
+            estimate.steps_requests += 1
+            estimate.tokens += steps_request.est_tokens
+            estimate.completion_tokens += steps_request.max_completion_tokens
+        sampling = config.sampling
+        for item in what_is_left(
+            with_estimated_steps(study), entries, retry_failed=retry_failed, in_batch=in_batch
+        ):
+            # The run stops with this line on a request the tpm limit can never let through
+            # (it checks every item, cached or not): the estimate says it too.
+            check_request_fits(item.first.est_tokens, config.limits.tpm)
+            if item.left is Left.CACHED:
+                estimate.cached += 1
+            elif item.left is Left.REFUSED:
+                estimate.refused += 1
+            elif item.left is Left.IN_BATCH:
+                estimate.in_batch += 1
+            for request in item.to_send:
+                estimate.requests += 1
+                estimate.tokens += request.est_tokens
+                estimate.completion_tokens += sampling.max_tokens * request.n
+    return estimate

@@ -99,7 +99,14 @@ def cmd_meta(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     for name, file in evaluation.files.items():
         print(f"judge file {name}: {file['path']} (sha256 {file['sha256']})")
-    if any(name.endswith("(simulated)") for name in evaluation.judges):
+    lead = evaluation.panel_lead()
+    if lead:
+        levels = {c.level for c in evaluation.correlations}
+        level = "summary" if "summary" in levels else "dataset"
+        print(f"panel vs the best single judge ({level}-level Spearman):")
+        for line in lead:
+            print(f"  {line}")
+    if evaluation.simulated:
         print("note: the simulated judge's ratings are synthetic: its correlations mean nothing")
     for path in write_meta(evaluation):
         print(f"wrote {path}")

@@ -17,6 +17,7 @@ from ..options import SamplingMode, StatTest
 from ..study.plan import JudgeItem, Study, render_messages
 from ..study.records import Record
 from ..study.steps import steps_origin
+from .agreement_view import agreement_markdown
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 from .trust import ONE_DRAW, n_curve_sentences
@@ -119,8 +120,11 @@ def markdown_report(
     *,
     invalid: pd.DataFrame | None = None,
     invalid_warnings: Sequence[str] = (),
+    agreement: pd.DataFrame | None = None,
 ) -> str:
-    """The short Markdown report: coverage, invalid samples, tables, tests, plot links.
+    """The short Markdown report: coverage, invalid samples, tables, tests, plot links, and
+    for a panel the agreement between its judges (``agreement``: the frame of
+    :func:`~geval_async.scoring.agreement.agreement_frame`).
 
     ``invalid`` is :func:`geval_async.scoring.readings.invalid_shares` (per criterion and
     condition, by reason); ``invalid_warnings`` say where the invalid share differs between
@@ -190,6 +194,8 @@ def markdown_report(
             "matches this design."
         )
         out += ["", design]
+    if agreement is not None:
+        out += agreement_markdown(agreement, f"stats/{config.output.prefix}_agreement.csv")
     out += steps_section(study)
     if plots:
         out += ["", "## Plots", ""]

@@ -124,12 +124,13 @@ def view(frame: pd.DataFrame) -> AgreementView:
             matrix[(pair.judge_a, pair.judge_b)] = number(pair.value)
             matrix[(pair.judge_b, pair.judge_a)] = number(pair.value)
         matrices[name] = (judges, [[a, *(matrix[(a, b)] for b in judges)] for a in judges])
+        # One line per criterion and note, naming every statistic (or pair) it is about.
+        about: dict[str, list[str]] = {}
         for row in part.itertuples():
             if isinstance(row.note, str) and row.note:
-                where = f"{row.judge_a}-{row.judge_b} " if row.judge_a else ""
-                note = f"{name} {where}{row.statistic}: {row.note}"
-                if note not in notes:
-                    notes.append(note)
+                where = f"{row.statistic} {row.judge_a}-{row.judge_b}" if row.judge_a else ""
+                about.setdefault(row.note, []).append(where or str(row.statistic))
+        notes += [f"{name} {', '.join(names)}: {note}" for note, names in about.items()]
     confidence = float(frame["confidence"].iloc[0]) if len(frame) else math.nan
     return AgreementView(rows, matrices, confidence, notes)
 

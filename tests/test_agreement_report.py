@@ -84,8 +84,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def csv_rows(out: Path) -> list[dict[str, str]]:
-    with (out / "stats" / "p_agreement.csv").open() as handle:
+def csv_rows(out: Path, prefix: str = "p") -> list[dict[str, str]]:
+    with (out / "stats" / f"{prefix}_agreement.csv").open() as handle:
         return list(csv.DictReader(handle))
 
 
@@ -112,9 +112,12 @@ SUMMARY = [
 ]
 
 
-def expected_summary(rows: list[dict[str, str]]) -> dict[str, list[str]]:
+def expected_summary(
+    rows: list[dict[str, str]], criteria: tuple[str, ...] = CRITERIA
+) -> dict[str, list[str]]:
+    """Per criterion, the summary row's cells as the CSV's rows say they should read."""
     out = {}
-    for criterion in CRITERIA:
+    for criterion in criteria:
         mine = {r["statistic"]: r for r in rows if r["criterion"] == criterion}
         first = mine["alpha_interval"]
         out[criterion] = [

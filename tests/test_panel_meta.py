@@ -274,3 +274,27 @@ def test_weighted_median_is_the_median_of_the_weight_repeated_scores(
 def test_unweighted_median_of_an_even_count_is_the_mean_of_the_middle_two() -> None:
     assert weighted_median(np.array([4.0, 1.0, 3.0, 2.0]), np.ones(4)) == 2.5
     assert weighted_median(np.array([1.0, 5.0]), np.array([0.3, 0.7])) == 5.0
+
+
+def test_the_readmes_panel_config_reads_as_three_judges_with_their_own_limits(
+    tmp_path: Path,
+) -> None:
+    from conftest import ROOT
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## A panel of judges") :]
+    block = section[section.index("```toml\n") + 8 : section.index("```\n", 8)]
+    (tmp_path / "records.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    (tmp_path / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
+    (tmp_path / "config.toml").write_text(
+        '[data]\npath = "records.jsonl"\n'
+        + block
+        + '\n[[criteria]]\nname = "clar"\nprompt = "clar.txt"\nscale = [1, 5]\nfields = ["text"]\n',
+        encoding="utf-8",
+    )
+    config = load_config(tmp_path / "config.toml")
+    assert config.judge_names == ("gpt", "claude", "local")
+    claude = config.for_judge("claude")
+    assert (claude.sampling.n, claude.limits.rpm) == (5, 50)
+    assert config.for_judge("local").judge.is_local
+    assert config.panel.pool == PanelPool.MEAN

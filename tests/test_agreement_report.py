@@ -161,6 +161,8 @@ def test_the_html_report_shows_the_agreement_with_the_csvs_numbers(
         section = page.locator("#agreement")
         assert section.is_visible()
         assert section.locator("h2").text_content() == "Agreement between the judges"
+        caption = section.locator("#table-agreement caption").text_content()
+        assert "stats/p-judge-a_agreement.csv" in caption
         rows = csv_rows(reports)
         expected = expected_summary(rows)
         table = page.locator("#table-agreement tbody tr")
@@ -207,6 +209,7 @@ def test_the_markdown_report_has_the_same_agreement(reports: Path) -> None:
         assert f"| {criterion} | " + " | ".join(cells) + " |" in text
         assert f"Pairwise Spearman, {criterion}:" in text
     assert "docs/agreement.md" in text
+    assert "`stats/p-judge-a_agreement.csv`" in text, "named as the report's other files"
     assert "3 record(s) not scored by every judge left out" in text
 
 

@@ -233,6 +233,7 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         invalid=results.invalid_shares(),
         invalid_warnings=[d.warning() for d in results.share_differences()],
         agreement=options.agreement,
+        agreement_file=f"stats/{output_path(results, 'stats', 'agreement.csv').name}",
     )
     other = _other_test(results) if has_conditions and options.test is None else None
     if other is not None:

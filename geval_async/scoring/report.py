@@ -121,10 +121,12 @@ def markdown_report(
     invalid: pd.DataFrame | None = None,
     invalid_warnings: Sequence[str] = (),
     agreement: pd.DataFrame | None = None,
+    agreement_file: str = "",
 ) -> str:
     """The short Markdown report: coverage, invalid samples, tables, tests, plot links, and
     for a panel the agreement between its judges (``agreement``: the frame of
-    :func:`~geval_async.scoring.agreement.agreement_frame`).
+    :func:`~geval_async.scoring.agreement.agreement_frame`; ``agreement_file`` names its CSV,
+    ``stats/<prefix>_agreement.csv`` when empty).
 
     ``invalid`` is :func:`geval_async.scoring.readings.invalid_shares` (per criterion and
     condition, by reason); ``invalid_warnings`` say where the invalid share differs between
@@ -195,7 +197,8 @@ def markdown_report(
         )
         out += ["", design]
     if agreement is not None:
-        out += agreement_markdown(agreement, f"stats/{config.output.prefix}_agreement.csv")
+        csv_name = agreement_file or f"stats/{config.output.prefix}_agreement.csv"
+        out += agreement_markdown(agreement, csv_name)
     out += steps_section(study)
     if plots:
         out += ["", "## Plots", ""]

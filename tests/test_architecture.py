@@ -213,6 +213,8 @@ SCORING_TIERS = {
     "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
     "alpha": 1, "icc": 1, "judge_pairs": 1, "agreement": 1,  # agreement between judges
+    "agreement_view": 1,  # the agreement as the reports show it (Markdown and HTML cells)
+    "pooling": 1,  # a panel's record scores from its judges' ([panel] pool and weights)
     "results": 2,  # the front door for analysis: data, no writer
     "status": 2,  # `status`'s numbers, counted in one walk
     "html": 3,  # the HTML view: a pure renderer, handed data

@@ -5,7 +5,9 @@
 config has a ``[judge]``) and the judge files (``[meta.judges]`` and ``--judge-file``) with the
 fields ``[meta] human`` names, at summary, system and dataset level (see
 :mod:`geval_async.meta`), prints one table, the notes and the warnings, and writes
-``meta/<prefix>_meta.csv`` and ``meta/<prefix>_meta.json`` under the output folder.
+``meta/<prefix>_meta.csv`` and ``meta/<prefix>_meta.json`` under the output folder. On a panel
+config (``[[judges]]``) the table has each judge and the panel (``panel``: the judges' record
+scores pooled by ``[panel]``), followed by the panel beside the best single judge per criterion.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def add_meta_command(
         description="Correlate the judge's weighted scores (from the cache) and/or other "
         "judges' scores (files) with the human scores named by [meta] human: "
         "summary level (per document, averaged, with a bootstrap CI), system level "
-        "and dataset level; Spearman, Kendall tau-b and Pearson.",
+        "and dataset level; Spearman, Kendall tau-b and Pearson. On a panel config "
+        "([[judges]]): each judge and the panel (its pooled record scores) side by side.",
     )
     study_arguments(parser)
     parser.add_argument(
@@ -99,7 +102,14 @@ def cmd_meta(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     for name, file in evaluation.files.items():
         print(f"judge file {name}: {file['path']} (sha256 {file['sha256']})")
-    if any(name.endswith("(simulated)") for name in evaluation.judges):
+    lead = evaluation.panel_lead()
+    if lead:
+        levels = {c.level for c in evaluation.correlations}
+        level = "summary" if "summary" in levels else "dataset"
+        print(f"panel vs the best single judge ({level}-level Spearman):")
+        for line in lead:
+            print(f"  {line}")
+    if evaluation.simulated:
         print("note: the simulated judge's ratings are synthetic: its correlations mean nothing")
     for path in write_meta(evaluation):
         print(f"wrote {path}")

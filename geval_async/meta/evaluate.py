@@ -31,6 +31,7 @@ from .correlations import Correlation, correlations_frame, format_correlations
 from .findings import correlate_judges
 from .inputs import human_scores, judge_scores
 from .judge_files import read_judge_file
+from .panel import PANEL, panel_lead, panel_scores
 
 
 @dataclass
@@ -44,6 +45,8 @@ class MetaEvaluation:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The judges whose answers came from the simulated judge (synthetic ratings).
+    simulated: list[str] = field(default_factory=list)
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -51,6 +54,15 @@ class MetaEvaluation:
 
     def table(self) -> str:
         return format_correlations(self.correlations)
+
+    def panel_lead(self) -> list[str]:
+        """For a panel: per criterion, the panel's summary-level Spearman (dataset level
+        without documents) beside the best single judge's; empty without a panel."""
+        if PANEL not in self.judges:
+            return []
+        levels = {c.level for c in self.correlations}
+        level = "summary" if "summary" in levels else "dataset"
+        return panel_lead(self.correlations, level, "spearman")
 
     def to_json(self) -> dict[str, Any]:
         meta = self.config.meta
@@ -62,10 +74,21 @@ class MetaEvaluation:
             "seed": meta.seed,
             "confidence": meta.confidence,
             "judges": self.judges,
+            "simulated": self.simulated,
+            **({"panel": self._panel()} if PANEL in self.judges else {}),
             "judge_files": self.files,
             "warnings": self.warnings,
             "notes": self.notes,
             "correlations": [asdict(c) for c in self.correlations],
+        }
+
+    def _panel(self) -> dict[str, Any]:
+        config = self.config.config
+        assert config is not None
+        return {
+            "pool": str(config.panel.pool),
+            "weights": {name: config.panel.weight(name) for name in config.judge_names},
+            "lead": self.panel_lead(),
         }
 
 
@@ -114,7 +137,19 @@ def meta_evaluate(
     judges: dict[str, pd.DataFrame] = {}
     origins: dict[str, str] = {}
     kinds: dict[str, str] = {}
-    if study.config is not None:
+    simulated: list[str] = []
+    if study.config is not None and study.config.is_panel:
+        panel = panel_scores(study.config)
+        records, selected, simulated = panel.records, panel.selected, panel.simulated
+        notes += panel.notes
+        if not panel.scores and not files:
+            raise ConfigError(
+                f"the cache {study.config.cache_path} holds no scores of any judge of the "
+                f"panel: run `geval-async run {study.source}` first"
+            )
+        for name, scores in panel.scores.items():
+            judges[name], origins[name], kinds[name] = scores, panel.origins[name], "cache"
+    elif study.config is not None:
         if results is None:
             results = load_results(study.config)
         records, selected = results.study.records, results.study.selected_records
@@ -123,6 +158,7 @@ def meta_evaluate(
         if own["judge"].notna().any():
             name = study.config.judge.model + (" (simulated)" if results.simulated else "")
             judges[name], origins[name], kinds[name] = own, f"cache {cache}", "cache"
+            simulated = [name] if results.simulated else []
         elif not files:
             raise ConfigError(
                 f"the cache {cache} holds no scores for this study: run "
@@ -154,7 +190,7 @@ def meta_evaluate(
             "scores": read.scores,
         }
     correlations, warnings = correlate_judges(study, human, judges, kinds, notes)
-    return MetaEvaluation(study, origins, correlations, notes, warnings, digests)
+    return MetaEvaluation(study, origins, correlations, notes, warnings, digests, simulated)
 
 
 def _records(study: MetaStudy) -> Records:

@@ -72,6 +72,7 @@ class OutputOptions:
     plots: bool = False
     html: bool = False
     human: HumanComparison | None = None
+    agreement: pd.DataFrame | None = None  # a panel's agreement between its judges
 
 
 # --- writing: see .files -----------------------------------------------------------------
@@ -231,6 +232,8 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         results.simulated,
         invalid=results.invalid_shares(),
         invalid_warnings=[d.warning() for d in results.share_differences()],
+        agreement=options.agreement,
+        agreement_file=f"stats/{output_path(results, 'stats', 'agreement.csv').name}",
     )
     other = _other_test(results) if has_conditions and options.test is None else None
     if other is not None:
@@ -254,7 +257,9 @@ def html_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
         return []
     from .html import render_html_report
 
-    page = render_html_report(results, test=options.test, human=options.human)
+    page = render_html_report(
+        results, test=options.test, human=options.human, agreement=options.agreement
+    )
     return [Output(output_path(results, "", "report.html"), page.encode("utf-8"))]
 
 
@@ -282,13 +287,16 @@ def write_outputs(
     plots: bool = False,
     html: bool = False,
     human: HumanComparison | None = None,
+    agreement: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Render the outputs of ``kinds`` and write them.
 
     ``kinds`` None writes everything ``geval-async report`` writes: every kind, except the
     composite when ``--criteria`` left out some of its criteria (asking for "average" then
     is an error that names them). Plots and the HTML report come when ``plots`` / ``html``
-    ask for them; ``human`` adds judge-vs-human scatter plots to the HTML report.
+    ask for them; ``human`` adds judge-vs-human scatter plots to the HTML report, and
+    ``agreement`` (a panel's :func:`~geval_async.scoring.agreement.agreement_frame`) the
+    agreement between its judges to both reports.
 
     Raises:
         ConfigError: the cache holds no answer for the study, or far fewer than the outputs
@@ -301,7 +309,7 @@ def write_outputs(
     if unknown:
         raise ConfigError(f"unknown output kind {unknown[0]!r} (known: {', '.join(KINDS)})")
     check_not_emptier(results)
-    options = OutputOptions(test=test, plots=plots, html=html, human=human)
+    options = OutputOptions(test=test, plots=plots, html=html, human=human, agreement=agreement)
     outputs = [output for kind in kinds for output in KINDS[kind](results, options)]
     return write_files(outputs)
 
@@ -311,6 +319,7 @@ def write_html_report(
     *,
     test: StatTest | str | None = None,
     human: HumanComparison | None = None,
+    agreement: pd.DataFrame | None = None,
 ) -> Path:
     """Write the HTML report alone (``<output>/<prefix>_report.html``); returns its path.
 
@@ -318,8 +327,11 @@ def write_html_report(
         results: the scored study (:func:`geval_async.load_results`).
         test: override the configured test ("welch", "paired-t", "wilcoxon").
         human: judge-vs-human pairs and correlations, for the scatter plots.
+        agreement: a panel's agreement between its judges, for its section.
     """
-    [path] = write_outputs(results, ["html"], test=test, html=True, human=human)
+    [path] = write_outputs(
+        results, ["html"], test=test, html=True, human=human, agreement=agreement
+    )
     return path
 
 

@@ -17,6 +17,7 @@ from ..options import SamplingMode, StatTest
 from ..study.plan import JudgeItem, Study, render_messages
 from ..study.records import Record
 from ..study.steps import steps_origin
+from .agreement_view import agreement_markdown
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 from .trust import ONE_DRAW, n_curve_sentences
@@ -119,8 +120,13 @@ def markdown_report(
     *,
     invalid: pd.DataFrame | None = None,
     invalid_warnings: Sequence[str] = (),
+    agreement: pd.DataFrame | None = None,
+    agreement_file: str = "",
 ) -> str:
-    """The short Markdown report: coverage, invalid samples, tables, tests, plot links.
+    """The short Markdown report: coverage, invalid samples, tables, tests, plot links, and
+    for a panel the agreement between its judges (``agreement``: the frame of
+    :func:`~geval_async.scoring.agreement.agreement_frame`; ``agreement_file`` names its CSV,
+    ``stats/<prefix>_agreement.csv`` when empty).
 
     ``invalid`` is :func:`geval_async.scoring.readings.invalid_shares` (per criterion and
     condition, by reason); ``invalid_warnings`` say where the invalid share differs between
@@ -190,6 +196,9 @@ def markdown_report(
             "matches this design."
         )
         out += ["", design]
+    if agreement is not None:
+        csv_name = agreement_file or f"stats/{config.output.prefix}_agreement.csv"
+        out += agreement_markdown(agreement, csv_name)
     out += steps_section(study)
     if plots:
         out += ["", "## Plots", ""]

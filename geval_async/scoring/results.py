@@ -253,6 +253,11 @@ def _variant(config: EvalConfig) -> str:
         study_file = load_config(config.source)
     except ConfigError:
         return ""  # not read from a file: nothing to tell apart
+    # A panel's judge (EvalConfig.for_judge) is told apart from that judge of the file, not
+    # from the file's first judge.
+    for member in study_file.members() if study_file.is_panel else ():
+        if member.output.prefix == config.output.prefix:
+            study_file = member
     variant = ""
     names = [c.name for c in config.criteria]
     if names != [c.name for c in study_file.criteria]:

@@ -53,7 +53,8 @@ def read_meta_study(
         overrides: bootstrap, seed, confidence, and the study overrides (criteria, limit,
             output; cache, model, n, mode ... choose the cache judge's answers). None: not given.
         use_cache: whether the study's own judge is read from the cache. None: when the config
-            has a ``[judge]`` (then the whole study is read and checked as for ``run``).
+            has a ``[judge]`` or ``[[judges]]`` (then the whole study is read and checked as
+            for ``run``).
         flags: name the overrides as command-line flags in errors.
 
     Raises:
@@ -78,7 +79,8 @@ def _study(
     else:
         source = Path(config)
         document = read_document(source)
-        if "judge" in document and use_cache is not False:
+        # A panel's judges ([[judges]]) are read from the cache as one [judge] is.
+        if ("judge" in document or "judges" in document) and use_cache is not False:
             study = MetaStudy.of(parse_config(document, source))
         else:
             study = parse_meta_study(document, source)

@@ -1,12 +1,13 @@
 """The HTML report: one self-contained, offline file (``<output>/<prefix><variant>_report.html``).
 
 Styles, script, data and figures (inline SVG) are all inside the file, so it opens from a USB
-stick or an e-mail attachment and never makes a network request. Sections: Overview (the
-study, coverage, invalid shares with reasons, the per-criterion tables and tests), Figures
-(box plots with every group as a point, rating distributions, judge-vs-human scatter plots for
-a study with human scores), How far to trust the scores (mean standard error, the judge's
-self-consistency over its draws, the n curve) and the Drill-down (every record with its
-standard errors; its answers rendered on demand from inline JSON).
+stick or an e-mail attachment and never makes a network request. Sections: Overview (the study,
+coverage, invalid shares with reasons, the per-criterion tables and tests), Figures (box plots
+with every group as a point, rating distributions, judge-vs-human scatter plots for a study with
+human scores), Agreement between the judges (a panel's: alpha, ICC, pairwise Spearman, the
+effective number of judges, when handed the agreement frame), How far to trust the scores (mean
+standard error, the judge's self-consistency over its draws, the n curve) and the Drill-down
+(every record with its standard errors; its answers rendered on demand from inline JSON).
 
 The page is a Jinja2 template (``templates/``, shipped as package data); this package is a
 pure renderer: handed :class:`StudyResults` (and the judge-vs-human data), it returns the page
@@ -23,6 +24,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
+import pandas as pd
 from markupsafe import Markup
 
 from ...errors import ConfigError
@@ -31,6 +33,7 @@ from ...study.steps import steps_origin
 from ..human import HumanComparison
 from ..results import StudyResults
 from ..tables import COMPOSITE
+from .agreement import agreement_section
 from .drilldown import drilldown_data, script_json
 from .gallery import box_figures, distribution_figures, human_section
 from .overview import (
@@ -63,6 +66,7 @@ def render_html_report(
     *,
     test: StatTest | str | None = None,
     human: HumanComparison | None = None,
+    agreement: pd.DataFrame | None = None,
 ) -> str:
     """The report as one HTML document.
 
@@ -70,6 +74,8 @@ def render_html_report(
         results: the scored study (:func:`geval_async.load_results`).
         test: override the configured test ("welch", "paired-t", "wilcoxon").
         human: judge-vs-human pairs and correlations, for the scatter plots.
+        agreement: a panel's agreement between its judges
+            (:func:`~geval_async.scoring.agreement.agreement_frame`), for its section.
     """
     import jinja2
 
@@ -133,6 +139,7 @@ def render_html_report(
         prefix=prefix,
         figures=box_figures(results) + distribution_figures(results),
         meta=None if human is None else human_section(results, human),
+        agreement=None if agreement is None else agreement_section(agreement, prefix),
         trust=trust_section(results),
         data=Markup(script_json(data)),
         reason_words=REASON_WORDS,

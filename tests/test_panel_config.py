@@ -114,7 +114,11 @@ JUDGE_B = '[[judges]]\nname = "b"\nmodel = "m2"\n'
         ('[judge]\nmodel = "m"\n' + JUDGE_A, r"both \[judge\] and \[\[judges\]\]"),
         (JUDGE_A + JUDGE_A.replace("m1", "m3"), r"'a' and 'a' are one name"),
         (JUDGE_A + JUDGE_A.replace('"a"', '"A"').replace("m1", "m3"), "'a' and 'A' are one name"),
-        (JUDGE_A + JUDGE_A.replace('"a"', '"c"'), "judges 'a' and 'c' would send the same"),
+        (JUDGE_A + JUDGE_A.replace('"a"', '"c"'), "judges 'a' and 'c' would share their cached"),
+        (
+            JUDGE_A + 'base_url = "http://127.0.0.1:8000/v1"\n' + JUDGE_A.replace('"a"', '"c"'),
+            "judges 'a' and 'c' would share",
+        ),
         ('[[judges]]\nmodel = "m1"\n', r"\[judges\] \[1\] 'name' is required"),
         ('[[judges]]\nname = "a/b"\nmodel = "m1"\n', "'name' 'a/b' must be letters"),
         (JUDGE_A + 'modle = "x"\n', "unknown key 'modle'"),

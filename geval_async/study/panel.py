@@ -7,14 +7,17 @@ headers), and may hold its own ``[judges.sampling]`` and ``[judges.limits]``: th
 (different providers have different quotas; a judge may need its own temperature). ``[panel]``
 says how the judges' record scores are pooled (``pool = "mean" | "median"``, ``weights``).
 
-Each judge's answers are keyed by its own model and endpoint, as one judge's are, so a judge of
-a panel and the same judge alone share their cache entries. Two judges that would send the same
-requests are refused here: their "agreement" would be a judge agreeing with itself.
+Each judge's answers are keyed by its own model and sampling, as one judge's are (the base URL
+is not part of a key: :mod:`geval_async.study.keys`), so a judge of a panel and the same judge
+alone share their cache entries. Two judges whose requests would have the same keys are refused
+here: the second would read the first's answers, and their "agreement" would be a judge agreeing
+with itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +83,7 @@ def parse_judges(
 def _check_distinct(source: Path, judges: list[PanelJudge]) -> None:
     """Judge names unique (case aside: they name files), and no two judges the same requests."""
     seen: dict[str, str] = {}
-    asks: dict[tuple[str, str, Any], str] = {}
+    asks: dict[tuple[str, Any], str] = {}
     for member in judges:
         folded = member.name.casefold()
         if folded in seen:
@@ -89,12 +92,14 @@ def _check_distinct(source: Path, judges: list[PanelJudge]) -> None:
                 "(names are compared without case: they name output files); rename one"
             )
         seen[folded] = member.name
-        ask = (member.judge.url, member.judge.model, member.sampling)
+        # What the keys hold of a judge: its model and its sampling (min_valid_mass is read
+        # by scoring only); the endpoint is not in a key.
+        ask = (member.judge.model, replace(member.sampling, min_valid_mass=0.0))
         if ask in asks:
             raise ConfigError(
-                f"{source}: judges {asks[ask]!r} and {member.name!r} would send the same requests "
-                "(same endpoint, model and sampling): give one a different model, endpoint or "
-                "[judges.sampling], or remove it"
+                f"{source}: judges {asks[ask]!r} and {member.name!r} would share their cached "
+                "answers (the same model and sampling; a cache key does not hold the endpoint): "
+                "give one a different model name or [judges.sampling], or remove it"
             )
         asks[ask] = member.name
 

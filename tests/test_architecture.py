@@ -201,6 +201,7 @@ JUDGING_TIERS = {
     "budget": 3, "probe": 3, "progress": 3, "refused_settings": 3, "capabilities": 3,
     "server_waits": 3,
     "feed": 4, "worker": 4, "runner": 4, "steps": 4,
+    "panel_run": 5,  # a panel's judges, each a run of the runner, at once
     "batch": 5,  # the Batch API, and every module of judging/batch/
 }  # fmt: skip
 SCORING_TIERS = {

@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Iterable
 
 from ..study.config import EvalConfig, load_config
-from ..study.overrides import read_overrides
+from ..study.judge_choice import choose_judges
 
 __all__ = [
     "ANSWER_FLAGS",
@@ -62,9 +62,11 @@ SCORE_FLAGS = (*ANSWER_FLAGS, "output", "shard")
 
 
 def study_config(args: argparse.Namespace, names: Iterable[str]) -> EvalConfig:
-    """``args.config`` loaded, with the flags among ``names`` that were given applied."""
+    """``args.config`` loaded, with the flags among ``names`` that were given applied (on a
+    panel, to the ``--judge`` or to every judge: :mod:`geval_async.study.judge_choice`)."""
     flags = {name: getattr(args, name, None) for name in names}
-    return read_overrides(load_config(args.config), flags, flags=True)
+    judge = getattr(args, "judge", None)
+    return choose_judges(load_config(args.config), flags, judge=judge, flags=True)
 
 
 def load_study(args: argparse.Namespace) -> EvalConfig:

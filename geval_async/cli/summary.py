@@ -6,6 +6,7 @@ Pure formatting from counts; nothing here touches the network or the cache.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..judging.batch.ledger import Ledger
 from ..judging.cache import JudgeCache
@@ -124,7 +125,16 @@ def budget_left(config: EvalConfig) -> str:
     )
 
 
-def dry_run(study: Study) -> None:
+@dataclass(frozen=True)
+class DryRunEstimate:
+    """What :func:`dry_run` printed, for a panel's total (cost None: the model has no price)."""
+
+    requests: int
+    tokens: int
+    cost: float | None
+
+
+def dry_run(study: Study) -> DryRunEstimate:
     """Print what a run would send, cost and take, from the cache alone (``run --dry-run``)."""
     from ..judging.stored_steps import read_steps
     from ..study.pricing import estimate_cost
@@ -182,6 +192,7 @@ def dry_run(study: Study) -> None:
     )
     print(expected_duration(requests, tokens, config.limits.rpm, config.limits.tpm))
     print("dry run: nothing was sent")
+    return DryRunEstimate(requests, tokens, cost)
 
 
 def _batch_cost(config: EvalConfig, prompt_tokens: int, completion_tokens: int) -> str:

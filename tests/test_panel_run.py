@@ -1,0 +1,190 @@
+"""One ``run`` judges with a whole panel of judges (issue 20 item 1): three simulated judges on
+their own loopback ports, different models, one with its own low rpm, into one cache."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import StudyFiles, cache_snapshot, run_cli
+
+from geval_async.sim import SimServer, SimSettings
+
+JUDGES = (("gpt", "sim-gpt"), ("gemini", "sim-gemini"), ("local", "sim-local"))
+
+
+@pytest.fixture
+def sims() -> Iterator[dict[str, SimServer]]:
+    servers = {name: SimServer(SimSettings()) for name, _ in JUDGES}
+    for server in servers.values():
+        server.start()
+    try:
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+def judges_text(urls: dict[str, str], *, slow: str = "gemini") -> str:
+    lines = []
+    for name, model in JUDGES:
+        lines += ["[[judges]]", f'name = "{name}"', f'model = "{model}"']
+        lines.append(f'base_url = "{urls[name]}"')
+        if name == slow:  # its own limits, on top of the study's
+            lines += ["[judges.limits]", "rpm = 1200", "concurrency = 2"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_panel(study: StudyFiles, urls: dict[str, str], extra: str = "") -> Path:
+    """The test study with [[judges]] in place of its [judge]."""
+    study.write_config("http://unused")
+    text = study.config.read_text(encoding="utf-8")
+    text = re.sub(r"\[judge\]\n(?:.+\n)+\n", "", text, count=1)
+    study.config.write_text(text + "\n" + judges_text(urls) + extra, encoding="utf-8")
+    return study.config
+
+
+def write_member(study: StudyFiles, name: str, url: str, cache: str) -> Path:
+    """A one-judge config of judge ``name`` alone, into its own cache folder."""
+    panel = study.config.read_text(encoding="utf-8")
+    study.write_config(url, judge={"model": dict(JUDGES)[name]}, cache={"path": cache})
+    alone = study.root / f"alone-{name}.toml"
+    alone.write_text(study.config.read_text(encoding="utf-8"), encoding="utf-8")
+    study.config.write_text(panel, encoding="utf-8")  # the panel's config as it was
+    return alone
+
+
+def urls_of(sims: dict[str, SimServer]) -> dict[str, str]:
+    return {name: server.base_url for name, server in sims.items()}
+
+
+def judge_row(stdout: str, name: str) -> dict[str, int]:
+    lines = stdout.splitlines()
+    header = next(line for line in lines if line.startswith("judge ") and "items" in line)
+    row = next(line for line in lines if line.split()[:1] == [name])
+    return dict(zip(header.split()[1:], map(int, row.split()[1:]), strict=True))
+
+
+def test_one_run_fills_the_cache_for_every_judge_as_each_alone_would(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    config = write_panel(study, urls_of(sims))
+    items = study.n_records * 2
+    done = run_cli("run", str(config))
+    assert done.returncode == 0, done.stderr
+    for name, server in sims.items():
+        assert judge_row(done.stdout, name) == {
+            "items": items,
+            "cached": 0,
+            "new": items,
+            "refused": 0,
+            "failed": 0,
+            "missing": 0,
+            "sent": items,
+        }
+        assert server.stats.received == items  # each judge asked its own server, once an item
+    assert sims["gemini"].stats.peak_in_flight <= 2  # under its own [judges.limits]
+    # the progress line names each judge
+    assert re.search(r"gpt \d+/48 · gemini \d+/48 · local \d+/48", done.stderr)
+    panel_cache = cache_snapshot(study.cache)
+    assert len(panel_cache) == 3 * items
+    # each judge's entries are those a run of that judge alone writes: same keys, same count
+    alone_keys: set[str] = set()
+    for name, server in sims.items():
+        alone = write_member(study, name, server.base_url, f"cache-{name}")
+        single = run_cli("run", str(alone), "--quiet")
+        assert single.returncode == 0, single.stderr
+        keys = set(cache_snapshot(study.root / f"cache-{name}"))
+        assert len(keys) == items and keys <= set(panel_cache)
+        alone_keys |= keys
+    assert alone_keys == set(panel_cache)
+    # a rerun of the panel sends nothing
+    before = {name: server.stats.received for name, server in sims.items()}
+    again = run_cli("run", str(config), "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert {name: server.stats.received for name, server in sims.items()} == before
+    assert judge_row(again.stdout, "local")["cached"] == items
+    assert judge_row(again.stdout, "gemini")["sent"] == 0
+
+
+def test_judge_flag_sends_only_that_judges_requests(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    config = write_panel(study, urls_of(sims))
+    done = run_cli("run", str(config), "--quiet", "--judge", "gemini")
+    assert done.returncode == 0, done.stderr
+    assert {name: s.stats.received for name, s in sims.items()} == {
+        "gpt": 0,
+        "gemini": study.n_records * 2,
+        "local": 0,
+    }
+    # status then shows gemini complete and the others missing everything
+    status = run_cli("status", str(config))
+    assert status.returncode == 0, status.stderr
+    blocks = status.stdout.split("judge ")
+    gemini = next(b for b in blocks if b.startswith("gemini"))
+    gpt = next(b for b in blocks if b.startswith("gpt"))
+    assert re.search(r"total\s+48\s+48\s+0\s+0", gemini)
+    assert re.search(r"total\s+48\s+0\s+0\s+48", gpt)
+    # an unknown name: one line listing the judges, exit 2
+    unknown = run_cli("run", str(config), "--judge", "claude")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip().splitlines() == [
+        f"error: {config}: no judge named 'claude' (the config's judges: gpt, gemini, local)"
+    ]
+
+
+def test_a_judge_whose_server_is_down_leaves_the_others_complete_and_is_reported(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    urls = {**urls_of(sims), "local": dead}
+    config = write_panel(study, urls)
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("retries = 4", "retries = 1"), encoding="utf-8"
+    )
+    done = run_cli("run", str(config), "--quiet")
+    assert done.returncode == 1, done.stderr
+    items = study.n_records * 2
+    assert judge_row(done.stdout, "gpt")["new"] == items
+    assert judge_row(done.stdout, "gemini")["new"] == items
+    local = judge_row(done.stdout, "local")
+    assert local["new"] == 0 and local["missing"] + local["failed"] == items
+    assert "judges not complete: local" in done.stderr
+    assert len(cache_snapshot(study.cache)) == 2 * items
+
+
+def test_dry_run_and_status_show_each_judge_and_the_panel(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    config = write_panel(study, urls_of(sims))
+    assert run_cli("run", str(config), "--quiet", "--judge", "gpt").returncode == 0
+    dry = run_cli("run", str(config), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert sum(s.stats.received for s in sims.values()) == study.n_records * 2  # none sent
+    sections = dry.stdout.split("judge ")
+    assert "already cached: 48; requests to send: 0" in sections[1]  # gpt
+    assert "already cached: 0; requests to send: 48" in sections[2]  # gemini
+    assert "panel (3 judges): requests to send: 96" in dry.stdout
+
+
+def test_model_flag_on_a_panel_needs_a_judge_and_the_key_is_per_judge(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    config = write_panel(study, urls_of(sims))
+    refused = run_cli("run", str(config), "--model", "other")
+    assert refused.returncode == 2
+    assert "--model on a panel config" in refused.stderr and "--judge NAME" in refused.stderr
+    # with --judge, --model applies to that judge
+    chosen = run_cli("run", str(config), "--dry-run", "--judge", "gpt", "--model", "other")
+    assert chosen.returncode == 0, chosen.stderr
+    # --n applies to every judge
+    every = run_cli("run", str(config), "--quiet", "--n", "1", "--limit", "2")
+    assert every.returncode == 0, every.stderr
+    assert all(s.stats.received == 4 for s in sims.values())

@@ -188,3 +188,68 @@ def test_model_flag_on_a_panel_needs_a_judge_and_the_key_is_per_judge(
     every = run_cli("run", str(config), "--quiet", "--n", "1", "--limit", "2")
     assert every.returncode == 0, every.stderr
     assert all(s.stats.received == 4 for s in sims.values())
+
+
+def test_a_judge_without_its_key_is_not_run_the_others_are_and_the_exit_says_so(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    config = write_panel(study, urls_of(sims))
+    text = config.read_text(encoding="utf-8").replace(
+        f'base_url = "{sims["local"].base_url}"',
+        'base_url = "https://judge.invalid/v1"\napi_key_env = "PANEL_TEST_KEY"',
+    )
+    config.write_text(text, encoding="utf-8")
+    done = run_cli("run", str(config), "--quiet", env={"PANEL_TEST_KEY": ""})
+    assert done.returncode == 2, done.stderr
+    local = "judge local (sim-local at https://judge.invalid/v1/chat/completions): not judged"
+    assert f"{local}: no API key: set" in done.stdout
+    assert "PANEL_TEST_KEY" in done.stdout
+    assert judge_row(done.stdout, "gpt")["missing"] == 0
+    assert judge_row(done.stdout, "gemini")["missing"] == 0
+
+
+def test_max_cost_caps_the_panels_total(study: StudyFiles, sims: dict[str, SimServer]) -> None:
+    import orjson
+
+    prices = (
+        '\n[prices]\n"sim-gpt" = [100, 100]\n"sim-gemini" = [100, 100]\n"sim-local" = [100, 100]\n'
+    )
+    config = write_panel(study, urls_of(sims), extra=prices)
+    # one judge's whole plan costs about $0.6 at these prices: $0.5 is less than the panel needs
+    done = run_cli("run", str(config), "--quiet", "--max-cost", "0.5")
+    assert done.returncode == 1, done.stderr
+    assert "budget cap $0.5 reached" in done.stdout and "by the panel's judges" in done.stdout
+    lines = (study.cache / "spend.jsonl").read_bytes().splitlines()
+    spent = sum(orjson.loads(line)["usd"] for line in lines)
+    assert 0 < spent <= 0.5 + 1e-9
+    assert len({orjson.loads(line)["model"] for line in lines}) >= 2  # the judges shared it
+
+
+async def test_the_python_api_judges_the_panel_whole_or_one_judge(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    import geval_async as ga
+
+    config = write_panel(study, urls_of(sims))
+    one = await ga.judge(config, judge="local", limit=2)
+    assert isinstance(one, ga.RunResult) and one.complete
+    assert [s.stats.received for s in sims.values()] == [0, 0, 4]
+    whole = await ga.judge(config, limit=2)
+    assert isinstance(whole, ga.PanelRunResult) and whole.complete
+    assert list(whole.judges) == ["gpt", "gemini", "local"]
+    assert [s.stats.received for s in sims.values()] == [4, 4, 4]
+    assert whole.judges["local"].result is not None
+    assert whole.judges["local"].result.counters.total().cached == 4
+    with pytest.raises(ga.ConfigError, match=r"model= on a panel config .* judge=NAME"):
+        await ga.judge(config, model="other")
+
+
+def test_steps_of_a_named_judge_default_the_first(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    config = write_panel(study, urls_of(sims))
+    first = run_cli("steps", str(config))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("judge gpt (the panel's first")
+    named = run_cli("steps", str(config), "--judge", "local")
+    assert named.returncode == 0 and not named.stdout.startswith("judge gpt"), named.stderr

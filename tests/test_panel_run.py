@@ -253,3 +253,25 @@ def test_steps_of_a_named_judge_default_the_first(
     assert first.stdout.startswith("judge gpt (the panel's first")
     named = run_cli("steps", str(config), "--judge", "local")
     assert named.returncode == 0 and not named.stdout.startswith("judge gpt"), named.stderr
+
+
+def test_cache_commands_read_every_judge_and_batch_needs_one(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    config = write_panel(study, urls_of(sims))
+    assert run_cli("run", str(config), "--quiet", "--limit", "2").returncode == 0
+    entries = len(cache_snapshot(study.cache))
+    assert entries == 3 * 4
+    # prune keeps what the panel's config reads: every judge's entries, not the first's alone
+    pruned = run_cli("cache", "prune", str(study.cache), "--unused-by", str(config))
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout.startswith("removed 0 entries")
+    archive = study.root / "panel.jsonl.gz"
+    exported = run_cli("cache", "export", str(config), str(archive), "--limit", "2")
+    assert exported.returncode == 0, exported.stderr
+    assert f"wrote {entries} entries" in exported.stdout
+    refused = run_cli("batch", "export", str(config), str(study.root / "in.jsonl"))
+    assert refused.returncode == 2
+    assert "add --judge NAME (the judges: gpt, gemini, local)" in refused.stderr
+    one = run_cli("batch", "export", str(config), str(study.root / "in.jsonl"), "--judge", "gpt")
+    assert one.returncode == 0, one.stderr

@@ -33,6 +33,7 @@ from .summary import budget_left, coverage_table, dry_run, expected_duration, ta
 
 __all__ = [
     "add_judge_flag",
+    "one_judge_only",
     "panel_command",
     "panel_dry_run",
     "panel_status",
@@ -57,6 +58,24 @@ def panel_command(
         return panel(args, config) if config.is_panel else one_judge(args)
 
     parser.set_defaults(handler=handler)
+
+
+def one_judge_only(
+    command: str, handler: Callable[[argparse.Namespace], int]
+) -> Callable[[argparse.Namespace], int]:
+    """``handler`` for a command that works with one judge: on a panel config it needs
+    ``--judge NAME`` (one line, exit 2), rather than silently using the first judge."""
+
+    def checked(args: argparse.Namespace) -> int:
+        config = load_study(args)
+        if config.is_panel:
+            raise ConfigError(
+                f"{command} on a panel config ({config.source}) works with one judge at a time: "
+                f"add --judge NAME (the judges: {', '.join(config.judge_names)})"
+            )
+        return handler(args)
+
+    return checked
 
 
 def add_judge_flag(parser: argparse.ArgumentParser) -> None:
@@ -247,21 +266,24 @@ def _panel_summary(args: argparse.Namespace, config: EvalConfig, result: PanelRu
 def panel_dry_run(config: EvalConfig) -> None:
     """``run --dry-run`` on a panel: each judge's estimate, then the panel's total."""
     requests = tokens = 0
-    cost: float | None = 0.0
+    cost, unpriced = 0.0, []
     durations = []
     for name, member in zip(config.judge_names, config.members(), strict=True):
         print(f"judge {name} ({_who(member)}):")
         estimate = dry_run(prepare_study(member))
         requests += estimate.requests
         tokens += estimate.tokens
-        cost = None if cost is None or estimate.cost is None else cost + estimate.cost
+        if estimate.cost is None:
+            unpriced.append(name)
+        else:
+            cost += estimate.cost
         limits = member.limits
         durations.append((estimate.requests, estimate.tokens, limits.rpm, limits.tpm))
         print()
     print(
         f"panel ({len(config.judges)} judges): requests to send: {requests}; estimated "
         f"tokens: {tokens}; estimated cost: "
-        + (f"${cost:.2f}" if cost is not None else "unknown (a judge's model has no price)")
+        + (f"unknown (no price for judges {', '.join(unpriced)})" if unpriced else f"${cost:.2f}")
     )
     # The judges run at once, each under its own limits: the slowest one sets the pace.
     slowest = max(durations, key=lambda d: _minutes(*d))

@@ -115,6 +115,10 @@ JUDGE_B = '[[judges]]\nname = "b"\nmodel = "m2"\n'
         (JUDGE_A + JUDGE_A.replace("m1", "m3"), r"'a' and 'a' are one name"),
         (JUDGE_A + JUDGE_A.replace('"a"', '"A"').replace("m1", "m3"), "'a' and 'A' are one name"),
         (JUDGE_A + JUDGE_A.replace('"a"', '"c"'), "judges 'a' and 'c' would send the same"),
+        (  # another endpoint of the same model: the same keys, so the same answers
+            JUDGE_A + JUDGE_A.replace('"a"', '"c"') + 'base_url = "http://127.0.0.1:9/v1"\n',
+            "judges 'a' and 'c' would send the same requests .* leave the endpoint out",
+        ),
         ('[[judges]]\nmodel = "m1"\n', r"\[judges\] \[1\] 'name' is required"),
         ('[[judges]]\nname = "a/b"\nmodel = "m1"\n', "'name' 'a/b' must be letters"),
         (JUDGE_A + 'modle = "x"\n', "unknown key 'modle'"),

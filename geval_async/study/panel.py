@@ -80,7 +80,7 @@ def parse_judges(
 def _check_distinct(source: Path, judges: list[PanelJudge]) -> None:
     """Judge names unique (case aside: they name files), and no two judges the same requests."""
     seen: dict[str, str] = {}
-    asks: dict[tuple[str, str, Any], str] = {}
+    asks: dict[tuple[str, Any], str] = {}
     for member in judges:
         folded = member.name.casefold()
         if folded in seen:
@@ -89,12 +89,15 @@ def _check_distinct(source: Path, judges: list[PanelJudge]) -> None:
                 "(names are compared without case: they name output files); rename one"
             )
         seen[folded] = member.name
-        ask = (member.judge.url, member.judge.model, member.sampling)
+        # The cache key leaves the endpoint out (the same model elsewhere is the same
+        # question): two judges of one model and sampling would store one judge's answers.
+        ask = (member.judge.model, member.sampling)
         if ask in asks:
             raise ConfigError(
                 f"{source}: judges {asks[ask]!r} and {member.name!r} would send the same requests "
-                "(same endpoint, model and sampling): give one a different model, endpoint or "
-                "[judges.sampling], or remove it"
+                "(same model and sampling; the cache keys leave the endpoint out, so they would "
+                "share their answers): give one a different model or [judges.sampling], or "
+                "remove it"
             )
         asks[ask] = member.name
 

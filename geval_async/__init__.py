@@ -25,6 +25,7 @@ _EXPORTS = {
     "Reading": "scoring.ratings",
     "Reason": "scoring.ratings",
     "Rejected": "errors",
+    "PanelRunResult": "judging.panel_run",
     "RunResult": "judging.runner",
     "RunStopped": "errors",
     "Scale": "scoring.ratings",

@@ -16,10 +16,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import ConfigError
 from .judging.cache import JudgeCache
+from .judging.panel_run import PanelRunResult, run_panel
 from .judging.runner import RunResult, run_study
 from .options import StatTest
-from .study.config import EvalConfig, apply_overrides, load_config
+from .study.config import EvalConfig, load_config
+from .study.judge_choice import choose_judges
 from .study.prepare import prepare_study
 
 if TYPE_CHECKING:
@@ -28,23 +31,47 @@ if TYPE_CHECKING:
 
 
 async def judge(
-    config: EvalConfig | str | os.PathLike[str], *, retry_failed: bool = False, **overrides: Any
-) -> RunResult:
+    config: EvalConfig | str | os.PathLike[str],
+    *,
+    judge: str | None = None,
+    retry_failed: bool = False,
+    **overrides: Any,
+) -> RunResult | PanelRunResult:
     """Run the judge stage of a study: every request the cache lacks is sent and stored.
+
+    A panel config (``[[judges]]``) is judged by all its judges at once, as ``run`` does, and
+    gives a :class:`PanelRunResult` (``.judges[name].result`` is each judge's RunResult).
 
     Args:
         config: a loaded config or the path of its TOML file.
+        judge: on a panel config, judge with this judge alone (``run --judge NAME``).
         retry_failed: ask again for requests the cache holds as refused.
         overrides: as on the command line (base_url, model, cache, concurrency, rpm, tpm, n,
-            mode, criteria, limit, ...).
+            mode, criteria, limit, ...); on a panel without ``judge``, each judge's (model
+            and base_url need ``judge``).
     """
     if not isinstance(config, EvalConfig):
         config = load_config(config)
-    config = apply_overrides(config, **overrides)
+    config = choose_judges(config, overrides, judge=judge)
+    if config.is_panel:
+        return await _judge_panel(config, retry_failed=retry_failed)
     study = prepare_study(config)
     key = config.required_api_key()
     with JudgeCache(config.cache_path) as cache:
         return await run_study(study, cache, api_key=key, retry_failed=retry_failed)
+
+
+async def _judge_panel(config: EvalConfig, *, retry_failed: bool) -> PanelRunResult:
+    names, members = config.judge_names, config.members()
+    keys: dict[str, str | None | ConfigError] = {}
+    for name, member in zip(names, members, strict=True):
+        try:
+            keys[name] = member.required_api_key()
+        except ConfigError as exc:  # that judge is not run, and says why; the others are
+            keys[name] = exc
+    studies = {name: prepare_study(m) for name, m in zip(names, members, strict=True)}
+    with JudgeCache(config.cache_path) as cache:
+        return await run_panel(studies, cache, api_keys=keys, retry_failed=retry_failed)
 
 
 def html_report(

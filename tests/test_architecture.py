@@ -203,6 +203,7 @@ JUDGING_TIERS = {
     "server_waits": 3,
     "left": 2,  # what is left to send, decided once
     "feed": 4, "worker": 4, "runner": 4, "steps": 4, "estimate": 4,
+    "panel_run": 5,  # a panel's judges, each a run of the runner, at once
     "batch": 5,  # the Batch API, and every module of judging/batch/
 }  # fmt: skip
 SCORING_TIERS = {

@@ -34,6 +34,7 @@ from .batch import add_batch_commands, add_batch_flags, run_batch
 from .cache import add_cache_commands, existing_cache
 from .meta import add_meta_command
 from .overrides import add_study_arguments, judge_key, load_study
+from .panel import panel_command, panel_status, run_panel_cli
 from .progress import render_progress, render_retries
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
@@ -88,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress line")
     run.add_argument("--strict", action="store_true", help="load warnings are errors")
     add_batch_flags(run)
-    run.set_defaults(handler=cmd_run)
+    panel_command(run, cmd_run, run_panel_cli)
 
     demo = commands.add_parser(
         "demo", help="the UEQ example end to end against the simulated judge (no API key needed)"
@@ -104,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", help="per criterion: answered, refused, missing")
     add_study_arguments(status)
-    status.set_defaults(handler=cmd_status)
+    panel_command(status, cmd_status, panel_status)
 
     add_sim_command(commands, cmd_sim)
 

@@ -43,6 +43,7 @@ from .batch_report import (
     say,
 )
 from .overrides import judge_key, load_study
+from .panel import add_judge_flag, one_judge_only
 from .summary import coverage_table
 
 EXIT_INTERRUPTED = 130
@@ -102,7 +103,8 @@ def add_batch_commands(commands: Any, study_arguments: Callable[[Any], None]) ->
                 help="cap the study's estimated spend, across runs and submits, at USD "
                 "(at the batch price, see [prices])",
             )
-        parser.set_defaults(handler=_handlers()[step])
+        add_judge_flag(parser)
+        parser.set_defaults(handler=one_judge_only(f"batch {step}", _handlers()[step]))
 
 
 def _handlers() -> dict[str, Callable[[argparse.Namespace], int]]:

@@ -132,13 +132,16 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace, config: Any) -> int:
+    from itertools import chain
+
     from ..judging.archive import study_entries, write_archive
     from ..judging.cache import JudgeCache
     from ..study.prepare import prepare_study
 
-    study = prepare_study(config)
+    studies = [prepare_study(member) for member in config.members()]  # a panel: every judge's
     with JudgeCache(config.cache_path, create=False) as cache:
-        count = write_archive(study_entries(study, cache), args.archive)
+        entries = chain.from_iterable(study_entries(study, cache) for study in studies)
+        count = write_archive(entries, args.archive)
     print(f"wrote {count} entries of {config.source} to {args.archive}")
     return EXIT_OK
 
@@ -208,7 +211,9 @@ def cmd_prune(args: argparse.Namespace) -> int:
     with JudgeCache(existing_cache(args.cache), create=not args.dry_run) as cache:
         keep = None
         if args.unused_by:
-            studies = [prepare_study(load_config(path)) for path in args.unused_by]
+            # A panel's config reads every judge's entries, not its first judge's alone.
+            members = [m for path in args.unused_by for m in load_config(path).members()]
+            studies = [prepare_study(member) for member in members]
             keep = keys_used_by(studies, cache)
         selection = PruneSelection(frozenset(args.model), args.older_than, keep)
         report = prune_cache(cache, selection, dry_run=args.dry_run)

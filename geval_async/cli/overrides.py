@@ -10,7 +10,8 @@ import argparse
 from collections.abc import Iterable
 
 from ..study.config import EvalConfig, load_config
-from ..study.overrides import OVERRIDES, read_overrides
+from ..study.judge_choice import choose_judges
+from ..study.overrides import OVERRIDES
 
 __all__ = [
     "ANSWER_FLAGS",
@@ -52,9 +53,11 @@ def add_study_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def study_config(args: argparse.Namespace, names: Iterable[str]) -> EvalConfig:
-    """``args.config`` loaded, with the flags among ``names`` that were given applied."""
+    """``args.config`` loaded, with the flags among ``names`` that were given applied (on a
+    panel, to the ``--judge`` or to every judge: :mod:`geval_async.study.judge_choice`)."""
     flags = {name: getattr(args, name, None) for name in names}
-    return read_overrides(load_config(args.config), flags, flags=True)
+    judge = getattr(args, "judge", None)
+    return choose_judges(load_config(args.config), flags, judge=judge, flags=True)
 
 
 def load_study(args: argparse.Namespace) -> EvalConfig:

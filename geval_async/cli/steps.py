@@ -1,4 +1,5 @@
-"""``geval-async steps CONFIG [--freeze]``: each criterion's evaluation steps and their origin.
+"""``geval-async steps CONFIG [--judge NAME] [--freeze]``: each criterion's evaluation steps
+and their origin (on a panel config, one judge's: ``--judge NAME``, by default the first).
 
 Reads the cache only (never the network): generated steps are printed with the key and time
 of their cache entry, written ones with the config or prompt file they are in. ``--freeze``
@@ -14,6 +15,7 @@ from typing import Any
 
 from ..study.plan import Study
 from ..study.steps import steps_origin
+from .panel import add_judge_flag
 
 __all__ = ["add_steps_command"]
 
@@ -26,6 +28,7 @@ def add_steps_command(
         "steps", help="print each criterion's evaluation steps and where they came from"
     )
     study_arguments(parser)
+    add_judge_flag(parser)
     parser.add_argument(
         "--freeze",
         action="store_true",
@@ -43,6 +46,10 @@ def cmd_steps(args: argparse.Namespace) -> int:
     from .overrides import load_study
 
     config = load_study(args)
+    if config.is_panel:  # a panel's generated steps are each judge's own: show one judge's
+        first = config.judge_names[0]
+        print(f"judge {first} (the panel's first; `--judge NAME` shows another's steps)")
+        config = config.for_judge(first)
     with JudgeCache(config.cache_path, create=False) as cache:
         study, _ = read_steps(prepare_study(config), cache)
     if args.freeze:

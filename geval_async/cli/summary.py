@@ -6,6 +6,7 @@ Pure formatting from counts; nothing here touches the network or the cache.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..judging.coverage import Coverage
 from ..judging.estimate import RunEstimate
@@ -122,7 +123,16 @@ def budget_left(config: EvalConfig) -> str:
     )
 
 
-def dry_run(study: Study, estimate: RunEstimate) -> None:
+@dataclass(frozen=True)
+class DryRunEstimate:
+    """What :func:`dry_run` printed, for a panel's total (cost None: the model has no price)."""
+
+    requests: int
+    tokens: int
+    cost: float | None
+
+
+def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
     """Print what a run would send, cost and take (``run --dry-run``), as counted by the
     run's rules (:func:`geval_async.judging.estimate.estimate_run`)."""
     from ..study.pricing import estimate_cost
@@ -164,6 +174,7 @@ def dry_run(study: Study, estimate: RunEstimate) -> None:
     )
     print(expected_duration(requests, tokens, config.limits.rpm, config.limits.tpm))
     print("dry run: nothing was sent")
+    return DryRunEstimate(requests, tokens, cost)
 
 
 def _batch_cost(config: EvalConfig, prompt_tokens: int, completion_tokens: int) -> str:

@@ -22,9 +22,9 @@ import orjson
 from ..errors import CacheError, ConfigError
 from ..study.config import EvalConfig
 from ..study.plan import JudgeRequest
-from ..study.pricing import Budget, cached_input_price, price_of
+from ..study.pricing import Budget, SharedCap, cached_input_price, price_of
 
-__all__ = ["LEDGER", "record_spend", "request_cost", "run_budget", "study_spent"]
+__all__ = ["LEDGER", "panel_cap", "record_spend", "request_cost", "run_budget", "study_spent"]
 
 LEDGER = "spend.jsonl"
 
@@ -79,10 +79,17 @@ def record_spend(cache_dir: Path, config: EvalConfig, budget: Budget | None) -> 
         raise CacheError(f"{cache_dir}: cannot record the run's spend ({exc.strerror})") from exc
 
 
-def run_budget(config: EvalConfig, cache_dir: Path, *, batch: bool = False) -> Budget | None:
+def run_budget(
+    config: EvalConfig,
+    cache_dir: Path,
+    *,
+    batch: bool = False,
+    shared: SharedCap | None = None,
+) -> Budget | None:
     """The budget of a run: the ``--max-cost`` cap less what earlier runs spent, or (no cap)
     an unlimited one that only counts; None when the model has no price and there is no cap.
-    With ``batch``, at the Batch API price (a submit of batch jobs)."""
+    With ``batch``, at the Batch API price (a submit of batch jobs). With ``shared``, the cap
+    is a panel's, spent from by every judge of it (:func:`panel_cap`)."""
     price = price_of(config.judge.model, config.price_table, batch=batch)
     cached = None if batch else cached_input_price(config.judge.model, config.price_table)
     if config.max_cost is None:
@@ -93,9 +100,19 @@ def run_budget(config: EvalConfig, cache_dir: Path, *, batch: bool = False) -> B
             f"{config.judge.model!r}: "
             "add it to the config's [prices] table"
         )
+    if shared is not None:
+        return Budget(shared.cap, price, before=shared.before, cached_price=cached, shared=shared)
     return Budget(
         config.max_cost, price, before=study_spent(cache_dir, config), cached_price=cached
     )
+
+
+def panel_cap(config: EvalConfig, cache_dir: Path) -> SharedCap | None:
+    """The one ``--max-cost`` cap of a panel's judges run at once (None: no cap): what every
+    earlier run of the study's config spent, whichever judge, counts against it."""
+    if config.max_cost is None:
+        return None
+    return SharedCap(config.max_cost, before=study_spent(cache_dir, config))
 
 
 def request_cost(budget: Budget, request: JudgeRequest) -> float:

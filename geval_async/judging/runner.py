@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from ..errors import GevalError
 from ..study.plan import Study
+from ..study.pricing import SharedCap
 from .budget import record_spend
 from .cache import JudgeCache
 from .capabilities import save_capabilities
@@ -38,6 +39,8 @@ async def run_study(
     progress_interval: float = 0.5,
     on_retries: Callable[[RunCounters], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
+    on_start: Callable[[RunCounters], None] | None = None,
+    cap: SharedCap | None = None,
 ) -> RunResult:
     """Judge every item of the study that the cache does not hold yet.
 
@@ -55,6 +58,10 @@ async def run_study(
         on_warning: called with a line, at once, when the server says something the run
             sets aside or that will make it slow (a learned limit no account has); the lines
             are in the result's ``warnings`` too.
+        on_start: called once with the run's counters as soon as they exist, so that a
+            caller can read them while the run goes (a panel's progress line).
+        cap: a ``--max-cost`` cap shared with other runs of this loop (a panel's judges);
+            None: the run's own cap, from ``study.config.max_cost``.
 
     Raises:
         CacheError: the cache cannot be written.
@@ -65,7 +72,8 @@ async def run_study(
     limits = study.config.limits
     started = time.monotonic()
     entries = ServerEntries(cache, await server_is_simulated(study.config.judge, limits.timeout))
-    study, steps_sent = await generate_steps(study, entries, api_key)  # before any item
+    # The evaluation steps, before any item (they are part of every item's prompt).
+    study, steps_sent = await generate_steps(study, entries, api_key, cap=cap)
     run = Run(
         study,
         entries,
@@ -73,8 +81,11 @@ async def run_study(
         retry_failed=retry_failed,
         backoff=limits.backoff,
         warn=on_warning,
+        cap=cap,
     )
     run.counters.requests_sent += steps_sent
+    if on_start is not None:
+        on_start(run.counters)
     states = run.feed.first_work()
     if states is None:  # the cache holds everything: no transport, no claims
         if on_progress is not None:

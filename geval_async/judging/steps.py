@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import RunStopped, TransportError
 from ..options import EntryStatus
 from ..study.plan import Study
-from ..study.pricing import Budget
+from ..study.pricing import Budget, SharedCap
 from ..study.steps import StepsRequest, answer_steps
 from .budget import record_spend, run_budget
 from .claims import Claims
@@ -36,13 +36,14 @@ _CLAIM_POLL = 0.2  # how often a process waits for steps another one is asking f
 
 
 async def generate_steps(
-    study: Study, entries: ServerEntries, api_key: str | None
+    study: Study, entries: ServerEntries, api_key: str | None, *, cap: SharedCap | None = None
 ) -> tuple[Study, int]:
     """The study with every generated step in place, and how many steps requests were sent.
 
     Steps the cache holds are read, not asked again; steps another process is asking for
     (a shard started at the same moment) are waited for, not asked twice. A run by batch
-    calls it too: the steps go online first, since every item's prompt holds them.
+    calls it too: the steps go online first, since every item's prompt holds them. ``cap``:
+    a panel's ``--max-cost`` cap, shared with its other judges.
 
     Raises:
         RunStopped: a steps request was refused, ran out of retries, or would pass the
@@ -54,7 +55,7 @@ async def generate_steps(
     from .transport import Transport  # only when something is to be sent
 
     config = study.config
-    budget = run_budget(config, entries.cache.directory)
+    budget = run_budget(config, entries.cache.directory, shared=cap)
     history = History(config.judge.url, config.judge.api_key_env, retries=config.limits.retries)
     sent = 0
     try:

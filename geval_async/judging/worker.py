@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from ..errors import TransportError
 from ..options import ItemOutcome, SamplingMode
 from ..study.plan import JudgeRequest, Study, chunk_request
+from ..study.pricing import SharedCap
 from .budget import request_cost, run_budget
 from .cache import CachedResponse
 from .capabilities import load_capabilities
@@ -78,6 +79,7 @@ class Run:
         retry_failed: bool,
         backoff: float,
         warn: Callable[[str], None] | None = None,
+        cap: SharedCap | None = None,
     ) -> None:
         self.study, self.config = study, study.config
         # Lookups go through the server's view: another server's answers read as missing.
@@ -107,7 +109,7 @@ class Run:
         )
         self.failures: Counter[str] = Counter()
         self.stopped: str | None = None
-        self.budget = run_budget(self.config, self.cache.directory)
+        self.budget = run_budget(self.config, self.cache.directory, shared=cap)
         judge = self.config.judge
         # What the endpoint accepts (the token parameter's name, n > 1), as earlier runs
         # learned it: the wire is spelt right from the first request.

@@ -137,6 +137,17 @@ def usd(amount: float) -> str:
 
 
 @dataclass
+class SharedCap:
+    """One ``--max-cost`` cap that several budgets spend from: a panel's judges, each charged
+    at its own model's price, judged at once. ``before`` is what earlier runs of the study
+    spent (every judge's), read once when the panel's run starts."""
+
+    cap: float
+    before: float = 0.0
+    spent: float = 0.0
+
+
+@dataclass
 class Budget:
     """A study's spending cap (``--max-cost``) and the estimated USD this run dispatched.
 
@@ -154,6 +165,8 @@ class Budget:
     cached_price: float | None = None  # USD per 1M cached prompt tokens (None: input price)
     billed: float = 0.0  # what the answers' usage says they cost
     unbilled: int = 0  # answers whose usage gave no token counts (kept at their estimate)
+    # A panel's cap, shared with the other judges' budgets (None: this budget's own cap).
+    shared: SharedCap | None = None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         price_in, price_out = self.price
@@ -161,7 +174,13 @@ class Budget:
 
     def charge(self, cost: float) -> bool:
         """Add ``cost`` and return True, or return False when it would pass the cap."""
-        if self.before + self.spent + cost > self.cap:
+        shared = self.shared
+        if shared is not None:
+            if shared.before + shared.spent + cost > shared.cap:
+                self.refused = True
+                return False
+            shared.spent += cost
+        elif self.before + self.spent + cost > self.cap:
             self.refused = True
             return False
         self.spent += cost
@@ -172,6 +191,8 @@ class Budget:
         # Rounded to a nano-dollar: charges and refunds in another order than float addition
         # would leave a run that was billed nothing 1e-17 USD "spent", and recorded.
         self.spent = round(self.spent - cost, 9)
+        if self.shared is not None:
+            self.shared.spent = round(self.shared.spent - cost, 9)
 
     def settle(self, usage: Mapping[str, object] | None) -> None:
         """Add what the server reported an answer billed (its usage), beside the estimate.
@@ -189,11 +210,18 @@ class Budget:
     @property
     def left(self) -> float:
         """What the cap leaves for later runs."""
+        if self.shared is not None:
+            return max(0.0, self.shared.cap - self.shared.before - self.shared.spent)
         return max(0.0, self.cap - self.before - self.spent)
 
     def reached(self) -> str:
-        earlier = f" ({usd(self.before)} of it by earlier runs)" if self.before else ""
+        cap, before, spent = self.cap, self.before, self.spent
+        whose = ""
+        if self.shared is not None:
+            cap, before, spent = self.shared.cap, self.shared.before, self.shared.spent
+            whose = " by the panel's judges"
+        earlier = f" ({usd(before)} of it by earlier runs)" if before else ""
         return (
-            f"budget cap {usd(self.cap)} reached after {usd(self.before + self.spent)} "
-            f"estimated{earlier}; raise --max-cost to continue"
+            f"budget cap {usd(cap)} reached after {usd(before + spent)} "
+            f"estimated{whose}{earlier}; raise --max-cost to continue"
         )

@@ -282,7 +282,7 @@ def test_the_readmes_panel_config_reads_as_three_judges_with_their_own_limits(
     from conftest import ROOT
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## A panel of judges") :]
+    section = text[text.index("\n## A panel of judges") :]
     block = section[section.index("```toml\n") + 8 : section.index("```\n", 8)]
     (tmp_path / "records.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     (tmp_path / "clar.txt").write_text(PROMPT_A, encoding="utf-8")

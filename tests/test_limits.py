@@ -19,6 +19,7 @@ from geval_async.errors import ConfigError
 from geval_async.judging.limits import (
     CONFIGURED_SHARE,
     LEARNED_SHARE,
+    START_IN_FLIGHT,
     TOKENS_CARRY_SECONDS,
     CoolDown,
     RateLimits,
@@ -356,6 +357,35 @@ def test_the_requests_sent_before_a_learned_limit_are_paid_for_first() -> None:
 
     # The fifth request goes after the four probes' share of the rate, not at once.
     assert run_virtual(main) == pytest.approx(4 / (2 * LEARNED_SHARE), abs=CATCH_UP_SECONDS)
+
+
+def test_the_run_begins_small_until_the_first_reply_then_paces_by_its_headers() -> None:
+    """32 workers, no limits configured: before the first reply only a few requests go out (a
+    full pool would meet a one-second window's 429s at once); after it, the learned limit paces
+    the rest, the early ones paid for first. (Was a wall-clock check of a real server's first
+    second in test_speed.py; the stub rows of bench/rate_limits.py count its 429s.)"""
+
+    async def main() -> tuple[int, list[float]]:
+        limits = RateLimits(rpm=None, tpm=None)
+        sent: list[float] = []
+
+        async def worker() -> None:
+            await limits.acquire(10)
+            sent.append(now())
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(32):
+                group.create_task(worker())
+            await asyncio.sleep(1.0)  # the first answer takes a second
+            before = len(sent)
+            limits.observe({"x-ratelimit-limit-requests": "600"})
+        return before, sent
+
+    before, sent = run_virtual(main)
+    assert before == START_IN_FLIGHT
+    assert len(sent) == 32
+    assert _most_in_any_second(sent) <= 10  # the probes count against the learned limit
+    assert sent[START_IN_FLIGHT] >= 1.0 + START_IN_FLIGHT / (10 * LEARNED_SHARE) - CATCH_UP_SECONDS
 
 
 def test_a_pacer_changed_in_place_keeps_what_is_owed_and_a_refund_is_no_credit() -> None:

@@ -15,15 +15,6 @@ request, which resolves only after that request's answer (handed over before, wi
 item counts as done, before its worker sends anything else, and before another process may ask
 for it again; a SIGKILL loses at most the answers of the group being committed, which were
 neither counted nor released (the claims of a dead process are taken over at once).
-
-Gathering. A commit costs about the same for one answer as for twenty (74 us of CPU for an
-entry alone, 24 us each in a group of 25: ``bench/writes.py``), and every group is a hand-over
-to the thread and back. Against a server that answers one request at a time (``bench/stub.py
---work-us 250``: an answer every third of a millisecond) the groups were of one answer, and the
-stores cost the client more CPU than the server spent. So answers wait up to
-:data:`GATHER_SECONDS` for company, unless as many workers wait on the commit as have a request
-out (waiting longer would leave the server short of work) or a claim is asked for (the
-producer and a worker wait on it before sending).
 """
 
 from __future__ import annotations
@@ -31,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from queue import SimpleQueue
 from typing import Any
@@ -40,9 +31,6 @@ from .cache import CachedResponse, JudgeCache
 from .claims import Claims
 
 Claimed = list[tuple[bool, bool]]
-
-#: The longest an answer waits for others to share its commit (see the module's docstring).
-GATHER_SECONDS = 0.002
 
 
 @dataclass
@@ -67,19 +55,13 @@ class Writer:
     Use :meth:`close` when the run ends: it commits what is left and stops the thread.
     """
 
-    def __init__(
-        self, cache: JudgeCache, claims: Claims, *, in_flight: Callable[[], int] = lambda: 0
-    ) -> None:
+    def __init__(self, cache: JudgeCache, claims: Claims) -> None:
         self.cache, self.claims = cache, claims
-        # How many requests are out (sent, not answered): what a gathering commit must not
-        # keep waiting for.
-        self._in_flight = in_flight
         self._loop = asyncio.get_running_loop()
         self._jobs: SimpleQueue[_Group | None] = SimpleQueue()
         self._thread: threading.Thread | None = None
         self._next = _Group()
-        self._scheduled = False  # _start is due in this turn of the loop
-        self._gathering: asyncio.TimerHandle | None = None  # _start is due in GATHER_SECONDS
+        self._scheduled = False
         self._busy: _Group | None = None  # the group being committed in the thread
         self._closed = False
         self._error: BaseException | None = None
@@ -120,7 +102,6 @@ class Writer:
         Waits for a commit under way; what was handed over after it is committed here.
         """
         self._closed = True
-        self._stop_gathering()
         if self._thread is not None:
             self._jobs.put(None)
             self._thread.join()
@@ -132,26 +113,14 @@ class Writer:
             self._settle(group)
 
     def _schedule(self) -> None:
-        if self._scheduled or self._busy is not None or self._closed:
-            return
-        group = self._next
-        if group.claims or len(group.releases) >= self._in_flight():
-            # call_soon runs after every callback already due in this turn: the workers woken
-            # by the answers that arrived together all hand over their writes before the commit.
-            self._stop_gathering()
+        # call_soon runs after every callback already due in this turn: the workers woken by
+        # the answers that arrived together all hand over their writes before the commit.
+        if not self._scheduled and self._busy is None and not self._closed:
             self._scheduled = True
             self._loop.call_soon(self._start)
-        elif self._gathering is None:
-            self._gathering = self._loop.call_later(GATHER_SECONDS, self._start)
-
-    def _stop_gathering(self) -> None:
-        if self._gathering is not None:
-            self._gathering.cancel()
-            self._gathering = None
 
     def _start(self) -> None:
         self._scheduled = False
-        self._stop_gathering()
         if self._busy is not None or self._closed or not self._next:
             return
         group, self._next = self._next, _Group()

@@ -19,6 +19,11 @@ and what it got back.
                  calls under an ``asyncio.Semaphore(concurrency)``, the SDK's default retries
                  (2, honouring retry-after), results written at the end.
 * ``lookup``     the floor of a rerun: hash the plan and look every key up in diskcache.
+* ``paced``      the bare loop, each POST first waiting for a pacer (``spec["pacer"]``): ``geval``
+                 (geval-async's ``RateLimits``), ``aiolimiter`` (one ``AsyncLimiter`` a limit
+                 holding one second's worth, its public ``acquire`` only) or ``aiolimiter-spaced``
+                 (``AsyncLimiter``s holding one request, and the largest request's tokens): the
+                 figure of judging/pacer.py. A 429 waits out its ``retry-after-ms`` and goes again.
 """
 
 from __future__ import annotations
@@ -119,7 +124,7 @@ def _use_limits_module(path: str, package: str) -> None:
     relative imports reach."""
     import importlib.util
 
-    from geval_async.judging import runner
+    from geval_async.judging import runner, worker
 
     module_spec = importlib.util.spec_from_file_location(f"{package}._bench_limits", path)
     assert module_spec is not None and module_spec.loader is not None
@@ -127,7 +132,9 @@ def _use_limits_module(path: str, package: str) -> None:
     module_spec.loader.exec_module(module)
     if not hasattr(module.RateLimits, "observe"):  # before header learning existed
         module.RateLimits.observe = lambda self, headers: None
-    runner.RateLimits = module.RateLimits  # type: ignore[misc]
+    # Where the run makes its RateLimits: judging/worker.py since the runner was split.
+    holder = worker if hasattr(worker, "RateLimits") else runner
+    holder.RateLimits = module.RateLimits  # type: ignore[attr-defined]
 
 
 # --- bare aiohttp ---------------------------------------------------------------------------
@@ -264,7 +271,80 @@ def lookup(spec: Spec) -> dict[str, Any]:
     }
 
 
+def paced(spec: Spec) -> dict[str, Any]:
+    import aiohttp
+
+    from geval_async.judging.limits import RateLimits
+    from geval_async.sim.limits import prompt_tokens
+
+    bodies = _bodies(spec)
+    # Sent as geval-async sends the plan: record by record, the criteria interleaved.
+    step = len(bodies) // spec["criteria"]
+    bodies = [bodies[c * step + r] for r in range(step) for c in range(spec["criteria"])]
+    costs = [
+        prompt_tokens(b["messages"]) + b["max_tokens"] * b["n"] for b in map(orjson.loads, bodies)
+    ]
+    rpm, tpm, kind = spec["rpm"], spec.get("tpm"), spec["pacer"]
+    url = spec["base_url"] + "/chat/completions"
+    statuses: Counter[int] = Counter()
+
+    async def main() -> None:
+        from aiolimiter import AsyncLimiter
+
+        limits = RateLimits(rpm, tpm) if kind == "geval" else None
+        if limits is not None:
+            limits.replied()
+        if kind == "aiolimiter":
+            buckets = [(AsyncLimiter(rpm / 60, 1.0), False)]
+            if tpm:
+                buckets.append((AsyncLimiter(tpm / 60, 1.0), True))
+        else:
+            buckets = [(AsyncLimiter(1, 60 / rpm), False)]
+            if tpm:
+                buckets.append((AsyncLimiter(max(costs), max(costs) * 60 / tpm), True))
+
+        async def wait(cost: int) -> None:
+            if limits is not None:
+                await limits.acquire(cost)
+                return
+            for bucket, tokens in buckets:
+                await bucket.acquire(cost if tokens else 1)
+
+        connector = aiohttp.TCPConnector(limit=spec["concurrency"])
+        headers = {"Content-Type": "application/json"}
+        async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+            queue = iter(zip(bodies, costs, strict=True))
+
+            async def worker() -> None:
+                for body, cost in queue:
+                    while True:
+                        await wait(cost)
+                        async with session.post(url, data=body) as response:
+                            await response.read()
+                            statuses[response.status] += 1
+                            if response.status != 429:
+                                break
+                            pause = float(response.headers.get("retry-after-ms", 100)) / 1000
+                        if limits is not None:
+                            limits.refused(cost, pause)
+                        else:
+                            await asyncio.sleep(pause)
+
+            await asyncio.gather(*(worker() for _ in range(spec["concurrency"])))
+
+    cpu0, t0 = _cpu(), time.perf_counter()
+    asyncio.run(main())
+    return {
+        "wall": time.perf_counter() - t0,
+        "cpu": _cpu() - cpu0,
+        "sent": sum(statuses.values()),
+        "statuses": dict(statuses),
+        "failed": len(bodies) - statuses[200],
+    }
+
+
 CONTENDERS: dict[str, Callable[[Spec], dict[str, Any]]] = {
+    "paced": paced,
     "geval": geval,
     "geval-nostore": geval_nostore,
     "bare": bare,

@@ -88,6 +88,13 @@ def main() -> None:
         help="one more run, requests binding, limits configured, of this many requests "
         "(a 60 s bound at 6,000 RPM; 0: none): how the ratio depends on the run's length",
     )
+    parser.add_argument(
+        "--baseline-tree",
+        metavar="FOLDER",
+        help="the stub rows also run, each right after its own, with the geval_async package "
+        "found in FOLDER (e.g. `git archive REV geval_async | tar -x -C FOLDER`): a "
+        "before/after comparison side by side",
+    )
     parser.add_argument("--quick", action="store_true", help="600 requests, 2 s bucket only")
     parser.add_argument(
         "--baseline",
@@ -165,6 +172,7 @@ def main() -> None:
 
     columns = [
         "server",
+        "tree",
         "workers",
         "bucket_s",
         "variant",
@@ -193,6 +201,8 @@ def main() -> None:
     # A run of one server does not replace the file of both (rate_limits_sim.json).
     servers = sorted(set(args.servers.split(",")))
     name = "rate_limits" if servers == ["sim", "stub"] else "_".join(["rate_limits", *servers])
+    if args.baseline_tree:
+        name += "_side_by_side"
     path = save(
         "rate_limits_baseline" if args.baseline else name,
         {
@@ -310,8 +320,12 @@ def _stub_runs(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
     for variant, tpm in variants.items():
         bound = requests_bound if tpm is None else bounds(plan, args.stub_rpm, tpm)[0]
         for workers in (int(w) for w in args.stub_workers.split(",")):
-            for mode in ("configured", "learned"):
+            trees = ["this", "baseline"] if args.baseline_tree else ["this"]
+            for mode, tree in ((m, t) for m in ("configured", "learned") for t in trees):
                 configured = mode == "configured"
+                env = None
+                if tree == "baseline":
+                    env = {"PYTHONPATH": args.baseline_tree, "PYTHONDONTWRITEBYTECODE": "1"}
                 with StubProcess(rpm=args.stub_rpm, tpm=tpm, headers="full") as stub:
                     spec = {
                         "config": study.config,
@@ -321,12 +335,13 @@ def _stub_runs(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
                         "rpm": args.stub_rpm if configured else None,
                         "tpm": tpm if configured else None,
                     }
-                    report = run_child(client("geval", **spec)).report()
+                    report = run_child(client("geval", **spec), env=env).report()
                     stats = stub.stats()
                 limited = int(stats["by_status"].get("429", 0))
                 floor = 1.02 if configured else 1.10
                 row = {
                     "server": "stub",
+                    "tree": tree,
                     "workers": workers,
                     "bucket_s": 1.0,
                     "variant": variant,

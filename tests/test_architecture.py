@@ -197,8 +197,8 @@ JUDGING_TIERS = {
     # 2 reading the cache: origin rule, old keys, coverage, the read model, the cache commands
     "origin": 2, "legacy": 2, "coverage": 2, "read_model": 2, "maintenance": 2, "archive": 2,
     "stored_steps": 2,
-    # 3 sending: limits, failures, transport, claims, the writer thread, budget, progress
-    "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
+    # 3 sending: pacer, limits, failures, transport, claims, the writer thread, budget, progress
+    "pacer": 3, "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
     "budget": 3, "probe": 3, "progress": 3, "refused_settings": 3, "capabilities": 3,
     "server_waits": 3,
     "left": 2,  # what is left to send, decided once
@@ -354,7 +354,6 @@ def test_no_private_name_of_diskcache() -> None:
     assert not uses, "private names of diskcache: " + "; ".join(uses)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 18 item 4: aiolimiter")
 def test_no_private_name_of_aiolimiter() -> None:
     uses = [use for module in MODULES for use in private_uses(module, AIOLIMITER_PRIVATE)]
     uses = [use for use in uses if "diskcache" not in use]

@@ -219,21 +219,6 @@ def test_server_rate_limits_are_honoured_without_failures(study: StudyFiles) -> 
         assert total["failed"] == 0 and total["new"] == 2 * study.n_records
 
 
-def test_configured_client_limits_keep_the_server_quiet(study: StudyFiles) -> None:
-    from geval_async.sim import SimSettings
-
-    # The server enforces 600 requests a minute over one second, as providers do: its bucket
-    # holds 10 requests and refills 10 a second. Eight workers with nothing to wait for would
-    # send the 24 requests within milliseconds and meet 429s from the eleventh on; the
-    # configured rpm paces them at 10 a second with a quarter second of burst.
-    with SimServer(SimSettings(rpm=600, bucket_seconds=1.0)) as server:
-        study.write_config(server.base_url, limits={"concurrency": 8, "rpm": 600})
-        result = run_study(study, "--limit", "12")
-        assert result.returncode == 0, result.stderr
-        assert server.stats.received == 24
-        assert server.stats.rate_limited == 0, result.stdout
-
-
 def test_azure_form_with_api_key_header(sim: SimServer, study: StudyFiles) -> None:
     sim.settings.api_key = "azure-test-key"
     study.write_config(

@@ -14,17 +14,17 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
-from aiolimiter import AsyncLimiter
 
 from geval_async.errors import ConfigError
 from geval_async.judging.limits import (
-    CATCH_UP_SECONDS,
     CONFIGURED_SHARE,
     LEARNED_SHARE,
+    START_IN_FLIGHT,
     TOKENS_CARRY_SECONDS,
     CoolDown,
     RateLimits,
 )
+from geval_async.judging.pacer import CATCH_UP_SECONDS, Pacer
 
 T = TypeVar("T")
 
@@ -41,9 +41,9 @@ class _VirtualSelector(selectors.DefaultSelector):
         if not ready:
             if timeout is None:
                 raise RuntimeError("every task waits and no timer is set: a deadlock")
-            # At least a microsecond a turn of the loop, as on a real clock: aiolimiter polls
-            # again at once when a rounding error leaves it short of capacity, and would
-            # poll forever on a clock that does not move.
+            # At least a microsecond a turn of the loop, as on a real clock: a wait that a
+            # rounding error leaves a hair short polls again at once, and would poll forever
+            # on a clock that does not move.
             self.now += max(timeout, 1e-6)
         return ready
 
@@ -359,29 +359,59 @@ def test_the_requests_sent_before_a_learned_limit_are_paid_for_first() -> None:
     assert run_virtual(main) == pytest.approx(4 / (2 * LEARNED_SHARE), abs=CATCH_UP_SECONDS)
 
 
-def test_the_buckets_are_aiolimiters_whose_internals_the_pacing_drives() -> None:
-    """``PacedBucket`` reshapes, pre-charges and refunds an ``AsyncLimiter`` through its private
-    ``_level`` and ``_rate_per_sec`` (aiolimiter has no public way): an aiolimiter release that
-    renamed them, or changed what they mean, fails here rather than pacing a run wrongly."""
+def test_the_run_begins_small_until_the_first_reply_then_paces_by_its_headers() -> None:
+    """32 workers, no limits configured: before the first reply only a few requests go out (a
+    full pool would meet a one-second window's 429s at once); after it, the learned limit paces
+    the rest, the early ones paid for first. (Was a wall-clock check of a real server's first
+    second in test_speed.py; the stub rows of bench/rate_limits.py count its 429s.)"""
 
-    async def main() -> list[bool]:
-        limits = RateLimits(rpm=600, tpm=60_000)
-        assert all(isinstance(b.limiter, AsyncLimiter) for b in limits.buckets.values())
-        limiter = AsyncLimiter(10, 1.0)  # 10 a second
-        assert limiter._rate_per_sec == 10
-        await limiter.acquire(4)
-        assert limiter._level == 4  # the level is the units not yet drained
-        limiter._level = 10.0
-        seen = [limiter.has_capacity(1)]  # full: no room
-        await asyncio.sleep(0.1)
-        seen.append(limiter.has_capacity(1))  # one unit drained at 10 a second
-        limiter._level = 10.0
-        limiter._rate_per_sec = 5.0  # a slower rate, set in place
-        await asyncio.sleep(0.1)
-        seen.append(limiter.has_capacity(1))  # half a unit drained: still no room
+    async def main() -> tuple[int, list[float]]:
+        limits = RateLimits(rpm=None, tpm=None)
+        sent: list[float] = []
+
+        async def worker() -> None:
+            await limits.acquire(10)
+            sent.append(now())
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(32):
+                group.create_task(worker())
+            await asyncio.sleep(1.0)  # the first answer takes a second
+            before = len(sent)
+            limits.observe({"x-ratelimit-limit-requests": "600"})
+        return before, sent
+
+    before, sent = run_virtual(main)
+    assert before == START_IN_FLIGHT
+    assert len(sent) == 32
+    assert _most_in_any_second(sent) <= 10  # the probes count against the learned limit
+    assert sent[START_IN_FLIGHT] >= 1.0 + START_IN_FLIGHT / (10 * LEARNED_SHARE) - CATCH_UP_SECONDS
+
+
+def test_a_pacer_changed_in_place_keeps_what_is_owed_and_a_refund_is_no_credit() -> None:
+    """The pacer's own arithmetic, on the fake clock: what was sent is owed in units, re-timed
+    at a new rate; a refund gives a slot back but never a burst; idle time saves nothing."""
+
+    async def main() -> list[float]:
+        pacer = Pacer(600, 1.0)  # 10 a second, no margin
+        seen = [pacer.wait()]  # nothing sent yet: go now
+        for _ in range(3):
+            pacer.charge(1)
+        seen.append(pacer.owed)  # three units owed ...
+        seen.append(pacer.wait())  # ... the next send in 0.3 s less the catch-up
+        pacer.reshape(300, spare=False)  # 5 a second: the same three units now take 0.6 s
+        seen.append(pacer.wait())
+        pacer.refund(10)  # more than is owed: back to nothing owed, not to credit
+        seen.append(pacer.owed)
+        await asyncio.sleep(60.0)  # a minute idle
+        pacer.charge(1)
+        seen.append(pacer.wait())  # the next send is paced from now: no saved credit
         return seen
 
-    assert run_virtual(main) == [False, True, False]
+    seen = run_virtual(main)
+    assert seen == pytest.approx(
+        [0.0, 3.0, 0.3 - CATCH_UP_SECONDS, 0.6 - CATCH_UP_SECONDS, 0.0, 0.2 - CATCH_UP_SECONDS]
+    )
 
 
 def test_a_request_the_tpm_limit_can_never_pass_is_a_config_error() -> None:
@@ -415,12 +445,13 @@ def test_a_stop_ends_each_limiter_wait_at_the_moment_it_is_set(wait: str) -> Non
         asyncio.get_running_loop().call_later(5.0, stop.set)
         await limits.acquire(10)
         bucket = limits.buckets.get("requests")
-        return now(), (bucket.limiter._level if bucket is not None else 0.0)
+        return now(), (bucket.owed if bucket is not None else 0.0)
 
-    ended, level = run_virtual(main)
+    ended, owed = run_virtual(main)
     assert ended == pytest.approx(5.0)
     if wait == "bucket":
-        assert level == pytest.approx(1.0)  # the first send's charge only: none for the stopped
+        # The first send's charge only, less the 5 s drained of it; none for the stopped one.
+        assert owed == pytest.approx(1 - 5 * CONFIGURED_SHARE / 60)
 
 
 @pytest.mark.parametrize(

@@ -56,16 +56,24 @@ class Capabilities:
         """The endpoint refused the name sent: use the other one from now on."""
         self.token_parameter = TOKEN_PARAMETERS[1 - TOKEN_PARAMETERS.index(self.token_parameter)]
 
-    def observe(self, sent: Mapping[str, Any], parsed: Mapping[str, Any]) -> None:
-        """Learn from a 200 answer to ``sent``."""
+    def observe(
+        self, sent: Mapping[str, Any], parsed: Mapping[str, Any], raw: bytes | None = None
+    ) -> None:
+        """Learn from a 200 answer to ``sent`` (``raw``: its body as received, when known)."""
         choices = parsed.get("choices") or []
         self.max_n = max(self.max_n, len(choices))
         if sent.get("logprobs"):
             self.logprobs = any(isinstance(c.get("logprobs"), dict) for c in choices)
-        shows = reasoning_tokens(parsed) > 0 or any(
-            (c.get("message") or {}).get("reasoning_content")
-            or (c.get("message") or {}).get("reasoning")
-            for c in choices
+        # A body that never spells "reasoning (nor escapes a character) has no reasoning key:
+        # one search in C instead of a look into each of its choices.
+        plain = raw is not None and b'"reasoning' not in raw and b"\\u" not in raw
+        shows = not plain and (
+            reasoning_tokens(parsed) > 0
+            or any(
+                (c.get("message") or {}).get("reasoning_content")
+                or (c.get("message") or {}).get("reasoning")
+                for c in choices
+            )
         )
         if shows:
             self.reasoning = True

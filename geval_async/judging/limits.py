@@ -7,9 +7,9 @@ the way providers count it). A cache hit never reaches this module.
 Pacing, not bursting. Providers enforce their per-minute limits over much shorter windows
 (the stub of ``bench/`` over any one second), so a limit is honoured as a steady rate: each
 send leaves at least its cost's share of a minute after the send before it actually left,
-never in a burst, not at the start and not after a stall. Each bucket is an aiolimiter
-``AsyncLimiter`` (a leaky bucket) driven as a GCRA with :data:`CATCH_UP_SECONDS` of tolerance
-(:class:`PacedBucket`, the one place that touches the limiter's internals). One lock takes
+never in a burst, not at the start and not after a stall. Each limit is a
+:class:`~.pacer.Pacer`, a GCRA with :data:`CATCH_UP_SECONDS` of tolerance (our own: its module
+says why aiolimiter's public API cannot pace this way). One lock takes
 the sends through both buckets at once, so a request that waited for tokens does not leave on
 the heels of the one before. The pace
 is a little below the limit (:data:`CONFIGURED_SHARE`): the server counts arrivals, and the
@@ -49,22 +49,12 @@ import asyncio
 import math
 from collections.abc import Callable, Mapping
 
-from aiolimiter import AsyncLimiter
-
 from ..errors import ConfigError
+from .pacer import Pacer
 
 _HEADER_PREFIX = "x-ratelimit-"
 _KINDS = ("requests", "tokens")
 _FLOOR_WORDS = {"requests": "one request", "tokens": "the tokens of one request"}
-
-#: Seconds a send may leave ahead of its paced time, to make up for the previous one leaving
-#: late by as much (an event loop wakes a timer a little late, often by a millisecond; at 100
-#: requests a second, losing that every time would cost a tenth of the rate). Any 11 sends
-#: paced at 99 % of 10 a second still span 1.0101 s less this.
-CATCH_UP_SECONDS = 0.002
-
-#: The catch-up allowed while the server says it has a second's worth of room to spare.
-SPARE_CATCH_UP_SECONDS = 0.05
 
 #: Seconds of tokens kept for a request that the requests limit held back: a short prompt
 #: (fewer tokens than a request's share of the TPM) leaves them to the long one after it, so
@@ -111,91 +101,6 @@ class CoolDown:
         self.pauses += 1
 
 
-class PacedBucket:
-    """``per_minute`` units a minute (times ``share``), each send spaced from the last by its cost.
-
-    The bucket is an :class:`aiolimiter.AsyncLimiter` (a leaky bucket: its level drains at the
-    rate), driven as a generic cell rate algorithm (GCRA): a send may leave once the level has
-    drained to the tolerance (:data:`CATCH_UP_SECONDS` of the rate, plus ``carry``), and then
-    adds its whole cost. The level never drains below 0, so a send that left late does not let
-    the next one catch up (no burst after a stall or an idle stretch), and any window of W
-    seconds carries at most ``(W + catch-up + carry) x rate`` plus one send's cost. A cost of
-    many units (one long prompt against the TPM) simply makes the next send wait as long as its
-    size asks, so the rate holds for any mix of sizes.
-
-    Why the limiter's internals (``_level``, ``_rate_per_sec``; ``test_limits`` checks they
-    exist): aiolimiter has no public way to pre-charge a limiter (a learned limit's probes, the
-    carry not given at the start), to charge a cost above its capacity, to give a refused
-    request's cost back, or to change its rate in place (margin on/off, a lower limit: a new
-    limiter would let the old one's waiters go at the old pace). Its own waiting is not used
-    either: ``RateLimits`` takes a send through both buckets at once, asking ``has_capacity``
-    and sleeping for :meth:`wait`, so this class is the only place that knows them.
-
-    Args:
-        per_minute: the limit honoured.
-        share: the fraction of it paced at while a send must leave room for jitter (a margin).
-        spent: units sent before this bucket knew, paid for first (a learned limit's probes).
-        carry: seconds of credit kept for a send that another limit held back.
-    """
-
-    def __init__(
-        self, per_minute: float, share: float, *, spent: float = 0.0, carry: float = 0.0
-    ) -> None:
-        self.per_minute = per_minute
-        self.share = share
-        self.carry = carry
-        # The server's last answer said it could take a second's worth at once, and no 429
-        # has come (RateLimits.observe): no margin, and more catch-up.
-        self.spare = False
-        self.limiter = AsyncLimiter(1.0, 1.0)
-        self._shape()
-        # No credit at the start: the carry is kept for later, not given away at once.
-        self.limiter.has_capacity(0)  # starts its drain clock now (its level is 0 so far)
-        self.limiter._level = spent + carry * self._rate()
-
-    def _rate(self) -> float:
-        return self.per_minute / 60.0 * (1.0 if self.spare else self.share)
-
-    def _shape(self) -> None:
-        # Capacity: one unit on top of the tolerance, so ``has_capacity(1)`` holds exactly when
-        # the level has drained to the tolerance (the GCRA's "due, less the catch-up").
-        rate = self._rate()
-        catch_up = SPARE_CATCH_UP_SECONDS if self.spare else CATCH_UP_SECONDS
-        limiter = self.limiter
-        limiter.max_rate = 1.0 + (catch_up + self.carry) * rate
-        limiter.time_period = limiter.max_rate / rate
-        limiter._rate_per_sec = rate
-
-    def reshape(self, per_minute: float, spare: bool) -> None:
-        """Pace at ``per_minute`` (without the margin if ``spare``), the waiting sends too."""
-        if (per_minute, spare) != (self.per_minute, self.spare):
-            self.limiter.has_capacity(0)  # drain at the old rate up to now, first
-            self.per_minute, self.spare = per_minute, spare
-            self._shape()
-
-    def wait(self) -> float:
-        """Seconds until the next send may leave (0: now)."""
-        limiter = self.limiter
-        if limiter.has_capacity(1):
-            return 0.0
-        return (limiter._level + 1.0 - limiter.max_rate) / limiter._rate_per_sec
-
-    def charge(self, cost: float) -> None:
-        """A send of ``cost`` units leaves now."""
-        limiter = self.limiter
-        limiter.has_capacity(0)  # drain up to now, first
-        # Not ``acquire(cost)``: that refuses a cost above the capacity and waits before the
-        # send; a GCRA admits on the tolerance and charges after.
-        limiter._level += cost
-
-    def refund(self, cost: float) -> None:
-        """Give back a send's ``cost``: the server refused it (a 429) and did not count it."""
-        limiter = self.limiter
-        limiter.has_capacity(0)
-        # Not below 0: a refund is the slot back, not credit for a burst.
-        limiter._level = max(0.0, limiter._level - cost)
-
-
 def check_request_fits(tokens: int, tpm: float | None) -> None:
     """Raise ConfigError for a request that a TPM limit of ``tpm`` can never let through (the
     run's check, and ``--dry-run``'s, which says the same before anything is sent)."""
@@ -232,8 +137,8 @@ class RateLimits:
         self._warned: set[str] = set()
         self.configured: dict[str, float | None] = {"requests": rpm, "tokens": tpm}
         self.learned: dict[str, float] = {}
-        self.buckets: dict[str, PacedBucket] = {
-            kind: PacedBucket(limit, CONFIGURED_SHARE, carry=_CARRY[kind])
+        self.buckets: dict[str, Pacer] = {
+            kind: Pacer(limit, CONFIGURED_SHARE, carry=_CARRY[kind])
             for kind, limit in self.configured.items()
             if limit
         }
@@ -391,7 +296,7 @@ class RateLimits:
                 limit = configured
             bucket = self.buckets.get(kind)
             if bucket is None:
-                bucket = self.buckets[kind] = PacedBucket(
+                bucket = self.buckets[kind] = Pacer(
                     limit, LEARNED_SHARE, spent=self._probes[kind], carry=_CARRY[kind]
                 )
             remaining = _number(found.get(f"x-ratelimit-remaining-{kind}"))

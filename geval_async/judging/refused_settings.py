@@ -164,7 +164,7 @@ def unusable_choice(choice: Mapping[str, Any], *, logprobs: bool) -> str | None:
     content = choice.get("message", {}).get("content")
     if content is None:
         return "content null"
-    if not isinstance(content, str) or not content.strip():
+    if not isinstance(content, str) or not content or content.isspace():  # not a .strip() copy
         return "empty content"
     if logprobs:
         tokens = (choice.get("logprobs") or {}).get("content")

@@ -157,14 +157,15 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
             fact=FailureFact(status=status, connection=Connection.MALFORMED),
         ) from exc
     choices = parsed.get("choices") if isinstance(parsed, dict) else None
-    malformed = FailureFact(status=status, connection=Connection.MALFORMED)
     if not isinstance(choices, list) or not choices:
-        raise Transient("the response has no choices", body=raw, fact=malformed)
+        raise Transient("the response has no choices", body=raw, fact=_malformed(status))
+    filtered = True
     for choice in choices:
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if not isinstance(message, dict):
-            raise Transient("a response choice has no message", body=raw, fact=malformed)
-    if all(c.get("finish_reason") == "content_filter" for c in choices):
+        message = choice.get("message") if type(choice) is dict else None
+        if type(message) is not dict:
+            raise Transient("a response choice has no message", body=raw, fact=_malformed(status))
+        filtered = filtered and choice.get("finish_reason") == "content_filter"
+    if filtered:
         raise Rejected(
             "the answer was withheld by the content filter",
             body=raw,
@@ -172,6 +173,10 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
             fact=FailureFact(status=status, code="content_filter"),
         )
     return JudgeAnswer(status, raw, parsed, dict(headers), latency_ms)
+
+
+def _malformed(status: int) -> FailureFact:
+    return FailureFact(status=status, connection=Connection.MALFORMED)
 
 
 def _failure(status: int, raw: bytes, headers: Mapping[str, str]) -> TransportError:

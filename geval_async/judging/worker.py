@@ -252,7 +252,7 @@ class Run:
                 self.limits.replied()
             self.history.answered = True
             self.limits.observe(answer.headers)
-            self.endpoint.observe(sent, answer.parsed)
+            self.endpoint.observe(sent, answer.parsed, answer.body)
             if self.budget is not None:
                 usage = answer.parsed.get("usage")
                 self.budget.settle(usage if isinstance(usage, dict) else None)
@@ -352,12 +352,17 @@ class Run:
         if isinstance(served, str) and not same_model(served, request.model):
             self.counters.served[served[:100]] += 1
         logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
-        for choice in answer.choices:
-            why = unusable_choice(choice, logprobs=logprobs)
+        usable = 0
+        for choice in answer.choices:  # each a dict with a message dict (transport.py)
+            content = choice["message"].get("content")
+            # The common case without a call; anything else is unusable_choice's to name.
+            plain = not logprobs and type(content) is str and content and not content.isspace()
+            why = None if plain else unusable_choice(choice, logprobs=logprobs)
             if why is None:
-                self.counters.usable += 1
+                usable += 1
             else:
                 self.counters.unusable[why] += 1
+        self.counters.usable += usable
         self._put(request, entry)
 
     def store_refusal(

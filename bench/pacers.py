@@ -1,0 +1,102 @@
+"""The figure of judging/pacer.py: geval-async's pacer against aiolimiter's public API.
+
+The same bare aiohttp loop (bench/clients.py ``paced``) sends the same plan to the independent
+stub (``bench/stub.py --rpm 600``: at most 10 arrivals in any sliding second, 429 with
+``retry-after-ms`` beyond; ``--tpm T`` adds a bucket of one second's worth of tokens), each
+POST first waiting for one of three pacers:
+
+* ``geval``: geval-async's ``RateLimits`` with the limits configured (judging/pacer.py);
+* ``aiolimiter``: one ``aiolimiter.AsyncLimiter(R / 60, 1.0)`` a limit (a second's worth of
+  capacity, the limiter's documented use) and its public ``acquire(cost)`` only;
+* ``aiolimiter-spaced``: ``AsyncLimiter(1, 60 / R)`` for requests (room for one: exact spacing)
+  and, for tokens, room for the largest request (``acquire`` refuses a cost above the capacity).
+
+A 429 waits out the stub's ``retry-after-ms`` and the request goes again. Reported: 429s, the
+stub's first-to-last admitted arrival over the bound (``arrival_span/bound``) and the wall.
+
+    .venv/bin/python bench/pacers.py [--quick] [--requests 240] [--workers 64]
+        [--pacers geval,aiolimiter,aiolimiter-spaced]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    StubProcess,
+    bounds,
+    client,
+    plan_bodies,
+    run_child,
+    save,
+    table,
+    workdir,
+    write_study,
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=240)
+    parser.add_argument("--rpm", type=int, default=600)
+    parser.add_argument("--workers", type=int, default=64)
+    parser.add_argument("--pacers", default="geval,aiolimiter,aiolimiter-spaced")
+    parser.add_argument("--quick", action="store_true", help="80 requests")
+    args = parser.parse_args()
+    if args.quick:
+        args.requests = 80
+    rows = []
+    with workdir("pacers") as folder:
+        study = write_study(folder / "study", -(-args.requests // 4))
+        bodies = folder / "bodies.jsonl"
+        plan = plan_bodies(study.config, bodies)
+        requests_bound = plan["requests"] / args.rpm * 60
+        # T tight: tokens take 1.5 x the requests' time (as bench/rate_limits.py's stub rows).
+        variants = {
+            "requests bind": None,
+            "tokens bind": int(plan["tokens"] / (1.5 * requests_bound) * 60),
+        }
+        for variant, tpm in variants.items():
+            bound = requests_bound if tpm is None else bounds(plan, args.rpm, tpm)[0]
+            for pacer in args.pacers.split(","):
+                with StubProcess(rpm=args.rpm, tpm=tpm, headers="full") as stub:
+                    spec = {
+                        "base_url": stub.base_url,
+                        "bodies": bodies,
+                        "criteria": 4,
+                        "concurrency": args.workers,
+                        "rpm": args.rpm,
+                        "tpm": tpm,
+                        "pacer": pacer,
+                    }
+                    report = run_child(client("paced", **spec)).report()
+                    stats = stub.stats()
+                limited = int(stats["by_status"].get("429", 0))
+                rows.append(
+                    {
+                        "variant": variant,
+                        "pacer": pacer,
+                        "workers": args.workers,
+                        "requests": plan["requests"],
+                        "rpm": args.rpm,
+                        "tpm": tpm,
+                        "bound_s": round(bound, 3),
+                        "wall_s": round(report["wall"], 3),
+                        "wall/bound": round(report["wall"] / bound, 4),
+                        "arrival_span/bound": round(stats["last_at"] / bound, 4),
+                        "429s": limited,
+                        "failed": report["failed"],
+                    }
+                )
+                print(table([rows[-1]], list(rows[-1])), flush=True)
+    print()
+    print(table(rows, list(rows[0])))
+    print(f"wrote {save('pacers', {'settings': vars(args), 'plan': plan, 'runs': rows})}")
+
+
+if __name__ == "__main__":
+    main()

@@ -211,6 +211,9 @@ SCORING_TIERS = {
     "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
     "results": 2,  # the front door for analysis: data, no writer
+    "panel": 1,  # a panel's record scores pooled from its judges'
+    "panel_results": 2,  # each judge's results, the panel's, their agreement
+    "panel_report": 3,  # the panel's part of its Markdown report
     "html": 3,  # the HTML view: a pure renderer, handed data
     "outputs": 4,  # the one writer
     "files": 4,  # its files, written whole or not at all

@@ -253,6 +253,9 @@ def _variant(config: EvalConfig) -> str:
         study_file = load_config(config.source)
     except ConfigError:
         return ""  # not read from a file: nothing to tell apart
+    for name in study_file.judge_names:  # one judge of a panel: compared with that judge
+        if config.output.prefix == f"{study_file.output.prefix}-judge-{name}":
+            study_file = study_file.for_judge(name)
     variant = ""
     names = [c.name for c in config.criteria]
     if names != [c.name for c in study_file.criteria]:

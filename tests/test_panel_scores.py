@@ -20,8 +20,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import StudyFiles, run_cli
+from hypothesis import given
+from hypothesis import strategies as st
 
 import geval_async as ga
+from geval_async.options import PanelPool
+from geval_async.scoring.panel import pooled_score
 from geval_async.sim import SimServer, SimSettings
 
 NAMES = ("alpha", "beta", "gamma")
@@ -113,13 +117,14 @@ async def test_every_judges_outputs_equal_its_one_judge_run(
     config = write_panel(study, sims, 2)
     await judge_all(config)
     panel = ga.load_panel(config)
-    ga.write_outputs(panel, html=True)
+    ga.write_outputs(panel, plots=True, html=True)
     for judge in NAMES[:2]:
         alone = write_alone(study, sims, judge)
-        ga.write_outputs(ga.load_results(alone), html=True)
+        ga.write_outputs(ga.load_results(alone), plots=True, html=True)
         theirs = study.root / f"alone-{judge}"
         files = sorted(p for p in theirs.rglob("*") if p.is_file())
-        assert len(files) >= 10  # tables, long, composite, tests, trust, raw, report, HTML
+        # tables, long, composite, tests, trust, raw, box plots and the n curve, both reports
+        assert len(files) >= 15, files
         for file in files:
             relative = file.relative_to(theirs)
             ours = study.output / relative.parent / file.name.replace("t_", f"t-judge-{judge}_", 1)
@@ -130,7 +135,8 @@ async def test_every_judges_outputs_equal_its_one_judge_run(
     # The panel's own outputs, under the study's prefix.
     for name in ("scores/t_clar.csv", "scores/t_fit.csv", "scores/t_long.csv",
                  "scores/t_average.csv", "stats/t_ttest.csv", "stats/t_agreement.csv",
-                 "t_report.md", "t_report.html"):  # fmt: skip
+                 "plots/t_clar.png", "plots/t_composite.png", "t_report.md",
+                 "t_report.html"):  # fmt: skip
         assert (study.output / name).is_file(), name
     # Raw answers, self-consistency and the n curve are a judge's, not a pool's.
     for name in ("raw/t_clar.json", "stats/t_consistency.csv", "stats/t_n_curve.csv"):
@@ -241,3 +247,35 @@ async def test_the_python_api_gives_every_judge_and_the_panel(
     first = panel.judges["alpha"].long["score"].to_numpy()
     assert not np.allclose(pooled.long["score"].to_numpy(), first, equal_nan=True)
     assert set(panel.agreement["criterion"]) == {"clar", "fit"}
+
+
+async def test_a_panel_with_a_judge_not_run_yet_writes_nothing_and_names_it(
+    sims: list[SimServer], study: StudyFiles
+) -> None:
+    config = write_panel(study, sims, 2)
+    await ga.judge(ga.load_config(config).for_judge("alpha"))  # beta never judged
+    result = run_cli("score", str(config))
+    assert result.returncode == 2
+    assert "judge 'beta' of the panel" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert not study.output.exists() or not any(study.output.rglob("*.csv"))
+
+
+scores_st = st.lists(st.floats(1, 5), min_size=1, max_size=6)
+
+
+@given(scores_st)
+def test_equal_weights_pool_to_numpys_mean_and_median(values: list[float]) -> None:
+    ones = [1.0] * len(values)
+    assert pooled_score(values, ones, PanelPool.MEAN) == pytest.approx(np.mean(values), abs=1e-9)
+    assert pooled_score(values, ones, PanelPool.MEDIAN) == pytest.approx(
+        np.median(values), abs=1e-9
+    )
+
+
+@given(scores_st, st.data())
+def test_whole_weights_pool_as_repeated_scores(values: list[float], data: st.DataObject) -> None:
+    weights = data.draw(st.lists(st.integers(1, 4), min_size=len(values), max_size=len(values)))
+    repeated = np.repeat(values, weights)
+    w = [float(x) for x in weights]
+    assert pooled_score(values, w, PanelPool.MEAN) == pytest.approx(np.mean(repeated), abs=1e-9)
+    assert pooled_score(values, w, PanelPool.MEDIAN) == pytest.approx(np.median(repeated), abs=1e-9)

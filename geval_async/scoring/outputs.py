@@ -322,13 +322,15 @@ def write_outputs(
     unknown = [kind for kind in kinds if kind not in KINDS]
     if unknown:
         raise ConfigError(f"unknown output kind {unknown[0]!r} (known: {', '.join(KINDS)})")
-    studies = (
-        [*results.members.values(), results]
-        if isinstance(results, PanelStudyResults)
-        else [results]
-    )
-    for study in studies:
-        check_not_emptier(study)
+    members = results.members if isinstance(results, PanelStudyResults) else {}
+    for name, member in members.items():
+        try:
+            check_not_emptier(member)
+        except ConfigError as exc:
+            # Its study is named by the panel's file: say which judge it is.
+            raise ConfigError(f"judge {name!r} of the panel: {exc}") from exc
+    check_not_emptier(results)
+    studies = [*members.values(), results]
     options = OutputOptions(test=test, plots=plots, html=html, human=human)
     # Judge-vs-human pairs are the caller's, of the results it passed: the panel's, not a judge's.
     alone = OutputOptions(test=test, plots=plots, html=html)

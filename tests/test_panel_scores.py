@@ -148,6 +148,7 @@ POOLS = [
     ({"weights": {"alpha": 2.0, "beta": 0.5}}, "mean"),
     ({"pool": "median"}, "median"),
     ({"pool": "median", "weights": {"alpha": 3.0}}, "median"),
+    ({"weights": {"gamma": 0}}, "mean"),  # gamma in no pool, and never flagged missing
 ]
 
 
@@ -173,7 +174,9 @@ async def test_the_panels_record_scores_pool_the_judges(
             v = present.to_numpy()
             expected = float((w * v).sum() / w.sum()) if pool == "mean" else weighted_median(v, w)
             assert got == pytest.approx(expected, abs=1e-9), (panel, key)
-            assert long.loc[key, "judges_scored"] == len(present)
+            assert long.loc[key, "judges_scored"] == int((w > 0).sum())
+        missing = long["judges_missing"].dropna().astype(str)
+        assert weights["gamma"] > 0 or not missing.str.contains("gamma").any()
 
 
 def judges_frame_of(panel: ga.PanelResults) -> pd.DataFrame:

@@ -5,9 +5,9 @@ it (``[panel] pool``): their mean (PoLL's average pooling, Verga et al. 2024), w
 ``[panel] weights`` when set, or their (weighted) median. A judge that could not score a record
 (no valid rating, a refusal, no answer in the cache) is left out of that record's pool, and the
 record is flagged: :attr:`PanelItemScore.judges_missing` names the judges left out, and the
-long table carries ``judges_scored`` and ``judges_missing``. A judge with weight 0 counts as not
-scoring. A record no judge scored is unscored, with the status that says why (missing before
-refused before no valid rating: the most actionable first), never a 0.
+long table carries ``judges_scored`` and ``judges_missing``. A judge with weight 0 is in no
+pool (and never flagged missing). A record no judge scored is unscored, with the status that
+says why (missing before refused before no valid rating: the most actionable first), never 0.
 
 The pooled item keeps the pool of the judges' rating distributions (weighted as the scores are)
 so that the report's rating figures show the panel's ratings; for ``pool = "mean"`` its weighted
@@ -173,7 +173,8 @@ def pool_items(
                 distribution=_pooled_distribution(scored, weights),
                 pooled=score,
                 judges_scored=tuple(scoring),
-                judges_missing=tuple(n for n in names if n not in scoring),
+                # A judge of weight 0 is out of every pool by choice: never "missing".
+                judges_missing=tuple(n for n in names if n not in scoring and panel.weight(n) > 0),
                 member_valid=sum(s.valid for s in present.values() if s is not None),
                 member_invalid=sum(s.invalid for s in present.values() if s is not None),
             )

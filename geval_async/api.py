@@ -74,6 +74,31 @@ async def _judge_panel(config: EvalConfig, *, retry_failed: bool) -> PanelRunRes
         return await run_panel(studies, cache, api_keys=keys, retry_failed=retry_failed)
 
 
+def load_results(
+    config: EvalConfig | str | os.PathLike[str], *, strict: bool = False, **overrides: Any
+) -> StudyResults:
+    """Score a study from its cache (no network).
+
+    For a panel (``[[judges]]``), the panel's results: each record's score pooled from its
+    judges' (``[panel] pool``), with ``judges_scored`` / ``judges_missing`` in its long table;
+    its judges' own results are in ``.members`` (:func:`load_panel` gives all of them, and the
+    judges' agreement).
+
+    Args:
+        config: a loaded config or the path of its TOML file.
+        strict: raise ConfigError when any item (of any judge) lacks an answer.
+        overrides: as on the command line (cache, criteria, limit, ...).
+    """
+    from .scoring import results
+    from .scoring.panel_results import load_panel
+
+    if not isinstance(config, EvalConfig):
+        config = load_config(config)
+    if config.is_panel:
+        return load_panel(config, strict=strict, **overrides).panel
+    return results.load_results(config, strict=strict, **overrides)
+
+
 def html_report(
     config: EvalConfig | str | os.PathLike[str],
     *,
@@ -92,8 +117,6 @@ def html_report(
     Returns:
         The path of the report.
     """
-    from .scoring.results import load_results
-
     return write_html(load_results(config, strict=strict, **overrides), test=test)
 
 

@@ -218,6 +218,9 @@ SCORING_TIERS = {
     "pooling": 1,  # a panel's record scores from its judges' ([panel] pool and weights)
     "results": 2,  # the front door for analysis: data, no writer
     "status": 2,  # `status`'s numbers, counted in one walk
+    "panel": 1,  # a panel's record scores pooled from its judges'
+    "panel_results": 2,  # each judge's results, the panel's, their agreement
+    "panel_report": 3,  # the panel's part of its Markdown report
     "html": 3,  # the HTML view: a pure renderer, handed data
     "outputs": 4,  # the one writer
     "files": 4,  # its files, written whole or not at all

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..options import StatTest, words
 from .cache import existing_cache
 from .overrides import SCORE_FLAGS, study_config
-from .summary import SIMULATED_NOTE
+from .summary import SIMULATED_NOTE, table
 
 if TYPE_CHECKING:
     from ..scoring.results import StudyResults
@@ -56,12 +56,12 @@ def add_score_commands(
 
 
 def _results(args: argparse.Namespace) -> StudyResults:
-    from ..scoring.results import load_results
+    from ..api import load_results
     from .answers import warn
 
     config = study_config(args, SCORE_FLAGS)
     existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
-    results = load_results(config, strict=args.strict)
+    results = load_results(config, strict=args.strict)  # a panel's: pooled, with its judges
     warn(results.warnings, strict=False)
     reasons = results.samples["reason"]
     if len(reasons) and reasons.notna().all():
@@ -88,6 +88,30 @@ def _coverage_note(results: StudyResults) -> None:
         print(f"note: {results.corrupted} corrupted cache entries count as missing")
     if results.simulated:
         print(SIMULATED_NOTE)
+
+
+def _panel_note(results: StudyResults) -> None:
+    """A panel's judges and the panel, one line each: how many items each scored."""
+    from ..scoring.panel_results import PanelStudyResults
+
+    if not isinstance(results, PanelStudyResults):
+        return
+    rows: list[list[object]] = []
+    for name, member in results.members.items():
+        scored = sum(t.scored for t in member.tallies.values())
+        rows.append([name, member.config.judge.model, f"{scored}/{len(member.scores)}", ""])
+    flagged = results.flagged()
+    scored = int(flagged["scored"].sum())
+    rows.append(
+        ["panel", results.config.panel.pool, f"{scored}/{len(results.scores)}",
+         str(int(flagged["flagged"].sum()))]
+    )  # fmt: skip
+    print(table(["judge", "model / pool", "scored", "flagged"], rows))
+    if int(flagged["flagged"].sum()):
+        print(
+            "note: flagged items were scored by only some judges (the others could not score "
+            "them): `judges_missing` in the panel's long table names them"
+        )
 
 
 def _print_paths(paths: list[Path]) -> None:
@@ -156,6 +180,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     results = _results(args)
     paths = write_outputs(results, ["scores"])
     _coverage_note(results)
+    _panel_note(results)
     _subset_note(results)
     _print_paths(paths)
     return 0
@@ -180,6 +205,7 @@ def cmd_ttest(args: argparse.Namespace) -> int:
     kinds = ["tests", "plots"] if args.plots else ["tests"]
     paths = write_outputs(results, kinds, test=args.test, plots=args.plots)
     _coverage_note(results)
+    _panel_note(results)
     _subset_note(results)
     print_tests(results, args.test)
     _print_paths(paths)
@@ -197,6 +223,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         human = human_comparison(results)
     paths = write_outputs(results, test=args.test, plots=args.plots, html=args.html, human=human)
     _coverage_note(results)
+    _panel_note(results)
     _subset_note(results)
     print_tests(results, args.test)
     _print_paths(paths)

@@ -51,6 +51,8 @@ from ..errors import ConfigError
 from ..options import StatTest
 from .files import Output, write_files
 from .human import HumanComparison
+from .panel_report import panel_judges_line, panel_section
+from .panel_results import PanelResults, PanelStudyResults
 from .plots import n_curve_plot
 from .report import comparison_section, markdown_report, trust_section, write_raw_document
 from .stats import comparisons_frame
@@ -122,6 +124,10 @@ def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
     outputs.append(
         Output(output_path(results, "scores", "long.csv"), csv_bytes(results.long, index=False))
     )
+    if isinstance(results, PanelStudyResults):
+        # The judges' agreement, not raw exports: each judge's answers are in its own.
+        agreement = csv_bytes(results.agreement, index=False, float_format=f"%.{SIGNIFICANT}g")
+        return [*outputs, Output(output_path(results, "stats", "agreement.csv"), agreement)]
     for c in results.study.criteria:
         # Written as rendered: a large study's prompts are never all held.
         write = partial(
@@ -170,7 +176,10 @@ def test_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
 
 
 def trust_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
-    """The judge's self-consistency and the n curve (its plot with --plots, samples mode)."""
+    """The judge's self-consistency and the n curve (its plot with --plots, samples mode);
+    none for a panel (a pooled score has no draws: each judge's are in its own outputs)."""
+    if isinstance(results, PanelStudyResults):
+        return []
     outputs = [
         Output(
             output_path(results, "stats", f"{name}.csv"),
@@ -245,9 +254,16 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         section = comparison_section(results.comparisons(other), results.config.stats.alpha, note)
         text += "\n".join(section) + "\n"
     plot = f"plots/{results.prefix}_n_curve.png" if options.plots else None
-    text += trust_section(
-        results.long, results.consistency, results.n_curve, results.config.sampling.mode, plot
-    )
+    if not isinstance(results, PanelStudyResults):
+        text += trust_section(
+            results.long, results.consistency, results.n_curve, results.config.sampling.mode, plot
+        )
+    else:
+        # A one-judge report names its judge on its third line; the panel's names them all.
+        lines = text.split("\n")
+        if len(lines) > 2 and lines[2].startswith("Judge: "):
+            lines[2] = panel_judges_line(results)
+        text = "\n".join(lines) + panel_section(results, results.prefix)
     return [Output(output_path(results, "", "report.md"), text.encode())]
 
 
@@ -280,7 +296,7 @@ KINDS: dict[str, Kind] = {
 
 
 def write_outputs(
-    results: StudyResults,
+    results: StudyResults | PanelResults,
     kinds: Sequence[str] | None = None,
     *,
     test: str | None = None,
@@ -298,24 +314,48 @@ def write_outputs(
     ``agreement`` (a panel's :func:`~geval_async.scoring.agreement.agreement_frame`) the
     agreement between its judges to both reports.
 
+    A panel's results (:class:`~.panel_results.PanelResults`, or its ``panel``) write every
+    judge's outputs (``<prefix>-judge-<name>_...``) and the panel's (``<prefix>_...``, with
+    ``stats/<prefix>_agreement.csv`` among the scores), all rendered before any is written.
+
     Raises:
         ConfigError: the cache holds no answer for the study, or far fewer than the outputs
             already on disk came from (nothing is written); a kind is unknown; a file cannot
             be written.
     """
+    if isinstance(results, PanelResults):
+        results = results.panel
     if kinds is None:
         kinds = [k for k in KINDS if k != "average" or not results.composite_missing]
     unknown = [kind for kind in kinds if kind not in KINDS]
     if unknown:
         raise ConfigError(f"unknown output kind {unknown[0]!r} (known: {', '.join(KINDS)})")
+    members = results.members if isinstance(results, PanelStudyResults) else {}
+    for name, member in members.items():
+        try:
+            check_not_emptier(member)
+        except ConfigError as exc:
+            # Its study is named by the panel's file: say which judge it is.
+            raise ConfigError(f"judge {name!r} of the panel: {exc}") from exc
     check_not_emptier(results)
+    studies = [*members.values(), results]
+    if agreement is None and isinstance(results, PanelStudyResults):
+        agreement = results.agreement  # the panel's own, to its reports
     options = OutputOptions(test=test, plots=plots, html=html, human=human, agreement=agreement)
-    outputs = [output for kind in kinds for output in KINDS[kind](results, options)]
+    # Judge-vs-human pairs and the agreement are the caller's, of the results it passed: the
+    # panel's, not a judge's.
+    alone = OutputOptions(test=test, plots=plots, html=html)
+    outputs = [
+        output
+        for study in studies
+        for kind in kinds
+        for output in KINDS[kind](study, options if study is results else alone)
+    ]
     return write_files(outputs)
 
 
 def write_html_report(
-    results: StudyResults,
+    results: StudyResults | PanelResults,
     *,
     test: StatTest | str | None = None,
     human: HumanComparison | None = None,
@@ -329,7 +369,8 @@ def write_html_report(
         human: judge-vs-human pairs and correlations, for the scatter plots.
         agreement: a panel's agreement between its judges, for its section.
     """
-    [path] = write_outputs(
+    # A panel's writes every judge's page too; the last one is the panel's own.
+    *_, path = write_outputs(
         results, ["html"], test=test, html=True, human=human, agreement=agreement
     )
     return path

@@ -9,8 +9,9 @@ with the non-interactive Agg backend, so the tool runs on machines with no scree
 
 from __future__ import annotations
 
+import functools
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,19 @@ def _pyplot() -> Any:
     except ImportError as exc:
         raise ConfigError("--plots needs matplotlib: pip install 'geval-async[plots]'") from exc
     return plt
+
+
+def _default_style(render: Callable[..., bytes]) -> Callable[..., bytes]:
+    """Render with matplotlib's default style, whatever an earlier figure set (the HTML
+    report's figures set their own fonts): the same data gives the same PNG in any order,
+    as when a panel writes one judge's plots after another judge's HTML."""
+
+    @functools.wraps(render)
+    def rendered(*args: Any, **kwargs: Any) -> bytes:
+        with _pyplot().style.context("default"):
+            return render(*args, **kwargs)
+
+    return rendered
 
 
 def draw_n_curve(plt: Any, curve: pd.DataFrame, colours: Sequence[str] | None = None) -> Any:
@@ -51,6 +65,7 @@ def draw_n_curve(plt: Any, curve: pd.DataFrame, colours: Sequence[str] | None = 
     return figure
 
 
+@_default_style
 def n_curve_plot(curve: pd.DataFrame) -> bytes:
     """The n curve as PNG bytes."""
     plt = _pyplot()
@@ -61,6 +76,7 @@ def n_curve_plot(curve: pd.DataFrame) -> bytes:
     return png.getvalue()
 
 
+@_default_style
 def box_plot(
     table: pd.DataFrame,
     title: str,

@@ -215,13 +215,14 @@ SCORING_TIERS = {
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
     "alpha": 1, "icc": 1, "judge_pairs": 1, "agreement": 1,  # agreement between judges
     "agreement_view": 1,  # the agreement as the reports show it (Markdown and HTML cells)
-    "pooling": 1,  # a panel's record scores from its judges' ([panel] pool and weights)
+    "pooling": 2,  # a records x judges frame pooled by [panel] (meta's), with panel's rule
     "results": 2,  # the front door for analysis: data, no writer
     "status": 2,  # `status`'s numbers, counted in one walk
     "panel": 1,  # a panel's record scores pooled from its judges'
     "panel_results": 2,  # each judge's results, the panel's, their agreement
     "panel_report": 3,  # the panel's part of its Markdown report
     "html": 3,  # the HTML view: a pure renderer, handed data
+    "overwrite_guard": 3,  # scores on disk never replaced by emptier ones
     "outputs": 4,  # the one writer
     "files": 4,  # its files, written whole or not at all
 }  # fmt: skip

@@ -37,8 +37,6 @@ A new kind of output is one function ``(results, options) -> list[Output]`` adde
 
 from __future__ import annotations
 
-import csv
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -51,6 +49,7 @@ from ..errors import ConfigError
 from ..options import StatTest
 from .files import Output, write_files
 from .human import HumanComparison
+from .overwrite_guard import check_not_emptier
 from .panel_report import panel_judges_line, panel_section
 from .panel_results import PanelResults, PanelStudyResults
 from .plots import n_curve_plot
@@ -333,11 +332,11 @@ def write_outputs(
     members = results.members if isinstance(results, PanelStudyResults) else {}
     for name, member in members.items():
         try:
-            check_not_emptier(member)
+            check_not_emptier(member, output_path(member, "scores", "long.csv"))
         except ConfigError as exc:
             # Its study is named by the panel's file: say which judge it is.
             raise ConfigError(f"judge {name!r} of the panel: {exc}") from exc
-    check_not_emptier(results)
+    check_not_emptier(results, output_path(results, "scores", "long.csv"))
     studies = [*members.values(), results]
     if agreement is None and isinstance(results, PanelStudyResults):
         agreement = results.agreement  # the panel's own, to its reports
@@ -374,39 +373,3 @@ def write_html_report(
         results, ["html"], test=test, html=True, human=human, agreement=agreement
     )
     return path
-
-
-def check_not_emptier(results: StudyResults) -> None:
-    """Refuse to replace scores on disk with emptier ones (a mistyped --cache reads as empty)."""
-    scored = sum(t.scored for t in results.tallies.values())
-    items = len(results.scores)
-    cache = results.config.cache_path
-    if items and not scored:
-        raise ConfigError(
-            f"the cache {cache} holds no answer for any of the study's {items} items: "
-            "nothing was written; check --cache (or [cache] path), or run "
-            f"`geval-async run {results.config.source}` first"
-        )
-    before = _scored_on_disk(output_path(results, "scores", "long.csv"))
-    if before and scored < before / 2:
-        raise ConfigError(
-            f"the cache {cache} holds answers for {scored} items, but the outputs under "
-            f"{results.config.output.path} were made from {before}: nothing was written; "
-            "check --cache (or [cache] path), or pass --output to write elsewhere"
-        )
-
-
-def _scored_on_disk(long_csv: Path) -> int:
-    """Items with a score in an existing long table (0 when there is none or it is unreadable)."""
-    try:
-        with long_csv.open(newline="", encoding="utf-8") as file:
-            return sum(1 for row in csv.DictReader(file) if _is_number(row.get("score")))
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return 0
-
-
-def _is_number(text: str | None) -> bool:
-    try:
-        return text is not None and math.isfinite(float(text))
-    except ValueError:
-        return False

@@ -80,7 +80,9 @@ class PanelItemScore(ItemScore):
         return self.pooled is not None and bool(self.judges_missing)
 
 
-def pooled_score(scores: Sequence[float], weights: Sequence[float], pool: PanelPool) -> float:
+def pooled_score(
+    scores: Sequence[float] | np.ndarray, weights: Sequence[float] | np.ndarray, pool: PanelPool
+) -> float:
     """The (weighted) mean or median of ``scores`` (weights above 0, at least one score).
 
     The weighted median is the score where the cumulative weight, scores sorted, reaches half

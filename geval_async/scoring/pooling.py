@@ -10,7 +10,6 @@ weight above 0 scored has no panel score (NaN, never 0). Pooled scores are round
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -18,6 +17,7 @@ import pandas as pd
 
 from ..options import PanelPool
 from ..study.settings import PanelConfig
+from .panel import pooled_score
 
 DIGITS = 12  # decimals kept of a pooled score (as the system level's means: meta.correlations)
 
@@ -37,29 +37,16 @@ def pool_record_scores(frame: pd.DataFrame, panel: PanelConfig) -> pd.Series:
     pooled = np.full(len(frame), np.nan)
     for row, scores in enumerate(values):
         scored = ~np.isnan(scores) & (weights > 0)
-        if not scored.any():
-            continue
-        if panel.pool == PanelPool.MEDIAN:
-            pooled[row] = weighted_median(scores[scored], weights[scored])
-        else:
-            products = scores[scored] * weights[scored]
-            pooled[row] = math.fsum(products) / math.fsum(weights[scored])
+        if scored.any():  # the one pooling rule, as the panel's results pool
+            pooled[row] = pooled_score(scores[scored], weights[scored], panel.pool)
     # Rounded so that scores equal in exact arithmetic tie for the rank correlations, whatever
     # order the judges' scores were summed in ((4 + 2 + 3) / 3 against (3 + 4 + 2) / 3).
     return pd.Series(pooled, index=frame.index, name="panel", dtype=float).round(DIGITS)
 
 
 def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
-    """The value at half the total weight; where the cumulative weight reaches exactly half,
-    the mean of that value and the next (so equal weights give the ordinary median)."""
-    order = np.argsort(values, kind="stable")
-    ordered, cumulative = values[order], np.cumsum(weights[order])
-    half = cumulative[-1] / 2
-    # The first cumulative weight at half or above (a rounding error below half counts).
-    i = int(np.searchsorted(cumulative, half * (1 - 1e-12)))
-    if np.isclose(cumulative[i], half) and i + 1 < len(ordered):
-        return float((ordered[i] + ordered[i + 1]) / 2)
-    return float(ordered[i])
+    """The weighted median of :func:`~.panel.pooled_score` (equal weights: the median)."""
+    return pooled_score(values, weights, PanelPool.MEDIAN)
 
 
 def judges_pooled(frame: pd.DataFrame, panel: PanelConfig) -> pd.Series:

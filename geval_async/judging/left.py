@@ -5,8 +5,9 @@ An item is **cached** (every chunk answered), **refused** (a request of it refus
 walk reads the cache as the server asked sees it (:mod:`.origin`: a real server's run reads the
 simulated judge's answers as missing, and the reverse), entry heads only, each item's chunk
 chain once (:func:`~.coverage.states_ahead`). The run's feed, ``run --dry-run``, ``batch
-submit`` and ``batch export`` send (or count) the to-send requests it names; ``status`` and the
-batch commands print its :func:`coverage`.
+submit`` and ``batch export`` send (or count) the to-send requests it names; the batch commands
+print its :func:`coverage`, and ``status`` decides each item by the same :func:`left_of` while
+it reads the answers (:mod:`.read_model`).
 """
 
 from __future__ import annotations

@@ -8,11 +8,14 @@ real key can never reach a test server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 import threading
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,17 +54,25 @@ Evaluation Form (scores ONLY):
 - Fit (1-3):"""
 
 
+# The machine's API variables: cleared for every test.
+CLEARED = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_ENDPOINT",
+    "OPENAI_API_VERSION",
+    "GEVAL_DEBUG",
+)
+
+
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "AZURE_OPENAI_API_KEY",
-        "AZURE_OPENAI_ENDPOINT",
-        "OPENAI_API_VERSION",
-        "GEVAL_DEBUG",
-    ):
+    for name in CLEARED:
         monkeypatch.delenv(name, raising=False)
+
+
+# Cleared again for every command a test runs, whatever the test set.
+NOT_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")
 
 
 @pytest.fixture
@@ -198,15 +209,12 @@ def study(tmp_path: Path) -> StudyFiles:
     )
 
 
-def run_cli(
+def run_process(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m geval_async ARGS`` in a fresh process, as a user would."""
-    full_env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")
-    }
+    """Run ``python -m geval_async ARGS`` in a fresh process, as a user would: for the tests
+    about the process itself (its exit code, what the real command prints, signals)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "geval_async", *args],
@@ -215,6 +223,44 @@ def run_cli(
         env=full_env,
         timeout=timeout,
         cwd=ROOT,
+    )
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the command line in this process, as ``python -m geval_async ARGS`` would: its
+    stdout and stderr, its exit code, the same environment (``env`` added, the API variables
+    cleared) and working folder, but without a new interpreter's ~1 s of imports.
+
+    ``timeout`` is accepted for the callers of :func:`run_process` and not enforced here.
+    A crash prints its traceback to stderr and exits 1, as Python does.
+    """
+    from geval_async.cli.app import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    for name in NOT_PASSED:
+        os.environ.pop(name, None)
+    os.environ.update(env or {})
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse: --help, or a usage error
+                if isinstance(exc.code, str):
+                    print(exc.code, file=sys.stderr)
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(
+        ["geval-async", *args], code, stdout=out.getvalue(), stderr=err.getvalue()
     )
 
 

@@ -239,7 +239,8 @@ def run_cli(
     from geval_async.cli.app import main
 
     out, err = io.StringIO(), io.StringIO()
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    sys.argv = ["geval-async", *args]  # the resume hint a stopped run prints quotes it
     for name in NOT_PASSED:
         os.environ.pop(name, None)
     os.environ.update(env or {})
@@ -257,6 +258,7 @@ def run_cli(
                 code = 1
     finally:
         os.chdir(saved_cwd)
+        sys.argv = saved_argv
         os.environ.clear()
         os.environ.update(saved_env)
     return subprocess.CompletedProcess(

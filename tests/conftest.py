@@ -273,13 +273,26 @@ def run_study(
     return run_cli("run", str(study.config), "--quiet", *extra, env=env)
 
 
+# How often a batch run polls the simulated judge's Batch API (its batches end in moments).
+POLL = ("--poll", "0.05")
+
+
+def run_batch(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``geval-async run CONFIG --batch --quiet --poll 0.05 EXTRA`` for a test study."""
+    return run_cli("run", str(study.config), "--batch", "--quiet", *POLL, *extra)
+
+
+def summary_cells(stdout: str, name: str = "total") -> list[str]:
+    """The cells of one row of the summary table a command printed, after the row's name."""
+    return next(line for line in stdout.splitlines() if line.split()[:1] == [name]).split()[1:]
+
+
 def summary_row(stdout: str, name: str = "total") -> dict[str, int]:
     """One row of the summary table a command printed, by column (run: items, cached, new,
-    refused, failed, missing; status: items, answered, refused, missing)."""
-    lines = stdout.splitlines()
-    header = next(line for line in lines if line.startswith("criterion"))
-    row = next(line for line in lines if line.split()[:1] == [name])
-    return dict(zip(header.split()[1:], map(int, row.split()[1:]), strict=True))
+    refused, failed, missing; status: items, answered, refused, missing [, in batch])."""
+    header = next(line for line in stdout.splitlines() if line.startswith("criterion"))
+    cells = map(int, summary_cells(stdout, name))
+    return dict(zip(header.split()[1:], cells, strict=True))
 
 
 def keys_by_digest(study: StudyFiles) -> dict[str, str]:

@@ -282,6 +282,18 @@ def run_study(
     return run_cli("run", str(study.config), "--quiet", *extra, env=env)
 
 
+def judge_study(
+    study: StudyFiles, base_url: str, *extra: str, **sections: dict[str, object]
+) -> subprocess.CompletedProcess[str]:
+    """Write the study's config for the judge at ``base_url`` (``sections`` as in
+    :meth:`StudyFiles.write_config`) and judge it: ``run CONFIG --quiet EXTRA``, which must
+    complete."""
+    study.write_config(base_url, **sections)
+    result = run_study(study, *extra)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 # How often a batch run polls the simulated judge's Batch API (its batches end in moments).
 POLL = ("--poll", "0.05")
 

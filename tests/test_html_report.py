@@ -266,7 +266,7 @@ def test_printing_hides_the_controls_and_keeps_tables_and_figures(report: Opened
     assert page.pdf()[:4] == b"%PDF"
 
 
-def _judged(study: StudyFiles, **settings: object) -> None:
+def _judged_in_logprobs_mode(study: StudyFiles, **settings: object) -> None:
     with SimServer(SimSettings(**settings)) as server:  # type: ignore[arg-type]
         study.write_config(server.base_url, sampling={"mode": "logprobs", "n": 1})
         result = run_process("run", str(study.config), "--quiet")
@@ -276,7 +276,7 @@ def _judged(study: StudyFiles, **settings: object) -> None:
 def test_logprobs_report_shows_the_rating_distribution_and_is_reproducible(
     study: StudyFiles, browser: Any
 ) -> None:
-    _judged(study)
+    _judged_in_logprobs_mode(study)
     path = geval_async.html_report(study.config)  # the Python API
     assert path == study.output / "t_report.html"
     before = path.read_bytes()

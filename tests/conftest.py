@@ -2,7 +2,10 @@
 
 Every test gets its own temporary folder for records, prompts, config and cache (nothing is
 shared between tests), and the API-key variables of the machine are cleared so a developer's
-real key can never reach a test server.
+real key can never reach a test server. Commands run in the test's own process
+(``run_cli``: ``geval_async.cli.app.main``, about a second of imports cheaper than a fresh
+interpreter); ``run_process`` starts ``python -m geval_async`` where the process itself is under
+test (signals, a full disk, an event loop already running in the test's thread).
 """
 
 from __future__ import annotations

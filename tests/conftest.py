@@ -2,17 +2,23 @@
 
 Every test gets its own temporary folder for records, prompts, config and cache (nothing is
 shared between tests), and the API-key variables of the machine are cleared so a developer's
-real key can never reach a test server.
+real key can never reach a test server. Commands run in the test's own process
+(``run_cli``: ``geval_async.cli.app.main``, about a second of imports cheaper than a fresh
+interpreter); ``run_process`` starts ``python -m geval_async`` where the process itself is under
+test (signals, a full disk, an event loop already running in the test's thread).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 import threading
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +26,7 @@ from typing import Self
 
 import pytest
 from aiohttp import web
+from hypothesis import HealthCheck, settings
 
 from geval_async.sim import SimServer, SimSettings
 
@@ -51,17 +58,33 @@ Evaluation Form (scores ONLY):
 - Fit (1-3):"""
 
 
+# Hypothesis's timing checks fail a property on a busy machine (two cores shared by a whole
+# suite): the examples and what they assert stay, the clock is left out, as in every test.
+settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("suite")
+
+
+# The machine's API variables: cleared for every test.
+CLEARED = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_ENDPOINT",
+    "OPENAI_API_VERSION",
+    "GEVAL_DEBUG",
+)
+
+
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "AZURE_OPENAI_API_KEY",
-        "AZURE_OPENAI_ENDPOINT",
-        "OPENAI_API_VERSION",
-        "GEVAL_DEBUG",
-    ):
+    for name in CLEARED:
         monkeypatch.delenv(name, raising=False)
+
+
+# Cleared again for every command a test runs, whatever the test set.
+NOT_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")
 
 
 @pytest.fixture
@@ -220,15 +243,12 @@ def study(tmp_path: Path) -> StudyFiles:
     )
 
 
-def run_cli(
+def run_process(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m geval_async ARGS`` in a fresh process, as a user would."""
-    full_env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")
-    }
+    """Run ``python -m geval_async ARGS`` in a fresh process, as a user would: for the tests
+    about the process itself (its exit code, what the real command prints, signals)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "geval_async", *args],
@@ -240,6 +260,46 @@ def run_cli(
     )
 
 
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the command line in this process, as ``python -m geval_async ARGS`` would: its
+    stdout and stderr, its exit code, the same environment (``env`` added, the API variables
+    cleared) and working folder, but without a new interpreter's ~1 s of imports.
+
+    ``timeout`` is accepted for the callers of :func:`run_process` and not enforced here.
+    A crash prints its traceback to stderr and exits 1, as Python does.
+    """
+    from geval_async.cli.app import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    sys.argv = ["geval-async", *args]  # the resume hint a stopped run prints quotes it
+    for name in NOT_PASSED:
+        os.environ.pop(name, None)
+    os.environ.update(env or {})
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse: --help, or a usage error
+                if isinstance(exc.code, str):
+                    print(exc.code, file=sys.stderr)
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(
+        ["geval-async", *args], code, stdout=out.getvalue(), stderr=err.getvalue()
+    )
+
+
 def run_study(
     study: StudyFiles, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -247,13 +307,38 @@ def run_study(
     return run_cli("run", str(study.config), "--quiet", *extra, env=env)
 
 
+def judge_study(
+    study: StudyFiles, base_url: str, *extra: str, **sections: dict[str, object]
+) -> subprocess.CompletedProcess[str]:
+    """Write the study's config for the judge at ``base_url`` (``sections`` as in
+    :meth:`StudyFiles.write_config`) and judge it: ``run CONFIG --quiet EXTRA``, which must
+    complete."""
+    study.write_config(base_url, **sections)
+    result = run_study(study, *extra)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+# How often a batch run polls the simulated judge's Batch API (its batches end in moments).
+POLL = ("--poll", "0.05")
+
+
+def run_batch(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``geval-async run CONFIG --batch --quiet --poll 0.05 EXTRA`` for a test study."""
+    return run_cli("run", str(study.config), "--batch", "--quiet", *POLL, *extra)
+
+
+def summary_cells(stdout: str, name: str = "total") -> list[str]:
+    """The cells of one row of the summary table a command printed, after the row's name."""
+    return next(line for line in stdout.splitlines() if line.split()[:1] == [name]).split()[1:]
+
+
 def summary_row(stdout: str, name: str = "total") -> dict[str, int]:
     """One row of the summary table a command printed, by column (run: items, cached, new,
-    refused, failed, missing; status: items, answered, refused, missing)."""
-    lines = stdout.splitlines()
-    header = next(line for line in lines if line.startswith("criterion"))
-    row = next(line for line in lines if line.split()[:1] == [name])
-    return dict(zip(header.split()[1:], map(int, row.split()[1:]), strict=True))
+    refused, failed, missing; status: items, answered, refused, missing [, in batch])."""
+    header = next(line for line in stdout.splitlines() if line.startswith("criterion"))
+    cells = map(int, summary_cells(stdout, name))
+    return dict(zip(header.split()[1:], cells, strict=True))
 
 
 def keys_by_digest(study: StudyFiles) -> dict[str, str]:

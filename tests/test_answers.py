@@ -61,7 +61,7 @@ def _study(root: Path, base_url: str, *, clar: str = "", fit: str = "", **sampli
     return config
 
 
-def _judged(root: Path, styles: str, **settings: object) -> tuple[Path, SimServer]:
+def _judged_in_styles(root: Path, styles: str, **settings: object) -> tuple[Path, SimServer]:
     server = SimServer(SimSettings(answer_styles=styles, **settings))  # type: ignore[arg-type]
     server.start()
     config = _study(root, server.base_url)
@@ -78,7 +78,7 @@ def _scores(config: Path) -> dict[tuple[str, str], float]:
 @pytest.fixture
 def plain(tmp_path: Path) -> dict[tuple[str, str], float]:
     """The study judged in plain numbers: the ratings the simulated judge meant."""
-    config, server = _judged(tmp_path / "plain", "plain")
+    config, server = _judged_in_styles(tmp_path / "plain", "plain")
     server.stop()
     scores = _scores(config)
     assert ga.load_results(config).samples["reason"].isna().all()
@@ -88,7 +88,7 @@ def plain(tmp_path: Path) -> dict[tuple[str, str], float]:
 def test_every_judge_style_reads_back_the_rating_the_judge_meant(
     tmp_path: Path, plain: dict[tuple[str, str], float]
 ) -> None:
-    config, server = _judged(tmp_path / "judges", "judges")
+    config, server = _judged_in_styles(tmp_path / "judges", "judges")
     server.stop()
     results = ga.load_results(config)
     samples = results.samples
@@ -105,7 +105,7 @@ def test_half_points_follow_the_fractional_setting_and_rescoring_sends_nothing(
     tmp_path: Path, plain: dict[tuple[str, str], float]
 ) -> None:
     root = tmp_path / "half"
-    config, server = _judged(root, "half")
+    config, server = _judged_in_styles(root, "half")
     try:
         sent = server.stats.received
         keep = ga.load_results(config)
@@ -137,7 +137,7 @@ def test_letters_need_their_options_declared(
     tmp_path: Path, plain: dict[tuple[str, str], float]
 ) -> None:
     root = tmp_path / "letters"
-    config, server = _judged(root, "letters")
+    config, server = _judged_in_styles(root, "letters")
     server.stop()
     without = ga.load_results(config).samples
     assert set(without["reason"]) == {"no_rating"}
@@ -192,7 +192,7 @@ def test_a_custom_regex_or_function_reads_a_house_style(
     tmp_path: Path, plain: dict[tuple[str, str], float]
 ) -> None:
     root = tmp_path / "house"
-    config, server = _judged(root, "prometheus")
+    config, server = _judged_in_styles(root, "prometheus")
     server.stop()
     pattern = r"pattern = '\[RESULT\] (?P<rating>\d)'"
     _study(

@@ -16,28 +16,16 @@ import time
 from pathlib import Path
 
 import orjson
-from conftest import ROOT, StudyFiles, cache_snapshot, run_cli
+from conftest import POLL, ROOT, StudyFiles, cache_snapshot, run_batch, run_cli, summary_cells
 from hypothesis import given
 from hypothesis import strategies as st
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.sim import SimServer
 
-POLL = ("--poll", "0.05")
-
-
-def _run_batch(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("run", str(study.config), "--batch", "--quiet", *POLL, *extra)
-
 
 def _items(study: StudyFiles) -> int:
     return 2 * study.n_records  # two criteria, one request per item (n in one request)
-
-
-def _total(stdout: str) -> list[str]:
-    """The ``total`` row of a coverage table: items answered refused missing [in batch]."""
-    row = next(line for line in stdout.splitlines() if line.startswith("total"))
-    return row.split()[1:]
 
 
 def _choices_by_key(cache: Path) -> dict[str, list[object]]:
@@ -59,11 +47,11 @@ def test_batch_run_scores_exactly_as_online(sim: SimServer, study: StudyFiles) -
     assert online.returncode == 0, online.stderr
     sent_online = sim.stats.received
 
-    result = _run_batch(study)
+    result = run_batch(study)
     assert result.returncode == 0, result.stderr
     assert sim.stats.batches == 1 and sim.stats.batch_lines == _items(study)
     assert sim.stats.received == sent_online  # the batch sent no online request
-    assert _total(result.stdout) == [str(_items(study)), str(_items(study)), "0", "0"]
+    assert summary_cells(result.stdout) == [str(_items(study)), str(_items(study)), "0", "0"]
 
     tables = []
     for cache, out in ((study.root / "online", "out-online"), (study.cache, "out-batch")):
@@ -74,7 +62,7 @@ def test_batch_run_scores_exactly_as_online(sim: SimServer, study: StudyFiles) -
         tables.append((study.root / out / "scores" / "t_long.csv").read_text())
     assert tables[0] == tables[1]
 
-    rerun = _run_batch(study)
+    rerun = run_batch(study)
     assert rerun.returncode == 0, rerun.stderr
     assert sim.stats.batches == 1  # nothing left to submit
 
@@ -103,7 +91,7 @@ def test_sigkill_while_waiting_then_rerun_attaches_without_a_second_submit(
         waiting.wait(30)
 
     status = run_cli("status", str(study.config))
-    assert _total(status.stdout) == [str(_items(study)), "0", "0", "0", str(_items(study))]
+    assert summary_cells(status.stdout) == [str(_items(study)), "0", "0", "0", str(_items(study))]
 
     online = run_cli("run", str(study.config), "--quiet")
     assert online.returncode == 1  # every item is in the live batch: nothing sent online
@@ -111,11 +99,13 @@ def test_sigkill_while_waiting_then_rerun_attaches_without_a_second_submit(
     assert f"{_items(study)} items are in live batch jobs" in online.stdout
 
     sim.settings.batch_seconds = 0.0
-    rerun = _run_batch(study)
+    rerun = run_batch(study)
     assert rerun.returncode == 0, rerun.stderr
     assert sim.stats.batches == 1 and sim.stats.batch_lines == _items(study)
     assert sim.stats.received == 0
-    assert _total(run_cli("status", str(study.config)).stdout) == [str(_items(study))] * 2 + [
+    assert summary_cells(run_cli("status", str(study.config)).stdout) == [
+        str(_items(study))
+    ] * 2 + [
         "0",
         "0",
     ]
@@ -133,13 +123,13 @@ def test_expiry_and_partial_errors_leave_exactly_those_items_missing(
     study.write_config(sim.base_url)
     sim.settings.batch_failed_lines = 0.15
     sim.settings.batch_expired_lines = 0.15
-    result = _run_batch(study)
+    result = run_batch(study)
     assert result.returncode == 1
     assert " expired: " in result.stdout
     out = orjson.loads(_sim_file(sim, "error"))
     unanswered = len(out)
     assert 0 < unanswered < _items(study)
-    _, answered, refused, missing = (int(count) for count in _total(result.stdout))
+    _, answered, refused, missing = (int(count) for count in summary_cells(result.stdout))
     assert (answered, refused, missing) == (_items(study) - unanswered, 0, unanswered)
 
     sim.settings.batch_failed_lines = sim.settings.batch_expired_lines = 0.0
@@ -165,11 +155,11 @@ def test_refused_lines_are_stored_as_refusals(sim: SimServer, study: StudyFiles)
     study.write_config(sim.base_url)
     sim.settings.batch_failed_lines = 0.2
     sim.settings.batch_failure_status = 400
-    result = _run_batch(study)
+    result = run_batch(study)
     assert result.returncode == 1
     refused = len(orjson.loads(_sim_file(sim, "error")))
     assert refused > 0
-    assert _total(result.stdout)[2:] == [str(refused), "0"]
+    assert summary_cells(result.stdout)[2:] == [str(refused), "0"]
     rerun = run_cli("run", str(study.config), "--quiet")
     assert sim.stats.received == 0  # a refusal is not paid for twice
     assert rerun.returncode == 1
@@ -199,12 +189,12 @@ def test_two_processes_never_submit_the_same_request_twice(
     sim.settings.batch_seconds = 0.0
     collected = run_cli("batch", "collect", str(study.config))
     assert collected.returncode == 0, collected.stderr
-    assert _total(collected.stdout) == [str(_items(study))] * 2 + ["0", "0"]
+    assert summary_cells(collected.stdout) == [str(_items(study))] * 2 + ["0", "0"]
 
 
 def test_export_then_import_reproduces_the_cache(sim: SimServer, study: StudyFiles) -> None:
     study.write_config(sim.base_url)
-    assert _run_batch(study).returncode == 0
+    assert run_batch(study).returncode == 0
     fresh = study.root / "fresh-cache"
     exported = study.root / "in.jsonl"
     result = run_cli("batch", "export", str(study.config), str(exported), "--cache", str(fresh))
@@ -278,10 +268,10 @@ def test_import_of_a_bad_file_says_where_and_stores_nothing(
 def test_failed_validation_says_why_in_one_line(sim: SimServer, study: StudyFiles) -> None:
     study.write_config(sim.base_url)
     sim.settings.batch_invalid = "The model sim-judge does not support batches. (sim)"
-    result = _run_batch(study)
+    result = run_batch(study)
     assert result.returncode == 1
     assert "failed validation: The model sim-judge does not support batches. (sim)" in result.stdout
-    assert _total(result.stdout) == [str(_items(study)), "0", "0", str(_items(study))]
+    assert summary_cells(result.stdout) == [str(_items(study)), "0", "0", str(_items(study))]
     sim.settings.batch_invalid = None
     assert run_cli("run", str(study.config), "--quiet").returncode == 0  # claims were released
     assert sim.stats.received == _items(study)
@@ -350,7 +340,7 @@ def test_a_submit_killed_between_create_and_record_is_attached(
     assert "batch_" in status.stdout and "in_progress" in status.stdout
     assert sim.stats.batches == 1  # found by its input file, not created again
     sim.settings.batch_seconds = 0.0
-    assert _run_batch(study).returncode == 0
+    assert run_batch(study).returncode == 0
     assert sim.stats.batches == 1 and sim.stats.batch_lines == _items(study)
 
 
@@ -389,7 +379,7 @@ def test_a_submit_killed_after_upload_is_finished_by_the_next_command(
 
     online = run_cli("run", str(study.config), "--quiet")
     assert sim.stats.received == 0 and online.returncode == 1  # claimed: not sent online
-    result = _run_batch(study)
+    result = run_batch(study)
     assert result.returncode == 0, result.stderr
     assert sim.stats.batches == 1 and sim.stats.batch_lines == _items(study)
     assert "submitted batch" not in result.stdout  # attached, nothing new submitted
@@ -416,12 +406,12 @@ def test_input_files_are_split_at_the_line_limit(sim: SimServer, study: StudyFil
 
     assert asyncio.run(submit()) == 5  # 48 requests, 10 a file
     assert sim.stats.batches == 5 and sim.stats.batch_lines == _items(study)
-    result = _run_batch(study)
+    result = run_batch(study)
     assert result.returncode == 0, result.stderr
     assert sim.stats.batches == 5
     # Five batches collected by one command (the plan walked once for all of them): every
     # line of every file is stored under its own item.
-    assert _total(result.stdout) == [str(_items(study)), str(_items(study)), "0", "0"]
+    assert summary_cells(result.stdout) == [str(_items(study)), str(_items(study)), "0", "0"]
     assert len(_choices_by_key(study.cache)) == _items(study)
 
 
@@ -458,7 +448,7 @@ def test_cancel_then_collect_leaves_the_rest_to_an_online_run(
     collected = run_cli("batch", "collect", str(study.config))
     assert collected.returncode == 1  # nothing was answered before the cancel
     assert " cancelled: " in collected.stdout
-    assert _total(collected.stdout) == [str(_items(study)), "0", "0", str(_items(study))]
+    assert summary_cells(collected.stdout) == [str(_items(study)), "0", "0", str(_items(study))]
     online = run_cli("run", str(study.config), "--quiet")
     assert online.returncode == 0, online.stderr
     assert sim.stats.received == _items(study) and sim.stats.batches == 1

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, StudyFiles, keys_by_digest, run_cli, summary_row
+from conftest import POLL, ROOT, StudyFiles, keys_by_digest, run_batch, run_cli, summary_row
 
 from geval_async.judging.batch.ledger import BatchRecord
 from geval_async.judging.batch.queue import QueueLimits, stated_limit
@@ -28,7 +28,6 @@ from geval_async.study.config import load_config
 from geval_async.study.plan import first_request, plan_items
 from geval_async.study.prepare import prepare_study
 
-POLL = ("--poll", "0.05")
 MODEL = "sim-judge"
 
 
@@ -63,7 +62,7 @@ def test_a_study_larger_than_the_configured_queue_completes_under_it(
     limit = _limit_for(study, sim)
     sim.settings.batch_polls = 2
     study.write_config(sim.base_url, limits={"batch_queue_tokens": limit})
-    result = run_cli("run", str(study.config), "--batch", "--quiet", *POLL)
+    result = run_batch(study)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("submitted batch") >= 4
     assert "refused for the queue limit" not in result.stdout  # the limit was known: none was
@@ -77,7 +76,7 @@ def test_the_limit_is_learned_from_a_batch_refused_for_it(
     limit = _limit_for(study, sim)
     sim.settings.batch_polls = 2
     sim.settings.batch_queue_tokens = limit  # the provider's; the config says nothing
-    result = run_cli("run", str(study.config), "--batch", "--quiet", *POLL)
+    result = run_batch(study)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "refused for the queue limit: 48 requests back in line" in result.stdout
     assert "failed validation" not in result.stdout  # not reported as a failure of its requests
@@ -121,7 +120,7 @@ def test_a_bad_batch_queue_tokens_is_one_line_naming_the_key(
         "[limits]\n", f"[limits]\nbatch_queue_tokens = {value}\n"
     )
     study.config.write_text(text)
-    result = run_cli("run", str(study.config), "--batch", "--quiet", *POLL)
+    result = run_batch(study)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "batch_queue_tokens" in lines[0] and str(study.config) in lines[0]
@@ -215,7 +214,7 @@ def test_sigkill_then_resume_completes_with_no_request_queued_twice(
             break
     assert killed, "no kill landed at the point"
     assert 0 < len(sim.stats.batch_requests) < len(keys_by_digest(study))  # work was left
-    final = run_cli("run", str(study.config), "--batch", "--quiet", *POLL)
+    final = run_batch(study)
     assert final.returncode == 0, final.stdout + final.stderr
     _assert_each_request_queued_once(sim, study, limit)
     assert _complete(study)
@@ -228,7 +227,7 @@ def test_a_request_larger_than_the_whole_queue_is_left_for_an_online_run(
     study.write_config(sim.base_url)
     smallest = min(_tokens(study))
     study.write_config(sim.base_url, limits={"batch_queue_tokens": smallest - 1})
-    result = run_cli("run", str(study.config), "--batch", "--quiet", *POLL)
+    result = run_batch(study)
     assert result.returncode == 1  # nothing answered: not a success
     assert "48 requests are larger than the whole batch queue" in result.stdout
     assert sim.stats.batches == 0  # nothing submitted that could never fit

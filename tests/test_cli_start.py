@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, StudyFiles, run_cli
+from conftest import ROOT, StudyFiles, run_process
 
 from geval_async.cli.app import build_parser
 from geval_async.judging.cache import JudgeCache
@@ -55,7 +55,9 @@ def test_a_command_runs_without_the_simulated_judge(study: StudyFiles) -> None:
 
 @pytest.mark.parametrize("command", _commands())
 def test_every_command_has_its_help(command: str) -> None:
-    result = run_cli(command, "--help")
+    # In a fresh `python -m geval_async`: every command's real process, stdout and exit code
+    # once (the other tests run most commands in their own process, with run_cli).
+    result = run_process(command, "--help")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"usage: geval-async {command}")
     if command == "sim":  # the flags added when sim is chosen are in its help

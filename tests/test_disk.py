@@ -1,7 +1,9 @@
 """The cache folder under stress: two writers at once, a read-only or full disk, damaged entries.
 
 Everything runs the real CLI against the simulated judge and looks at the real cache folder
-(diskcache's sqlite file) afterwards.
+(diskcache's sqlite file) afterwards. Every command runs in a process of its own
+(``run_process``): on a full tmpfs, sqlite's memory-mapped pages can end a process with SIGBUS,
+which must not be the test runner's.
 """
 
 from __future__ import annotations
@@ -23,8 +25,7 @@ from conftest import (
     StudyFiles,
     cache_snapshot,
     keys_by_digest,
-    run_cli,
-    run_study,
+    run_process,
     write_records,
 )
 
@@ -78,7 +79,7 @@ def test_two_runs_of_one_plan_share_a_cache_safely(sim: SimServer, study: StudyF
     assert max(answered.values()) == 1, f"{sum(answered.values()) - len(answered)} duplicates"
     assert sim.stats.received == len(keys)
 
-    status = run_cli("status", str(study.config))
+    status = run_process("status", str(study.config))
     assert status.returncode == 0, status.stderr
     assert "corrupted" not in status.stdout
     assert status.stdout.split("total")[1].split()[3] == "0", status.stdout  # nothing missing
@@ -166,13 +167,13 @@ def test_read_only_cache_fails_before_any_request(
     sim: SimServer, study: StudyFiles, mount_tmpfs: Callable[[Path, str], None]
 ) -> None:
     study.write_config(sim.base_url)
-    assert run_study(study, "--limit", "3").returncode == 0
+    assert run_process("run", str(study.config), "--quiet", "--limit", "3").returncode == 0
     received = sim.stats.received
     before = cache_snapshot(study.cache)
 
     with _read_only(study.cache, mount_tmpfs) as (cache, mechanism):
-        result = run_study(study, "--cache", str(cache))
-        status = run_cli("status", str(study.config), "--cache", str(cache))
+        result = run_process("run", str(study.config), "--quiet", "--cache", str(cache))
+        status = run_process("status", str(study.config), "--cache", str(cache))
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "writable" in lines[0] and str(cache) in lines[0], lines
@@ -191,14 +192,14 @@ def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
     disk = study.root / "disk"
     mount_tmpfs(disk, "600k")  # room for the empty cache, its claims folder and a few answers
     study.write_config(sim.base_url, cache={"path": "disk/cache"}, limits={"concurrency": 4})
-    result = run_study(study)
+    result = run_process("run", str(study.config), "--quiet")
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot write to the cache" in lines[0], lines
     assert "run again to resume" in lines[0]
     assert "Traceback" not in result.stderr
 
-    full_status = run_cli("status", str(study.config))
+    full_status = run_process("status", str(study.config))
     _remount(disk, "size=8m")  # free space (reading a diskcache folder writes to it, too)
     stored = _decoded(study.root / "disk" / "cache")  # no partial entry
     assert 0 < len(stored) < 2 * study.n_records, len(stored)
@@ -211,7 +212,7 @@ def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
         f"exit {full_status.returncode}: {full_status.stderr.strip()}"
     )
 
-    again = run_study(study)
+    again = run_process("run", str(study.config), "--quiet")
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(_decoded(study.root / "disk" / "cache")) == 2 * study.n_records
     # The rerun asked again only for answers the full disk had not stored.
@@ -227,7 +228,7 @@ def test_damaged_entries_are_reported_treated_as_missing_and_fetched_again(
     sim: SimServer, study: StudyFiles
 ) -> None:
     study.write_config(sim.base_url)
-    assert run_study(study).returncode == 0
+    assert run_process("run", str(study.config), "--quiet").returncode == 0
     received = sim.stats.received
     before = cache_snapshot(study.cache)
     keys = sorted(before)[:5]
@@ -245,12 +246,12 @@ def test_damaged_entries_are_reported_treated_as_missing_and_fetched_again(
             db.execute(f"UPDATE Cache SET {assignment} WHERE key = ?", (*values, key))
     db.close()
 
-    status = run_cli("status", str(study.config))
+    status = run_process("status", str(study.config))
     assert status.returncode == 0, status.stderr
     assert "5 corrupted cache entries" in status.stdout, status.stdout
     assert status.stdout.split("total")[1].split()[3] == "5", status.stdout  # missing
 
-    result = run_study(study)
+    result = run_process("run", str(study.config), "--quiet")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "5 corrupted cache entries" in result.stdout, result.stdout
     assert sim.stats.received == received + 5, "exactly the damaged entries are fetched again"
@@ -260,6 +261,6 @@ def test_damaged_entries_are_reported_treated_as_missing_and_fetched_again(
         k: v for k, v in before.items() if k not in keys
     }, "the healthy entries are untouched"
 
-    clean = run_cli("status", str(study.config))
+    clean = run_process("status", str(study.config))
     assert "corrupted" not in clean.stdout
     assert clean.stdout.split("total")[1].split()[3] == "0", clean.stdout

@@ -17,7 +17,7 @@ from pathlib import Path
 import diskcache
 import pandas as pd
 import pytest
-from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, run_study
+from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, run_study, summary_cells
 
 from geval_async.sim import SimServer
 
@@ -156,8 +156,8 @@ def test_a_cache_of_the_first_key_scheme_is_refused_until_migrated(
     assert _keys(study.cache) == {"g2-"}
     status = run_cli("status", str(study.config))
     assert status.returncode == 0, status.stderr
-    total = next(line for line in status.stdout.splitlines() if line.startswith("total"))
-    assert total.split()[1:] == [str(_items(study)), str(_items(study)), "0", "0"]
+    total = summary_cells(status.stdout)
+    assert total == [str(_items(study)), str(_items(study)), "0", "0"]
     # Scored from the moved entries: what the old code scored.
     _same_as_legacy(_long_table(study), "samples_n3")
     again = run_study(study)
@@ -174,8 +174,8 @@ def test_a_cache_of_the_first_key_scheme_grows(sim: SimServer, study: StudyFiles
     _migrate(study, items)
     # After the migration status sees the 3 old samples; 2 are missing.
     status = run_cli("status", str(study.config))
-    total = next(line for line in status.stdout.splitlines() if line.startswith("total"))
-    assert total.split()[1:] == [str(items), "0", "0", str(items)]
+    total = summary_cells(status.stdout)
+    assert total == [str(items), "0", "0", str(items)]
 
     grown = run_study(study)
     assert grown.returncode == 0, grown.stderr

@@ -5,7 +5,8 @@ opens it from disk (``file://``) with every request and console message recorded
 a reader would: reads the tables, sorts, filters, opens one record, moves with the keyboard.
 The expected answers come from the raw export (``raw/ueq_<criterion>.json``) and the ratings
 and invalid reasons from the parser's samples table (``StudyResults.samples``), not from the
-page's own code.
+page's own code. Every command runs in a subprocess (``run_process``): Playwright's sync API
+keeps an event loop running in this thread, where the command's ``asyncio.run`` cannot start.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import StudyFiles, run_cli
+from conftest import StudyFiles, run_process
 
 import geval_async
 from geval_async.sim import SimServer, SimSettings
@@ -50,7 +51,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("demo")
-    result = run_cli("demo", "--output", str(folder))
+    result = run_process("demo", "--output", str(folder))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ueq_report.html" in result.stdout
     return folder / "out"
@@ -265,28 +266,28 @@ def test_printing_hides_the_controls_and_keeps_tables_and_figures(report: Opened
     assert page.pdf()[:4] == b"%PDF"
 
 
-def _judged(study: StudyFiles, **settings: object) -> None:
+def _judged_in_logprobs_mode(study: StudyFiles, **settings: object) -> None:
     with SimServer(SimSettings(**settings)) as server:  # type: ignore[arg-type]
         study.write_config(server.base_url, sampling={"mode": "logprobs", "n": 1})
-        result = run_cli("run", str(study.config), "--quiet")
+        result = run_process("run", str(study.config), "--quiet")
         assert result.returncode == 0, result.stderr
 
 
 def test_logprobs_report_shows_the_rating_distribution_and_is_reproducible(
     study: StudyFiles, browser: Any
 ) -> None:
-    _judged(study)
+    _judged_in_logprobs_mode(study)
     path = geval_async.html_report(study.config)  # the Python API
     assert path == study.output / "t_report.html"
     before = path.read_bytes()
     # The command line gives the same bytes, apart from the generation time; with
     # SOURCE_DATE_EPOCH set (reproducible builds' convention) even that is fixed.
     fixed = {"SOURCE_DATE_EPOCH": "1700000000"}
-    assert run_cli("report", str(study.config), "--html", env=fixed).returncode == 0
+    assert run_process("report", str(study.config), "--html", env=fixed).returncode == 0
     pinned = path.read_bytes()
     stamp = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
     assert stamp.sub(b"", pinned) == stamp.sub(b"", before)
-    assert run_cli("report", str(study.config), "--html", env=fixed).returncode == 0
+    assert run_process("report", str(study.config), "--html", env=fixed).returncode == 0
     assert path.read_bytes() == pinned
     assert b"2023-11-14T22:13:20Z" in pinned
 
@@ -311,7 +312,7 @@ def test_human_scores_add_judge_vs_human_scatter_plots(study: StudyFiles, browse
     with SimServer(SimSettings()) as server:
         config = study.write_config(server.base_url)
         config.write_text(config.read_text() + '[meta]\nhuman = { clar = "human.clar" }\n')
-        assert run_cli("run", str(study.config), "--quiet").returncode == 0
+        assert run_process("run", str(study.config), "--quiet").returncode == 0
     # Human ratings are not prompt fields, so adding them leaves every cache key as it was.
     rows = [json.loads(line) for line in study.records.read_text().splitlines()]
     hostile = "</script><script>document.title='owned'</script><b>bold</b> & {{text}}"
@@ -319,7 +320,7 @@ def test_human_scores_add_judge_vs_human_scatter_plots(study: StudyFiles, browse
         row["human"] = {"clar": 1 + i % 5}
         row["note"] = hostile
     study.records.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = run_cli("report", str(study.config), "--html")
+    result = run_process("report", str(study.config), "--html")
     assert result.returncode == 0, result.stderr
     opened = open_report(browser, study.output / "t_report.html")
     try:
@@ -345,7 +346,7 @@ def test_report_of_a_subset_is_named_by_its_variant_and_readable_by_colleagues(
 ) -> None:
     with SimServer(SimSettings()) as server:
         study.write_config(server.base_url)
-        assert run_cli("run", str(study.config), "--quiet").returncode == 0
+        assert run_process("run", str(study.config), "--quiet").returncode == 0
     result = subprocess.run(
         [sys.executable, "-m", "geval_async", "report", str(study.config), "--html"]
         + ["--limit", "4"],
@@ -371,7 +372,7 @@ def test_drilldown_shows_a_thinking_judges_reasoning_above_its_answer(
     # A judge that thinks in <think> tags (llama.cpp, Ollama); a share cut off while thinking.
     with SimServer(SimSettings(profile="think-tags", think_cut_off=0.3)) as server:
         study.write_config(server.base_url, sampling={"max_tokens": 2000})
-        result = run_cli("run", str(study.config), "--quiet")
+        result = run_process("run", str(study.config), "--quiet")
         assert result.returncode == 0, result.stderr
     path = geval_async.html_report(study.config)
     samples = geval_async.load_results(study.config).samples

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import diskcache
 import pytest
-from conftest import StudyFiles, cache_snapshot, run_cli
+from conftest import StudyFiles, cache_snapshot, run_cli, summary_cells, summary_row
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.judging.read_model import StudyAnswers
@@ -195,14 +195,6 @@ def _entries(study: StudyFiles) -> list[CachedResponse]:
     return [CachedResponse.decode(raw) for raw in cache_snapshot(study.cache).values()]
 
 
-def _total_row(stdout: str) -> dict[str, int]:
-    """The run summary's total row: items, cached, new, refused, failed, missing."""
-    lines = stdout.splitlines()
-    header = next(line for line in lines if line.startswith("criterion"))
-    total = next(line for line in lines if line.startswith("total"))
-    return dict(zip(header.split()[1:], map(int, total.split()[1:]), strict=True))
-
-
 def _requests_sent(stdout: str) -> int:
     match = re.search(r"requests sent (\d+)", stdout)
     assert match, stdout
@@ -293,8 +285,8 @@ def test_samples_mode_gets_the_ignored_n_as_separate_draws(
 
     status = run_cli("status", str(study.config))
     assert status.returncode == 0, status.stderr
-    total = next(line for line in status.stdout.splitlines() if line.startswith("total"))
-    assert total.split()[1:] == [str(ITEMS), str(ITEMS), "0", "0"]  # items answered refused missing
+    total = summary_cells(status.stdout)
+    assert total == [str(ITEMS), str(ITEMS), "0", "0"]  # items answered refused missing
 
 
 def test_a_stopped_run_resumes_with_exactly_the_missing_requests(
@@ -322,7 +314,7 @@ def test_a_stopped_run_resumes_with_exactly_the_missing_requests(
     assert len(after) == ITEMS * DRAWS
     assert lost in after
     assert {key: after[key] for key in kept} == kept, "stored answers are never replaced"
-    assert _total_row(resumed.stdout)["cached"] == first_items - 1
+    assert summary_row(resumed.stdout)["cached"] == first_items - 1
 
 
 def test_a_rerun_sends_nothing_even_with_the_server_gone(
@@ -337,7 +329,7 @@ def test_a_rerun_sends_nothing_even_with_the_server_gone(
     again = _run(study)
     assert again.returncode == 0, again.stdout + again.stderr
     assert llama.received() == received, "the rerun sent a request"
-    assert _total_row(again.stdout) == {
+    assert summary_row(again.stdout) == {
         "items": ITEMS,
         "cached": ITEMS,
         "new": 0,

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, PlainJudge, StudyFiles, run_cli, run_study
+from conftest import ROOT, PlainJudge, StudyFiles, judge_study, run_cli, run_study
 
 from geval_async.sim import SimServer
 
@@ -65,12 +65,6 @@ def test_a_quiet_run_says_it_is_retrying(sim: SimServer, study: StudyFiles) -> N
     assert "(last: http 503)" in retrying[-1]
 
 
-def _judged(sim: SimServer, study: StudyFiles) -> None:
-    study.write_config(sim.base_url)
-    result = run_study(study)
-    assert result.returncode == 0, result.stderr
-
-
 def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
@@ -79,7 +73,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def test_a_mistyped_cache_leaves_the_results_alone(sim: SimServer, study: StudyFiles) -> None:
-    _judged(sim, study)
+    judge_study(study, sim.base_url)
     assert run_cli("report", str(study.config)).returncode == 0
     before = _files(study.output)
     a_file = study.root / "records.jsonl"
@@ -93,7 +87,7 @@ def test_a_mistyped_cache_leaves_the_results_alone(sim: SimServer, study: StudyF
 
 
 def test_far_fewer_answers_do_not_replace_the_results(sim: SimServer, study: StudyFiles) -> None:
-    _judged(sim, study)
+    judge_study(study, sim.base_url)
     assert run_cli("score", str(study.config)).returncode == 0
     before = _files(study.output)
     # Another cache holding the answers of one criterion only (--criteria at run time).
@@ -113,7 +107,7 @@ def test_far_fewer_answers_do_not_replace_the_results(sim: SimServer, study: Stu
 def test_other_tests_subsets_and_limits_get_their_own_files(
     sim: SimServer, study: StudyFiles
 ) -> None:
-    _judged(sim, study)
+    judge_study(study, sim.base_url)
     config = str(study.config)
     assert run_cli("report", config).returncode == 0
     main_files = _files(study.output)
@@ -131,7 +125,7 @@ def test_other_tests_subsets_and_limits_get_their_own_files(
 def test_rescoring_with_fewer_draws_gets_its_own_files(sim: SimServer, study: StudyFiles) -> None:
     # Scoring the first 2 of each item's 3 draws (the cheap re-scoring the cache is for)
     # overwrote the study's own report and tables with the 2-draw ones.
-    _judged(sim, study)
+    judge_study(study, sim.base_url)
     config = str(study.config)
     assert run_cli("report", config).returncode == 0
     main_files = _files(study.output)
@@ -146,7 +140,7 @@ def test_rescoring_with_fewer_draws_gets_its_own_files(sim: SimServer, study: St
 def test_a_composite_on_a_subset_names_the_missing_criteria(
     sim: SimServer, study: StudyFiles
 ) -> None:
-    _judged(sim, study)
+    judge_study(study, sim.base_url)
     result = run_cli("average", str(study.config), "--criteria", "clar")
     assert result.returncode == 2
     assert "--criteria leaves out fit" in result.stderr
@@ -159,7 +153,7 @@ def test_a_composite_on_a_subset_names_the_missing_criteria(
 def test_a_closed_pipe_ends_cleanly_with_the_report_written(
     sim: SimServer, study: StudyFiles
 ) -> None:
-    _judged(sim, study)
+    judge_study(study, sim.base_url)
     process = subprocess.Popen(
         [sys.executable, "-m", "geval_async", "report", str(study.config)],
         stdout=subprocess.PIPE,
@@ -175,7 +169,7 @@ def test_a_closed_pipe_ends_cleanly_with_the_report_written(
 
 
 def test_outputs_are_readable_by_colleagues_and_rounded(sim: SimServer, study: StudyFiles) -> None:
-    _judged(sim, study)
+    judge_study(study, sim.base_url)
     result = subprocess.run(
         [sys.executable, "-m", "geval_async", "report", str(study.config)],
         capture_output=True,
@@ -195,7 +189,8 @@ def test_outputs_are_readable_by_colleagues_and_rounded(sim: SimServer, study: S
 def test_paired_design_gets_the_paired_test_in_the_summary(
     sim: SimServer, study: StudyFiles
 ) -> None:
-    _judged(sim, study)  # every user in both conditions; [stats] test is Welch by default
+    # Every user in both conditions; [stats] test is Welch by default.
+    judge_study(study, sim.base_url)
     result = run_cli("ttest", str(study.config))
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith("composite")]
@@ -222,7 +217,7 @@ def _summary_tests(study: StudyFiles) -> set[str]:
 def test_a_paired_design_with_no_test_named_gets_the_paired_test_beside_welch(
     sim: SimServer, study: StudyFiles
 ) -> None:
-    _judged(sim, study)  # every user in both conditions; no [stats] test
+    judge_study(study, sim.base_url)  # every user in both conditions; no [stats] test
     assert "test" not in study.config.read_text()
     report = run_cli("report", str(study.config))
     assert report.returncode == 0, report.stderr
@@ -238,7 +233,7 @@ def test_a_named_welch_test_is_honoured_in_a_paired_design(
 ) -> None:
     """A user who wrote ``test = "welch"`` (a pairing that is not real) gets Welch's test in
     the summary, with the paired tests still beside it; nothing switches it silently."""
-    _judged(sim, study)
+    judge_study(study, sim.base_url)
     study.write_config(sim.base_url, stats={"test": "welch"})
     result = run_cli("ttest", str(study.config))
     assert result.returncode == 0, result.stderr
@@ -260,7 +255,7 @@ def test_a_named_welch_test_is_honoured_in_a_paired_design(
 def test_an_unknown_test_in_the_config_is_one_line_and_exit_2(
     sim: SimServer, study: StudyFiles
 ) -> None:
-    _judged(sim, study)
+    judge_study(study, sim.base_url)
     study.write_config(sim.base_url, stats={"test": "student"})
     report = run_cli("report", str(study.config))
     assert report.returncode == 2
@@ -343,7 +338,7 @@ def test_a_paired_test_with_unpaired_groups_stops_before_sending(
 
 
 def test_simulated_answers_never_satisfy_another_server(sim: SimServer, study: StudyFiles) -> None:
-    _judged(sim, study)  # the simulated judge, with the model name of the real study
+    judge_study(study, sim.base_url)  # the simulated judge, with the model name of the real study
     assert sim.stats.received == 48
     with PlainJudge() as real:
         study.write_config(real.base_url)

@@ -18,7 +18,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PROMPT_A, PROMPT_B, ROOT, StudyFiles, run_cli, run_study, write_records
+from conftest import (
+    PROMPT_A,
+    PROMPT_B,
+    ROOT,
+    StudyFiles,
+    run_cli,
+    run_study,
+    summary_cells,
+    write_records,
+)
 
 from geval_async.sim import SimServer
 
@@ -106,9 +115,8 @@ def test_status_score_and_export_read_a_cache_the_user_cannot_write(
 
     status = _cli(reader, "status", str(study.config))
     assert status.returncode == 0, status.stderr
-    total = next(line for line in status.stdout.splitlines() if line.startswith("total"))
     items = str(2 * study.n_records)
-    assert total.split()[1:] == [items, items, "0", "0"]
+    assert summary_cells(status.stdout) == [items, items, "0", "0"]
 
     score = _cli(reader, "score", str(study.config), "--output", str(writable / "out"))
     assert score.returncode == 0, score.stderr

@@ -219,33 +219,34 @@ def test_a_large_budget_answers_every_item_under_max_completion_tokens(
     assert all("max_completion_tokens" in b for b in judge.bodies[before:])
 
 
-def test_a_refused_temperature_stops_at_once_and_stores_nothing(
-    judge: ReasoningJudge, tmp_path: Path
+@pytest.mark.parametrize(
+    ("extra", "line", "in_flight"),
+    [
+        (
+            ("--temperature", "0.7"),
+            "stopped: [sampling] temperature = 0.7 is refused by gpt-5-mini (unsupported_value: "
+            "only the default (1) value is supported): set temperature = 1",
+            2,  # the requests in flight, each refused at once
+        ),
+        (
+            ("--mode", "logprobs"),
+            'stopped: [sampling] mode = "logprobs" is refused by gpt-5-mini (HTTP 403: You are '
+            'not allowed to request logprobs from this model): set mode = "samples"',
+            4,  # in flight: each a max_tokens refusal, then logprobs'
+        ),
+    ],
+    ids=["temperature", "logprobs"],
+)
+def test_a_refused_setting_stops_at_once_and_stores_nothing(
+    judge: ReasoningJudge, tmp_path: Path, extra: tuple[str, ...], line: str, in_flight: int
 ) -> None:
-    extra = ("--max-tokens", "2000", "--temperature", "0.7", "--concurrency", "2")
-    done = _run(judge, tmp_path, *extra)
+    flags = ("--max-tokens", "2000", *extra, "--concurrency", "2")
+    done = _run(judge, tmp_path, *flags)
     assert done.returncode == 1
-    assert (
-        "stopped: [sampling] temperature = 0.7 is refused by gpt-5-mini (unsupported_value: only "
-        "the default (1) value is supported): set temperature = 1"
-    ) in done.stderr
-    assert len(judge.bodies) <= 2  # the requests in flight, not the 16 of the plan
-    row = summary_row(_status(judge, tmp_path, *extra).stdout)
-    assert (row["answered"], row["refused"], row["missing"]) == (0, 0, 16)
-
-
-def test_logprobs_mode_refused_stops_at_once_and_stores_nothing(
-    judge: ReasoningJudge, tmp_path: Path
-) -> None:
-    extra = ("--max-tokens", "2000", "--mode", "logprobs", "--concurrency", "2")
-    done = _run(judge, tmp_path, *extra)
-    assert done.returncode == 1
-    assert (
-        'stopped: [sampling] mode = "logprobs" is refused by gpt-5-mini (HTTP 403: You are not '
-        'allowed to request logprobs from this model): set mode = "samples"'
-    ) in done.stderr
-    assert judge.failed <= 4  # in flight: a max_tokens refusal, then logprobs'
-    row = summary_row(_status(judge, tmp_path, *extra).stdout)
+    assert line in done.stderr
+    # Every request sent was refused: the ones in flight, not the 16 of the plan.
+    assert judge.failed == len(judge.bodies) <= in_flight
+    row = summary_row(_status(judge, tmp_path, *flags).stdout)
     assert (row["answered"], row["refused"], row["missing"]) == (0, 0, 16)
 
 

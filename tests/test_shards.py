@@ -10,16 +10,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, StudyFiles, run_cli, run_study
+from conftest import ROOT, StudyFiles, run_cli, run_study, summary_cells
 
 from geval_async.sim import SimServer
 from geval_async.study.config import apply_overrides, load_config
 from geval_async.study.plan import first_request, plan_items
 from geval_async.study.prepare import prepare_study
-
-
-def _total(stdout: str) -> list[str]:
-    return next(line for line in stdout.splitlines() if line.startswith("total")).split()[1:]
 
 
 def test_shards_split_the_plan_into_disjoint_even_parts(sim: SimServer, study: StudyFiles) -> None:
@@ -101,7 +97,7 @@ def test_three_shards_in_three_processes_merge_into_one_run(
     for run in runs:
         stdout, stderr = run.communicate(timeout=120)
         assert run.returncode == 0, stderr
-        shard_items.append(int(_total(stdout)[0]))
+        shard_items.append(int(summary_cells(stdout)[0]))
     items = 2 * study.n_records
     assert sum(shard_items) == items
     assert sim.stats.received == items, "each item was asked once, by one shard"
@@ -110,7 +106,7 @@ def test_three_shards_in_three_processes_merge_into_one_run(
     for index, (cache, count) in enumerate(zip(caches, shard_items, strict=True), start=1):
         shard = ("--shard", f"{index}/3", "--cache", str(cache))
         status = run_cli("status", str(study.config), *shard)
-        assert _total(status.stdout) == [str(count), str(count), "0", "0"]
+        assert summary_cells(status.stdout) == [str(count), str(count), "0", "0"]
     # ... and its scores are its own items, none missing.
     out = study.root / "out-shard1"
     first = ("--shard", "1/3", "--cache", str(caches[0]), "--output", str(out))

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, StudyFiles, run_cli, run_study
+from conftest import ROOT, StudyFiles, judge_study, run_cli, run_study
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
@@ -34,9 +34,7 @@ CRITERIA = ("clar", "fit")
 
 def _judged(sim: SimServer, study: StudyFiles, **sampling: object) -> None:
     sim.settings.invalid_answers = 0.15  # records with fewer valid draws, some with none
-    study.write_config(sim.base_url, sampling={"n": N, "seed": 3, **sampling})
-    result = run_study(study)
-    assert result.returncode == 0, result.stderr
+    judge_study(study, sim.base_url, sampling={"n": N, "seed": 3, **sampling})
 
 
 def _report(study: StudyFiles, *flags: str) -> None:

@@ -48,7 +48,12 @@ def _rename_criterion(study: StudyFiles, old: str, new: str) -> None:
 
 
 def _files(folder: Path) -> set[Path]:
-    return {p for p in folder.rglob("*") if p.is_file()} if folder.exists() else set()
+    """The files under ``folder``, but sqlite's -wal/-shm/-journal files: an earlier test's
+    cache, closed by the garbage collector during this one, removes its own."""
+    if not folder.exists():
+        return set()
+    sqlite_side = ("-wal", "-shm", "-journal")
+    return {p for p in folder.rglob("*") if p.is_file() and not p.name.endswith(sqlite_side)}
 
 
 # --- 23.4: a prefix that writes outside the output folder ------------------------------------

@@ -17,6 +17,7 @@ from ..options import SamplingMode, StatTest
 from ..study.plan import JudgeItem, Study, render_messages
 from ..study.records import Record
 from ..study.steps import steps_origin
+from .columns import ScoreColumns
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 from .trust import ONE_DRAW, n_curve_sentences
@@ -24,7 +25,8 @@ from .trust import ONE_DRAW, n_curve_sentences
 
 def raw_documents(study: Study, scores: Iterable[ItemScore]) -> dict[str, bytes]:
     """Per criterion, the JSON of every item: the prompt sent, the answers and ratings."""
-    scores = list(scores)
+    if not isinstance(scores, ScoreColumns):
+        scores = list(scores)  # read once per criterion
     documents = {}
     for criterion in study.criteria:
         out = io.BytesIO()
@@ -51,6 +53,8 @@ def write_raw_document(
     }
     opening = orjson.dumps(head, option=orjson.OPT_INDENT_2).removesuffix(b"null\n}")
     written = 0
+    if isinstance(scores, ScoreColumns):
+        scores = scores.items(criterion)  # rebuilt one at a time, this criterion's only
     for score in scores:
         if score.criterion != criterion:
             continue

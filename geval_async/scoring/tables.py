@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from ..options import Normalization, StatTest, parse_option
 from ..study.config import EvalConfig
+from .columns import STATUSES, ScoreColumns
 from .scores import ItemScore, distribution_json
 from .stats import Comparison, adjust_fdr, paired, welch, wilcoxon
 
@@ -41,6 +43,8 @@ LONG_COLUMNS = [
 
 def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
     """One row per record and criterion (missing and refused items included, score NaN)."""
+    if isinstance(scores, ScoreColumns):
+        return _long_from_columns(scores)
     rows = [
         {
             "record_id": s.record_id,
@@ -58,6 +62,49 @@ def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
         for s in scores
     ]
     return pd.DataFrame(rows, columns=LONG_COLUMNS)
+
+
+def _long_from_columns(columns: ScoreColumns) -> pd.DataFrame:
+    """The long table of items held in columns: each distinct distribution's numbers and JSON
+    computed once, then read by code; the same frame as from the item scores."""
+    if not len(columns):
+        return pd.DataFrame([], columns=LONG_COLUMNS)
+    code = np.frombuffer(columns.distribution, dtype=np.int32)
+    distributions = columns.distributions.values
+    # One more entry, last: the code -1 (no distribution) reads it.
+    score = np.array(
+        [np.nan if d.weighted_score is None else d.weighted_score for d in distributions] + [np.nan]
+    )[code]
+    valid = np.array([d.valid for d in distributions] + [0], dtype=np.int64)[code]
+    invalid = np.array([d.invalid for d in distributions] + [0], dtype=np.int64)[code]
+    mass = np.array([d.valid_mass for d in distributions] + [np.nan], dtype=float)[code]
+    shown = np.empty(len(distributions) + 1, dtype=object)
+    shown[:] = [orjson.dumps(d.to_json()["probs"]).decode() for d in distributions] + [""]
+    distribution = shown[code]
+    se = np.frombuffer(columns.se, dtype=np.float64).copy()
+    statuses = np.empty(len(STATUSES), dtype=object)
+    statuses[:] = STATUSES
+    status = statuses[np.frombuffer(columns.status, dtype=np.int8)]
+    for i, s in columns.held.items():  # rubric criteria's combined items
+        score[i] = np.nan if s.weighted_score is None else s.weighted_score
+        se[i] = np.nan if s.se is None else s.se
+        valid[i], invalid[i] = s.valid, s.invalid
+        mass[i] = np.nan if s.distribution is None else s.distribution.valid_mass
+        distribution[i] = distribution_json(s)
+    frame = {
+        "record_id": columns.record_column(columns.record_ids).tolist(),
+        "group": columns.record_column(columns.record_groups).tolist(),
+        "condition": columns.record_column(columns.record_conditions).tolist(),
+        "criterion": columns.criterion_column().tolist(),
+        "score": score,
+        "se": se,
+        "status": status.tolist(),
+        "valid": valid,
+        "invalid": invalid,
+        "valid_mass": mass,
+        "distribution": distribution.tolist(),
+    }
+    return pd.DataFrame(frame, columns=LONG_COLUMNS)
 
 
 def _conditions(config: EvalConfig, long: pd.DataFrame) -> list[str]:
@@ -78,10 +125,14 @@ def _group_column(long: pd.DataFrame) -> pd.Series:
 def group_tables(long: pd.DataFrame, config: EvalConfig) -> dict[str, pd.DataFrame]:
     """Per criterion (keyed by name), the mean weighted score per group (rows) and condition
     (columns), without the Average row."""
-    frame = long.assign(_group=_group_column(long), _condition=long["condition"].fillna("all"))
-    # One grouping for every criterion: the tables of a study come from one pass over it.
-    keys = ["criterion", "_group", "_condition"]
-    means = frame.groupby(keys, sort=False, dropna=False)["score"].mean()
+    # One grouping for every criterion: the tables of a study come from one pass over it (by
+    # columns, not a copy of the long table: a million items).
+    keys = [
+        long["criterion"],
+        _group_column(long).rename("_group"),
+        long["condition"].fillna("all").rename("_condition"),
+    ]
+    means = long["score"].groupby(keys, sort=False, dropna=False).mean()
     groups, conditions = _groups(long), _conditions(config, long) or ["all"]
     tables = {}
     for criterion in config.criteria:

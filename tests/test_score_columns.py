@@ -8,6 +8,7 @@ a plain list, as the scoring stage held them before it used columns.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from geval_async.scoring.columns import ScoreColumns
 from geval_async.scoring.readings import invalid_shares, samples_frame, share_differences
 from geval_async.scoring.results import StudyResults, load_results
 from geval_async.scoring.scores import ItemScore, score_items, tally
-from geval_async.scoring.tables import long_frame
+from geval_async.scoring.tables import group_tables, long_frame, score_frame, write_long_csv
 from geval_async.scoring.trust import consistency_frame, n_curve_frame
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
@@ -37,6 +38,11 @@ def _held(config: Path) -> tuple[StudyResults, list[ItemScore]]:
 
 def _same_as_held(results: StudyResults, held: list[ItemScore]) -> None:
     assert isinstance(results.scores, ScoreColumns)
+    # Before the long table is built: the group tables from its score columns alone.
+    assert "long" not in results.__dict__
+    for name, table in group_tables(long_frame(held), results.config).items():
+        pd.testing.assert_frame_equal(results.group_tables[name], table)
+    assert "long" not in results.__dict__
     assert len(results.scores) == len(held)
     assert list(results.scores) == held
     assert [results.scores[i] for i in (0, -1, len(held) // 2)] == [
@@ -49,6 +55,14 @@ def _same_as_held(results: StudyResults, held: list[ItemScore]) -> None:
     ]
     pd.testing.assert_frame_equal(results.long, long_frame(held))
     assert results.long.to_csv(index=False) == long_frame(held).to_csv(index=False)
+    for rows in (1, 7, 100_000):  # the long table written a chunk of items at a time
+        out = io.BytesIO()
+        write_long_csv(out, results.scores, rows=rows)
+        assert out.getvalue() == long_frame(held).to_csv(index=False).encode()
+    pd.testing.assert_frame_equal(
+        score_frame(results.scores),
+        long_frame(held)[["record_id", "group", "condition", "criterion", "score"]],
+    )
     pd.testing.assert_frame_equal(results.samples, samples_frame(held))
     pd.testing.assert_frame_equal(results.invalid_shares(), invalid_shares(samples_frame(held)))
     stats = results.config.stats

@@ -23,6 +23,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
+import orjson
 
 from ..options import Reason, ScoreStatus
 from ..study.plan import Study
@@ -252,6 +253,10 @@ class ScoreColumns(Sequence[ItemScore]):
             matrix[has, k] = values[starts[items][has] + k]
         codes = np.frombuffer(self.distribution, dtype=np.int32)[items]
         return matrix, self.weighted_scores()[codes]
+
+    def distribution_texts(self) -> list[str]:
+        """Each distinct distribution as the long table shows it (compact JSON of its probs)."""
+        return [orjson.dumps(d.to_json()["probs"]).decode() for d in self.distributions.values]
 
     def weighted_scores(self) -> np.ndarray:
         """Each distinct distribution's weighted score (NaN: none), then a NaN for code -1."""

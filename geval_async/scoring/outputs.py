@@ -54,7 +54,7 @@ from .human import HumanComparison
 from .plots import n_curve_plot
 from .report import comparison_section, markdown_report, trust_section, write_raw_document
 from .stats import comparisons_frame
-from .tables import COMPOSITE
+from .tables import COMPOSITE, write_long_csv
 
 if TYPE_CHECKING:
     from .results import StudyResults
@@ -118,9 +118,9 @@ def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
         )
         for c in results.study.criteria
     ]
-    outputs.append(
-        Output(output_path(results, "scores", "long.csv"), csv_bytes(results.long, index=False))
-    )
+    # Written as rendered, a chunk of rows at a time: a million rows' text is never held.
+    long = partial(write_long_csv, scores=results.scores)
+    outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
     for c in results.study.criteria:
         # Written as rendered: a large study's prompts are never all held.
         write = partial(

@@ -46,6 +46,7 @@ from .tables import (
     design_is_paired,
     group_tables,
     long_frame,
+    score_frame,
     with_average,
 )
 from .trust import consistency_frame, n_curve_frame
@@ -112,7 +113,17 @@ class StudyResults:
     def group_tables(self) -> dict[str, pd.DataFrame]:
         """Per criterion, the mean weighted score per group and condition (no Average row):
         computed once, as every table, the composite and each test read them."""
-        return group_tables(self.long, self.config)
+        return group_tables(self._score_frame, self.config)
+
+    @property
+    def _score_frame(self) -> pd.DataFrame:
+        """The long table, or (not built yet) its record, group, condition, criterion and
+        score columns: what the tables and tests read, a fraction of a million rows' table."""
+        if "long" in self.__dict__:
+            return self.long
+        if "_scores_only" not in self.__dict__:
+            self.__dict__["_scores_only"] = score_frame(self._columns)
+        return self.__dict__["_scores_only"]
 
     @cached_property
     def tallies(self) -> dict[str, CriterionTally]:
@@ -193,7 +204,7 @@ class StudyResults:
     @cached_property
     def paired_design(self) -> bool:
         """Whether the same groups appear under both compared conditions."""
-        return design_is_paired(self.long, self.config)
+        return design_is_paired(self._score_frame, self.config)
 
     def summary_test(self, test: StatTest | str | None = None) -> StatTest:
         """The test of the summary: ``test``, else the one ``[stats] test`` names, else (none
@@ -222,7 +233,7 @@ class StudyResults:
                 f"{self.config.source}: [stats] conditions must name the two conditions to "
                 'compare, e.g. conditions = ["A", "B"]'
             )
-        present = set(self.long["condition"].dropna())
+        present = set(self._score_frame["condition"].dropna())
         for condition in self.config.stats.conditions:
             if condition not in present:
                 raise ConfigError(

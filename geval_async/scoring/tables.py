@@ -12,10 +12,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, BinaryIO
 
 import numpy as np
-import orjson
 import pandas as pd
 
 from ..options import Normalization, StatTest, parse_option
@@ -64,47 +64,96 @@ def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
 
-def _long_from_columns(columns: ScoreColumns) -> pd.DataFrame:
-    """The long table of items held in columns: each distinct distribution's numbers and JSON
-    computed once, then read by code; the same frame as from the item scores."""
-    if not len(columns):
-        return pd.DataFrame([], columns=LONG_COLUMNS)
-    code = np.frombuffer(columns.distribution, dtype=np.int32)
+def _long_from_columns(
+    columns: ScoreColumns,
+    start: int = 0,
+    stop: int | None = None,
+    names: Sequence[str] = LONG_COLUMNS,
+) -> pd.DataFrame:
+    """The long table (its columns ``names``) of items ``start:stop`` held in columns: each
+    distinct distribution's numbers and JSON computed once, then read by code; the same
+    frame as from the item scores."""
+    stop = len(columns) if stop is None else stop
+    if stop <= start:
+        return pd.DataFrame([], columns=list(names))
+    code = np.frombuffer(columns.distribution, dtype=np.int32)[start:stop]
+    held = {i - start: s for i, s in columns.held.items() if start <= i < stop}
     distributions = columns.distributions.values
-    # One more entry, last: the code -1 (no distribution) reads it.
-    score = np.array(
-        [np.nan if d.weighted_score is None else d.weighted_score for d in distributions] + [np.nan]
-    )[code]
-    valid = np.array([d.valid for d in distributions] + [0], dtype=np.int64)[code]
-    invalid = np.array([d.invalid for d in distributions] + [0], dtype=np.int64)[code]
-    mass = np.array([d.valid_mass for d in distributions] + [np.nan], dtype=float)[code]
-    shown = np.empty(len(distributions) + 1, dtype=object)
-    shown[:] = [orjson.dumps(d.to_json()["probs"]).decode() for d in distributions] + [""]
-    distribution = shown[code]
-    se = np.frombuffer(columns.se, dtype=np.float64).copy()
-    statuses = np.empty(len(STATUSES), dtype=object)
-    statuses[:] = STATUSES
-    status = statuses[np.frombuffer(columns.status, dtype=np.int8)]
-    for i, s in columns.held.items():  # rubric criteria's combined items
-        score[i] = np.nan if s.weighted_score is None else s.weighted_score
-        se[i] = np.nan if s.se is None else s.se
-        valid[i], invalid[i] = s.valid, s.invalid
-        mass[i] = np.nan if s.distribution is None else s.distribution.valid_mass
-        distribution[i] = distribution_json(s)
-    frame = {
-        "record_id": columns.record_column(columns.record_ids).tolist(),
-        "group": columns.record_column(columns.record_groups).tolist(),
-        "condition": columns.record_column(columns.record_conditions).tolist(),
-        "criterion": columns.criterion_column().tolist(),
-        "score": score,
-        "se": se,
-        "status": status.tolist(),
-        "valid": valid,
-        "invalid": invalid,
-        "valid_mass": mass,
-        "distribution": distribution.tolist(),
+    record = np.frombuffer(columns.record, dtype=np.int32)[start:stop]
+
+    def per_distribution(values: list[Any], last: Any, dtype: Any = float) -> np.ndarray:
+        # One more entry, last: the code -1 (no distribution) reads it.
+        table = np.empty(len(values) + 1, dtype=dtype)
+        table[:] = [*values, last]
+        return table[code]
+
+    def per_record(values: list[Any]) -> list[Any]:
+        table = np.empty(len(values), dtype=object)
+        table[:] = values
+        return table[record].tolist()
+
+    def of_held(column: np.ndarray, value: Callable[[ItemScore], Any]) -> np.ndarray:
+        for i, s in held.items():  # rubric criteria's combined items
+            column[i] = value(s)
+        return column
+
+    def nan(x: float | None) -> float:
+        return np.nan if x is None else x
+
+    def mass(s: ItemScore) -> float:
+        return np.nan if s.distribution is None else s.distribution.valid_mass
+
+    make: dict[str, Callable[[], Any]] = {
+        "record_id": lambda: per_record(columns.record_ids),
+        "group": lambda: per_record(columns.record_groups),
+        "condition": lambda: per_record(columns.record_conditions),
+        "criterion": lambda: columns.criterion_column()[start:stop].tolist(),
+        "score": lambda: of_held(
+            per_distribution([nan(d.weighted_score) for d in distributions], np.nan),
+            lambda s: nan(s.weighted_score),
+        ),
+        "se": lambda: of_held(
+            np.frombuffer(columns.se, dtype=np.float64)[start:stop].copy(), lambda s: nan(s.se)
+        ),
+        "status": lambda: [STATUSES[c] for c in columns.status[start:stop]],
+        "valid": lambda: of_held(
+            per_distribution([d.valid for d in distributions], 0, np.int64), lambda s: s.valid
+        ),
+        "invalid": lambda: of_held(
+            per_distribution([d.invalid for d in distributions], 0, np.int64),
+            lambda s: s.invalid,
+        ),
+        "valid_mass": lambda: of_held(
+            per_distribution([d.valid_mass for d in distributions], np.nan), mass
+        ),
+        "distribution": lambda: of_held(
+            per_distribution(columns.distribution_texts(), "", object), distribution_json
+        ).tolist(),
     }
-    return pd.DataFrame(frame, columns=LONG_COLUMNS)
+    return pd.DataFrame({name: make[name]() for name in names}, columns=list(names))
+
+
+def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 100_000) -> None:
+    """Write the long table as CSV to ``out`` (the bytes of ``long_frame(scores).to_csv(
+    index=False)``), ``rows`` items at a time when they are held in columns: the text of a
+    million rows is never held whole."""
+    if not isinstance(scores, ScoreColumns) or len(scores) <= rows:
+        out.write(long_frame(scores).to_csv(index=False).encode())
+        return
+    for start in range(0, len(scores), rows):
+        chunk = _long_from_columns(scores, start, start + rows)
+        out.write(chunk.to_csv(index=False, header=start == 0).encode())
+
+
+SCORE_COLUMNS = ["record_id", "group", "condition", "criterion", "score"]
+
+
+def score_frame(scores: Sequence[ItemScore]) -> pd.DataFrame:
+    """The long table's record, group, condition, criterion and score columns, all that the
+    group tables and the tests read (made without the rest when the items are in columns)."""
+    if isinstance(scores, ScoreColumns):
+        return _long_from_columns(scores, names=SCORE_COLUMNS)
+    return long_frame(scores)[SCORE_COLUMNS]
 
 
 def _conditions(config: EvalConfig, long: pd.DataFrame) -> list[str]:

@@ -169,11 +169,16 @@ class ScoreColumns(Sequence[ItemScore]):
 
     def items(self, criterion: str | None = None) -> Iterator[ItemScore]:
         """The item scores in plan order, rebuilt one at a time (``criterion``'s only)."""
+        return (score for score, _ in self.with_records(criterion))
+
+    def with_records(self, criterion: str | None = None) -> Iterator[tuple[ItemScore, int]]:
+        """As :meth:`items`, each with its record's code: its position in the study's records
+        when it is one of them (see :func:`collect_scores`)."""
         wanted = None if criterion is None else self.criteria.codes.get(criterion, -2)
         starts = [0, 0, 0, 0]
         for i in range(len(self)):
             if wanted is None or self.criterion[i] == wanted:
-                yield self._item(i, tuple(starts))
+                yield self._item(i, tuple(starts)), self.record[i]
             for k, counts in enumerate(self.counts):
                 starts[k] += counts[i]
 

@@ -133,7 +133,7 @@ def _long_from_columns(
     return pd.DataFrame({name: make[name]() for name in names}, columns=list(names))
 
 
-def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 100_000) -> None:
+def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 20_000) -> None:
     """Write the long table as CSV to ``out`` (the bytes of ``long_frame(scores).to_csv(
     index=False)``), ``rows`` items at a time when they are held in columns: the text of a
     million rows is never held whole."""

@@ -15,9 +15,11 @@ Floors: each at most 250 MB peak, the rerun at most 15 s beyond interpreter star
 (``python -c pass``). The RSS of a process that only imports the CLI is given alongside.
 ``--limit K`` runs, reruns, and scores only the first K records of the same file (the index
 still covers all of them; the dry run is of the whole plan): say so when quoting its figures.
+``--commands`` runs some of them (``dry-run,run,rerun,status,score``): with ``--keep`` on a
+folder whose cache an earlier run filled, ``--commands rerun,score`` measures those alone.
 
     .venv/bin/python bench/million.py [--quick] [--records 250000] [--concurrency 64]
-        [--limit K] [--keep FOLDER]
+        [--limit K] [--keep FOLDER] [--commands dry-run,run,rerun,status,score]
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ FLOOR_MB = 250
 RERUN_FLOOR_S = 15
 # 100 + 25 words of the benchmarks' vocabulary: 760 bytes a record on average, as issue 22's.
 DOCUMENT_WORDS, SUMMARY_WORDS = 100, 25
+COMMANDS = ("dry-run", "run", "rerun", "status", "score")
 
 
 def _study(folder: Path, records: int) -> StudyFiles:
@@ -59,7 +62,16 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="run and score the first K records only")
     parser.add_argument("--keep", type=Path, help="keep the study and cache in this folder")
     parser.add_argument("--quick", action="store_true", help="5,000 records (20,000 requests)")
+    parser.add_argument(
+        "--commands",
+        default=",".join(COMMANDS),
+        help=f"which to run, in this order: {','.join(COMMANDS)}",
+    )
     args = parser.parse_args()
+    chosen = args.commands.split(",")
+    unknown = [c for c in chosen if c not in COMMANDS]
+    if unknown:
+        parser.error(f"--commands: unknown {unknown[0]!r} (known: {', '.join(COMMANDS)})")
     if args.quick:
         args.records = 5_000
 
@@ -93,23 +105,32 @@ def main() -> None:
             rows.append(row)
             print(table([row], [k for k in row if k != "rss_samples"]), flush=True)
 
-        measure("run --dry-run", ["run", config, "--dry-run"])  # the whole plan, always
-        with SimProcess() as sim:
-            send = ["run", config, "--quiet", "--base-url", sim.base_url, *limit]
-            send += ["--concurrency", str(args.concurrency)]
-            before = sim.stats()["received"]
-            measure("run", send)
-            received = sim.stats()["received"] - before
-            assert received == planned or not fresh, f"the sim received {received} of {planned}"
-            rows[-1]["sent"] = received
-            measure("run (rerun, all cached)", send)
-            sent = sim.stats()["received"] - before - received
-            assert sent == 0, f"the rerun sent {sent} requests"
-            rows[-1]["sent"] = sent
-            rerun = rows[-1]
-            rerun["passed"] = rerun["passed"] and rerun["beyond_start_s"] <= RERUN_FLOOR_S
-        measure("status", ["status", config, *limit])
-        measure("score", ["score", config, *limit])
+        if "dry-run" in chosen:
+            measure("run --dry-run", ["run", config, "--dry-run"])  # the whole plan, always
+        if "run" in chosen or "rerun" in chosen:
+            with SimProcess() as sim:
+                send = ["run", config, "--quiet", "--base-url", sim.base_url, *limit]
+                send += ["--concurrency", str(args.concurrency)]
+                before = sim.stats()["received"]
+                received = 0
+                if "run" in chosen:
+                    measure("run", send)
+                    received = sim.stats()["received"] - before
+                    assert received == planned or not fresh, (
+                        f"the sim received {received} of {planned}"
+                    )
+                    rows[-1]["sent"] = received
+                if "rerun" in chosen:
+                    measure("run (rerun, all cached)", send)
+                    sent = sim.stats()["received"] - before - received
+                    assert sent == 0, f"the rerun sent {sent} requests"
+                    rows[-1]["sent"] = sent
+                    rerun = rows[-1]
+                    rerun["passed"] = rerun["passed"] and rerun["beyond_start_s"] <= RERUN_FLOOR_S
+        if "status" in chosen:
+            measure("status", ["status", config, *limit])
+        if "score" in chosen:
+            measure("score", ["score", config, *limit])
 
     columns = ["command", "wall_s", "beyond_start_s", "cpu_s", "peak_rss_mb", "passed", "sent"]
     print()

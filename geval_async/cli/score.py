@@ -63,10 +63,12 @@ def _results(args: argparse.Namespace) -> StudyResults:
     existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
     results = load_results(config, strict=args.strict)  # a panel's: pooled, with its judges
     warn(results.warnings, strict=False)
-    reasons = results.samples["reason"]
-    if len(reasons) and reasons.notna().all():
+    shares = results.invalid_shares()  # from the answers' reasons, not their texts
+    if len(shares) and shares["samples"].sum() and (shares["invalid"] == shares["samples"]).all():
         # Not "the cache holds no answer": it holds answers, none with a rating to read.
-        counts = ", ".join(f"{n} x {why}" for why, n in reasons.value_counts().items())
+        totals = shares.iloc[:, 5:].sum()
+        totals = totals[totals > 0].sort_values(ascending=False, kind="stable")
+        counts = ", ".join(f"{n} x {why}" for why, n in totals.items())
         raise ConfigError(
             f"every answer in the cache {config.cache_path} is invalid ({counts}): nothing "
             f"was written; `geval-async answers {config.source}` shows them"

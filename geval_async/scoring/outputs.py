@@ -55,7 +55,7 @@ from .panel_results import PanelResults, PanelStudyResults
 from .plots import n_curve_plot
 from .report import comparison_section, markdown_report, trust_section, write_raw_document
 from .stats import comparisons_frame
-from .tables import COMPOSITE
+from .tables import COMPOSITE, write_long_csv
 
 if TYPE_CHECKING:
     from .results import StudyResults
@@ -120,13 +120,19 @@ def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
         )
         for c in results.study.criteria
     ]
-    outputs.append(
-        Output(output_path(results, "scores", "long.csv"), csv_bytes(results.long, index=False))
-    )
     if isinstance(results, PanelStudyResults):
-        # The judges' agreement, not raw exports: each judge's answers are in its own.
+        # The panel's long table has its flags (judges_scored, judges_missing); the judges'
+        # agreement, not raw exports: each judge's answers are in its own.
+        long_csv = csv_bytes(results.long, index=False)
         agreement = csv_bytes(results.agreement, index=False, float_format=f"%.{SIGNIFICANT}g")
-        return [*outputs, Output(output_path(results, "stats", "agreement.csv"), agreement)]
+        return [
+            *outputs,
+            Output(output_path(results, "scores", "long.csv"), long_csv),
+            Output(output_path(results, "stats", "agreement.csv"), agreement),
+        ]
+    # Written as rendered, a chunk of rows at a time: a million rows' text is never held.
+    long = partial(write_long_csv, scores=results.scores)
+    outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
     for c in results.study.criteria:
         # Written as rendered: a large study's prompts are never all held.
         write = partial(

@@ -28,6 +28,7 @@ from ..errors import ConfigError
 from ..study.config import EvalConfig, apply_overrides, load_config
 from .panel import PanelItemScore, panel_agreement, panel_long, pool_items
 from .results import StudyResults, load_results
+from .scores import CriterionTally, tally
 from .trust import CONSISTENCY_COLUMNS, N_CURVE_COLUMNS
 
 __all__ = ["PANEL", "PanelResults", "PanelStudyResults", "load_panel"]
@@ -44,6 +45,23 @@ class PanelStudyResults(StudyResults):
     """
 
     members: dict[str, StudyResults] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """A panel's scores stay :class:`~.panel.PanelItemScore` objects, with their flags
+        (one judge's are held in columns: :class:`~.columns.ScoreColumns`); what the base
+        class reads from those columns is read from them here."""
+
+    @cached_property
+    def tallies(self) -> dict[str, CriterionTally]:
+        return tally(self.scores)
+
+    @cached_property
+    def _reasons(self) -> pd.DataFrame:
+        return self.samples[["criterion", "condition", "reason"]]
+
+    @property
+    def _score_frame(self) -> pd.DataFrame:
+        return self.long
 
     @property
     def pooled(self) -> list[PanelItemScore]:

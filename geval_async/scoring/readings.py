@@ -24,9 +24,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..options import Reason, words
+from .columns import REASONS as REASON_LIST
+from .columns import ScoreColumns
 from .scores import ItemScore
 
 __all__ = [
@@ -35,6 +38,7 @@ __all__ = [
     "ShareDifference",
     "invalid_shapes",
     "invalid_shares",
+    "reasons_frame",
     "samples_frame",
     "share_differences",
     "text_shape",
@@ -62,6 +66,8 @@ def samples_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
     Rubric criteria give one row per rubric answer (``rubric`` names it). Items the cache
     lacks or refused have no answers, hence no rows.
     """
+    if isinstance(scores, ScoreColumns) and scores.simple:
+        return _samples_from_columns(scores)
     # Built a column at a time, an item's answers at once: a study has tens of thousands.
     columns: dict[str, list[Any]] = {name: [] for name in SAMPLE_COLUMNS}
     for score in scores:
@@ -158,6 +164,69 @@ class ShareCounts:
                     ShareDifference(criterion, a, b, invalid_a, samples_a, invalid_b, samples_b, p)
                 )
         return out
+
+
+def _objects(values: list[Any], sentinel: Any = None) -> np.ndarray:
+    """``values`` as an object array, with ``sentinel`` after them (read by the code -1)."""
+    table = np.empty(len(values) + 1, dtype=object)
+    table[:] = [*values, sentinel]
+    return table
+
+
+def _per_answer(columns: ScoreColumns) -> np.ndarray:
+    """Per answer, the index of its item (every item's answers are rows, in item order)."""
+    counts = np.frombuffer(columns.counts[0], dtype=np.uint16)
+    return np.repeat(np.arange(len(counts)), counts)
+
+
+def _samples_from_columns(columns: ScoreColumns) -> pd.DataFrame:
+    """The samples frame of items held in columns (no rubric items, as many ratings, reasons
+    and reasoning fields as answers): the same frame, read by code."""
+    item = _per_answer(columns)
+    if not len(item):
+        return pd.DataFrame([], columns=SAMPLE_COLUMNS)
+    record = np.frombuffer(columns.record, dtype=np.int32)[item]
+    counts = np.frombuffer(columns.counts[0], dtype=np.uint16)
+    starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)[:-1]])
+    rubric = np.frombuffer(columns.rubric, dtype=np.int16)[item]
+    texts = _objects(columns.texts.values)
+    frame = {
+        "record_id": _objects(columns.record_ids)[record].tolist(),
+        "group": _objects(columns.record_groups)[record].tolist(),
+        "condition": _objects(columns.record_conditions)[record].tolist(),
+        "criterion": columns.criterion_column()[item].tolist(),
+        "rubric": _objects(columns.rubrics.values)[rubric].tolist(),
+        "draw": np.arange(len(item), dtype=np.int64) - starts[item],
+        "text": texts[np.frombuffer(columns.text, dtype=np.int32)].tolist(),
+        "rating": _objects(columns.ratings.values, _NAN)[
+            np.frombuffer(columns.rating, dtype=np.int32)
+        ].tolist(),
+        "reason": _objects([str(r) for r in REASON_LIST])[
+            np.frombuffer(columns.reason, dtype=np.int8)
+        ].tolist(),
+        "reasoning": texts[np.frombuffer(columns.reasoning, dtype=np.int32)].tolist(),
+    }
+    return pd.DataFrame(frame, columns=SAMPLE_COLUMNS)
+
+
+def reasons_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
+    """The ``criterion``, ``condition`` and ``reason`` columns of :func:`samples_frame`, all
+    that :func:`invalid_shares` and :func:`share_differences` read: made without the texts
+    when the items are held in columns."""
+    if not (isinstance(scores, ScoreColumns) and scores.simple):
+        return samples_frame(scores)[["criterion", "condition", "reason"]]
+    item = _per_answer(scores)
+    if not len(item):
+        return pd.DataFrame([], columns=["criterion", "condition", "reason"])
+    record = np.frombuffer(scores.record, dtype=np.int32)[item]
+    frame = {
+        "criterion": scores.criterion_column()[item].tolist(),
+        "condition": _objects(scores.record_conditions)[record].tolist(),
+        "reason": _objects([str(r) for r in REASON_LIST])[
+            np.frombuffer(scores.reason, dtype=np.int8)
+        ].tolist(),
+    }
+    return pd.DataFrame(frame)
 
 
 def invalid_shares(samples: pd.DataFrame) -> pd.DataFrame:

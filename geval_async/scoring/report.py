@@ -18,6 +18,7 @@ from ..study.plan import JudgeItem, Study, render_messages
 from ..study.records import Record
 from ..study.steps import steps_origin
 from .agreement_view import agreement_markdown
+from .columns import ScoreColumns
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 from .trust import ONE_DRAW, n_curve_sentences
@@ -25,7 +26,8 @@ from .trust import ONE_DRAW, n_curve_sentences
 
 def raw_documents(study: Study, scores: Iterable[ItemScore]) -> dict[str, bytes]:
     """Per criterion, the JSON of every item: the prompt sent, the answers and ratings."""
-    scores = list(scores)
+    if not isinstance(scores, ScoreColumns):
+        scores = list(scores)  # read once per criterion
     documents = {}
     for criterion in study.criteria:
         out = io.BytesIO()
@@ -52,7 +54,13 @@ def write_raw_document(
     }
     opening = orjson.dumps(head, option=orjson.OPT_INDENT_2).removesuffix(b"null\n}")
     written = 0
-    for score in scores:
+    # Rebuilt one at a time, this criterion's only, each with its record's position.
+    found = (
+        scores.with_records(criterion)
+        if isinstance(scores, ScoreColumns)
+        else ((score, None) for score in scores)
+    )
+    for score, position in found:
         if score.criterion != criterion:
             continue
         entry: dict[str, object] = {
@@ -68,7 +76,7 @@ def write_raw_document(
                 entry["probability"] = score.outcome.probability
             entry["score"] = score.weighted_score
         else:
-            entry.update(_raw_item(score, records, criteria))
+            entry.update(_raw_item(score, records, criteria, position))
         item = orjson.dumps(entry, option=orjson.OPT_INDENT_2)
         # JSON text holds no raw newline, so each line of the item moves in by its depth.
         out.write(
@@ -79,22 +87,33 @@ def write_raw_document(
 
 
 class _RecordLookup:
-    """A study's records by id, each read from the file when asked for (not all held)."""
+    """A study's records by id (or by position), each read from the file when asked for (not
+    all held)."""
 
     def __init__(self, study: Study) -> None:
         self._records = study.records
-        self._positions = {record_id: i for i, record_id in enumerate(study.records.ids)}
+        self._positions: dict[str, int] | None = None  # made at the first look-up by id
 
-    def __getitem__(self, record_id: str) -> Record:
+    def find(self, record_id: str, position: int | None = None) -> Record:
+        """The record ``record_id``, read at ``position`` when that is where it is."""
+        if position is not None and position < len(self._records):
+            record = self._records[position]
+            if record.id == record_id:
+                return record
+        if self._positions is None:
+            self._positions = {key: i for i, key in enumerate(self._records.ids)}
         return self._records[self._positions[record_id]]
 
 
 def _raw_item(
-    score: ItemScore, records: _RecordLookup, criteria: dict[str, Any]
+    score: ItemScore,
+    records: _RecordLookup,
+    criteria: dict[str, Any],
+    position: int | None = None,
 ) -> dict[str, object]:
     criterion = criteria[score.criterion]
     rubric = next((r for r in criterion.config.rubrics if r.name == score.rubric), None)
-    item = JudgeItem(records[score.record_id], criterion, rubric)
+    item = JudgeItem(records.find(score.record_id, position), criterion, rubric)
     return {
         **({"rubric": score.rubric} if score.rubric else {}),
         "status": score.status,

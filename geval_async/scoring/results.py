@@ -16,6 +16,7 @@ here writes a file either: :mod:`.outputs` is the one writer.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -29,8 +30,15 @@ from ..study.config import EvalConfig, apply_overrides, load_config
 from ..study.file_names import file_name_text
 from ..study.plan import Study
 from ..study.prepare import prepare_study
-from .readings import ShareDifference, invalid_shares, samples_frame, share_differences
-from .scores import CriterionTally, ItemScore, score_items, tally
+from .columns import ScoreColumns, collect_scores
+from .readings import (
+    ShareDifference,
+    invalid_shares,
+    reasons_frame,
+    samples_frame,
+    share_differences,
+)
+from .scores import CriterionTally, ItemScore, score_items
 from .stats import Comparison
 from .tables import (
     compare,
@@ -38,6 +46,7 @@ from .tables import (
     design_is_paired,
     group_tables,
     long_frame,
+    score_frame,
     with_average,
 )
 from .trust import consistency_frame, n_curve_frame
@@ -45,10 +54,15 @@ from .trust import consistency_frame, n_curve_frame
 
 @dataclass
 class StudyResults:
-    """Scores of every item of a study plus the tables and tests built from them."""
+    """Scores of every item of a study plus the tables and tests built from them.
+
+    ``scores`` is read as a sequence of :class:`ItemScore`, in plan order; it is held as
+    :class:`~.columns.ScoreColumns` (numbers in arrays, each item rebuilt when read), so a
+    study of a million items fits in memory; a list given here is put in columns too.
+    """
 
     study: Study
-    scores: list[ItemScore]
+    scores: Sequence[ItemScore]
     simulated: bool
     corrupted: int
     variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
@@ -58,6 +72,15 @@ class StudyResults:
     _comparisons: dict[StatTest, list[Comparison]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scores, ScoreColumns):
+            self.scores = collect_scores(self.study, self.scores)
+
+    @property
+    def _columns(self) -> ScoreColumns:
+        assert isinstance(self.scores, ScoreColumns)  # __post_init__
+        return self.scores
 
     @property
     def config(self) -> EvalConfig:
@@ -71,7 +94,7 @@ class StudyResults:
     @cached_property
     def long(self) -> pd.DataFrame:
         """One row per record and criterion: score, status, valid/invalid, distribution."""
-        return long_frame(self.scores)
+        return long_frame(self._columns)
 
     @cached_property
     def consistency(self) -> pd.DataFrame:
@@ -90,18 +113,28 @@ class StudyResults:
     def group_tables(self) -> dict[str, pd.DataFrame]:
         """Per criterion, the mean weighted score per group and condition (no Average row):
         computed once, as every table, the composite and each test read them."""
-        return group_tables(self.long, self.config)
+        return group_tables(self._score_frame, self.config)
+
+    @property
+    def _score_frame(self) -> pd.DataFrame:
+        """The long table, or (not built yet) its record, group, condition, criterion and
+        score columns: what the tables and tests read, a fraction of a million rows' table."""
+        if "long" in self.__dict__:
+            return self.long
+        if "_scores_only" not in self.__dict__:
+            self.__dict__["_scores_only"] = score_frame(self._columns)
+        return self.__dict__["_scores_only"]
 
     @cached_property
     def tallies(self) -> dict[str, CriterionTally]:
         """Coverage and invalid samples per criterion."""
-        return tally(self.scores)
+        return self._columns.tallies
 
     @cached_property
     def samples(self) -> pd.DataFrame:
         """One row per answer read: record_id, group, condition, criterion, rubric, draw,
         text, rating (NaN when invalid) and reason (None when valid)."""
-        return samples_frame(self.scores)
+        return samples_frame(self._columns)
 
     def invalid_shares(self) -> pd.DataFrame:
         """Invalid samples per criterion and condition, with a count per reason."""
@@ -112,14 +145,19 @@ class StudyResults:
         return list(self._share_differences)
 
     # Computed once: the report and the command's notes both show them.
+    # From the answers' criterion, condition and reason only: `score` never needs the texts.
+    @cached_property
+    def _reasons(self) -> pd.DataFrame:
+        return reasons_frame(self._columns)
+
     @cached_property
     def _invalid_shares(self) -> pd.DataFrame:
-        return invalid_shares(self.samples)
+        return invalid_shares(self._reasons)
 
     @cached_property
     def _share_differences(self) -> list[ShareDifference]:
         stats = self.config.stats
-        return share_differences(self.samples, stats.conditions, stats.alpha)
+        return share_differences(self._reasons, stats.conditions, stats.alpha)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -166,7 +204,7 @@ class StudyResults:
     @cached_property
     def paired_design(self) -> bool:
         """Whether the same groups appear under both compared conditions."""
-        return design_is_paired(self.long, self.config)
+        return design_is_paired(self._score_frame, self.config)
 
     def summary_test(self, test: StatTest | str | None = None) -> StatTest:
         """The test of the summary: ``test``, else the one ``[stats] test`` names, else (none
@@ -195,7 +233,7 @@ class StudyResults:
                 f"{self.config.source}: [stats] conditions must name the two conditions to "
                 'compare, e.g. conditions = ["A", "B"]'
             )
-        present = set(self.long["condition"].dropna())
+        present = set(self._score_frame["condition"].dropna())
         for condition in self.config.stats.conditions:
             if condition not in present:
                 raise ConfigError(
@@ -222,7 +260,7 @@ def load_results(
     config = apply_overrides(config, **overrides)
     with open_answers(prepare_study(config)) as answers:
         study = answers.study  # with the generated steps read from the cache
-        scores = list(score_items(study, answers))
+        scores = collect_scores(study, score_items(study, answers))
     if answers.mixed:
         raise ConfigError(
             f"the cache {config.cache_path} holds answers of geval-async's simulated judge and "

@@ -283,30 +283,37 @@ def _combined(
         yield combine_rubrics(criterion, parts)
 
 
-def tally(scores: list[ItemScore]) -> dict[str, CriterionTally]:
+def tally(scores: Iterable[ItemScore]) -> dict[str, CriterionTally]:
     """Coverage and invalid-sample counts per criterion."""
     out: dict[str, CriterionTally] = {}
     for score in scores:
-        t = out.setdefault(score.criterion, CriterionTally())
-        t.items += 1
-        if score.status == SCORED:
-            t.scored += 1
-        elif score.status == MISSING:
-            t.missing += 1
-        elif score.status == REFUSED:
-            t.refused += 1
-        else:
-            t.no_valid += 1
-        t.valid_samples += score.valid
-        t.invalid_samples += score.invalid
-        for part in score.parts or (score,):
-            t.reasons.update(str(r) for r in part.reasons if r is not None)
-            if part.invalid and len(t.invalid_examples) < 5:
-                bad = [a for a, r in zip(part.answers, part.ratings, strict=True) if r is None]
-                if bad:
-                    where = part.record_id + (f" [{part.rubric}]" if part.rubric else "")
-                    t.invalid_examples.append(f"{where}: {bad[0]!r}")
+        count_item(out, score)
     return out
+
+
+def count_item(tallies: dict[str, CriterionTally], score: ItemScore) -> None:
+    """Add one item score to its criterion's :class:`CriterionTally` (created when new)."""
+    t = tallies.get(score.criterion)
+    if t is None:
+        t = tallies[score.criterion] = CriterionTally()
+    t.items += 1
+    if score.status == SCORED:
+        t.scored += 1
+    elif score.status == MISSING:
+        t.missing += 1
+    elif score.status == REFUSED:
+        t.refused += 1
+    else:
+        t.no_valid += 1
+    t.valid_samples += score.valid
+    t.invalid_samples += score.invalid
+    for part in score.parts or (score,):
+        t.reasons.update(str(r) for r in part.reasons if r is not None)
+        if part.invalid and len(t.invalid_examples) < 5:
+            bad = [a for a, r in zip(part.answers, part.ratings, strict=True) if r is None]
+            if bad:
+                where = part.record_id + (f" [{part.rubric}]" if part.rubric else "")
+                t.invalid_examples.append(f"{where}: {bad[0]!r}")
 
 
 def distribution_json(score: ItemScore) -> str:

@@ -12,13 +12,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
 
 from ..options import Normalization, StatTest, parse_option
 from ..study.config import EvalConfig
+from .columns import STATUSES, ScoreColumns
 from .scores import ItemScore, distribution_json
 from .stats import Comparison, adjust_fdr, paired, welch, wilcoxon
 
@@ -41,6 +43,8 @@ LONG_COLUMNS = [
 
 def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
     """One row per record and criterion (missing and refused items included, score NaN)."""
+    if isinstance(scores, ScoreColumns):
+        return _long_from_columns(scores)
     rows = [
         {
             "record_id": s.record_id,
@@ -58,6 +62,98 @@ def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
         for s in scores
     ]
     return pd.DataFrame(rows, columns=LONG_COLUMNS)
+
+
+def _long_from_columns(
+    columns: ScoreColumns,
+    start: int = 0,
+    stop: int | None = None,
+    names: Sequence[str] = LONG_COLUMNS,
+) -> pd.DataFrame:
+    """The long table (its columns ``names``) of items ``start:stop`` held in columns: each
+    distinct distribution's numbers and JSON computed once, then read by code; the same
+    frame as from the item scores."""
+    stop = len(columns) if stop is None else stop
+    if stop <= start:
+        return pd.DataFrame([], columns=list(names))
+    code = np.frombuffer(columns.distribution, dtype=np.int32)[start:stop]
+    held = {i - start: s for i, s in columns.held.items() if start <= i < stop}
+    distributions = columns.distributions.values
+    record = np.frombuffer(columns.record, dtype=np.int32)[start:stop]
+
+    def per_distribution(values: list[Any], last: Any, dtype: Any = float) -> np.ndarray:
+        # One more entry, last: the code -1 (no distribution) reads it.
+        table = np.empty(len(values) + 1, dtype=dtype)
+        table[:] = [*values, last]
+        return table[code]
+
+    def per_record(values: list[Any]) -> list[Any]:
+        table = np.empty(len(values), dtype=object)
+        table[:] = values
+        return table[record].tolist()
+
+    def of_held(column: np.ndarray, value: Callable[[ItemScore], Any]) -> np.ndarray:
+        for i, s in held.items():  # rubric criteria's combined items
+            column[i] = value(s)
+        return column
+
+    def nan(x: float | None) -> float:
+        return np.nan if x is None else x
+
+    def mass(s: ItemScore) -> float:
+        return np.nan if s.distribution is None else s.distribution.valid_mass
+
+    make: dict[str, Callable[[], Any]] = {
+        "record_id": lambda: per_record(columns.record_ids),
+        "group": lambda: per_record(columns.record_groups),
+        "condition": lambda: per_record(columns.record_conditions),
+        "criterion": lambda: columns.criterion_column()[start:stop].tolist(),
+        "score": lambda: of_held(
+            per_distribution([nan(d.weighted_score) for d in distributions], np.nan),
+            lambda s: nan(s.weighted_score),
+        ),
+        "se": lambda: of_held(
+            np.frombuffer(columns.se, dtype=np.float64)[start:stop].copy(), lambda s: nan(s.se)
+        ),
+        "status": lambda: [STATUSES[c] for c in columns.status[start:stop]],
+        "valid": lambda: of_held(
+            per_distribution([d.valid for d in distributions], 0, np.int64), lambda s: s.valid
+        ),
+        "invalid": lambda: of_held(
+            per_distribution([d.invalid for d in distributions], 0, np.int64),
+            lambda s: s.invalid,
+        ),
+        "valid_mass": lambda: of_held(
+            per_distribution([d.valid_mass for d in distributions], np.nan), mass
+        ),
+        "distribution": lambda: of_held(
+            per_distribution(columns.distribution_texts(), "", object), distribution_json
+        ).tolist(),
+    }
+    return pd.DataFrame({name: make[name]() for name in names}, columns=list(names))
+
+
+def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 20_000) -> None:
+    """Write the long table as CSV to ``out`` (the bytes of ``long_frame(scores).to_csv(
+    index=False)``), ``rows`` items at a time when they are held in columns: the text of a
+    million rows is never held whole."""
+    if not isinstance(scores, ScoreColumns) or len(scores) <= rows:
+        out.write(long_frame(scores).to_csv(index=False).encode())
+        return
+    for start in range(0, len(scores), rows):
+        chunk = _long_from_columns(scores, start, start + rows)
+        out.write(chunk.to_csv(index=False, header=start == 0).encode())
+
+
+SCORE_COLUMNS = ["record_id", "group", "condition", "criterion", "score"]
+
+
+def score_frame(scores: Sequence[ItemScore]) -> pd.DataFrame:
+    """The long table's record, group, condition, criterion and score columns, all that the
+    group tables and the tests read (made without the rest when the items are in columns)."""
+    if isinstance(scores, ScoreColumns):
+        return _long_from_columns(scores, names=SCORE_COLUMNS)
+    return long_frame(scores)[SCORE_COLUMNS]
 
 
 def _conditions(config: EvalConfig, long: pd.DataFrame) -> list[str]:
@@ -78,10 +174,14 @@ def _group_column(long: pd.DataFrame) -> pd.Series:
 def group_tables(long: pd.DataFrame, config: EvalConfig) -> dict[str, pd.DataFrame]:
     """Per criterion (keyed by name), the mean weighted score per group (rows) and condition
     (columns), without the Average row."""
-    frame = long.assign(_group=_group_column(long), _condition=long["condition"].fillna("all"))
-    # One grouping for every criterion: the tables of a study come from one pass over it.
-    keys = ["criterion", "_group", "_condition"]
-    means = frame.groupby(keys, sort=False, dropna=False)["score"].mean()
+    # One grouping for every criterion: the tables of a study come from one pass over it (by
+    # columns, not a copy of the long table: a million items).
+    keys = [
+        long["criterion"],
+        _group_column(long).rename("_group"),
+        long["condition"].fillna("all").rename("_condition"),
+    ]
+    means = long["score"].groupby(keys, sort=False, dropna=False).mean()
     groups, conditions = _groups(long), _conditions(config, long) or ["all"]
     tables = {}
     for criterion in config.criteria:

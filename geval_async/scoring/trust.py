@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..options import SamplingMode
 from ..study.plan import Study
+from .columns import ScoreColumns
 from .scores import SCORED, ItemScore
 
 CONSISTENCY_COLUMNS = [
@@ -77,15 +78,16 @@ def _alpha(data: np.ndarray, level: Literal["interval", "ordinal"]) -> float:
 def consistency_frame(study: Study, scores: Sequence[ItemScore]) -> pd.DataFrame:
     """Per criterion, Krippendorff's alpha over the judge's draws (interval and ordinal)."""
     sampling = study.config.sampling
-    by_criterion = _by_criterion(study, scores)
     rows = []
-    for name, items in by_criterion.items():
+    for name in _criteria(study, scores):
         row: dict[str, object] = {"criterion": name, "draws": sampling.choices_per_item}
         if sampling.mode == SamplingMode.LOGPROBS or sampling.choices_per_item < 2:
             note = ONE_DRAW if sampling.mode == SamplingMode.LOGPROBS else "n = 1: one draw"
             rows.append({**row, "units": 0, "values": 0, "note": note})
             continue
-        data = reliability_matrix(items, sampling.choices_per_item)
+        found = _draws(scores, name, sampling.choices_per_item, scored=False)
+        assert found is not None  # None only for scored=True
+        data = found[0].T
         pairable = (~np.isnan(data)).sum(axis=0) >= 2
         interval, ordinal = _alpha(data, "interval"), _alpha(data, "ordinal")
         note = ""
@@ -113,13 +115,15 @@ def n_curve_frame(study: Study, scores: Sequence[ItemScore]) -> pd.DataFrame:
     if sampling.mode == SamplingMode.LOGPROBS:
         return pd.DataFrame(columns=N_CURVE_COLUMNS)
     rows = []
-    for name, items in _by_criterion(study, scores).items():
-        if any(s.parts for s in items) or study.config.criterion(name).is_rubric:
+    for name in _criteria(study, scores):
+        if study.config.criterion(name).is_rubric:
             continue
-        scored = [s for s in items if s.status == SCORED]
-        full = pd.Series([s.weighted_score for s in scored], dtype=float)
         # Records x draws, NaN where invalid: every k at once, as a study has 10,000 records.
-        draws = reliability_matrix(scored, n).T
+        found = _draws(scores, name, n, scored=True)
+        if found is None:
+            continue  # a rubric criterion's combined items
+        draws, scores_of = found
+        full = pd.Series(scores_of, dtype=float)
         valid = ~np.isnan(draws)
         for k in range(1, n + 1):
             partial, errors = _first_draws(draws[:, :k], valid[:, :k])
@@ -169,11 +173,36 @@ def n_curve_sentences(curve: pd.DataFrame) -> list[str]:
     return out
 
 
-def _by_criterion(study: Study, scores: Sequence[ItemScore]) -> dict[str, list[ItemScore]]:
-    out: dict[str, list[ItemScore]] = {c.name: [] for c in study.criteria}
-    for score in scores:
-        out[score.criterion].append(score)
-    return out
+def _criteria(study: Study, scores: Sequence[ItemScore]) -> list[str]:
+    """The study's criteria, then any other the scores name, in order."""
+    names = dict.fromkeys(c.name for c in study.criteria)
+    if isinstance(scores, ScoreColumns):
+        names.update(dict.fromkeys(scores.criteria.values))
+    else:
+        names.update(dict.fromkeys(s.criterion for s in scores))
+    return list(names)
+
+
+def _draws(
+    scores: Sequence[ItemScore], name: str, draws: int, *, scored: bool
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Records (or a rubric criterion's rubrics) x the first ``draws`` ratings of criterion
+    ``name``, and the records' weighted scores; None for ``scored`` with combined rubric
+    items. Read from the columns when the scores are held so (a million items)."""
+    if isinstance(scores, ScoreColumns):
+        found = scores.draw_matrix(name, draws, scored=scored)
+        if found is not None:
+            return found
+        items = list(scores.items(name))
+    else:
+        items = [s for s in scores if s.criterion == name]
+    if scored:
+        if any(s.parts for s in items):
+            return None
+        items = [s for s in items if s.status == SCORED]
+    matrix = reliability_matrix(items, draws).T
+    full = np.array([np.nan if s.weighted_score is None else s.weighted_score for s in items])
+    return matrix, full if scored else np.empty(0)
 
 
 def _first_draws(draws: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,142 @@
+"""Scores held in columns (numbers in arrays, each item rebuilt when read) are the scores
+held as one object per item: the same items in the same order, the same long table, samples,
+invalid shares, tallies, self-consistency and n curve, and the same output files.
+
+The reference is computed here from :func:`~geval_async.scoring.scores.score_items` kept in
+a plain list, as the scoring stage held them before it used columns.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import StudyFiles, run_study
+
+from geval_async.judging.read_model import open_answers
+from geval_async.scoring.columns import ScoreColumns
+from geval_async.scoring.readings import invalid_shares, samples_frame, share_differences
+from geval_async.scoring.results import StudyResults, load_results
+from geval_async.scoring.scores import ItemScore, score_items, tally
+from geval_async.scoring.tables import group_tables, long_frame, score_frame, write_long_csv
+from geval_async.scoring.trust import consistency_frame, n_curve_frame
+from geval_async.sim import SimServer, SimSettings
+from geval_async.study.config import load_config
+from geval_async.study.prepare import prepare_study
+
+
+def _held(config: Path) -> tuple[StudyResults, list[ItemScore]]:
+    """The results as loaded, and the same items scored into a list."""
+    results = load_results(config)
+    with open_answers(prepare_study(load_config(config))) as answers:
+        held = list(score_items(answers.study, answers))
+    return results, held
+
+
+def _same_as_held(results: StudyResults, held: list[ItemScore]) -> None:
+    assert isinstance(results.scores, ScoreColumns)
+    # Before the long table is built: the group tables from its score columns alone.
+    assert "long" not in results.__dict__
+    for name, table in group_tables(long_frame(held), results.config).items():
+        pd.testing.assert_frame_equal(results.group_tables[name], table)
+    assert "long" not in results.__dict__
+    assert len(results.scores) == len(held)
+    assert list(results.scores) == held
+    assert [results.scores[i] for i in (0, -1, len(held) // 2)] == [
+        held[0],
+        held[-1],
+        held[len(held) // 2],
+    ]
+    assert list(results.scores.items(held[0].criterion)) == [
+        s for s in held if s.criterion == held[0].criterion
+    ]
+    pd.testing.assert_frame_equal(results.long, long_frame(held))
+    assert results.long.to_csv(index=False) == long_frame(held).to_csv(index=False)
+    for rows in (1, 7, 100_000):  # the long table written a chunk of items at a time
+        out = io.BytesIO()
+        write_long_csv(out, results.scores, rows=rows)
+        assert out.getvalue() == long_frame(held).to_csv(index=False).encode()
+    pd.testing.assert_frame_equal(
+        score_frame(results.scores),
+        long_frame(held)[["record_id", "group", "condition", "criterion", "score"]],
+    )
+    pd.testing.assert_frame_equal(results.samples, samples_frame(held))
+    pd.testing.assert_frame_equal(results.invalid_shares(), invalid_shares(samples_frame(held)))
+    stats = results.config.stats
+    assert results.share_differences() == share_differences(
+        samples_frame(held), stats.conditions, stats.alpha
+    )
+    assert results.tallies == tally(held)
+    study = results.study
+    pd.testing.assert_frame_equal(results.consistency, consistency_frame(study, held))
+    pd.testing.assert_frame_equal(results.n_curve, n_curve_frame(study, held))
+
+
+def test_columns_hold_what_a_list_of_item_scores_holds(study: StudyFiles) -> None:
+    # Invalid answers (reasons, texts), and the second half of the records never asked
+    # (missing items): every status but refused, every column with something in it.
+    with SimServer(SimSettings(invalid_answers=0.3, seed=5)) as server:
+        study.write_config(server.base_url)
+        assert run_study(study, "--limit", str(study.n_records // 2)).returncode == 0
+    results, held = _held(study.config)
+    assert {s.status for s in held} >= {"scored", "missing"}
+    assert any(r is not None for s in held for r in s.reasons)
+    assert results.invalid_shares()["invalid"].sum() > 0
+    _same_as_held(results, held)
+    # A list given to StudyResults is put in columns, and reads the same.
+    again = StudyResults(results.study, held, results.simulated, results.corrupted)
+    assert isinstance(again.scores, ScoreColumns)
+    _same_as_held(again, held)
+
+
+@pytest.mark.parametrize("mode", ["samples", "logprobs"])
+def test_rubric_and_option_criteria_in_columns(tmp_path: Path, mode: str) -> None:
+    from test_methods import _body_logprobs, _body_samples, _store, _study
+
+    config = _study(tmp_path, mode)
+    if mode == "samples":
+        answers = {
+            ("empathy", None): _body_samples(["2", "3", "x", "2"]),
+            ("fair", "a"): _body_samples(["Yes", "Yes", "No", "Yes"]),
+            ("fair", "b"): _body_samples(["Yes", "maybe", "Yes", "No"]),
+            ("hate", "a"): _body_samples(["No"] * 4),
+            ("hate", "b"): _body_samples(["No", "No", "Yes", "No"]),
+            ("clear", "a"): _body_samples(["Yes"] * 4),
+            ("clear", "b"): _body_samples(["No"] * 4),
+            ("clear", "c"): _body_samples(["Yes", "No", "Yes", "Yes"]),
+        }
+    else:
+        answers = {
+            ("empathy", None): _body_logprobs({"1": 0.2, "2": 0.5, "3": 0.3}),
+            **{
+                (c, r): _body_logprobs({"Yes": 0.7, "No": 0.3})
+                for c, r in [
+                    ("fair", "a"),
+                    ("fair", "b"),
+                    ("hate", "a"),
+                    ("hate", "b"),
+                    ("clear", "a"),
+                    ("clear", "b"),
+                    ("clear", "c"),
+                ]
+            },
+        }
+    _store(config, answers)
+    results, held = _held(config)
+    assert any(s.parts for s in held) and any(not s.parts for s in held)
+    _same_as_held(results, held)
+    # The raw exports read the items back from the columns: the prompt and the answers.
+    raw = {c: json.loads(d) for c, d in _raw(results).items()}
+    assert raw["empathy"]["items"][0]["answers"] == list(held[0].answers)
+    assert [r["rubric"] for r in raw["fair"]["items"][0]["rubrics"]] == ["a", "b"]
+
+
+def _raw(results: StudyResults) -> dict[str, bytes]:
+    from geval_async.scoring.report import raw_documents
+
+    by_columns = raw_documents(results.study, results.scores)
+    assert by_columns == raw_documents(results.study, list(results.scores))
+    return by_columns

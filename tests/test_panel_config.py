@@ -121,6 +121,7 @@ JUDGE_B = '[[judges]]\nname = "b"\nmodel = "m2"\n'
         ),
         ('[[judges]]\nmodel = "m1"\n', r"\[judges\] \[1\] 'name' is required"),
         ('[[judges]]\nname = "a/b"\nmodel = "m1"\n', "'name' 'a/b' must be letters"),
+        ('[[judges]]\nname = "Panel"\nmodel = "m1"\n', "'name' 'Panel' is the panel's own"),
         (JUDGE_A + 'modle = "x"\n', "unknown key 'modle'"),
         (JUDGE_A + "[judges.limits]\nrpmm = 3\n", r"\[judges.a.limits\] unknown key 'rpmm'"),
         (JUDGE_A + "[judges.sampling]\nn = 500\n", r"\[judges.a.sampling\] 'n' must be at most"),

@@ -28,11 +28,12 @@ from .reader import TableReader
 from .sections import SECTION_KEYS, parse_judge, parse_limits, parse_sampling
 from .settings import PanelConfig, PanelJudge
 
-__all__ = ["JUDGE_KEYS", "PANEL_KEYS", "parse_judges", "parse_panel"]
+__all__ = ["JUDGE_KEYS", "PANEL_KEYS", "PANEL_NAME", "parse_judges", "parse_panel"]
 
 # A [[judges]] table: [judge]'s keys, its name, and its own sampling and limits tables.
 JUDGE_KEYS = SECTION_KEYS["judge"] | {"name", "sampling", "limits"}
 PANEL_KEYS = {"pool", "weights"}
+PANEL_NAME = "panel"  # the pooled scores' name beside the judges' (long table, meta)
 
 
 def parse_judges(
@@ -52,6 +53,11 @@ def parse_judges(
             raise t.error(
                 f"'name' {name!r} must be letters, digits, '.', '_' or '-' (it names the "
                 "judge's output files)"
+            )
+        if name.casefold() == PANEL_NAME:
+            raise t.error(
+                f"'name' {name!r} is the panel's own name (the `judge` column of the long table "
+                "and meta's tables call the pooled scores 'panel'): name the judge otherwise"
             )
         where = f"judges.{name}"
         own_sampling = t.get("sampling", dict, {})

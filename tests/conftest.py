@@ -260,6 +260,9 @@ def run_process(
     )
 
 
+_IN_PROCESS = threading.Lock()  # held while run_cli runs a command in this process
+
+
 def run_cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
@@ -268,10 +271,14 @@ def run_cli(
     cleared) and working folder, but without a new interpreter's ~1 s of imports.
 
     ``timeout`` is accepted for the callers of :func:`run_process` and not enforced here.
-    A crash prints its traceback to stderr and exits 1, as Python does.
+    A crash prints its traceback to stderr and exits 1, as Python does. One command at a time:
+    argv, the streams, the environment and the folder are the process's, so a test of two
+    commands at once (two processes racing) must use :func:`run_process`.
     """
     from geval_async.cli.app import main
 
+    if not _IN_PROCESS.acquire(blocking=False):
+        raise RuntimeError("run_cli is one command at a time: race processes with run_process")
     out, err = io.StringIO(), io.StringIO()
     saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
     sys.argv = ["geval-async", *args]  # the resume hint a stopped run prints quotes it
@@ -295,6 +302,7 @@ def run_cli(
         sys.argv = saved_argv
         os.environ.clear()
         os.environ.update(saved_env)
+        _IN_PROCESS.release()
     return subprocess.CompletedProcess(
         ["geval-async", *args], code, stdout=out.getvalue(), stderr=err.getvalue()
     )

@@ -16,7 +16,16 @@ import time
 from pathlib import Path
 
 import orjson
-from conftest import POLL, ROOT, StudyFiles, cache_snapshot, run_batch, run_cli, summary_cells
+from conftest import (
+    POLL,
+    ROOT,
+    StudyFiles,
+    cache_snapshot,
+    run_batch,
+    run_cli,
+    run_process,
+    summary_cells,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -173,7 +182,8 @@ def test_two_processes_never_submit_the_same_request_twice(
     results: list[subprocess.CompletedProcess[str]] = []
 
     def submit() -> None:
-        results.append(run_cli("batch", "submit", str(study.config)))
+        # Two real processes: what the claims must keep apart.
+        results.append(run_process("batch", "submit", str(study.config)))
 
     threads = [threading.Thread(target=submit) for _ in range(2)]
     for thread in threads:

@@ -53,12 +53,18 @@ def item_state(
     retry_failed: bool = False,
 ) -> ItemState[_E]:
     """Walk an item's chunks; with ``retry_failed`` a refusal counts as missing."""
-    state: ItemState[_E] = ItemState(first.item, first)
-    start = 0
-    request = first
+    if first.n < 1:
+        return ItemState(first.item, first)
+    # Draw 0 first, without the loop: a rerun's walk makes one state per item of the plan.
+    entry = cache.get(first.key)
+    if entry is None or (not entry.ok and retry_failed):
+        return ItemState(first.item, first, [], [first], None, [first])
+    if not entry.ok:
+        return ItemState(first.item, first, [], [], entry, [first])
+    state: ItemState[_E] = ItemState(first.item, first, [entry], [], None, [first])
+    start = entry.received
     while start < first.n:
-        if start > 0:
-            request = chunk_request(first, start, config)
+        request = chunk_request(first, start, config)
         state.requests.append(request)
         entry = cache.get(request.key)
         if entry is None or (not entry.ok and retry_failed):

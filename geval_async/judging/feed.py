@@ -86,11 +86,14 @@ class Feed:
 
     def _settled(self, state: ItemLeft) -> bool:
         """Count an item the cache answers or refuses; False when it needs requests."""
-        self.limits.check_request(state.first.est_tokens)
-        if state.left is Left.REFUSED:
-            self.counters.criteria[state.item.criterion.name].rejected += 1
-        elif state.left is Left.CACHED:
-            self.counters.criteria[state.item.criterion.name].cached += 1
+        tpm = self.limits.tpm
+        if tpm and state.first.est_tokens > tpm:  # as check_request, without a call per item
+            self.limits.check_request(state.first.est_tokens)
+        left = state.left
+        if left is Left.CACHED:
+            self.counters.criteria[state.state.item.criterion.name].cached += 1
+        elif left is Left.REFUSED:
+            self.counters.criteria[state.state.item.criterion.name].rejected += 1
         else:
             return False
         return True

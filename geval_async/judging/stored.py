@@ -152,6 +152,15 @@ class CachedResponse:
 
 def decode_head(raw: Any) -> EntryHead:
     """The head of a stored value, checked whole; raises ValueError when it is not valid."""
+    if (
+        type(raw) is bytes  # the usual case, checked as decode_heads does: one per lookup
+        and raw[: len(PACKED)] == PACKED
+        and len(raw) >= _META
+        and zlib.crc32(raw[_SUMMED:]) == _CRC.unpack_from(raw, len(PACKED))[0]
+    ):
+        head = _HEADS.get(raw[_SUMMED:_META])
+        if head is not None:
+            return head
     if isinstance(raw, bytes | bytearray) and raw.startswith(PACKED):
         _check(raw)
         header = bytes(raw[_SUMMED:_META])

@@ -45,6 +45,9 @@ def request_key(body: Mapping[str, Any], draw: int) -> str:
     return f"{KEY_VERSION}-{digest}"
 
 
+_PREFIX = f"{KEY_VERSION}-"  # what every key starts with
+
+
 class KeyFrame:
     """The key of many requests that differ only in their prompt text, each hashed fast.
 
@@ -77,4 +80,4 @@ class KeyFrame:
         digest = self._before.copy()
         digest.update(orjson.dumps(text))
         digest.update(self._after)
-        return f"{KEY_VERSION}-{digest.hexdigest()}"
+        return _PREFIX + digest.hexdigest()

@@ -302,20 +302,27 @@ def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[Judge
     (:class:`~.keys.KeyFrame`), and its template is filled from each record without a
     mapping of values; no body is built."""
     n = config.sampling.choices_per_item
+    # A request's token estimate (_tokens) less its text's share: the same for every item.
+    fixed = _tokens(config, 0, 1, n)
     prompts: dict[tuple[int, int], _Prompt] = {}
-    requests = []
+    requests: list[JudgeRequest] = []
+    append = requests.append
     for item in items:
         criterion, rubric = item.criterion, item.rubric
         prompt = prompts.get((id(criterion), id(rubric)))
         if prompt is None or prompt.criterion is not criterion or prompt.rubric is not rubric:
             prompt = prompts[id(criterion), id(rubric)] = _Prompt(item, config)
-        if prompt.frame is None:
-            requests.append(first_request(item, config))
+        frame = prompt.frame
+        if frame is None:
+            append(first_request(item, config))
             continue
         text = prompt.text(item.record)
-        tokens = _tokens(config, len(text), 1, n)
-        requests.append(JudgeRequest(item, 0, n, prompt.frame.key(text), tokens, config))
+        tokens = fixed - (-len(text) // _CHARS_PER_TOKEN)
+        append(JudgeRequest(item, 0, n, frame.key(text), tokens, config))
     return requests
+
+
+_join = "".join
 
 
 class _Prompt:
@@ -339,7 +346,7 @@ class _Prompt:
         for index, source in self._slots:
             value = fields[source]
             parts[index] = value if type(value) is str else field_text(value)
-        return "".join(parts)
+        return _join(parts)
 
 
 def chunk_request(request: JudgeRequest, start: int, config: EvalConfig) -> JudgeRequest:

@@ -12,9 +12,8 @@ import argparse
 import asyncio
 import os
 import shlex
-import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from ..study.pricing import usd
 from .answers import add_answers_command, invalid_lines, warn
 from .batch import add_batch_commands, add_batch_flags, run_batch
 from .cache import add_cache_commands, existing_cache
+from .interrupts import run_until_interrupted, say, show_line
 from .meta import add_meta_command
 from .overrides import add_study_arguments, judge_key, load_study
 from .panel import panel_command, panel_status, run_panel_cli
@@ -44,8 +44,7 @@ from .summary import budget_left, coverage_table, dry_run, run_summary
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+_say = say
 
 
 def _one_line(server_text: str, limit: int = 300) -> str:
@@ -221,46 +220,22 @@ def _run_loop(
     interactive = sys.stderr.isatty()
 
     def show(counters: RunCounters) -> None:
-        line = render_progress(counters)
-        if interactive:
-            print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
-        else:
-            print(line, file=sys.stderr, flush=True)
+        show_line(render_progress(counters), interactive=interactive)
 
-    async def main() -> RunResult:
-        stop = asyncio.Event()
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
+    def judge(stop: asyncio.Event) -> Awaitable[RunResult]:
+        return run_study(
+            study,
+            cache,
+            api_key=key,
+            stop=stop,
+            retry_failed=retry_failed,
+            on_progress=None if quiet else show,
+            progress_interval=0.5 if interactive else 5.0,
+            on_retries=(lambda counters: _say(render_retries(counters))) if quiet else None,
+            on_warning=lambda line: _say(("\n" if interactive else "") + f"warning: {line}"),
+        )
 
-        def on_interrupt() -> None:
-            if stop.is_set():
-                assert task is not None
-                task.cancel()  # second Ctrl-C: quit now
-                return
-            stop.set()
-            _say("\nstopping: no new requests; saving answers in flight (Ctrl-C again to quit now)")
-
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, on_interrupt)
-        try:
-            return await run_study(
-                study,
-                cache,
-                api_key=key,
-                stop=stop,
-                retry_failed=retry_failed,
-                on_progress=None if quiet else show,
-                progress_interval=0.5 if interactive else 5.0,
-                on_retries=(lambda counters: _say(render_retries(counters))) if quiet else None,
-                on_warning=lambda line: _say(("\n" if interactive else "") + f"warning: {line}"),
-            )
-        finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(signum)
-            if interactive and not quiet:
-                print(file=sys.stderr)
-
-    return asyncio.run(main())
+    return run_until_interrupted(judge, interactive=interactive, quiet=quiet)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

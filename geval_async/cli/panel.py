@@ -12,9 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shlex
-import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from ..errors import ConfigError
 from ..judging.batch.ledger import Ledger
@@ -28,6 +27,7 @@ from ..study.plan import Study
 from ..study.prepare import prepare_study
 from ..study.pricing import usd
 from .answers import warn
+from .interrupts import run_until_interrupted, say, show_line
 from .overrides import load_study
 from .progress import render_retries
 from .summary import budget_left, coverage_table, dry_run, expected_duration, table
@@ -89,8 +89,7 @@ def add_judge_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+_say = say
 
 
 def _who(config: EvalConfig) -> str:
@@ -164,49 +163,26 @@ def _panel_loop(
 
     def show(outcomes: Mapping[str, JudgeOutcome]) -> None:
         line = render_panel_progress(outcomes)
-        if interactive:
-            print("\r\033[K" + line[:200], end="", file=sys.stderr, flush=True)
-        else:
-            print(line, file=sys.stderr, flush=True)
+        show_line(line[:200] if interactive else line, interactive=interactive)
 
-    async def main() -> PanelRunResult:
-        stop = asyncio.Event()
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
+    def judge(stop: asyncio.Event) -> Awaitable[PanelRunResult]:
+        return run_panel(
+            studies,
+            cache,
+            api_keys=keys,
+            stop=stop,
+            retry_failed=retry,
+            on_progress=None if quiet else show,
+            progress_interval=0.5 if interactive else 5.0,
+            on_retries=(
+                (lambda name, counters: _say(f"{name}: {render_retries(counters)}"))
+                if quiet
+                else None
+            ),
+            on_warning=lambda line: _say(("\n" if interactive else "") + f"warning: {line}"),
+        )
 
-        def on_interrupt() -> None:
-            if stop.is_set():
-                assert task is not None
-                task.cancel()  # second Ctrl-C: quit now
-                return
-            stop.set()
-            _say("\nstopping: no new requests; saving answers in flight (Ctrl-C again to quit now)")
-
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, on_interrupt)
-        try:
-            return await run_panel(
-                studies,
-                cache,
-                api_keys=keys,
-                stop=stop,
-                retry_failed=retry,
-                on_progress=None if quiet else show,
-                progress_interval=0.5 if interactive else 5.0,
-                on_retries=(
-                    (lambda name, counters: _say(f"{name}: {render_retries(counters)}"))
-                    if quiet
-                    else None
-                ),
-                on_warning=lambda line: _say(("\n" if interactive else "") + f"warning: {line}"),
-            )
-        finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(signum)
-            if interactive and not quiet:
-                print(file=sys.stderr)
-
-    return asyncio.run(main())
+    return run_until_interrupted(judge, interactive=interactive, quiet=quiet)
 
 
 def _panel_summary(args: argparse.Namespace, config: EvalConfig, result: PanelRunResult) -> int:

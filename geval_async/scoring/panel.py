@@ -29,14 +29,13 @@ import pandas as pd
 
 from ..options import PanelPool, ScoreStatus
 from ..study.settings import MetaConfig, PanelConfig
-from .agreement import AGREEMENT_COLUMNS, agreement_frame, judge_agreement
+from .agreement import agreement_frame, judge_agreement
 from .ratings import RatingDistribution
 from .scores import MISSING, NO_VALID, REFUSED, SCORED, ItemScore
 from .tables import long_frame
 
 __all__ = [
     "PanelItemScore",
-    "criterion_agreement",
     "judge_matrix",
     "panel_agreement",
     "panel_long",
@@ -208,35 +207,6 @@ def judge_matrix(longs: Mapping[str, pd.DataFrame], criterion: str) -> tuple[np.
     return np.column_stack(columns) if columns else np.empty((0, 0)), records
 
 
-# The table of stats/<prefix>_agreement.csv (as geval_async.scoring.agreement writes it).
-def criterion_agreement(
-    criterion: str,
-    scores: np.ndarray,
-    judges: Sequence[str],
-    records: Sequence[str],
-    *,
-    bootstrap: int = MetaConfig.bootstrap,
-    seed: int = MetaConfig.seed,
-    confidence: float = MetaConfig.confidence,
-) -> pd.DataFrame:
-    """The agreement rows of one criterion (:mod:`geval_async.scoring.agreement`:
-    Krippendorff's alpha, ICC, pairwise Spearman, effective judges), the one call the panel
-    makes to the agreement statistics."""
-    return agreement_frame(
-        [
-            judge_agreement(
-                criterion,
-                scores,
-                judges,
-                records,
-                bootstrap=bootstrap,
-                seed=seed,
-                confidence=confidence,
-            )
-        ]
-    )
-
-
 def panel_agreement(
     longs: Mapping[str, pd.DataFrame], criteria: Sequence[str], meta: MetaConfig
 ) -> pd.DataFrame:
@@ -244,11 +214,11 @@ def panel_agreement(
     confidence), for ``stats/<prefix>_agreement.csv``; rubric criteria included (their scores
     are probabilities)."""
     judges = list(longs)
-    frames = []
+    agreements = []
     for criterion in criteria:
         matrix, records = judge_matrix(longs, criterion)
-        frames.append(
-            criterion_agreement(
+        agreements.append(
+            judge_agreement(
                 criterion,
                 matrix,
                 judges,
@@ -258,6 +228,4 @@ def panel_agreement(
                 confidence=meta.confidence,
             )
         )
-    return (
-        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=AGREEMENT_COLUMNS)
-    )
+    return agreement_frame(agreements)

@@ -21,8 +21,7 @@ from .judging.cache import JudgeCache
 from .judging.panel_run import PanelRunResult, run_panel
 from .judging.runner import RunResult, run_study
 from .options import StatTest
-from .study.config import EvalConfig, load_config
-from .study.judge_choice import choose_judges
+from .study.config import EvalConfig, apply_overrides, load_config
 from .study.prepare import prepare_study
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ async def judge(
     """
     if not isinstance(config, EvalConfig):
         config = load_config(config)
-    config = choose_judges(config, overrides, judge=judge)
+    config = apply_overrides(config, judge=judge, **overrides)
     if config.is_panel:
         return await _judge_panel(config, retry_failed=retry_failed)
     study = prepare_study(config)
@@ -75,7 +74,11 @@ async def _judge_panel(config: EvalConfig, *, retry_failed: bool) -> PanelRunRes
 
 
 def load_results(
-    config: EvalConfig | str | os.PathLike[str], *, strict: bool = False, **overrides: Any
+    config: EvalConfig | str | os.PathLike[str],
+    *,
+    judge: str | None = None,
+    strict: bool = False,
+    **overrides: Any,
 ) -> StudyResults:
     """Score a study from its cache (no network).
 
@@ -86,17 +89,20 @@ def load_results(
 
     Args:
         config: a loaded config or the path of its TOML file.
+        judge: on a panel config, the results of this judge alone (its one-judge study).
         strict: raise ConfigError when any item (of any judge) lacks an answer.
-        overrides: as on the command line (cache, criteria, limit, ...).
+        overrides: as on the command line (cache, criteria, limit, ...); on a panel without
+            ``judge``, each judge's, as :func:`apply_overrides` applies them.
     """
     from .scoring import results
     from .scoring.panel_results import load_panel
 
     if not isinstance(config, EvalConfig):
         config = load_config(config)
+    config = apply_overrides(config, judge=judge, **overrides)
     if config.is_panel:
-        return load_panel(config, strict=strict, **overrides).panel
-    return results.load_results(config, strict=strict, **overrides)
+        return load_panel(config, strict=strict).panel
+    return results.load_results(config, strict=strict)
 
 
 def html_report(

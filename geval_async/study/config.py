@@ -7,7 +7,8 @@ go, how to build the composite and the statistics, and (``[prices]``) what model
 ``--dry-run`` estimates and the ``--max-cost`` cap. Relative paths resolve against the config
 file's folder; criteria are parsed in :mod:`geval_async.study.criteria`. Command-line flags
 and Python keywords override settings through :func:`apply_overrides`, a patch read by the
-same section parsers (:mod:`geval_async.study.overrides`).
+same section parsers (:mod:`geval_async.study.overrides`; on a panel, to every judge or one:
+:mod:`geval_async.study.judge_choice`).
 
 Everything is checked here, before any request is planned: unknown keys (typos), wrong types,
 missing prompt files. Problems are raised as :class:`~geval_async.errors.ConfigError` with the
@@ -25,7 +26,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..options import Normalization, StatTest
 from .criteria import CriterionConfig, parse_criterion
-from .overrides import apply_overrides
+from .judge_choice import apply_overrides
 from .panel import parse_judges, parse_panel
 from .reader import TableReader
 from .sections import (

@@ -10,6 +10,9 @@ On a one-judge config the overrides apply as they always did. On a panel (``[[ju
   applies to every judge: ``--rpm 30`` caps each judge at 30 requests a minute, each under its
   own limiter. The panel config returned holds the judges so patched, so that
   :meth:`~geval_async.study.settings.EvalConfig.members` gives them.
+
+The command line (:func:`choose_judges`) and the Python API (:func:`apply_overrides`, and
+``ga.judge``, ``ga.load_results``... through it) follow this one rule.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from ..errors import ConfigError
 from .overrides import read_overrides
 from .settings import EvalConfig, PanelJudge
 
-__all__ = ["choose_judges"]
+__all__ = ["apply_overrides", "choose_judges"]
 
 # Overrides that name one judge's endpoint: on a panel, only with a judge chosen.
 _ONE_JUDGE = ("model", "base_url")
@@ -69,3 +72,20 @@ def choose_judges(
             for j, m in zip(config.judges, members, strict=True)
         ),
     )
+
+
+def apply_overrides(
+    config: EvalConfig, *, judge: str | None = None, **overrides: Any
+) -> EvalConfig:
+    """``config`` with keyword overrides applied (None means "not given"), by the rule of
+    :func:`choose_judges`: on a panel, to every judge, or to the judge ``judge`` alone.
+
+    Known names: base_url, model, mode, n, temperature, max_tokens, reasoning_effort,
+    concurrency, rpm, tpm, timeout, retries, limit, cache, output, criteria (a comma-separated
+    text or a list of names), max_cost, shard ("I/K" or a :class:`~geval_async.study.shard.Shard`).
+
+    Raises:
+        ConfigError: an unknown name, a value the config file could not hold either, or on a
+            panel an unknown ``judge``, or ``model``/``base_url`` without one.
+    """
+    return choose_judges(config, overrides, judge=judge)

@@ -46,7 +46,6 @@ from .shard import Shard
 __all__ = [
     "OVERRIDES",
     "Override",
-    "apply_overrides",
     "as_given",
     "criterion_names",
     "read_overrides",
@@ -124,19 +123,6 @@ OVERRIDES: dict[str, Override] = {
         outputs=True,
     ),
 }
-
-
-def apply_overrides(config: EvalConfig, **overrides: Any) -> EvalConfig:
-    """``config`` with keyword overrides applied (None means "not given").
-
-    Known names: base_url, model, mode, n, temperature, max_tokens, reasoning_effort,
-    concurrency, rpm, tpm, timeout, retries, limit, cache, output, criteria (a comma-separated
-    text or a list of names), max_cost, shard ("I/K" or a :class:`~geval_async.study.shard.Shard`).
-
-    Raises:
-        ConfigError: an unknown name, or a value the config file could not hold either.
-    """
-    return read_overrides(config, overrides)
 
 
 def read_overrides(

@@ -242,6 +242,9 @@ class EvalConfig:
     # code that sees one judge sees a real one; :meth:`members` is the panel's way in.
     judges: tuple[PanelJudge, ...] = ()
     panel: PanelConfig = field(default_factory=PanelConfig)
+    # The name of the ``[[judges]]`` table a one-judge study was taken from (:meth:`for_judge`),
+    # so that its messages name that table; None for a config's own ``[judge]``.
+    judge_name: str | None = None
 
     @property
     def is_panel(self) -> bool:
@@ -271,6 +274,7 @@ class EvalConfig:
                     judges=(),
                     panel=PanelConfig(),
                     output=replace(self.output, prefix=f"{self.output.prefix}-judge-{name}"),
+                    judge_name=name,
                 )
         known = ", ".join(self.judge_names) or "none: it has one [judge]"
         raise ConfigError(f"{self.source}: no judge named {name!r} (the config's judges: {known})")
@@ -293,12 +297,20 @@ class EvalConfig:
 
     def required_api_key(self) -> str | None:
         """The judge's API key (None for a local judge without one); ConfigError when a
-        remote judge has none. The CLI and ``ga.judge`` both ask here, for one message."""
+        remote judge has none, naming the table that names the key's variable (``[judge]``,
+        or a panel judge's ``[[judges]]`` entry), never the key. The CLI and ``ga.judge``
+        both ask here, for one message."""
         key = self.judge.api_key()
         if key is None and not self.judge.is_local:
+            variable = self.judge.api_key_env
+            table = (
+                "[judge] api_key_env"
+                if self.judge_name is None
+                else f'[[judges]] name = "{self.judge_name}" api_key_env = "{variable}"'
+            )
             raise ConfigError(
-                f"no API key: set the environment variable {self.judge.api_key_env} "
-                f"(named by [judge] api_key_env in {self.source})"
+                f"no API key: set the environment variable {variable} "
+                f"(named by {table} in {self.source})"
             )
         return key
 

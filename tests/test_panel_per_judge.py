@@ -12,8 +12,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import diskcache
 import pytest
-from conftest import StudyFiles, run_cli
+from conftest import ROOT, StudyFiles, cache_snapshot, run_cli
 
 import geval_async as ga
 from geval_async.sim import SimServer, SimSettings
@@ -49,6 +50,119 @@ def two_judges(study: StudyFiles, sims: dict[str, SimServer]) -> Path:
     return write_panel(
         study, {name: {"model": f"sim-{name}", "base_url": s.base_url} for name, s in sims.items()}
     )
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+
+def test_answers_on_a_panel_shows_every_judges_answers_labelled_or_the_judge_chosen(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    sims["b"].settings.invalid_answers = 0.5  # only judge b writes answers without a rating
+    config = two_judges(study, sims)
+    assert run_cli("run", str(config), "--quiet").returncode == 0
+
+    every = run_cli("answers", str(config))
+    assert every.returncode == 0, every.stderr
+    samples = 3 * 2 * study.n_records
+    blocks = re.split(r"^judge (\w+) \(", every.stdout, flags=re.MULTILINE)[1:]
+    shown = dict(zip(blocks[0::2], blocks[1::2], strict=True))
+    assert list(shown) == ["a", "b"]
+    assert shown["a"].startswith("sim-a at ") and shown["b"].startswith("sim-b at ")
+    assert f"0 of {samples} answers are invalid" in shown["a"]
+    invalid_b = int(re.search(rf"(\d+) of {samples} answers are invalid", shown["b"])[1])  # type: ignore[index]
+    assert 0 < invalid_b < samples
+    assert "by reason and shape of text:" in shown["b"]
+
+    chosen = run_cli("answers", str(config), "--judge", "b")
+    assert chosen.returncode == 0, chosen.stderr
+    assert "judge a" not in chosen.stdout
+    assert chosen.stdout.startswith(f"{invalid_b} of {samples} answers are invalid")
+
+    # one record's story, per judge: each judge's own answers under its name
+    record = "u000-A"
+    story = run_cli("answers", str(config), "--record", record, "--criterion", "clar")
+    assert story.returncode == 0, story.stderr
+    assert story.stdout.count(f"record {record} ") == 2
+    assert story.stdout.count("--- 3 answers ---") == 2
+    assert re.search(r"^judge a \(sim-a .*^judge b \(sim-b ", story.stdout, re.M | re.S)
+
+    unknown = run_cli("answers", str(config), "--judge", "c")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip().splitlines() == [
+        f"error: {config}: no judge named 'c' (the config's judges: a, b)"
+    ]
+
+
+def test_answers_on_a_panel_names_a_judge_not_run_yet_and_fails_when_none_was(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    config = two_judges(study, sims)
+    assert run_cli("run", str(config), "--quiet", "--judge", "b").returncode == 0
+    some = run_cli("answers", str(config))
+    assert some.returncode == 0, some.stderr
+    a, b = re.split(r"^judge b \(", some.stdout, flags=re.MULTILINE)
+    assert "the cache holds no answer of this judge" in a and "answers are invalid" not in a
+    assert "0 of 144 answers are invalid" in b
+
+    empty = study.root / "empty"
+    assert (
+        run_cli("run", str(config), "--quiet", "--limit", "1", "--cache", str(empty)).returncode
+        == 0
+    )
+    for entry in list(cache_snapshot(empty)):
+        with diskcache.Cache(str(empty)) as cache:
+            cache.delete(entry)
+    none = run_cli("answers", str(config), "--cache", str(empty))
+    assert none.returncode == 2
+    lines = none.stderr.strip().splitlines()
+    assert len(lines) == 1 and "holds no answer of any judge (a, b)" in lines[0], lines
+
+
+# --- cache migrate ---------------------------------------------------------------------------
+
+LEGACY = ROOT / "tests" / "data" / "legacy"
+
+
+def _load_legacy(cache_path: Path) -> int:
+    """The entries the first key scheme wrote for the test study's judge sim-judge, n = 3."""
+    rows = [json.loads(line) for line in (LEGACY / "samples_n3.jsonl").read_text().splitlines()]
+    with diskcache.Cache(str(cache_path)) as cache:
+        for row in rows:
+            cache.set(row["key"], row["value"].encode())
+    return len(rows)
+
+
+def test_cache_migrate_on_a_panel_moves_every_judges_entries_or_the_judge_chosen(
+    study: StudyFiles, sims: dict[str, SimServer]
+) -> None:
+    # The old entries are of judge "old" (sim-judge), the panel's second judge: a migration of
+    # the first judge's alone would move none of them.
+    _load_legacy(study.cache)
+    judges = {
+        "new": {"model": "sim-new", "base_url": sims["a"].base_url},
+        "old": {"model": "sim-judge", "base_url": sims["b"].base_url},
+    }
+    config = write_panel(study, judges)
+    items = 2 * study.n_records
+
+    chosen = run_cli("cache", "migrate", str(config), "--judge", "new")
+    assert chosen.returncode == 0, chosen.stderr
+    assert "moved 0 entries" in chosen.stdout
+    assert "belong to no item of this study" in chosen.stdout  # judge old's, still there
+    assert {key[:3] for key in cache_snapshot(study.cache)} == {"g1-"}
+
+    every = run_cli("cache", "migrate", str(config))
+    assert every.returncode == 0, every.stderr
+    assert re.search(r"^judge new: moved 0 entries", every.stdout, re.M), every.stdout
+    assert re.search(rf"^judge old: moved {items} entries", every.stdout, re.M), every.stdout
+    assert "belong to no item" not in every.stdout
+    assert {key[:3] for key in cache_snapshot(study.cache)} == {"g2-"}
+
+    # the moved answers are judge old's, and a run asks only judge new for anything
+    run = run_cli("run", str(config), "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert (sims["a"].stats.received, sims["b"].stats.received) == (items, 0)
 
 
 # --- the Python API's overrides --------------------------------------------------------------

@@ -6,7 +6,9 @@ With ``--record ID`` it tells one record's whole story: the rendered prompt of e
 every answer (a thinking model's reasoning shortened, then the answer the rating is read from),
 and the rating or reason read from it. Filters: ``--criterion``,
 ``--condition``, ``--record``, ``--reason``. Reads the cache only; the same table is
-``geval_async.read_answers`` in Python.
+``geval_async.read_answers`` in Python. On a panel config (``[[judges]]``) it shows every
+judge's answers, each under ``judge NAME (model at url):``, or with ``--judge NAME`` that
+judge's alone.
 
 Also here: the invalid-share lines that ``status`` and ``score`` print, and the load warnings
 (a prompt stating another scale), errors with ``--strict``.
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from ..options import Reason, words
 from .cache import existing_cache
-from .overrides import ANSWER_FLAGS, study_config
+from .overrides import ANSWER_FLAGS, add_judge_flag, study_config
 from .summary import table
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
     from ..scoring.results import StudyResults
     from ..scoring.status import StudyStatus
+    from ..study.config import EvalConfig
 
 _TEXT_WIDTH = 70
 
@@ -52,6 +55,7 @@ def add_answers_command(
     )
     parser.add_argument("--examples", type=int, default=2, help="examples per shape (default 2)")
     parser.add_argument("--strict", action="store_true", help="load warnings are errors")
+    add_judge_flag(parser)  # a panel: every judge's answers, each labelled, or this judge's
     parser.set_defaults(handler=cmd_answers)
 
 
@@ -82,12 +86,59 @@ def invalid_lines(results: StudyResults | StudyStatus) -> list[str]:
 
 
 def cmd_answers(args: argparse.Namespace) -> int:
-    from ..scoring.results import filter_samples, load_results
-
-    config = study_config(args, ANSWER_FLAGS)
+    config = study_config(args, ANSWER_FLAGS)  # --judge NAME: that judge's one-judge study
     existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
+    if config.is_panel:
+        return _panel_answers(args, config)
+    results = _judge_results(args, config)
+    if args.record is None and results.samples.empty:
+        # "0 of 0 answers are invalid" would read as a clean bill of health.
+        raise ConfigError(
+            f"the cache {config.cache_path} holds no answer for the study's "
+            f"{len(results.scores)} items: check --cache (or [cache] path), or run "
+            f"`geval-async run {config.source}` first"
+        )
+    return _show(args, results)
+
+
+def _panel_answers(args: argparse.Namespace, config: EvalConfig) -> int:
+    """Every judge's answers of a panel, each under ``judge NAME (model at url):``; a judge
+    the cache holds nothing of says so, and a cache that holds nothing of any judge is an
+    error (as for one judge)."""
+    shown: set[str] = set()  # the judges share prompts: a prompt's warning is shown once
+    loaded = [(m.judge_name, m, _judge_results(args, m, shown)) for m in config.members()]
+    if args.record is None and all(r.samples.empty for _, _, r in loaded):
+        raise ConfigError(
+            f"the cache {config.cache_path} holds no answer of any judge "
+            f"({', '.join(config.judge_names)}) for the study's {len(loaded[0][2].scores)} "
+            f"items: check --cache (or [cache] path), or run `geval-async run {config.source}`"
+        )
+    for position, (name, member, results) in enumerate(loaded):
+        print(
+            ("\n" if position else "")
+            + f"judge {name} ({member.judge.model} at {member.judge.url}):"
+        )
+        if args.record is None and results.samples.empty:
+            print(
+                "the cache holds no answer of this judge: run "
+                f"`geval-async run {config.source} --judge {name}`"
+            )
+            continue
+        _show(args, results)
+    return 0
+
+
+def _judge_results(
+    args: argparse.Namespace, config: EvalConfig, shown: set[str] | None = None
+) -> StudyResults:
+    """One judge's results, its load warnings shown (those not in ``shown`` yet), the
+    filters' names checked."""
+    from ..scoring.results import load_results
+
     results = load_results(config)
-    warn(results.warnings, strict=args.strict)
+    shown = set() if shown is None else shown
+    warn([w for w in results.warnings if w not in shown], strict=args.strict)
+    shown.update(results.warnings)
     if args.criterion is not None:
         results.config.criterion(args.criterion)  # an unknown name is a one-line error
     if args.condition is not None:  # else a misspelt one finds "0 of 0 answers"
@@ -95,6 +146,13 @@ def cmd_answers(args: argparse.Namespace) -> int:
         if args.condition not in seen:
             known = f"the records' conditions: {', '.join(seen)}" if seen else "the study has none"
             raise ConfigError(f"--condition {args.condition}: no record has it ({known})")
+    return results
+
+
+def _show(args: argparse.Namespace, results: StudyResults) -> int:
+    """One judge's overview of its invalid answers, or one record's story (``--record``)."""
+    from ..scoring.results import filter_samples
+
     reason: str | None = args.reason or ("invalid" if args.record is None else None)
     samples = filter_samples(
         results.samples,
@@ -105,14 +163,6 @@ def cmd_answers(args: argparse.Namespace) -> int:
     )
     if args.record is not None:
         return _story(results, args.record, samples, args.criterion)
-    if results.samples.empty:
-        # "0 of 0 answers are invalid" would read as a clean bill of health.
-        config = results.config
-        raise ConfigError(
-            f"the cache {config.cache_path} holds no answer for the study's "
-            f"{len(results.scores)} items: check --cache (or [cache] path), or run "
-            f"`geval-async run {config.source}` first"
-        )
     _overview(results, samples, args.examples, reason or "invalid")
     return 0
 

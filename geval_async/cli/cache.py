@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .overrides import add_judge_flag
 
 EXIT_OK, EXIT_DAMAGED = 0, 1
 _SHOWN = 10  # keys listed at most per kind of problem
@@ -78,6 +79,7 @@ def add_cache_commands(
         "(its JSON entries repacked, the study's old keys g1- moved to the new ones)",
     )
     study_arguments(migrate)
+    add_judge_flag(migrate)  # a panel: every judge's entries, or this judge's
     migrate.set_defaults(handler=lambda args: cmd_migrate(load(args)))
 
 
@@ -227,20 +229,34 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(config: Any) -> int:
+    """Move the cache to the current form for the study; on a panel, for every judge (or the
+    ``--judge``), each one's old entries moved to its own new keys."""
     from ..judging.cache import JudgeCache
     from ..judging.legacy import migrate_cache
     from ..study.prepare import prepare_study
 
-    study = prepare_study(config)
+    studies = [prepare_study(member) for member in config.members()]
     with JudgeCache(existing_cache(config.cache_path), migrating=True) as cache:
-        done = migrate_cache(study, cache)
-    print(
-        f"{config.cache_path}: repacked {done.repacked} entries, moved {done.moved} entries of "
-        f"{config.source} from the old keys to the new ones; the folder is in the current form"
-    )
-    if done.left:
+        done = [migrate_cache(study, cache) for study in studies]
+    repacked = sum(d.repacked for d in done)
+    if not config.is_panel:
         print(
-            f"{done.left} entries under the old keys (g1-) belong to no item of this study "
+            f"{config.cache_path}: repacked {repacked} entries, moved {done[0].moved} entries of "
+            f"{config.source} from the old keys to the new ones; the folder is in the current form"
+        )
+    else:
+        print(
+            f"{config.cache_path}: repacked {repacked} entries; the folder is in the current form"
+        )
+        for name, migration in zip(config.judge_names, done, strict=True):
+            print(
+                f"judge {name}: moved {migration.moved} entries of {config.source} from the old "
+                "keys to the new ones"
+            )
+    left = done[-1].left  # after every judge's entries were moved
+    if left:
+        print(
+            f"{left} entries under the old keys (g1-) belong to no item of this study "
             "and are not read: `geval-async cache migrate` with their study's config moves them"
         )
     return EXIT_OK

@@ -17,6 +17,7 @@ __all__ = [
     "ANSWER_FLAGS",
     "SCORE_FLAGS",
     "STUDY_FLAGS",
+    "add_judge_flag",
     "add_study_arguments",
     "judge_key",
     "load_study",
@@ -50,6 +51,16 @@ def add_study_arguments(parser: argparse.ArgumentParser) -> None:
             metavar=override.metavar,
             help=override.help,
         )
+
+
+def add_judge_flag(parser: argparse.ArgumentParser) -> None:
+    """``--judge NAME``: one judge of a panel config."""
+    parser.add_argument(
+        "--judge",
+        metavar="NAME",
+        help="on a panel config ([[judges]]): only the judge called NAME (default: every judge); "
+        "the overrides then apply to it, --model and --base-url included",
+    )
 
 
 def study_config(args: argparse.Namespace, names: Iterable[str]) -> EvalConfig:

@@ -28,7 +28,7 @@ from ..study.prepare import prepare_study
 from ..study.pricing import usd
 from .answers import warn
 from .interrupts import run_until_interrupted, say, show_line
-from .overrides import load_study
+from .overrides import add_judge_flag, load_study
 from .progress import render_retries
 from .summary import budget_left, coverage_table, dry_run, expected_duration, table
 
@@ -77,16 +77,6 @@ def one_judge_only(
         return handler(args)
 
     return checked
-
-
-def add_judge_flag(parser: argparse.ArgumentParser) -> None:
-    """``--judge NAME``: one judge of a panel config."""
-    parser.add_argument(
-        "--judge",
-        metavar="NAME",
-        help="on a panel config ([[judges]]): only the judge called NAME (default: every judge); "
-        "the overrides then apply to it, --model and --base-url included",
-    )
 
 
 _say = say

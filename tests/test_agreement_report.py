@@ -26,7 +26,6 @@ from test_panel_meta import CRITERIA, JUDGES, REFUSE, write_study
 import geval_async as ga
 from geval_async.scoring.agreement import agreement_frame, judge_agreement
 from geval_async.scoring.outputs import Output, csv_bytes, write_files, write_outputs
-from geval_async.scoring.pooling import judge_matrix
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.settings import EvalConfig
@@ -35,6 +34,15 @@ pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).is_file(),
     reason="needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)",
 )
+
+
+def judge_matrix(scores: dict[str, pd.DataFrame], criterion: str) -> pd.DataFrame:
+    """One criterion's records x judges frame of the judges' scored rows (NaN: not scored)."""
+    columns = {
+        judge: frame.loc[frame["criterion"] == criterion].set_index("record_id")["score"]
+        for judge, frame in scores.items()
+    }
+    return pd.concat(columns, axis=1, sort=False).astype(float)
 
 
 def panel_agreement(config: EvalConfig) -> pd.DataFrame:

@@ -216,7 +216,6 @@ SCORING_TIERS = {
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
     "alpha": 1, "icc": 1, "judge_pairs": 1, "agreement": 1,  # agreement between judges
     "agreement_view": 1,  # the agreement as the reports show it (Markdown and HTML cells)
-    "pooling": 2,  # a records x judges frame pooled by [panel] (meta's), with panel's rule
     "results": 2,  # the front door for analysis: data, no writer
     "status": 2,  # `status`'s numbers, counted in one walk
     "panel": 1,  # a panel's record scores pooled from its judges'

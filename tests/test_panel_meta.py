@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import random
 import statistics
 from dataclasses import replace
@@ -30,7 +29,9 @@ from scipy import stats as sps
 import geval_async as ga
 from geval_async.meta import meta_evaluate
 from geval_async.options import PanelPool
-from geval_async.scoring.pooling import judges_pooled, pool_record_scores, weighted_median
+from geval_async.scoring.distributions import RatingDistribution
+from geval_async.scoring.panel import pool_items, pooled_score
+from geval_async.scoring.scores import MISSING, SCORED, ItemScore
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.settings import PanelConfig
@@ -218,7 +219,7 @@ def test_meta_on_a_panel_with_an_empty_cache_is_one_line(tmp_path: Path) -> None
     assert not (tmp_path / "out" / "meta").exists(), "nothing half-written"
 
 
-# --- pool_record_scores: pure, against independent arithmetic ------------------------------
+# --- the panel's pooling (pool_items, which meta reads too): pure, by independent arithmetic --
 
 scores_st = st.lists(
     st.lists(
@@ -230,50 +231,57 @@ scores_st = st.lists(
     max_size=12,
 )
 weights_st = st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3))
+NAMES = ["x", "y", "z"]
+
+
+def _pooled(rows: list[list[float | None]], panel: PanelConfig) -> list[tuple[float | None, int]]:
+    """Each row's pooled score and how many judges it was pooled from (a judge's None: it
+    could not score the record)."""
+
+    def item(record: int, value: float | None) -> ItemScore:
+        distribution = None if value is None else RatingDistribution({value: 1.0}, 1, 0, 1.0)
+        status = MISSING if value is None else SCORED
+        return ItemScore(f"r{record}", None, None, "clar", status, distribution)
+
+    members = {
+        name: [item(record, row[column]) for record, row in enumerate(rows)]
+        for column, name in enumerate(NAMES)
+    }
+    return [(s.pooled, len(s.judges_scored)) for s in pool_items(members, panel)]
 
 
 @given(scores_st, weights_st)
 def test_weighted_mean_is_the_sum_of_weights_times_scores_over_the_weights(
     rows: list[list[float | None]], weights: tuple[int, int, int]
 ) -> None:
-    names = ["x", "y", "z"]
-    frame = pd.DataFrame(
-        [[math.nan if v is None else v for v in row] for row in rows], columns=names
-    )
-    panel = PanelConfig(pool=PanelPool.MEAN, weights=dict(zip(names, weights, strict=True)))
-    pooled = pool_record_scores(frame, panel)
-    counts = judges_pooled(frame, panel)
-    for i, row in enumerate(rows):
+    panel = PanelConfig(pool=PanelPool.MEAN, weights=dict(zip(NAMES, weights, strict=True)))
+    for row, (pooled, count) in zip(rows, _pooled(rows, panel), strict=True):
         present = [(v, w) for v, w in zip(row, weights, strict=True) if v is not None and w > 0]
-        assert counts.iloc[i] == len(present)
+        assert count == len(present)
         if not present:
-            assert math.isnan(pooled.iloc[i]), "no judge that counts: no score, never 0"
+            assert pooled is None, "no judge that counts: no score, never 0"
         else:
             expected = sum(v * w for v, w in present) / sum(w for _, w in present)
-            assert pooled.iloc[i] == pytest.approx(expected, rel=1e-11)
+            assert pooled == pytest.approx(expected, rel=1e-11)
 
 
 @given(scores_st, weights_st)
 def test_weighted_median_is_the_median_of_the_weight_repeated_scores(
     rows: list[list[float | None]], weights: tuple[int, int, int]
 ) -> None:
-    names = ["x", "y", "z"]
-    frame = pd.DataFrame(
-        [[math.nan if v is None else v for v in row] for row in rows], columns=names
-    )
-    panel = PanelConfig(pool=PanelPool.MEDIAN, weights=dict(zip(names, weights, strict=True)))
-    pooled = pool_record_scores(frame, panel)
-    for i, row in enumerate(rows):
+    panel = PanelConfig(pool=PanelPool.MEDIAN, weights=dict(zip(NAMES, weights, strict=True)))
+    for row, (pooled, _) in zip(rows, _pooled(rows, panel), strict=True):
         repeated = [v for v, w in zip(row, weights, strict=True) if v is not None for _ in range(w)]
         if not repeated:
-            assert math.isnan(pooled.iloc[i])
+            assert pooled is None
         else:
-            assert pooled.iloc[i] == pytest.approx(float(np.median(repeated)), rel=1e-12)
+            assert pooled == pytest.approx(float(np.median(repeated)), rel=1e-12)
 
 
 def test_unweighted_median_of_an_even_count_is_the_mean_of_the_middle_two() -> None:
-    assert weighted_median(np.array([4.0, 1.0, 3.0, 2.0]), np.ones(4)) == 2.5
-    assert weighted_median(np.array([1.0, 5.0]), np.array([0.3, 0.7])) == 5.0
+    median = PanelPool.MEDIAN
+    assert pooled_score(np.array([4.0, 1.0, 3.0, 2.0]), np.ones(4), median) == 2.5
+    assert pooled_score(np.array([1.0, 5.0]), np.array([0.3, 0.7]), median) == 5.0
 
 
 def test_the_readmes_panel_config_reads_as_three_judges_with_their_own_limits(

@@ -2,11 +2,13 @@
 
 For a config with ``[[judges]]``, each judge is meta-evaluated as its own one-judge study
 (:meth:`~geval_async.study.settings.EvalConfig.for_judge`, scored from the shared cache), and
-the panel is one more judge, named ``panel``: per record and criterion, the judges' weighted
-scores pooled by ``[panel]`` (:func:`~geval_async.scoring.pooling.pool_record_scores`). A record
-a judge could not score is pooled from the others and counted in a note; one no judge scored
-is left out of the panel as of every judge (never a 0). So one ``meta`` shows whether the panel
-follows the experts more closely than any single judge.
+the panel is one more judge, named ``panel``: per record and criterion, the pooled scores of the
+panel's own results (:func:`~geval_async.scoring.panel_results.load_panel`, the one pooling of
+:func:`~geval_async.scoring.panel.pool_items` that ``score`` writes too). A record a judge could
+not score is pooled from the others and counted in a note; one no judge scored is left out of
+the panel as of every judge (never a 0); a judge whose cache holds no score at all is left out,
+with a note. So one ``meta`` shows whether the panel follows the experts more closely than any
+single judge.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..scoring.pooling import judge_matrix, judges_pooled, pool_record_scores
-from ..scoring.results import load_results
+from ..scoring.panel_results import load_panel
 from ..study.records import Record, Records
-from ..study.settings import EvalConfig
+from ..study.settings import EvalConfig, PanelConfig
 from .correlations import Correlation
 from .inputs import judge_scores
 
 PANEL = "panel"
+# Decimals kept of a pooled score, as of the system level's means (meta.correlations): scores
+# equal in exact arithmetic then tie for the rank correlations, whatever order the judges'
+# scores were summed in ((4 + 2 + 3) / 3 against (3 + 4 + 2) / 3).
+DIGITS = 12
 
 __all__ = ["PANEL", "PanelScores", "panel_lead", "panel_scores"]
 
@@ -43,60 +48,60 @@ class PanelScores:
 
 
 def panel_scores(config: EvalConfig) -> PanelScores:
-    """Score every judge of the panel from the cache (no network) and pool the panel's."""
+    """Score every judge of the panel from the cache (no network), and read the panel's
+    pooled scores from the panel's results."""
+    results = load_panel(config)
     members: dict[str, pd.DataFrame] = {}
     origins: dict[str, str] = {}
     notes: list[str] = []
     simulated: list[str] = []
-    records: Records | None = None
-    selected: Sequence[Record] = ()
-    for name in config.judge_names:
-        member = config.for_judge(name)
-        results = load_results(member)
-        if records is None:
-            records, selected = results.study.records, results.study.selected_records
-        scores = judge_scores(results.long)
+    for name, judged in results.judges.items():
+        member = judged.config
+        scores = judge_scores(judged.long)
         origin = f"cache {member.cache_path}, model {member.judge.model}"
-        if results.simulated:
+        if judged.simulated:
             simulated.append(name)
             origin += " (simulated)"
         if not scores["judge"].notna().any():
             notes.append(f"{name}: the cache holds no scores of this judge (left out)")
             continue
         members[name], origins[name] = scores, origin
-    assert records is not None  # a panel has at least one judge
     if members:
-        members[PANEL] = _pool(config, members, notes)
+        members[PANEL] = _panel_rows(results.panel.long, members, config.panel, notes)
         pool = config.panel.pool
         weights = ", ".join(f"{n} {config.panel.weight(n):g}" for n in config.judge_names)
         origins[PANEL] = f"{pool} of the judges' record scores (weights: {weights})"
-    return PanelScores(members, origins, records, selected, notes, simulated)
+    study = next(iter(results.judges.values())).study
+    return PanelScores(members, origins, study.records, study.selected_records, notes, simulated)
 
 
-def _pool(config: EvalConfig, members: dict[str, pd.DataFrame], notes: list[str]) -> pd.DataFrame:
-    """The panel's rows: pooled where some judge scored the record, ``unparseable`` where the
-    judges answered but none with a valid rating; records no judge answered are absent."""
-    scored = {
-        name: frame.rename(columns={"judge": "score"}).dropna(subset=["score"])
-        for name, frame in members.items()
-    }
+def _panel_rows(
+    pooled: pd.DataFrame, members: dict[str, pd.DataFrame], panel: PanelConfig, notes: list[str]
+) -> pd.DataFrame:
+    """The panel's rows from its pooled long table: scored where some judge scored the record,
+    ``unparseable`` where the judges meta reads (``members``) answered but none with a valid
+    rating; records none of them answered are absent (not covered)."""
     answered = pd.concat(
         [frame[["record_id", "criterion"]] for frame in members.values()]
     ).drop_duplicates()
+    # A judge left out (no score at all) does not make a record "pooled from fewer".
+    counted = [name for name in members if panel.weight(name) > 0]
     rows = []
     for criterion in pd.unique(answered["criterion"]):
-        matrix = judge_matrix(scored, str(criterion))
-        pooled = pool_record_scores(matrix, config.panel)
-        counts = judges_pooled(matrix, config.panel)
-        weighted = sum(config.panel.weight(str(name)) > 0 for name in matrix.columns)
-        partial = int(((counts < weighted) & pooled.notna()).sum())
+        own = pooled[pooled["criterion"] == criterion]
+        scores = pd.Series(own["score"].to_numpy(dtype=float), index=own["record_id"])
+        scores = scores.round(DIGITS)
+        short = [
+            any(name in missing.split(",") for name in counted) for missing in own["judges_missing"]
+        ]
+        partial = int((pd.Series(short, index=own.index) & own["score"].notna()).sum())
         if partial:
             notes.append(
                 f"{PANEL} {criterion}: {partial} records pooled from fewer than all "
-                f"{weighted} judges (the others could not score them)"
+                f"{len(counted)} judges (the others could not score them)"
             )
         for record_id in answered.loc[answered["criterion"] == criterion, "record_id"]:
-            value = pooled.get(record_id, math.nan)
+            value = float(scores.get(record_id, math.nan))
             rows.append(
                 {
                     "record_id": record_id,

@@ -42,7 +42,7 @@ _EXPORTS = {
     "load_results": "api",
     "meta_evaluate": "meta.evaluate",
     "prepare_study": "study.prepare",
-    "read_answers": "scoring.results",
+    "read_answers": "api",
     "run_study": "judging.runner",
     "shipped": "study.shipped",
     "write_html_report": "scoring.outputs",

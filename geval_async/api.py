@@ -25,6 +25,8 @@ from .study.config import EvalConfig, apply_overrides, load_config
 from .study.prepare import prepare_study
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .scoring.human import HumanComparison
     from .scoring.results import StudyResults
 
@@ -103,6 +105,49 @@ def load_results(
     if config.is_panel:
         return load_panel(config, strict=strict).panel
     return results.load_results(config, strict=strict)
+
+
+def read_answers(
+    config: EvalConfig | str | os.PathLike[str],
+    *,
+    judge: str | None = None,
+    criterion: str | None = None,
+    condition: str | None = None,
+    record: str | None = None,
+    reason: str | None = None,
+    **overrides: Any,
+) -> pd.DataFrame:
+    """Every answer of a study and how it was read, from the cache (no network): the table
+    ``geval-async answers`` prints from.
+
+    One row per answer: record_id, group, condition, criterion, rubric, draw, text, rating
+    (NaN when invalid) and reason (None when valid). On a panel (``[[judges]]``), every judge's
+    answers, with a ``judge`` column first.
+
+    Args:
+        config: a loaded config or the path of its TOML file.
+        judge: on a panel config, this judge's answers alone (``answers --judge NAME``).
+        criterion, condition, record: keep the answers of this criterion, condition, record.
+        reason: keep the answers read with this reason (``"invalid"``: every invalid one,
+            ``"valid"``: every valid one).
+        overrides: as on the command line; on a panel without ``judge``, each judge's.
+    """
+    import pandas as pd
+
+    from .scoring import results
+
+    if not isinstance(config, EvalConfig):
+        config = load_config(config)
+    config = apply_overrides(config, judge=judge, **overrides)
+    filters = {"criterion": criterion, "condition": condition, "record": record, "reason": reason}
+    if not config.is_panel:
+        return results.read_answers(config, **filters)
+    frames = [
+        results.read_answers(member, **filters).assign(judge=member.judge_name)
+        for member in config.members()
+    ]
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[["judge", *frame.columns.drop("judge")]]
 
 
 def html_report(

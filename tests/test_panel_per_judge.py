@@ -87,6 +87,16 @@ def test_answers_on_a_panel_shows_every_judges_answers_labelled_or_the_judge_cho
     assert story.stdout.count("--- 3 answers ---") == 2
     assert re.search(r"^judge a \(sim-a .*^judge b \(sim-b ", story.stdout, re.M | re.S)
 
+    # the same in Python: every judge's answers, a judge column first, or one judge's
+    frame = ga.read_answers(config, reason="invalid")
+    assert list(frame.columns)[0] == "judge"
+    assert frame["judge"].value_counts().to_dict() == {"b": invalid_b}
+    every_answer = ga.read_answers(config)
+    assert every_answer["judge"].value_counts().to_dict() == {"a": samples, "b": samples}
+    b_alone = ga.read_answers(config, judge="b")
+    assert "judge" not in b_alone and len(b_alone) == samples
+    assert b_alone["reason"].notna().sum() == invalid_b
+
     unknown = run_cli("answers", str(config), "--judge", "c")
     assert unknown.returncode == 2
     assert unknown.stderr.strip().splitlines() == [

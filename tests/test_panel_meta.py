@@ -209,6 +209,16 @@ def test_a_weighted_median_panel_pools_by_its_rule(panel_study: Path) -> None:
     assert not [n for n in evaluation.notes if "pooled from fewer" in n]
 
 
+def test_meta_reads_a_panels_overrides_for_every_judge(panel_study: Path) -> None:
+    config = load_config(panel_study)
+    by_keyword = meta_evaluate(config, n=1).frame
+    # the rule of ga.apply_overrides (and of every command): n = 1 for every judge
+    pd.testing.assert_frame_equal(by_keyword, meta_evaluate(ga.apply_overrides(config, n=1)).frame)
+    assert not by_keyword["value"].equals(meta_evaluate(config).frame["value"])
+    with pytest.raises(ga.ConfigError, match=r"^model= on a panel config .*judge=NAME"):
+        meta_evaluate(config, model="other")
+
+
 def test_meta_on_a_panel_with_an_empty_cache_is_one_line(tmp_path: Path) -> None:
     urls = {name: f"http://127.0.0.1:9/{name}/v1" for name in JUDGES}
     path = write_study(tmp_path, urls)

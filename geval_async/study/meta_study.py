@@ -24,7 +24,8 @@ from typing import Any
 from ..errors import ConfigError
 from .config import parse_config, read_document, resolver, section_readers
 from .criteria import CRITERION_KEYS
-from .overrides import OVERRIDES, as_given, criterion_names, read_overrides
+from .judge_choice import choose_judges
+from .overrides import OVERRIDES, as_given, criterion_names
 from .reader import TableReader
 from .sections import SECTION_KEYS, parse_bootstrap, parse_data, parse_meta, parse_output
 from .settings import EvalConfig, MetaConfig, MetaStudy
@@ -93,8 +94,9 @@ def _study(
         return _narrow(replace(study, config=None), overrides, flags)
     if not overrides:
         return study
+    # A panel's: to every judge (--model and --base-url refused), as every command's.
     return replace(
-        MetaStudy.of(read_overrides(study.config, overrides, flags=flags)), meta=study.meta
+        MetaStudy.of(choose_judges(study.config, overrides, flags=flags)), meta=study.meta
     )
 
 

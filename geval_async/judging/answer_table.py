@@ -2,21 +2,23 @@
 
 A run stores each answer the moment it arrives, in groups (:mod:`.writer`). diskcache's public
 API adds one key a call: ``Cache.add`` runs its own SELECT and INSERT through a Python layer
-that holds the GIL, per answer, and the event loop's thread waits for that GIL. At ``stub+250``
-(docs/benchmarks.md, "The answers' own grouped write") that made the writer thread's CPU 0.19-
-0.28 ms a request in groups of 4-10 answers, and is what made this tree 10 % dearer a request
-than the one before it (887c86f, which wrote through diskcache's private connection). diskcache
-has no call that adds many keys, so the new answers of a group are written here, openly, with
-a connection of our own to the folder's ``cache.db``: in one ``BEGIN IMMEDIATE`` transaction
-(atomic across processes, as ``add`` is), the keys that already have a row are read with one
-``SELECT ... IN`` and the others inserted with one ``executemany``.
+that holds the GIL, per answer, while the event loop's thread waits for that GIL. Storing an
+answer that way cost 93-107 and 81-95 CPU us in groups of 6 and 25, against 60-71 and 35-53
+here (``bench/writes.py``; the tree before, 887c86f, through diskcache's private connection:
+71-75 and 50-53); at ``stub+250`` the writes' share of the writer thread's CPU a request fell
+from 0.16 to 0.14 ms at 16 in flight and from 0.13 to 0.09 ms at 64 (docs/benchmarks.md, "The
+answers' own grouped write"). diskcache has no call that adds many keys, so the new answers
+of a group are written here, openly, with a connection of our own to the folder's
+``cache.db``: in one ``BEGIN IMMEDIATE`` transaction (atomic across processes, as ``add``
+is), the keys that already have a row are read with one ``SELECT ... IN`` and the others
+inserted with one ``executemany``.
 
 The rows are exactly the ones ``Cache.add`` writes for a ``str`` key and a ``bytes`` value
 kept in its row (what a cache opened as :class:`~geval_async.judging.cache.JudgeCache` opens
 it always writes): ``raw = 1``, ``mode = 1`` (diskcache's raw bytes), ``size = 0``, no expiry,
 no tag, no file, the value as a BLOB, store and access time now. diskcache keeps its count and
-size in its ``Settings`` table with triggers on that table, so they stay right (
-``tests/test_answer_table.py`` reads the rows back through ``diskcache.Cache.get``, ``len``
+size in its ``Settings`` table with triggers on that table, so they stay right
+(``tests/test_answer_table.py`` reads the rows back through ``diskcache.Cache.get``, ``len``
 and ``check``). Everything else, replacing an entry (``--retry-failed``, a damaged one) and
 an answer another writer stored first, stays with diskcache's public API (:mod:`.cache`).
 

@@ -22,6 +22,7 @@ store and claims turned off (analysis only, see bench/clients.py).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -48,10 +49,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2,000 requests, one round")
     parser.add_argument(
         "--baseline",
-        metavar="FOLDER",
-        help="adds the contender geval-baseline: geval with the geval_async package found in "
-        "FOLDER (e.g. `git archive REV geval_async | tar -x -C FOLDER`), a before/after "
-        "comparison in one run",
+        metavar="[NAME=]FOLDER",
+        action="append",
+        default=[],
+        help="adds the contender geval-baseline (geval-NAME): geval with the geval_async package "
+        "found in FOLDER (e.g. `git archive REV geval_async | tar -x -C FOLDER`), a before/after "
+        "comparison in one run; may be given more than once, each with its own NAME",
     )
     parser.add_argument(
         "--save-as",
@@ -63,8 +66,11 @@ def main() -> None:
         args.requests, args.rounds = 2_000, 1
     criteria = ("coh", "con", "flu", "rel")
     contenders = args.contenders.split(",")
-    if args.baseline:
-        contenders.append("geval-baseline")
+    trees = {}  # contender -> the folder of its geval_async
+    for baseline in args.baseline:
+        label, _, tree = baseline.rpartition("=")
+        trees[f"geval-{label or 'baseline'}"] = tree
+    contenders += list(trees)
     records = -(-args.requests // len(criteria))
 
     rows = []
@@ -79,7 +85,7 @@ def main() -> None:
                     order = contenders if round_ % 2 == 0 else contenders[::-1]
                     for name in order:
                         rows.append(
-                            _one(name, kind, workers, round_, study, bodies, folder, plan, args)
+                            _one(name, kind, workers, round_, study, bodies, folder, plan, trees)
                         )
                         print(table([rows[-1]], list(rows[-1])), flush=True)
 
@@ -136,7 +142,7 @@ def main() -> None:
         "cpu_ms_per_req",
         "server_cpu_ms_per_req",
     ]
-    print(table(rows, columns + ["maxrss_mb"]))
+    print(table(rows, columns + ["maxrss_mb", "load_1m"]))
     print()
     print(table(summary, [c for c in summary[0] if c != "ratio_per_round"]))
     # The floor's run keeps its file; another choice of servers or contenders gets its own.
@@ -148,7 +154,7 @@ def main() -> None:
     print(f"wrote {path}")
 
 
-def _one(name, kind, workers, round_, study, bodies, folder, plan, args):  # type: ignore[no-untyped-def]
+def _one(name, kind, workers, round_, study, bodies, folder, plan, trees):  # type: ignore[no-untyped-def]
     with server(kind) as judge:
         spec = {
             "base_url": judge.base_url,
@@ -158,8 +164,8 @@ def _one(name, kind, workers, round_, study, bodies, folder, plan, args):  # typ
             "cache": folder / f"cache-{name}-{kind}-{workers}-{round_}",
         }
         server_cpu = judge.cpu_seconds()
-        if name == "geval-baseline":
-            env = {"PYTHONPATH": args.baseline, "PYTHONDONTWRITEBYTECODE": "1"}
+        if name in trees:
+            env = {"PYTHONPATH": trees[name], "PYTHONDONTWRITEBYTECODE": "1"}
             report = run_child(client("geval", **spec), env=env).report()
         else:
             report = run_child(client(name, **spec)).report()
@@ -179,6 +185,7 @@ def _one(name, kind, workers, round_, study, bodies, folder, plan, args):  # typ
         "cpu_s": report["cpu"],
         "cpu_ms_per_req": 1000 * report["cpu"] / plan["requests"],
         "maxrss_mb": report["maxrss_mb"],
+        "load_1m": round(os.getloadavg()[0], 2),  # the machine's, as the run ended
         # What the server spent on the same requests: when it is less than the client's own
         # CPU per request, the client is what bounds the rate, bare loop included.
         "server_cpu_ms_per_req": None

@@ -190,9 +190,10 @@ GRAPH = import_graph()
 # Inside judging and scoring, lower tiers never import higher ones (the same tier may import
 # each other; circles are caught above). A module missing here fails the test: place it.
 JUDGING_TIERS = {
-    # 0 storage: an entry's bytes, our reader of the rows, the form, the errors, the claims' table,
-    # the ledger's one path
+    # 0 storage: an entry's bytes, our reader of the rows, our writer of new ones, the form, the
+    # errors, the claims' table, the ledger's one path
     "stored": 0, "rows": 0, "schema": 0, "cache_errors": 0, "claim_table": 0, "live_batches": 0,
+    "answer_table": 0,
     "cache": 1,
     # 2 reading the cache: origin rule, old keys, coverage, the read model, the cache commands
     "origin": 2, "legacy": 2, "coverage": 2, "read_model": 2, "maintenance": 2, "archive": 2,

@@ -1,7 +1,9 @@
-"""Many rows at once: written through diskcache's public API, read back by our own reader.
+"""Many rows at once: written by ``JudgeCache.put_many``, read back by our own reader.
 
-``JudgeCache.put_many`` and the claims write with diskcache's ``add``/``set`` inside one
-``transact()``; the bulk reads (a rerun's one pass, keyed batches, which keys are stored) are
+``JudgeCache.put_many`` writes a group's new answers with one statement of its own
+(:mod:`geval_async.judging.answer_table`, ``tests/test_answer_table.py``) and replacements with
+diskcache's ``add``/``set`` inside one ``transact()``; the claims keep a table of their own; the
+bulk reads (a rerun's one pass, keyed batches, which keys are stored) are
 our own (:mod:`geval_async.judging.rows`). What that reader relies on of diskcache's file is
 pinned here: rows that diskcache writes, in a real cache folder, read back the same through
 our reader as through a plain ``diskcache.Cache``, so a diskcache release that changes the

@@ -9,8 +9,9 @@ failures are never stored.
 Entries are never evicted (``eviction_policy="none"``): a cache is a record of paid-for answers,
 not a best-effort memo. ``add`` is atomic across processes, so two runs of one plan store each
 answer once. diskcache is used through its public API only; the reads of many entries at once
-(a rerun's lookups), which that API has no call for, are our own (:mod:`.rows`), and so is a
-folder open to read only. Errors of diskcache and sqlite become
+(a rerun's lookups) and the writes of many new ones (a run's answers, :mod:`.answer_table`),
+which that API has no call for, are our own (:mod:`.rows`), and so is a folder open to read
+only. Errors of diskcache and sqlite become
 :class:`~geval_async.errors.CacheError` in :mod:`.cache_errors`. An entry that does not decode
 is counted as corrupted and treated as missing. How an entry becomes bytes, and is checked when
 read back, is :mod:`geval_async.judging.stored`.
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 import diskcache
 
 from ..errors import CacheError
+from .answer_table import AnswerTable
 from .cache_errors import RESUME, cache_errors
 from .rows import CacheRows
 from .schema import check_form, mark_current
@@ -65,6 +67,7 @@ class JudgeCache:
     corrupted: set[str] = field(default_factory=set)
     _cache: diskcache.Cache | CacheRows | None = None
     _rows: CacheRows | None = None  # our reader of many rows (the same object read-only)
+    _answers: AnswerTable | None = None  # our writer of many new entries (the writer thread's)
     _ahead: dict[str, Any] = field(default_factory=dict)
     # Set by scan_heads: every entry's head by key, and the keys left to head() to read.
     _heads: dict[str, EntryHead] | None = None
@@ -138,6 +141,9 @@ class JudgeCache:
         self.close()
 
     def close(self) -> None:
+        if self._answers is not None:
+            self._answers.close()
+            self._answers = None
         if self._rows is not None and self._rows is not self._cache:
             self._rows.close()
         self._rows = None
@@ -275,15 +281,34 @@ class JudgeCache:
         return self.put_many([(entry, overwrite)])[0]
 
     def put_many(self, entries: Sequence[tuple[CachedResponse, bool]]) -> list[bool]:
-        """Store ``(entry, overwrite)`` pairs in one transaction: all are on disk, or none.
+        """Store ``(entry, overwrite)`` pairs; every one is on disk when this returns.
 
         Returns, for each, whether it was stored (False: another writer, or an earlier pair,
-        stored that key first). One commit for many answers costs about what one costs
-        (see :mod:`.writer`).
+        stored that key first). The new keys of a group that replaces nothing are written in
+        one transaction of our own (:mod:`.answer_table`: one commit for many answers costs
+        about what one costs, see :mod:`.writer`); a pair that replaces an entry, and a key
+        that turned out to be stored, go through diskcache's ``transact()``, after it.
         """
         cache = self._require()
-        with cache_errors(self.directory, "cannot write to the cache", RESUME), cache.transact():
-            return [self._put(cache, entry, overwrite) for entry, overwrite in entries]
+        with cache_errors(self.directory, "cannot write to the cache", RESUME):
+            values = [entry.encode() for entry, _ in entries]
+            if any(overwrite for _, overwrite in entries):
+                done = [False] * len(entries)  # in order: a replacement may precede an add
+            else:
+                if self._answers is None:
+                    self._answers = AnswerTable(self.directory)
+                done = self._answers.add_new(
+                    [(entry.key, value) for (entry, _), value in zip(entries, values, strict=True)]
+                )
+            if all(done):
+                return done
+            with cache.transact():
+                for index, ((entry, overwrite), value) in enumerate(
+                    zip(entries, values, strict=True)
+                ):
+                    if not done[index]:
+                        done[index] = self._put(cache, entry.key, value, overwrite)
+            return done
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         """The stored keys that start with ``prefix``, in sorted order."""
@@ -304,19 +329,18 @@ class JudgeCache:
         with cache_errors(self.directory, "cannot write to the cache"):
             cache.delete(key)
 
-    def _put(self, cache: diskcache.Cache, entry: CachedResponse, overwrite: bool) -> bool:
+    def _put(self, cache: diskcache.Cache, key: str, value: bytes, overwrite: bool) -> bool:
         """Store one entry of a transaction (``add``: atomic, the first writer wins)."""
-        value = entry.encode()
         if overwrite:
-            cache.set(entry.key, value)
+            cache.set(key, value)
             return True
-        if cache.add(entry.key, value):
+        if cache.add(key, value):
             return True
-        if self._decode(entry.key, cache.get(entry.key), CachedResponse.decode) is not None:
+        if self._decode(key, cache.get(key), CachedResponse.decode) is not None:
             return False  # another writer stored it first
         # The key is there but unreadable (damaged, its value file gone): replace it, or
         # every later run would pay for this answer again.
-        cache.set(entry.key, value)
+        cache.set(key, value)
         return True
 
     def __len__(self) -> int:

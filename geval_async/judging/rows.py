@@ -7,10 +7,10 @@ for one pass over the file here (the same cache, the same loaded machine; docs/b
 "The store through diskcache's public API"), and the rerun's whole floor is 1.5 s (benchmark
 3). diskcache has no call that reads many keys or walks the values in the file's order, so
 those reads are ours, here, with a connection of our own that only reads. Everything else
-(every write, a single ``get``, the count, the keys in order in a writable folder) goes
-through diskcache's public API. A folder the user may not write is read here entirely:
-``diskcache.Cache`` creates its tables and stores its settings on every open, so it cannot
-open such a folder.
+(every write but a group's new answers, :mod:`.answer_table`; a single ``get``, the count, the
+keys in order in a writable folder) goes through diskcache's public API. A folder the user
+may not write is read here entirely: ``diskcache.Cache`` creates its tables and stores its
+settings on every open, so it cannot open such a folder.
 
 What this relies on, and nothing more, of the file diskcache writes (``tests/test_rows.py``
 writes it through diskcache's public API and reads it back here, so that a diskcache release

@@ -11,10 +11,20 @@ writes, and diskcache gives each thread its own connection.
 
 The order is what makes it crash-safe. A worker waits for :meth:`Writer.release` of its
 request, which resolves only after that request's answer (handed over before, with
-:meth:`Writer.put`) is committed and the claim is let go. So an answer is on disk before its
-item counts as done, before its worker sends anything else, and before another process may ask
-for it again; a SIGKILL loses at most the answers of the group being committed, which were
-neither counted nor released (the claims of a dead process are taken over at once).
+:meth:`Writer.put`) is committed. So an answer is on disk before its item counts as done,
+before its worker sends anything else, and before its claim is let go, so before another
+process may ask for it again; a SIGKILL loses at most the answers of the group being
+committed, which were neither counted nor released (the claims of a dead process are taken
+over at once).
+
+The claims are let go a little later than the answers are written: with the next claims the
+run takes (the producer claims a batch of items as large as the pool of workers), or once
+half a second or 512 keys have gathered, and when the run ends. Letting go at every commit was
+a claims transaction for every group of answers (groups of 3-10 at ``stub+250``: 0.04-0.05 ms
+of the writer's CPU a request, docs/benchmarks.md "The answers' own grouped write"). Until
+then another process that wants one of those keys finds the claim held, and finds the answer
+in the cache when it looks again (:mod:`.worker`, every 0.2 s), as it does now whenever it
+asks while the answer is being written.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from queue import SimpleQueue
@@ -31,6 +42,11 @@ from .cache import CachedResponse, JudgeCache
 from .claims import Claims
 
 Claimed = list[tuple[bool, bool]]
+
+# Claims of answers written are let go with the next claims taken, or at the latest when this
+# many have gathered or this many seconds have passed since the last letting go.
+_LET_GO_KEYS = 512
+_LET_GO_AFTER = 0.5
 
 
 @dataclass
@@ -65,6 +81,10 @@ class Writer:
         self._busy: _Group | None = None  # the group being committed in the thread
         self._closed = False
         self._error: BaseException | None = None
+        # The writer thread's: claims whose answers are committed, not let go yet, and when
+        # claims were last let go.
+        self._letting_go: list[str] = []
+        self._let_go_at = time.monotonic()
 
     def put(self, entry: CachedResponse, *, overwrite: bool) -> None:
         """Store ``entry`` in the next commit (await :meth:`release` of its key to know)."""
@@ -72,9 +92,11 @@ class Writer:
         self._schedule()
 
     def release(self, key: str) -> asyncio.Future[None]:
-        """Let go of the claim on ``key`` once everything put before is committed.
+        """Let go of the claim on ``key`` once everything put before is committed (then, or
+        with the next claims taken; see the module's docstring).
 
-        The future raises the commit's CacheError if the answers could not be written.
+        The future resolves when everything put before is committed, and raises the commit's
+        CacheError if the answers could not be written.
         """
         done: asyncio.Future[None] = self._loop.create_future()
         self._next.releases.append((key, done))
@@ -111,6 +133,9 @@ class Writer:
         if group:
             self._commit(group)
             self._settle(group)
+        if self._letting_go:
+            keys, self._letting_go = self._letting_go, []
+            self.claims.release_many(keys)
 
     def _schedule(self) -> None:
         # call_soon runs after every callback already due in this turn: the workers woken by
@@ -156,10 +181,15 @@ class Writer:
             except Exception as exc:  # noqa: BLE001 - handed to every waiter of this group
                 error = self._error = exc
         # One claims transaction: let go (even when the write failed: nobody should wait on
-        # an answer not coming), then take.
+        # an answer not coming), then take; when there is nothing to take, only now and then.
+        self._letting_go += [key for key, _ in group.releases]
         wanted = [key for keys, _ in group.claims for key in keys]
         try:
-            taken = self.claims.settle([key for key, _ in group.releases], wanted)
+            taken: list[bool] = []
+            if wanted or self._let_go_due():
+                release, self._letting_go = self._letting_go, []
+                self._let_go_at = time.monotonic()
+                taken = self.claims.settle(release, wanted)
             stored = self.cache.stored([k for k, t in zip(wanted, taken, strict=True) if t])
         except Exception as exc:  # noqa: BLE001
             group.error = error or exc
@@ -167,6 +197,12 @@ class Writer:
         group.error = error
         results = iter(zip(taken, (key in stored for key in wanted), strict=True))
         group.claimed = [[next(results) for _ in keys] for keys, _ in group.claims]
+
+    def _let_go_due(self) -> bool:
+        return bool(self._letting_go) and (
+            len(self._letting_go) >= _LET_GO_KEYS
+            or time.monotonic() - self._let_go_at >= _LET_GO_AFTER
+        )
 
     def _settle(self, group: _Group) -> None:
         """Hand the group's outcome to its waiters (on the loop)."""

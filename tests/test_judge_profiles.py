@@ -351,3 +351,21 @@ def test_anthropic_compat_in_logprobs_mode_stops_at_its_first_answer(
     assert srv.stats.by_status[200] <= 2  # the requests in flight, not the plan's 16
     row = _status(srv, tmp_path, CLAUDE, *flags)
     assert (row["answered"], row["refused"], row["missing"]) == (0, 0, ITEMS)
+
+
+def test_a_batch_refused_for_n_teaches_n_1_to_the_next_online_run(
+    srv: SimServer, tmp_path: Path
+) -> None:
+    # One learning step serves both paths: a batch refused line by line for n teaches the
+    # endpoint's n = 1 into the cache folder, and an online run then starts from it.
+    srv.settings.profile = "anthropic-compat"
+    _run(srv, tmp_path, CLAUDE, *BATCH)
+    assert srv.stats.received == 0  # not one online request
+    assert srv.stats.batches == 2  # refused for n, learned, sent again at n = 1
+    status = run_cli("status", *_flags(srv, tmp_path, CLAUDE), env=KEY)
+    assert f"{CLAUDE} at 127.0.0.1:{srv.port}: max_tokens, n = 1 only" in status.stdout
+    again = _run(srv, tmp_path, CLAUDE, "--concurrency", "4")
+    assert again.returncode == 0, again.stderr
+    assert srv.stats.by_status[400] == 0  # online: n = 1 from the first request
+    results = _score(srv, tmp_path, CLAUDE)
+    assert all(score.valid == 10 and score.invalid == 0 for score in results.scores)

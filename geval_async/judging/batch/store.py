@@ -172,8 +172,5 @@ def _decide(
         sent[named] = sent.pop("max_tokens")
     decision = decide(exc.fact, History(url, "the API key variable"), n=sent.get("n", 1), sent=sent)
     if capabilities is not None:
-        if decision.action is Action.TOKEN_PARAMETER and known.token_parameter == named:
-            capabilities.switch_token_parameter()
-        elif decision.action is Action.ONE_CHOICE:
-            capabilities.one_choice = True
+        capabilities.learn(decision.action, named)
     return decision

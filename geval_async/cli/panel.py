@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from ..errors import ConfigError
 from ..judging.batch.ledger import Ledger
-from ..judging.budget import study_spent
+from ..judging.budget import study_budget, study_spent
 from ..judging.cache import JudgeCache
 from ..judging.capabilities import endpoint_summaries
 from ..judging.estimate import estimate_run
@@ -230,8 +230,8 @@ def _panel_summary(args: argparse.Namespace, config: EvalConfig, result: PanelRu
             print("  some items have no answer (see refused/failed above)")
             codes.append(EXIT_INCOMPLETE)
     resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    if config.max_cost is not None:
-        resume += budget_left(config)
+    if (budget := study_budget(config)) is not None:
+        resume += budget_left(budget)
     code = EXIT_INTERRUPTED if EXIT_INTERRUPTED in codes else max(codes)
     if code == EXIT_INTERRUPTED:
         _say(f"interrupted: answers received so far are saved; resume with: {resume}")

@@ -42,8 +42,8 @@ from .batch_report import (
     report_too_large,
     say,
 )
-from .overrides import judge_key, load_study
-from .panel import add_judge_flag, one_judge_only
+from .overrides import add_judge_flag, judge_key, load_study
+from .panel import one_judge_only
 from .summary import coverage_table
 
 EXIT_INTERRUPTED = 130
@@ -103,7 +103,7 @@ def add_batch_commands(commands: Any, study_arguments: Callable[[Any], None]) ->
                 help="cap the study's estimated spend, across runs and submits, at USD "
                 "(at the batch price, see [prices])",
             )
-        add_judge_flag(parser)
+        add_judge_flag(parser, without="needed: one judge's batch at a time")
         parser.set_defaults(handler=one_judge_only(f"batch {step}", _handlers()[step]))
 
 

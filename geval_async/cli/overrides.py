@@ -17,6 +17,7 @@ __all__ = [
     "ANSWER_FLAGS",
     "SCORE_FLAGS",
     "STUDY_FLAGS",
+    "add_judge_flag",
     "add_study_arguments",
     "judge_key",
     "load_study",
@@ -50,6 +51,19 @@ def add_study_arguments(parser: argparse.ArgumentParser) -> None:
             metavar=override.metavar,
             help=override.help,
         )
+
+
+def add_judge_flag(
+    parser: argparse.ArgumentParser, *, without: str = "default: every judge"
+) -> None:
+    """``--judge NAME``, one judge of a panel config, on every command that takes it (``run``,
+    ``status``, ``steps``, the ``batch`` steps); ``without``: what the command does without it."""
+    parser.add_argument(
+        "--judge",
+        metavar="NAME",
+        help=f"on a panel config ([[judges]]): only the judge called NAME ({without}); "
+        "the overrides then apply to it, --model and --base-url included",
+    )
 
 
 def study_config(args: argparse.Namespace, names: Iterable[str]) -> EvalConfig:

@@ -2,7 +2,7 @@
 
 ``run`` judges with all the judges at once (:mod:`geval_async.judging.panel_run`, in the one
 ``asyncio.run`` of the command), the progress line shows each judge compactly, and the summary
-says per judge what was sent, cached and failed. ``--judge NAME`` (the flag added here) turns
+says per judge what was sent, cached and failed. ``--judge NAME`` (:mod:`.overrides`) turns
 a panel config into that judge's one-judge study before any of this
 (:mod:`geval_async.study.judge_choice`), and the one-judge commands run as they always did.
 """
@@ -28,12 +28,11 @@ from ..study.prepare import prepare_study
 from ..study.pricing import usd
 from .answers import warn
 from .interrupts import run_until_interrupted, say, show_line
-from .overrides import load_study
+from .overrides import add_judge_flag, load_study
 from .progress import render_retries
 from .summary import budget_left, coverage_table, dry_run, expected_duration, table
 
 __all__ = [
-    "add_judge_flag",
     "one_judge_only",
     "panel_command",
     "panel_dry_run",
@@ -77,16 +76,6 @@ def one_judge_only(
         return handler(args)
 
     return checked
-
-
-def add_judge_flag(parser: argparse.ArgumentParser) -> None:
-    """``--judge NAME``: one judge of a panel config."""
-    parser.add_argument(
-        "--judge",
-        metavar="NAME",
-        help="on a panel config ([[judges]]): only the judge called NAME (default: every judge); "
-        "the overrides then apply to it, --model and --base-url included",
-    )
 
 
 _say = say

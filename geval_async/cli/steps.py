@@ -15,7 +15,7 @@ from typing import Any
 
 from ..study.plan import Study
 from ..study.steps import steps_origin
-from .panel import add_judge_flag
+from .overrides import add_judge_flag
 
 __all__ = ["add_steps_command"]
 
@@ -28,7 +28,7 @@ def add_steps_command(
         "steps", help="print each criterion's evaluation steps and where they came from"
     )
     study_arguments(parser)
-    add_judge_flag(parser)
+    add_judge_flag(parser, without="default: the first judge")
     parser.add_argument(
         "--freeze",
         action="store_true",

@@ -25,7 +25,8 @@ from ..budget import record_spend, request_cost
 from ..cache import JudgeCache
 from ..capabilities import load_capabilities, save_capabilities
 from ..claims import Claims
-from ..left import what_is_left
+from ..coverage import Coverage
+from ..left import coverage, what_is_left
 from ..origin import ServerEntries
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
@@ -76,6 +77,11 @@ class BatchControl:
         # What the last submit left for lack of room in the queue (see .queue).
         self.queue_full = False
         self.too_large = 0
+
+    def coverage(self) -> dict[str, Coverage]:
+        """Per criterion, the items answered, refused, missing and in live batch jobs, as the
+        batch's server sees the cache."""
+        return coverage(self.study, self.entries, self.ledger.live_keys())
 
     def queue(self) -> QueueLimit:
         """The judge model's enqueued-token limit as now known (:mod:`.queue`)."""

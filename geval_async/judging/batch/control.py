@@ -32,7 +32,7 @@ from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, spli
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
 from .provider import provider_call
 from .queue import QUEUE_FULL, QueueLimit, QueueLimits
-from .store import Stored, requests_by_key, store_lines
+from .store import Stored, one_choice_chunks, requests_by_key, store_lines
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -114,7 +114,7 @@ class BatchControl:
         def lines() -> Any:
             nonlocal held_back, room
             for item in what_is_left(self.study, self.entries):
-                for request in item.to_send:
+                for request in self._chunks(item.to_send):
                     if request.key in taken:
                         continue  # in a live batch, or an identical request of another item
                     tokens = request.est_tokens
@@ -146,6 +146,13 @@ class BatchControl:
             # What the submit committed counts against the study budget, as an online run's.
             record_spend(self.cache.directory, self.study.config, budget)
         return records, held_back
+
+    def _chunks(self, to_send: list[JudgeRequest]) -> list[JudgeRequest]:
+        """An item's requests to submit: its next chunk, or, to an endpoint known to give one
+        choice a request, every chunk it lacks (else one batch a draw: see .store)."""
+        if not self.capabilities.one_choice:
+            return to_send
+        return [c for request in to_send for c in one_choice_chunks(request, self.study.config)]
 
     async def _submit_file(
         self, claims: Claims, record: BatchRecord, keys: list[str], tokens: dict[str, int]
@@ -281,7 +288,9 @@ class BatchControl:
         unknown = set(keys).difference(self._requests)
         if unknown:
             wanted = unknown | self.ledger.live_keys().difference(self._requests)
-            self._requests.update(requests_by_key(self.study, self.entries, wanted))
+            one_choice = self.capabilities.one_choice
+            found = requests_by_key(self.study, self.entries, wanted, one_choice=one_choice)
+            self._requests.update(found)
         found = self._requests
         return {key: found[key] for key in keys if key in found}
 

@@ -351,3 +351,27 @@ def test_anthropic_compat_in_logprobs_mode_stops_at_its_first_answer(
     assert srv.stats.by_status[200] <= 2  # the requests in flight, not the plan's 16
     row = _status(srv, tmp_path, CLAUDE, *flags)
     assert (row["answered"], row["refused"], row["missing"]) == (0, 0, ITEMS)
+
+
+def test_a_batch_refused_for_n_learns_n_1_completes_and_teaches_the_online_run(
+    srv: SimServer, tmp_path: Path
+) -> None:
+    # One learning step serves both paths: a batch refused line by line for n learns the
+    # endpoint's n = 1, sends every draw of every item in the next batch, and an online run
+    # then starts from what it learned.
+    srv.settings.profile = "anthropic-compat"
+    done = _run(srv, tmp_path, CLAUDE, *BATCH)
+    assert done.returncode == 0, done.stderr
+    assert srv.stats.received == 0  # not one online request
+    # The first batch was refused for n; the second asked for each of the ten draws alone.
+    assert (srv.stats.batches, srv.stats.batch_lines) == (2, ITEMS + 10 * ITEMS)
+    status = run_cli("status", *_flags(srv, tmp_path, CLAUDE), env=KEY)
+    assert f"{CLAUDE} at 127.0.0.1:{srv.port}: max_tokens, n = 1 only" in status.stdout
+    results = _score(srv, tmp_path, CLAUDE)
+    assert all(score.valid == 10 and score.invalid == 0 for score in results.scores)
+    scored = sorted(r for score in results.scores for r in score.ratings)
+    assert scored == sorted(r for rs in srv.stats.ratings.values() for r in rs)
+    again = _run(srv, tmp_path, CLAUDE, "--concurrency", "4", "--limit", str(2 * LIMIT))
+    assert again.returncode == 0, again.stderr
+    assert srv.stats.by_status[400] == 0  # online: n = 1 from the first request
+    assert srv.stats.by_status[200] == 10 * ITEMS  # the four new records' draws

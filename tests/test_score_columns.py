@@ -135,8 +135,15 @@ def test_rubric_and_option_criteria_in_columns(tmp_path: Path, mode: str) -> Non
 
 
 def _raw(results: StudyResults) -> dict[str, bytes]:
-    from geval_async.scoring.report import raw_documents
+    """Per criterion, the raw export as ``score`` writes it, from the columns; the same bytes
+    from the items held in a list."""
+    from geval_async.scoring.report import write_raw_document
 
-    by_columns = raw_documents(results.study, results.scores)
-    assert by_columns == raw_documents(results.study, list(results.scores))
-    return by_columns
+    documents = {}
+    for criterion in results.study.criteria:
+        by_columns, by_list = io.BytesIO(), io.BytesIO()
+        write_raw_document(by_columns, results.study, criterion.name, results.scores)
+        write_raw_document(by_list, results.study, criterion.name, list(results.scores))
+        assert by_columns.getvalue() == by_list.getvalue()
+        documents[criterion.name] = by_columns.getvalue()
+    return documents

@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.batch.ledger import Ledger
-from ..judging.budget import study_spent
+from ..judging.budget import study_budget, study_spent
 from ..judging.cache import JudgeCache
 from ..judging.capabilities import endpoint_summaries
 from ..judging.progress import RunCounters
@@ -186,8 +186,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for message, count in result.failures.most_common(5):
         print(f"  {count} x {_one_line(message)}")
     resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    if config.max_cost is not None:
-        resume += budget_left(config)
+    if (budget := study_budget(config)) is not None:
+        resume += budget_left(budget)
     unusable = result.counters.every_answer_unusable()
     if unusable and not result.stopped and not result.interrupted:
         # Complete by count, yet nothing to score: say so now, not at `score`.

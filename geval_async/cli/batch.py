@@ -14,18 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunStopped
-from ..judging.batch.control import BatchControl, server_is_simulated
+from ..judging.batch.control import BatchControl
 from ..judging.batch.engine_files import export_inputs, import_outputs
-from ..judging.batch.ledger import Ledger
-from ..judging.batch.provider import make_client
 from ..judging.batch.rounds import run_batches
+from ..judging.batch.session import batch_session
 from ..judging.batch.store import Stored
 from ..judging.budget import run_budget
-from ..judging.cache import JudgeCache
 from ..judging.claims import Claims
-from ..judging.left import coverage
-from ..judging.origin import ServerEntries
-from ..judging.steps import generate_steps
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from ..study.pricing import Budget
@@ -42,13 +37,11 @@ from .batch_report import (
     report_too_large,
     say,
 )
-from .overrides import judge_key, load_study
-from .panel import add_judge_flag, one_judge_only
+from .overrides import add_judge_flag, judge_key, load_study
+from .panel import one_judge_only
 from .summary import coverage_table
 
 EXIT_INTERRUPTED = 130
-# Claims this module takes as a process (while taking over a ledger record) lapse after this.
-_CLAIM_TTL = 300.0
 
 
 def add_batch_flags(parser: argparse.ArgumentParser) -> None:
@@ -103,7 +96,7 @@ def add_batch_commands(commands: Any, study_arguments: Callable[[Any], None]) ->
                 help="cap the study's estimated spend, across runs and submits, at USD "
                 "(at the batch price, see [prices])",
             )
-        add_judge_flag(parser)
+        add_judge_flag(parser, without="needed: one judge's batch at a time")
         parser.set_defaults(handler=one_judge_only(f"batch {step}", _handlers()[step]))
 
 
@@ -127,8 +120,8 @@ def _with_control(
     study: Study | None = None,
     key: str | None = None,
 ) -> int:
-    """Open the study (from ``args`` unless given), cache, claims and client; attach to
-    interrupted submits; run ``work``."""
+    """Run ``work`` in a batch session of the study (from ``args`` unless given):
+    :func:`~geval_async.judging.batch.session.batch_session`."""
     if study is None:
         assert args is not None
         study = prepare_study(load_study(args))
@@ -136,26 +129,18 @@ def _with_control(
     source = study.config.source
 
     async def main() -> int:
-        simulated = await server_is_simulated(study, key)
-        # Generated evaluation steps are asked online first: every item's prompt holds them.
-        ready, _ = await generate_steps(study, ServerEntries(cache, simulated), key)
-        async with make_client(ready, key) as client:
-            control = BatchControl(ready, cache, client, simulated)
-            with Claims(cache.directory, _CLAIM_TTL) as claims:
-                await control.attach(claims)
-                return await work(control, claims)
+        async with batch_session(study, key) as (control, claims):
+            return await work(control, claims)
 
-    with JudgeCache(study.config.cache_path) as cache:
-        cache.check_writable()
-        try:
-            return asyncio.run(main())
-        except KeyboardInterrupt:
-            say(
-                "interrupted: submitted batch jobs keep running at the provider and are in the "
-                f"ledger; `geval-async run {source} --batch` or `geval-async batch collect "
-                f"{source}` attaches to them"
-            )
-            return EXIT_INTERRUPTED
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        say(
+            "interrupted: submitted batch jobs keep running at the provider and are in the "
+            f"ledger; `geval-async run {source} --batch` or `geval-async batch collect "
+            f"{source}` attaches to them"
+        )
+        return EXIT_INTERRUPTED
 
 
 def run_batch(study: Study, key: str | None, *, poll: float, quiet: bool) -> int:
@@ -177,7 +162,7 @@ def run_batch(study: Study, key: str | None, *, poll: float, quiet: bool) -> int
         report_too_large(control)
         if run.stored.stopped is not None:
             raise RunStopped(run.stored.stopped)  # as an online run stops, with its line
-        return coverage_exit(control.study, control.entries, control.ledger, run.held_back)
+        return coverage_exit(control.study, control.coverage(), run.held_back)
 
     return _with_control(None, work, study, key)
 
@@ -212,8 +197,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             elif record.errors:
                 print(f"batch {record.label} failed validation: {record.errors[0]}")
         print(queue_line(records, control.queue(), len(control.ledger.history())))
-        counts = coverage(control.study, control.entries, control.ledger.live_keys())
-        print(coverage_table(counts))
+        print(coverage_table(control.coverage()))
         ended = [r for r in records if r.ended]
         if ended:
             print(
@@ -240,7 +224,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         if running:
             print(f"{len(running)} batch jobs are still running; collect again later")
             return EXIT_INCOMPLETE
-        return coverage_exit(control.study, control.entries, control.ledger, 0)
+        return coverage_exit(control.study, control.coverage(), 0)
 
     return _with_control(args, work)
 
@@ -275,15 +259,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     study = prepare_study(load_study(args))
     source = Path(args.file)
-    stored = import_outputs(study, source)
+    stored, counts = import_outputs(study, source)
     report_stored(stored, f"{source}")
     if stored.unknown:
         print(
             f"{len(stored.unknown)} lines name no request of this study and were skipped "
             f"(first: {stored.unknown[0]}); was the file made from another config?"
         )
-    with JudgeCache(study.config.cache_path, create=False) as cache:
-        return coverage_exit(study, ServerEntries(cache, False), Ledger(cache.directory), 0)
+    return coverage_exit(study, counts, 0)
 
 
 def _budget(study: Study) -> Budget | None:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..judging.batch.control import BatchControl
-from ..judging.batch.ledger import BatchRecord, Ledger
+from ..judging.batch.ledger import BatchRecord
 from ..judging.batch.queue import QueueLimit, file_stage, queued_tokens
 from ..judging.batch.store import Stored
-from ..judging.left import coverage
-from ..judging.origin import ServerEntries
+from ..judging.coverage import Coverage
 from ..study.plan import Study
 from .summary import coverage_table, table
 
@@ -117,9 +116,8 @@ def progress_printer(*, quiet: bool, started: float) -> Callable[[list[BatchReco
     return show
 
 
-def coverage_exit(study: Study, entries: ServerEntries, ledger: Ledger, held_back: int) -> int:
-    """Print the coverage as the batch's server sees the cache; the exit code it makes."""
-    counts = coverage(study, entries, ledger.live_keys())
+def coverage_exit(study: Study, counts: Mapping[str, Coverage], held_back: int) -> int:
+    """Print the coverage (as the batch's server sees the cache); the exit code it makes."""
     print(coverage_table(counts))
     missing = sum(c.missing for c in counts.values())
     refused = sum(c.refused for c in counts.values())

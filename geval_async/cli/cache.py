@@ -1,8 +1,9 @@
 """The ``cache`` commands: merge, export, import, verify, stats, prune and migrate cache folders.
 
 Parsing and printing only; the work is in :mod:`geval_async.judging.maintenance`,
-:mod:`geval_async.judging.archive` and :mod:`geval_async.judging.legacy`. Commands that only
-read (``export``, ``verify``, ``stats``, the sources of ``merge``) open folders read-only.
+:mod:`geval_async.judging.archive` and :mod:`geval_async.judging.legacy`, which open the
+folders: read-only for the commands that only read (``export``, ``verify``, ``stats``, the
+sources of ``merge``, ``prune --dry-run``).
 """
 
 from __future__ import annotations
@@ -119,16 +120,10 @@ def _print_merge(report: Any, what: str) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from contextlib import ExitStack
-
-    from ..judging.cache import JudgeCache
     from ..judging.maintenance import merge_caches
 
     sources = [existing_cache(path) for path in args.sources]
-    with ExitStack() as stack:
-        opened = [stack.enter_context(JudgeCache(path, create=False)) for path in sources]
-        dest = stack.enter_context(JudgeCache(args.dest))
-        report = merge_caches(dest, opened)
+    report = merge_caches(args.dest, sources)
     _print_merge(report, f"merged {len(sources)} folders into {args.dest}")
     return EXIT_OK
 
@@ -149,22 +144,17 @@ def cmd_export(args: argparse.Namespace, config: Any) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..judging.archive import check_archive, import_archive
-    from ..judging.cache import JudgeCache
+    from ..judging.archive import import_archive
 
-    check_archive(args.archive)  # before the destination folder is created
-    with JudgeCache(args.dest) as dest:
-        report = import_archive(args.archive, dest)
+    report = import_archive(args.archive, args.dest)  # checked before the folder is created
     _print_merge(report, f"imported {args.archive} into {args.dest}")
     return EXIT_OK
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..judging.cache import JudgeCache
     from ..judging.maintenance import verify_cache
 
-    with JudgeCache(existing_cache(args.cache), create=False) as cache:
-        entries, damaged = verify_cache(cache)
+    entries, damaged = verify_cache(existing_cache(args.cache))
     if not damaged:
         print(f"{args.cache}: all {entries} entries decode and every answer body parses")
         return EXIT_OK
@@ -176,12 +166,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from ..judging.cache import JudgeCache
     from ..judging.maintenance import cache_stats
     from .summary import table
 
-    with JudgeCache(existing_cache(args.cache), create=False) as cache:
-        stats = cache_stats(cache)
+    stats = cache_stats(existing_cache(args.cache))
     rows: dict[tuple[str, str], list[int]] = {}
     for (model, criterion, status), count in sorted(stats.by_model_criterion.items()):
         rows.setdefault((model, criterion), [0, 0])[status == "refusal"] += count
@@ -205,20 +193,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from ..judging.cache import JudgeCache
-    from ..judging.maintenance import PruneSelection, keys_used_by, prune_cache
+    from ..judging.maintenance import PruneSelection, prune_cache
     from ..study.config import load_config
     from ..study.prepare import prepare_study
 
-    with JudgeCache(existing_cache(args.cache), create=not args.dry_run) as cache:
-        keep = None
-        if args.unused_by:
-            # A panel's config reads every judge's entries, not its first judge's alone.
-            members = [m for path in args.unused_by for m in load_config(path).members()]
-            studies = [prepare_study(member) for member in members]
-            keep = keys_used_by(studies, cache)
-        selection = PruneSelection(frozenset(args.model), args.older_than, keep)
-        report = prune_cache(cache, selection, dry_run=args.dry_run)
+    cache = existing_cache(args.cache)
+    # A panel's config reads every judge's entries, not its first judge's alone.
+    members = [m for path in args.unused_by or () for m in load_config(path).members()]
+    studies = tuple(prepare_study(member) for member in members)
+    selection = PruneSelection(frozenset(args.model), args.older_than, studies)
+    report = prune_cache(cache, selection, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     print(f"{verb} {report.total} entries, kept {report.kept}")
     for (model, criterion), count in sorted(report.removed.items()):

@@ -53,12 +53,15 @@ def add_study_arguments(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def add_judge_flag(parser: argparse.ArgumentParser) -> None:
-    """``--judge NAME``: one judge of a panel config."""
+def add_judge_flag(
+    parser: argparse.ArgumentParser, *, without: str = "default: every judge"
+) -> None:
+    """``--judge NAME``, one judge of a panel config, on every command that takes it (``run``,
+    ``status``, ``steps``, the ``batch`` steps); ``without``: what the command does without it."""
     parser.add_argument(
         "--judge",
         metavar="NAME",
-        help="on a panel config ([[judges]]): only the judge called NAME (default: every judge); "
+        help=f"on a panel config ([[judges]]): only the judge called NAME ({without}); "
         "the overrides then apply to it, --model and --base-url included",
     )
 

@@ -2,7 +2,7 @@
 
 ``run`` judges with all the judges at once (:mod:`geval_async.judging.panel_run`, in the one
 ``asyncio.run`` of the command), the progress line shows each judge compactly, and the summary
-says per judge what was sent, cached and failed. ``--judge NAME`` (the flag added here) turns
+says per judge what was sent, cached and failed. ``--judge NAME`` (:mod:`.overrides`) turns
 a panel config into that judge's one-judge study before any of this
 (:mod:`geval_async.study.judge_choice`), and the one-judge commands run as they always did.
 """
@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from ..errors import ConfigError
 from ..judging.batch.ledger import Ledger
-from ..judging.budget import study_spent
+from ..judging.budget import study_budget, study_spent
 from ..judging.cache import JudgeCache
 from ..judging.capabilities import endpoint_summaries
 from ..judging.estimate import estimate_run
@@ -33,7 +33,6 @@ from .progress import render_retries
 from .summary import budget_left, coverage_table, dry_run, expected_duration, table
 
 __all__ = [
-    "add_judge_flag",
     "one_judge_only",
     "panel_command",
     "panel_dry_run",
@@ -220,8 +219,8 @@ def _panel_summary(args: argparse.Namespace, config: EvalConfig, result: PanelRu
             print("  some items have no answer (see refused/failed above)")
             codes.append(EXIT_INCOMPLETE)
     resume = "geval-async " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    if config.max_cost is not None:
-        resume += budget_left(config)
+    if (budget := study_budget(config)) is not None:
+        resume += budget_left(budget)
     code = EXIT_INTERRUPTED if EXIT_INTERRUPTED in codes else max(codes)
     if code == EXIT_INTERRUPTED:
         _say(f"interrupted: answers received so far are saved; resume with: {resume}")

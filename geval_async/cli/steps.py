@@ -15,7 +15,7 @@ from typing import Any
 
 from ..study.plan import Study
 from ..study.steps import steps_origin
-from .panel import add_judge_flag
+from .overrides import add_judge_flag
 
 __all__ = ["add_steps_command"]
 
@@ -28,7 +28,7 @@ def add_steps_command(
         "steps", help="print each criterion's evaluation steps and where they came from"
     )
     study_arguments(parser)
-    add_judge_flag(parser)
+    add_judge_flag(parser, without="default: the first judge")
     parser.add_argument(
         "--freeze",
         action="store_true",
@@ -39,8 +39,7 @@ def add_steps_command(
 
 
 def cmd_steps(args: argparse.Namespace) -> int:
-    from ..judging.cache import JudgeCache
-    from ..judging.stored_steps import read_steps
+    from ..judging.read_model import stored_study
     from ..study.freeze import freeze_steps
     from ..study.prepare import prepare_study
     from .overrides import load_study
@@ -50,8 +49,7 @@ def cmd_steps(args: argparse.Namespace) -> int:
         first = config.judge_names[0]
         print(f"judge {first} (the panel's first; `--judge NAME` shows another's steps)")
         config = config.for_judge(first)
-    with JudgeCache(config.cache_path, create=False) as cache:
-        study, _ = read_steps(prepare_study(config), cache)
+    study = stored_study(prepare_study(config))  # the cache read as the scoring stage reads it
     if args.freeze:
         return _freeze(study, freeze_steps(study))
     for planned in study.criteria:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..judging.budget import StudyBudget
 from ..judging.coverage import Coverage
 from ..judging.estimate import RunEstimate
 from ..judging.progress import RunCounters
@@ -109,16 +110,13 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
-def budget_left(config: EvalConfig) -> str:
+def budget_left(budget: StudyBudget) -> str:
     """What the study budget leaves, for the resume line: each resume spends from the same cap."""
-    from ..judging.budget import study_spent
     from ..study.pricing import usd
 
-    assert config.max_cost is not None
-    spent = study_spent(config.cache_path, config)
-    left = max(0.0, config.max_cost - spent)
+    left = budget.left
     return (
-        f"\n  (study budget --max-cost {usd(config.max_cost)}: {usd(spent)} estimated so far, "
+        f"\n  (study budget --max-cost {usd(budget.cap)}: {usd(budget.spent)} estimated so far, "
         f"{usd(left)} left" + ("; raise --max-cost to continue)" if left < 1e-9 else ")")
     )
 

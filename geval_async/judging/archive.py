@@ -141,14 +141,16 @@ def check_archive(path: Path) -> int:
     return sum(1 for _ in _entries(path))
 
 
-def import_archive(path: Path, dest: JudgeCache) -> MergeReport:
-    """Check an archive whole, then merge its entries into ``dest``.
+def import_archive(path: Path, dest: Path) -> MergeReport:
+    """Check an archive whole, then merge its entries into the cache folder ``dest`` (created
+    only once the archive is found whole).
 
     Raises:
         ConfigError: the archive is missing or damaged (then nothing is written).
     """
     check_archive(path)
     report = MergeReport()
-    for entry in _entries(Path(path)):
-        store_entry(dest, entry, report)
+    with JudgeCache(dest) as into:
+        for entry in _entries(Path(path)):
+            store_entry(into, entry, report)
     return report

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -24,7 +25,16 @@ from ..study.config import EvalConfig
 from ..study.plan import JudgeRequest
 from ..study.pricing import Budget, SharedCap, cached_input_price, price_of
 
-__all__ = ["LEDGER", "panel_cap", "record_spend", "request_cost", "run_budget", "study_spent"]
+__all__ = [
+    "LEDGER",
+    "StudyBudget",
+    "panel_cap",
+    "record_spend",
+    "request_cost",
+    "run_budget",
+    "study_budget",
+    "study_spent",
+]
 
 LEDGER = "spend.jsonl"
 
@@ -52,6 +62,26 @@ def study_spent(cache_dir: Path, config: EvalConfig, *, billed: bool = False) ->
         if run.get("config") == study and isinstance(usd, int | float) and math.isfinite(usd):
             total += usd
     return total
+
+
+@dataclass(frozen=True)
+class StudyBudget:
+    """A study's ``--max-cost`` cap and the estimated USD its runs have spent of it."""
+
+    cap: float
+    spent: float
+
+    @property
+    def left(self) -> float:
+        return max(0.0, self.cap - self.spent)
+
+
+def study_budget(config: EvalConfig) -> StudyBudget | None:
+    """The study's cap and what the earlier runs of its config recorded in the cache (None:
+    no ``--max-cost``): what a resumed run may still spend."""
+    if config.max_cost is None:
+        return None
+    return StudyBudget(config.max_cost, study_spent(config.cache_path, config))
 
 
 def record_spend(cache_dir: Path, config: EvalConfig, budget: Budget | None) -> None:

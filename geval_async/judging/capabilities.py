@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..errors import CacheError
+from .failures import Action
 from .refused_settings import TOKEN_PARAMETERS, reasoning_tokens
 
 __all__ = ["ENDPOINTS", "Capabilities", "load_capabilities", "save_capabilities"]
@@ -55,6 +56,22 @@ class Capabilities:
     def switch_token_parameter(self) -> None:
         """The endpoint refused the name sent: use the other one from now on."""
         self.token_parameter = TOKEN_PARAMETERS[1 - TOKEN_PARAMETERS.index(self.token_parameter)]
+
+    def learn(self, action: Action, refused_name: str | None = None) -> bool:
+        """Learn what the decision on a refused request teaches, online or by batch alike;
+        whether it taught anything.
+
+        ``ONE_CHOICE``: the endpoint refuses n > 1, so every request from now on asks for one
+        choice (the rest come as further draws). ``TOKEN_PARAMETER``: it refused the budget
+        under ``refused_name``; when that is the name it was thought to want, the other one.
+        """
+        if action is Action.ONE_CHOICE:
+            self.one_choice = True
+            return True
+        if action is Action.TOKEN_PARAMETER and self.token_parameter == refused_name:
+            self.switch_token_parameter()
+            return True
+        return False
 
     def observe(
         self, sent: Mapping[str, Any], parsed: Mapping[str, Any], raw: bytes | None = None

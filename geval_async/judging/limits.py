@@ -8,8 +8,8 @@ Pacing, not bursting. Providers enforce their per-minute limits over much shorte
 (the stub of ``bench/`` over any one second), so a limit is honoured as a steady rate: each
 send leaves at least its cost's share of a minute after the send before it actually left,
 never in a burst, not at the start and not after a stall. Each limit is a
-:class:`~.pacer.Pacer`, a GCRA with :data:`CATCH_UP_SECONDS` of tolerance (our own: its module
-says why aiolimiter's public API cannot pace this way). One lock takes
+:class:`~.pacer.Pacer`, a GCRA with :data:`~.pacer.CATCH_UP_SECONDS` of tolerance (our own:
+its module says why aiolimiter's public API cannot pace this way). One lock takes
 the sends through both buckets at once, so a request that waited for tokens does not leave on
 the heels of the one before. The pace
 is a little below the limit (:data:`CONFIGURED_SHARE`): the server counts arrivals, and the
@@ -18,9 +18,9 @@ one request too many into a server's second; each such 429 pauses every worker, 
 far more than the margin. The margin goes while the server's ``x-ratelimit-remaining-*``
 says it could take at least a second's worth at once (a token bucket with room, like the
 simulated judge's: a few milliseconds of bunching cannot overflow it, so the pace is the full
-limit and a late send may be caught up by :data:`SPARE_CATCH_UP_SECONDS`), and comes back for
-good at the first 429. A server that counts over one second never says so: after it admitted
-a request, at most a second's worth less one remains.
+limit and a late send may be caught up by :data:`~.pacer.SPARE_CATCH_UP_SECONDS`), and comes
+back for good at the first 429. A server that counts over one second never says so: after it
+admitted a request, at most a second's worth less one remains.
 
 The limits come from the config (``rpm``/``tpm``) or, when a limit is not configured, from the
 ``x-ratelimit-limit-*`` headers of the server's answers (:meth:`RateLimits.observe`, called for

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,14 +73,18 @@ def read_entries(cache: JudgeCache, damaged: list[str]) -> Iterator[CachedRespon
         yield entry
 
 
-def merge_caches(dest: JudgeCache, sources: Sequence[JudgeCache]) -> MergeReport:
-    """Put every entry of ``sources`` into ``dest``: a union; on a clash the first one stays."""
+def merge_caches(dest: Path, sources: Sequence[Path]) -> MergeReport:
+    """Put every entry of the cache folders ``sources`` (read only) into the folder ``dest``
+    (created): a union; on a clash the first one stays."""
     report = MergeReport()
-    for source in sources:
-        if source.directory.resolve() == dest.directory.resolve():
-            raise ConfigError(f"{source.directory}: cannot merge a cache folder into itself")
-        for entry in read_entries(source, report.damaged):
-            store_entry(dest, entry, report)
+    with ExitStack() as stack:
+        opened = [stack.enter_context(JudgeCache(path, create=False)) for path in sources]
+        into = stack.enter_context(JudgeCache(dest))
+        for source in opened:
+            if source.directory.resolve() == into.directory.resolve():
+                raise ConfigError(f"{source.directory}: cannot merge a cache folder into itself")
+            for entry in read_entries(source, report.damaged):
+                store_entry(into, entry, report)
     return report
 
 
@@ -91,18 +96,20 @@ class Damage:
     problem: str
 
 
-def verify_cache(cache: JudgeCache) -> tuple[int, list[Damage]]:
-    """Decode every entry and parse every answer body; returns (entries, damaged ones)."""
+def verify_cache(directory: Path) -> tuple[int, list[Damage]]:
+    """Decode every entry of a cache folder (read only) and parse every answer body; returns
+    (entries, damaged ones)."""
     damaged: list[Damage] = []
-    keys = entry_keys(cache)
-    for key in keys:
-        entry = cache.get(key)
-        if entry is None:
-            damaged.append(Damage(key, "does not decode (damaged value or missing value file)"))
-        elif entry.key != key:
-            damaged.append(Damage(key, f"holds the entry of another key ({entry.key})"))
-        elif entry.ok and not entry.choices():
-            damaged.append(Damage(key, "its response body has no choices"))
+    with JudgeCache(directory, create=False) as cache:
+        keys = entry_keys(cache)
+        for key in keys:
+            entry = cache.get(key)
+            if entry is None:
+                damaged.append(Damage(key, "does not decode (damaged value or missing value file)"))
+            elif entry.key != key:
+                damaged.append(Damage(key, f"holds the entry of another key ({entry.key})"))
+            elif entry.ok and not entry.choices():
+                damaged.append(Damage(key, "its response body has no choices"))
     return len(keys), damaged
 
 
@@ -120,22 +127,24 @@ class CacheStats:
     by_model_criterion: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
 
-def cache_stats(cache: JudgeCache) -> CacheStats:
-    """Count a cache's entries (by model, criterion and status) and its size on disk."""
+def cache_stats(directory: Path) -> CacheStats:
+    """Count the entries of a cache folder (read only; by model, criterion and status) and its
+    size on disk."""
     stats = CacheStats()
-    for key in entry_keys(cache):
-        stats.entries += 1
-        stats.old_keys += key.startswith("g1-")
-        entry = cache.get(key)
-        if entry is None:
-            stats.damaged += 1
-            continue
-        status = "answer" if entry.ok else "refusal"
-        stats.answers += entry.ok
-        stats.refusals += not entry.ok
-        stats.samples += entry.received
-        stats.by_model_criterion[(entry.model, entry.criterion, status)] += 1
-    stats.size_bytes = _folder_size(cache.directory)
+    with JudgeCache(directory, create=False) as cache:
+        for key in entry_keys(cache):
+            stats.entries += 1
+            stats.old_keys += key.startswith("g1-")
+            entry = cache.get(key)
+            if entry is None:
+                stats.damaged += 1
+                continue
+            status = "answer" if entry.ok else "refusal"
+            stats.answers += entry.ok
+            stats.refusals += not entry.ok
+            stats.samples += entry.received
+            stats.by_model_criterion[(entry.model, entry.criterion, status)] += 1
+    stats.size_bytes = _folder_size(Path(directory))
     return stats
 
 
@@ -161,10 +170,10 @@ class PruneSelection:
 
     models: frozenset[str] = frozenset()
     older_than_days: float | None = None
-    keep: set[str] | None = None  # the keys some config uses (--unused-by)
+    unused_by: tuple[Study, ...] = ()  # entries none of these studies reads (--unused-by)
 
     def __post_init__(self) -> None:
-        if not self.models and self.older_than_days is None and self.keep is None:
+        if not self.models and self.older_than_days is None and not self.unused_by:
             raise ConfigError(
                 "prune: say what goes: --model NAME, --older-than DAYS and/or "
                 "--unused-by CONFIG [CONFIG ...]"
@@ -185,8 +194,9 @@ class PruneReport:
         return sum(self.removed.values())
 
 
-def prune_cache(cache: JudgeCache, selection: PruneSelection, *, dry_run: bool) -> PruneReport:
-    """Remove the entries the selection names (nothing on a dry run); counts by model/criterion.
+def prune_cache(directory: Path, selection: PruneSelection, *, dry_run: bool) -> PruneReport:
+    """Remove the entries of a cache folder the selection names (nothing on a dry run, which
+    opens it read only); counts by model/criterion.
 
     A damaged entry has no model or age: it goes only when configs decide (``--unused-by``).
     """
@@ -194,25 +204,31 @@ def prune_cache(cache: JudgeCache, selection: PruneSelection, *, dry_run: bool) 
     cutoff = None
     if selection.older_than_days is not None:
         cutoff = time.time() - selection.older_than_days * 86400
-    for key in entry_keys(cache):
-        entry = cache.get(key)
-        if not _selected(key, entry, selection, cutoff):
-            report.kept += 1
-            continue
-        label = ("?", "damaged") if entry is None else (entry.model, entry.criterion)
-        report.removed[label] += 1
-        if not dry_run:
-            cache.delete(key)
+    with JudgeCache(directory, create=not dry_run) as cache:
+        keep = keys_used_by(selection.unused_by, cache) if selection.unused_by else None
+        for key in entry_keys(cache):
+            entry = cache.get(key)
+            if not _selected(key, entry, selection, cutoff, keep):
+                report.kept += 1
+                continue
+            label = ("?", "damaged") if entry is None else (entry.model, entry.criterion)
+            report.removed[label] += 1
+            if not dry_run:
+                cache.delete(key)
     return report
 
 
 def _selected(
-    key: str, entry: CachedResponse | None, selection: PruneSelection, cutoff: float | None
+    key: str,
+    entry: CachedResponse | None,
+    selection: PruneSelection,
+    cutoff: float | None,
+    keep: set[str] | None,
 ) -> bool:
-    if selection.keep is not None and key in selection.keep:
+    if keep is not None and key in keep:
         return False
     if entry is None:
-        return selection.keep is not None and not selection.models and cutoff is None
+        return keep is not None and not selection.models and cutoff is None
     if selection.models and entry.model not in selection.models:
         return False
     return cutoff is None or entry.time < cutoff

@@ -24,9 +24,9 @@ from .cache import JudgeCache
 from .coverage import Coverage, item_states
 from .left import Left, left_of
 from .origin import ServerEntries
-from .stored_steps import require_steps
+from .stored_steps import read_steps, require_steps
 
-__all__ = ["Coverage", "ItemAnswers", "StudyAnswers", "open_answers"]
+__all__ = ["Coverage", "ItemAnswers", "StudyAnswers", "open_answers", "stored_study"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,3 +125,11 @@ def open_answers(study: Study, in_batch: Container[str] = frozenset()) -> Iterat
     """
     with JudgeCache(study.config.cache_path, create=False) as cache:
         yield StudyAnswers(require_steps(study, ServerEntries(cache, None)), cache, in_batch)
+
+
+def stored_study(study: Study) -> Study:
+    """The study with the generated evaluation steps its cache holds in place, the cache read
+    as :func:`open_answers` reads it; the criteria whose steps it lacks stay in
+    ``pending_steps`` (a missing folder holds none): what ``geval-async steps`` shows."""
+    with JudgeCache(study.config.cache_path, create=False) as cache:
+        return read_steps(study, ServerEntries(cache, None))[0]

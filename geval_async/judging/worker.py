@@ -309,7 +309,7 @@ class Run:
             # The server will not return several choices: from now on every item asks for
             # one, and the rest come as further draws (stored as draw 0's answer, as from a
             # server that ignores n).
-            self.endpoint.one_choice = True
+            self.endpoint.learn(action)
         elif action is Action.TOKEN_PARAMETER:
             # Sent again at once under the name the endpoint wants (the key stays the same).
             if self.endpoint.token_parameter == exc.fact.param:

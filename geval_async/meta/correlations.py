@@ -238,7 +238,7 @@ def correlate(
     """Every level's correlations for one judge, criterion by criterion.
 
     Args:
-        pairs: rows of :data:`PAIR_COLUMNS` (one per record and criterion; NaN = missing).
+        pairs: rows of :data:`~.inputs.PAIR_COLUMNS` (one per record and criterion; NaN = missing).
         judge: the judge's name, carried into each :class:`Correlation`.
         meta: the bootstrap settings (the defaults when None).
         levels: which of :data:`LEVELS` to compute (summary needs groups, system conditions).

@@ -82,7 +82,3 @@ def panel_section(results: PanelStudyResults, prefix: str) -> str:
 
 def _number(value: object) -> str:
     return "" if value is None or pd.isna(value) else f"{float(value):.3f}"  # type: ignore[arg-type]
-
-
-def _count(value: object) -> str:
-    return "" if value is None or pd.isna(value) else str(int(value))  # type: ignore[call-overload]

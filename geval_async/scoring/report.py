@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -22,18 +21,6 @@ from .columns import ScoreColumns
 from .scores import CriterionTally, ItemScore
 from .stats import Comparison
 from .trust import ONE_DRAW, n_curve_sentences
-
-
-def raw_documents(study: Study, scores: Iterable[ItemScore]) -> dict[str, bytes]:
-    """Per criterion, the JSON of every item: the prompt sent, the answers and ratings."""
-    if not isinstance(scores, ScoreColumns):
-        scores = list(scores)  # read once per criterion
-    documents = {}
-    for criterion in study.criteria:
-        out = io.BytesIO()
-        write_raw_document(out, study, criterion.name, scores)
-        documents[criterion.name] = out.getvalue()
-    return documents
 
 
 def write_raw_document(

@@ -60,7 +60,8 @@ def request_digest(body: dict[str, Any]) -> str:
 
     That is the body's bytes as a client serialising compactly (orjson, or ``json.dumps``
     with ``separators=(",", ":")``) sends it online, so a batch line and the same request
-    sent online have one digest (:attr:`SimStats.answered`, :attr:`SimStats.ratings`).
+    sent online have one digest (:attr:`~.settings.SimStats.answered`,
+    :attr:`~.settings.SimStats.ratings`).
     """
     compact = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(compact.encode()).hexdigest()

@@ -25,7 +25,9 @@ def prepare_study(config: EvalConfig) -> Study:
     Raises:
         ConfigError: a prompt file or the records file is missing or invalid.
     """
-    criteria = [_plan_criterion(criterion, config) for criterion in config.criteria]
+    plans = [_plan_criterion(criterion, config) for criterion in config.criteria]
+    criteria = [planned for planned, _ in plans]
+    braces = tuple(dict.fromkeys(w for _, w in plans if w is not None))
     required = {
         planned.config.fields[name]
         for planned in criteria
@@ -40,15 +42,8 @@ def prepare_study(config: EvalConfig) -> Study:
         required_fields=required,
     )
     check_stats(config, records)
-    warnings = _scale_warnings(criteria) + _brace_warnings(config)
+    warnings = _scale_warnings(criteria) + braces
     return Study(config, records, tuple(criteria), warnings)
-
-
-def _brace_warnings(config: EvalConfig) -> tuple[str, ...]:
-    # Read from the files as written: a filled part's text is not the file's, so the planned
-    # templates cannot tell a stray brace from one a part brought in.
-    found = (stray_braces(load_template(c.prompt, c.style), c.style) for c in config.criteria)
-    return tuple(dict.fromkeys(w for w in found if w is not None))
 
 
 def _scale_warnings(criteria: list[PlannedCriterion]) -> tuple[str, ...]:
@@ -69,9 +64,15 @@ def _scale_warnings(criteria: list[PlannedCriterion]) -> tuple[str, ...]:
     return tuple(warnings)
 
 
-def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCriterion:
-    """Load a criterion's template and fill its fixed parts; check what is left."""
+def _plan_criterion(
+    criterion: CriterionConfig, config: EvalConfig
+) -> tuple[PlannedCriterion, str | None]:
+    """Load a criterion's template and fill its fixed parts; check what is left. With it, the
+    warning of a stray brace in the prompt file (None: none)."""
     template = load_template(criterion.prompt, criterion.style)
+    # Looked for in the file as written: a filled part's text is not the file's, so the
+    # planned template cannot tell a stray brace from one a part brought in.
+    braces = stray_braces(template, criterion.style)
     fixed = {
         "metric_name": criterion.display_name,
         "points": criterion.points_text(),
@@ -118,4 +119,4 @@ def _plan_criterion(criterion: CriterionConfig, config: EvalConfig) -> PlannedCr
             f"{config.source}: criterion {criterion.name!r} has non-integer points, which are "
             "not single tokens: logprobs mode needs answer = 'option' (or use samples mode)"
         )
-    return PlannedCriterion(criterion, template, steps)
+    return PlannedCriterion(criterion, template, steps), braces

@@ -25,13 +25,14 @@ from ..budget import record_spend, request_cost
 from ..cache import JudgeCache
 from ..capabilities import load_capabilities, save_capabilities
 from ..claims import Claims
-from ..left import what_is_left
+from ..coverage import Coverage
+from ..left import coverage, what_is_left
 from ..origin import ServerEntries
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
 from .provider import provider_call
 from .queue import QUEUE_FULL, QueueLimit, QueueLimits
-from .store import Stored, requests_by_key, store_lines
+from .store import Stored, one_choice_chunks, requests_by_key, store_lines
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -77,6 +78,11 @@ class BatchControl:
         self.queue_full = False
         self.too_large = 0
 
+    def coverage(self) -> dict[str, Coverage]:
+        """Per criterion, the items answered, refused, missing and in live batch jobs, as the
+        batch's server sees the cache."""
+        return coverage(self.study, self.entries, self.ledger.live_keys())
+
     def queue(self) -> QueueLimit:
         """The judge model's enqueued-token limit as now known (:mod:`.queue`)."""
         configured = self.study.config.limits.batch_queue_tokens
@@ -108,7 +114,7 @@ class BatchControl:
         def lines() -> Any:
             nonlocal held_back, room
             for item in what_is_left(self.study, self.entries):
-                for request in item.to_send:
+                for request in self._chunks(item.to_send):
                     if request.key in taken:
                         continue  # in a live batch, or an identical request of another item
                     tokens = request.est_tokens
@@ -140,6 +146,13 @@ class BatchControl:
             # What the submit committed counts against the study budget, as an online run's.
             record_spend(self.cache.directory, self.study.config, budget)
         return records, held_back
+
+    def _chunks(self, to_send: list[JudgeRequest]) -> list[JudgeRequest]:
+        """An item's requests to submit: its next chunk, or, to an endpoint known to give one
+        choice a request, every chunk it lacks (else one batch a draw: see .store)."""
+        if not self.capabilities.one_choice:
+            return to_send
+        return [c for request in to_send for c in one_choice_chunks(request, self.study.config)]
 
     async def _submit_file(
         self, claims: Claims, record: BatchRecord, keys: list[str], tokens: dict[str, int]
@@ -275,7 +288,9 @@ class BatchControl:
         unknown = set(keys).difference(self._requests)
         if unknown:
             wanted = unknown | self.ledger.live_keys().difference(self._requests)
-            self._requests.update(requests_by_key(self.study, self.entries, wanted))
+            one_choice = self.capabilities.one_choice
+            found = requests_by_key(self.study, self.entries, wanted, one_choice=one_choice)
+            self._requests.update(found)
         found = self._requests
         return {key: found[key] for key in keys if key in found}
 

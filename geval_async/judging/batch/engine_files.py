@@ -17,7 +17,8 @@ from pathlib import Path
 from ...errors import ConfigError
 from ...study.plan import Study
 from ..cache import JudgeCache
-from ..left import what_is_left
+from ..coverage import Coverage
+from ..left import coverage, what_is_left
 from ..origin import ServerEntries
 from .files import endpoint, input_line, read_output
 from .ledger import Ledger
@@ -52,8 +53,9 @@ def export_inputs(study: Study, target: Path) -> int:
     return lines
 
 
-def import_outputs(study: Study, source: Path) -> Stored:
-    """Store the answers of an output JSONL produced elsewhere; what storing did, line by line.
+def import_outputs(study: Study, source: Path) -> tuple[Stored, dict[str, Coverage]]:
+    """Store the answers of an output JSONL produced elsewhere; what storing did, line by line,
+    and the study's coverage after it, as a real engine's answers see the cache.
 
     Raises:
         ConfigError: the file cannot be read, or a line is not an output line (nothing stored).
@@ -69,4 +71,5 @@ def import_outputs(study: Study, source: Path) -> Stored:
         # A file from elsewhere holds real answers: simulated entries give way (..origin).
         entries = ServerEntries(cache, False)
         requests = requests_by_key(study, entries, {line.custom_id for line in parsed})
-        return store_lines(parsed, requests, cache, url=endpoint(study.config.judge))
+        stored = store_lines(parsed, requests, cache, url=endpoint(study.config.judge))
+        return stored, coverage(study, entries, Ledger(cache.directory).live_keys())

@@ -22,7 +22,8 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ...errors import TransportError
-from ...study.plan import JudgeRequest, Study
+from ...study.config import EvalConfig
+from ...study.plan import JudgeRequest, Study, chunk_request
 from ..cache import CachedResponse, JudgeCache
 from ..capabilities import Capabilities
 from ..coverage import item_states
@@ -62,22 +63,41 @@ class Stored:
         self.reasons.update(other.reasons)
 
 
-def study_requests(study: Study, cache: EntrySource) -> Iterator[JudgeRequest]:
+def study_requests(
+    study: Study, cache: EntrySource, *, one_choice: bool = False
+) -> Iterator[JudgeRequest]:
     """Every request of the plan the cache can name: each item's chunks in draw order, up to
-    and including the first one the cache lacks."""
+    and including the first one the cache lacks (with ``one_choice``, and every one after it:
+    :func:`one_choice_chunks`)."""
     for state in item_states(study, cache):
         yield from state.requests
+        if one_choice and state.missing:
+            yield from one_choice_chunks(state.missing[-1], study.config)[1:]
+
+
+def one_choice_chunks(request: JudgeRequest, config: EvalConfig) -> list[JudgeRequest]:
+    """The chunk ``request`` and every chunk of its item after it, for an endpoint that gives
+    one choice a request (n = 1, :class:`~..capabilities.Capabilities`): each answer holds one
+    choice, so the next chunk starts one draw later, and one batch can ask for them all (an
+    online run sends them one after another)."""
+    total = request.draw + request.n
+    return [
+        request,
+        *(chunk_request(request, start, config) for start in range(request.draw + 1, total)),
+    ]
 
 
 def requests_by_key(
-    study: Study, cache: EntrySource, wanted: Collection[str]
+    study: Study, cache: EntrySource, wanted: Collection[str], *, one_choice: bool = False
 ) -> dict[str, JudgeRequest]:
-    """The requests of the study whose cache keys are in ``wanted``.
+    """The requests of the study whose cache keys are in ``wanted`` (``one_choice``: as
+    :func:`study_requests`).
 
     A request holds no rendered messages (they are made when asked for), so 50,000 requests
     take a few MB.
     """
-    return {r.key: r for r in study_requests(study, cache) if r.key in wanted}
+    requests = study_requests(study, cache, one_choice=one_choice)
+    return {r.key: r for r in requests if r.key in wanted}
 
 
 def store_lines(
@@ -147,6 +167,8 @@ def store_lines(
         # A stored refusal gives way to an answer (as --retry-failed would).
         puts.append((entry, existing is not None and (outcome == "answered" or other)))
         counted.append(outcome)
+    # Heads read whole by an earlier walk (a submit's) would go stale: the next walk reads anew.
+    cache.forget_heads()
     for outcome, put in zip(counted, cache.put_many(puts), strict=True):
         if put:
             setattr(stored, outcome, getattr(stored, outcome) + 1)
@@ -172,8 +194,5 @@ def _decide(
         sent[named] = sent.pop("max_tokens")
     decision = decide(exc.fact, History(url, "the API key variable"), n=sent.get("n", 1), sent=sent)
     if capabilities is not None:
-        if decision.action is Action.TOKEN_PARAMETER and known.token_parameter == named:
-            capabilities.switch_token_parameter()
-        elif decision.action is Action.ONE_CHOICE:
-            capabilities.one_choice = True
+        capabilities.learn(decision.action, named)
     return decision

@@ -15,14 +15,15 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import pytest
 from aiohttp import web
@@ -168,9 +169,11 @@ class StudyFiles:
     cache: Path
     output: Path
     n_records: int
+    judge_url: str = ""  # the base URL the config was last written for
 
     def write_config(self, base_url: str, **sections: dict[str, object]) -> Path:
         """(Re)write config.toml pointing at ``base_url``; ``sections`` replace defaults."""
+        self.judge_url = base_url
         defaults: dict[str, dict[str, object]] = {
             "data": {
                 "path": "records.jsonl",
@@ -181,7 +184,7 @@ class StudyFiles:
             "judge": {"model": "sim-judge", "base_url": base_url},
             "sampling": {"mode": "samples", "n": 3, "temperature": 1.0, "max_tokens": 5},
             "limits": {"concurrency": 4, "retries": 4, "timeout": 5},
-            "cache": {"path": "cache"},
+            "cache": {"path": _relative(self.cache, self.root)},
             "output": {"path": "out", "prefix": "t"},
             "stats": {"conditions": ["A", "B"]},
         }
@@ -212,6 +215,11 @@ class StudyFiles:
         return self.config
 
 
+def _relative(path: Path, root: Path) -> str:
+    """``path`` as a config names it: relative to the config's folder where it is inside it."""
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
 def write_records(path: Path, n_users: int) -> int:
     rows = []
     for user in range(n_users):
@@ -230,17 +238,21 @@ def write_records(path: Path, n_users: int) -> int:
     return len(rows)
 
 
+def write_study(root: Path) -> StudyFiles:
+    """The test study's records and prompts in ``root`` (its config is written by
+    :meth:`StudyFiles.write_config`)."""
+    (root / "prompts").mkdir()
+    (root / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
+    (root / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
+    records = root / "records.jsonl"
+    count = write_records(records, 12)
+    return StudyFiles(root, root / "config.toml", records, root / "cache", root / "out", count)
+
+
 @pytest.fixture
 def study(tmp_path: Path) -> StudyFiles:
     """12 users x 2 conditions, criteria clar (1-5) and fit (1-3), n = 3."""
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
-    (tmp_path / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
-    records = tmp_path / "records.jsonl"
-    count = write_records(records, 12)
-    return StudyFiles(
-        tmp_path, tmp_path / "config.toml", records, tmp_path / "cache", tmp_path / "out", count
-    )
+    return write_study(tmp_path)
 
 
 def run_process(
@@ -375,3 +387,135 @@ def cache_snapshot(path: Path) -> dict[str, bytes]:
         return {}
     with diskcache.Cache(str(path)) as cache:
         return {key: cache[key] for key in cache.iterkeys()}
+
+
+# --- the HTML report in a real headless Chromium (Playwright) ------------------------------
+
+CHROMIUM = os.environ.get("GEVAL_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# The mark of a module whose tests open a report in Chromium.
+needs_chromium = pytest.mark.skipif(
+    shutil.which(CHROMIUM) is None and not Path(CHROMIUM).is_file(),
+    reason="needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)",
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, headless, through Playwright's sync API: one a module, since that API
+    keeps an event loop running in this thread while it is open (where a command's
+    ``asyncio.run`` cannot start), and closed with the module's last test."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Opened:
+    """A page with the report loaded, and everything it asked for or complained about."""
+
+    page: Any
+    requests: list[str] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)
+
+
+def open_report(browser: Any, path: Path) -> Opened:
+    """``path`` opened from disk (``file://``) in a new 1280 x 900 context, with every request
+    and every console error or warning recorded, once its records table has rows."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    opened = Opened(page)
+    page.on("request", lambda request: opened.requests.append(request.url))
+    page.on(
+        "console",
+        lambda message: (
+            opened.console.append(f"{message.type}: {message.text}")
+            if message.type in ("error", "warning")
+            else None
+        ),
+    )
+    page.on("pageerror", lambda error: opened.console.append(f"pageerror: {error}"))
+    page.goto(path.resolve().as_uri())
+    page.wait_for_selector("#records tbody tr")
+    return opened
+
+
+# --- a judged study shared by the tests that only read it --------------------------------
+
+
+@dataclass(frozen=True)
+class JudgedCache:
+    """The test study's cache as the default simulated judge filled it, once a session (once
+    an xdist worker): ``judge_study(study, sim.base_url)`` with every default. ``base_url`` is
+    the judge that filled it, stopped since: a test that asks it anything fails. ``content``
+    is what the folder held once judged (:func:`_cache_content`)."""
+
+    cache: Path
+    base_url: str
+    content: dict[str, bytes]
+
+    def check_unchanged(self, by: str) -> None:
+        """Fail loudly if the folder holds anything other than what it held once judged."""
+        now = _cache_content(self.cache)
+        changed = sorted(
+            k for k in self.content.keys() | now.keys() if self.content.get(k) != now.get(k)
+        )
+        if changed:
+            pytest.fail(
+                f"{by} wrote into the shared judged cache {self.cache} ({len(changed)} changed: "
+                f"{', '.join(changed[:3])}): a test that writes into its cache must judge its "
+                "own study (judge_study)",
+                pytrace=False,
+            )
+
+
+def _cache_content(cache: Path) -> dict[str, bytes]:
+    """What a test could change in a cache folder: every entry, and every file beside the
+    databases (the endpoints learned, the schema mark); not sqlite's own bookkeeping."""
+    content = {f"entry {key}": value for key, value in cache_snapshot(cache).items()}
+    for path in sorted(cache.rglob("*")):
+        if path.is_file() and path.suffix != ".db" and ".db-" not in path.name:
+            content[f"file {path.relative_to(cache)}"] = path.read_bytes()
+    return content
+
+
+@pytest.fixture(scope="session")
+def judged_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JudgedCache]:
+    """The shared judged cache, judged once; read-only (checked after every test that uses it,
+    and at the session's end)."""
+    files = write_study(tmp_path_factory.mktemp("judged"))
+    # In a process of its own: a module's Playwright browser may hold an event loop in this
+    # thread, and the command's signal handlers need the main thread.
+    with SimServer(SimSettings()) as server:
+        files.write_config(server.base_url)
+        done = run_process("run", str(files.config), "--quiet")
+        assert done.returncode == 0, done.stderr
+    judged = JudgedCache(files.cache, server.base_url, _cache_content(files.cache))
+    yield judged
+    judged.check_unchanged("a test")
+
+
+@pytest.fixture
+def judged(
+    study: StudyFiles, judged_cache: JudgedCache, request: pytest.FixtureRequest
+) -> Iterator[StudyFiles]:
+    """The test study, judged: its records, prompts and output folder its own, its config (for
+    the judge that filled the cache) reading the shared judged cache. For the tests that only
+    read the answers (score, report, status, answers, the library's loads): they write their
+    outputs into their own folder, never into the cache; a test that did fails."""
+    study.cache = judged_cache.cache
+    study.write_config(judged_cache.base_url)
+    yield study
+    judged_cache.check_unchanged(request.node.nodeid)

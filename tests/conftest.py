@@ -1,7 +1,8 @@
 """Shared fixtures: a real simulated judge on 127.0.0.1 and a small study on disk.
 
-Every test gets its own temporary folder for records, prompts, config and cache (nothing is
-shared between tests), and the API-key variables of the machine are cleared so a developer's
+Every test gets its own temporary folder for records, prompts, config and cache, and the
+tests that only read a judged study share one cache (``judged``: judged once a session, checked
+unchanged after each of them); the API-key variables of the machine are cleared so a developer's
 real key can never reach a test server. Commands run in the test's own process
 (``run_cli``: ``geval_async.cli.app.main``, about a second of imports cheaper than a fresh
 interpreter); ``run_process`` starts ``python -m geval_async`` where the process itself is under
@@ -171,8 +172,16 @@ class StudyFiles:
     n_records: int
     judge_url: str = ""  # the base URL the config was last written for
 
-    def write_config(self, base_url: str, **sections: dict[str, object]) -> Path:
-        """(Re)write config.toml pointing at ``base_url``; ``sections`` replace defaults."""
+    def write_config(
+        self,
+        base_url: str,
+        *,
+        criteria: list[dict[str, object]] | None = None,
+        path: Path | None = None,
+        **sections: dict[str, object],
+    ) -> Path:
+        """(Re)write config.toml (or ``path``, beside it) pointing at ``base_url``; ``sections``
+        replace defaults, key by key; ``criteria`` replace the two criteria (clar, fit)."""
         self.judge_url = base_url
         defaults: dict[str, dict[str, object]] = {
             "data": {
@@ -193,26 +202,42 @@ class StudyFiles:
         lines = []
         for name, values in defaults.items():
             lines.append(f"[{name}]")
-            lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+            lines += [f"{key} = {toml_value(value)}" for key, value in values.items()]
             lines.append("")
-        lines += [
-            "[[criteria]]",
-            'name = "clar"',
-            'display_name = "Clarity"',
-            'prompt = "prompts/clar.txt"',
-            "scale = [1, 5]",
-            'fields = ["text"]',
-            "",
-            "[[criteria]]",
-            'name = "fit"',
-            'display_name = "Fit"',
-            'prompt = "prompts/fit.txt"',
-            "scale = [1, 3]",
-            'fields = ["reader", "text"]',
-            "",
-        ]
-        self.config.write_text("\n".join(lines), encoding="utf-8")
-        return self.config
+        for criterion in CRITERIA if criteria is None else criteria:
+            lines.append("[[criteria]]")
+            lines += [f"{key} = {toml_value(value)}" for key, value in criterion.items()]
+            lines.append("")
+        target = path or self.config
+        target.write_text("\n".join(lines), encoding="utf-8")
+        return target
+
+
+# The test study's two criteria, as its config names them.
+CRITERIA: list[dict[str, object]] = [
+    {
+        "name": "clar",
+        "display_name": "Clarity",
+        "prompt": "prompts/clar.txt",
+        "scale": [1, 5],
+        "fields": ["text"],
+    },
+    {
+        "name": "fit",
+        "display_name": "Fit",
+        "prompt": "prompts/fit.txt",
+        "scale": [1, 3],
+        "fields": ["reader", "text"],
+    },
+]
+
+
+def toml_value(value: object) -> str:
+    """A TOML value: a dict as an inline table, anything else as JSON writes it (which TOML
+    reads the same for strings, numbers, booleans and lists of them)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -337,6 +362,34 @@ def judge_study(
     result = run_study(study, *extra)
     assert result.returncode == 0, result.stderr
     return result
+
+
+# The shipped UEQ study (examples/ueq), for the tests of one endpoint's dialect.
+UEQ = ROOT / "examples" / "ueq" / "config.toml"
+
+
+def ueq_flags(base_url: str, folder: Path, model: str, *extra: str) -> list[str]:
+    """The flags that judge the shipped UEQ study's first 4 records with ``model`` at
+    ``base_url``, its cache and outputs in ``folder``: ``UEQ --base-url URL --model MODEL
+    --limit 4 --cache FOLDER/cache --output FOLDER/out --tpm 1e8 EXTRA``."""
+    return [
+        str(UEQ),
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        "--limit",
+        "4",
+        "--cache",
+        str(folder / "cache"),
+        "--output",
+        str(folder / "out"),
+        # max_tokens = 2000 x n = 10 is 20,000 tokens a request: the config's tpm would pace
+        # the run to ten requests a minute.
+        "--tpm",
+        "100000000",
+        *extra,
+    ]
 
 
 # How often a batch run polls the simulated judge's Batch API (its batches end in moments).

@@ -508,40 +508,48 @@ def open_report(browser: Any, path: Path) -> Opened:
 # --- a judged study shared by the tests that only read it --------------------------------
 
 
-@dataclass(frozen=True)
-class JudgedCache:
-    """The test study's cache as the default simulated judge filled it, once a session (once
-    an xdist worker): ``judge_study(study, sim.base_url)`` with every default. ``base_url`` is
-    the judge that filled it, stopped since: a test that asks it anything fails. ``content``
-    is what the folder held once judged (:func:`_cache_content`)."""
+def _folder_content(folder: Path, cache: Path) -> dict[str, bytes]:
+    """What a test could change in a judged folder: every entry of its cache, and every file
+    but the databases (outputs, the endpoints learned, the schema mark); not sqlite's own
+    bookkeeping (a reader's checkpoint rewrites the database's bytes, not its entries)."""
+    content = {f"entry {key}": value for key, value in cache_snapshot(cache).items()}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.suffix != ".db" and ".db-" not in path.name:
+            content[f"file {path.relative_to(folder)}"] = path.read_bytes()
+    return content
 
+
+@dataclass(frozen=True)
+class SharedFolder:
+    """A folder judged once a session (once an xdist worker) and shared by the tests that only
+    read it; ``content`` is what it held then (:func:`_folder_content`)."""
+
+    folder: Path
     cache: Path
-    base_url: str
     content: dict[str, bytes]
 
     def check_unchanged(self, by: str) -> None:
         """Fail loudly if the folder holds anything other than what it held once judged."""
-        now = _cache_content(self.cache)
+        now = _folder_content(self.folder, self.cache)
         changed = sorted(
             k for k in self.content.keys() | now.keys() if self.content.get(k) != now.get(k)
         )
         if changed:
             pytest.fail(
-                f"{by} wrote into the shared judged cache {self.cache} ({len(changed)} changed: "
-                f"{', '.join(changed[:3])}): a test that writes into its cache must judge its "
-                "own study (judge_study)",
+                f"{by} wrote into the shared judged folder {self.folder} ({len(changed)} "
+                f"changed: {', '.join(changed[:3])}): a test that writes there must judge its "
+                "own study (judge_study), or copy this one (shutil.copytree)",
                 pytrace=False,
             )
 
 
-def _cache_content(cache: Path) -> dict[str, bytes]:
-    """What a test could change in a cache folder: every entry, and every file beside the
-    databases (the endpoints learned, the schema mark); not sqlite's own bookkeeping."""
-    content = {f"entry {key}": value for key, value in cache_snapshot(cache).items()}
-    for path in sorted(cache.rglob("*")):
-        if path.is_file() and path.suffix != ".db" and ".db-" not in path.name:
-            content[f"file {path.relative_to(cache)}"] = path.read_bytes()
-    return content
+@dataclass(frozen=True)
+class JudgedCache(SharedFolder):
+    """The test study's cache as the default simulated judge filled it: ``judge_study(study,
+    sim.base_url)`` with every default. ``base_url`` is the judge that filled it, stopped
+    since: a test that asks it anything fails."""
+
+    base_url: str
 
 
 @pytest.fixture(scope="session")
@@ -555,7 +563,8 @@ def judged_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JudgedCac
         files.write_config(server.base_url)
         done = run_process("run", str(files.config), "--quiet")
         assert done.returncode == 0, done.stderr
-    judged = JudgedCache(files.cache, server.base_url, _cache_content(files.cache))
+    content = _folder_content(files.cache, files.cache)
+    judged = JudgedCache(files.cache, files.cache, content, server.base_url)
     yield judged
     judged.check_unchanged("a test")
 
@@ -572,3 +581,25 @@ def judged(
     study.write_config(judged_cache.base_url)
     yield study
     judged_cache.check_unchanged(request.node.nodeid)
+
+
+@dataclass(frozen=True)
+class DemoRun(SharedFolder):
+    """What ``geval-async demo --output FOLDER`` (the UEQ example, judged by the simulated
+    judge) wrote, its outputs in ``FOLDER/out``, and what it printed."""
+
+    stdout: str
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
+    """The demo, run once a session in a process (as a user runs it); read-only, checked at
+    the session's end: a test that runs the demo again copies the folder first."""
+    folder = tmp_path_factory.mktemp("demo")
+    result = run_process("demo", "--output", str(folder))
+    assert result.returncode == 0, result.stdout + result.stderr
+    demo = DemoRun(
+        folder, folder / "cache", _folder_content(folder, folder / "cache"), result.stdout
+    )
+    yield demo
+    demo.check_unchanged("a test")

@@ -1,6 +1,7 @@
 """The HTML report, opened in a real headless Chromium (Debian's ``chromium``, via Playwright).
 
-The demo's report is written once per module by ``geval-async demo`` in a subprocess; each test
+The demo's report is written once a session by ``geval-async demo`` in a subprocess (conftest
+``demo_run``); each test
 opens it from disk (``file://``) with every request and console message recorded, and acts as
 a reader would: reads the tables, sorts, filters, opens one record, moves with the keyboard.
 The expected answers come from the raw export (``raw/ueq_<criterion>.json``) and the ratings
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Opened, StudyFiles, needs_chromium, open_report, run_process
+from conftest import DemoRun, Opened, StudyFiles, needs_chromium, open_report, run_process
 
 import geval_async
 from geval_async.sim import SimServer, SimSettings
@@ -33,12 +34,9 @@ pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
-def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("demo")
-    result = run_process("demo", "--output", str(folder))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "ueq_report.html" in result.stdout
-    return folder / "out"
+def demo_report(demo_run: DemoRun) -> Path:
+    assert "ueq_report.html" in demo_run.stdout
+    return demo_run.folder / "out"
 
 
 @pytest.fixture

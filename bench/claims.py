@@ -11,22 +11,14 @@ microseconds per key for each group size.
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import save, table
+from common import cost_by_group, save, table
 
 from geval_async.judging.claims import Claims
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -37,26 +29,26 @@ def main() -> None:
     if args.quick:
         args.keys = 1_000
     keys = [f"g2-{i:064d}" for i in range(args.keys)]
-    rows = []
-    for group in (1, 6, 25):
-        with tempfile.TemporaryDirectory() as folder, Claims(Path(folder), 60.0) as claims:
-            cpu, wall = _cpu(), time.perf_counter()
-            held: list[str] = []
-            for start in range(0, len(keys), group):
-                chunk = keys[start : start + group]
-                assert all(claims.settle(held, chunk))
-                held = chunk
-            claims.release_many(held)
-            wall, cpu = time.perf_counter() - wall, _cpu() - cpu
-            assert len(claims) == 0
-        rows.append(
-            {
-                "group": group,
-                "keys": len(keys),
-                "cpu_us_per_key": 1e6 * cpu / len(keys),
-                "wall_us_per_key": 1e6 * wall / len(keys),
-            }
-        )
+
+    def settle_all(claims: Claims, group: int) -> None:
+        held: list[str] = []
+        for start in range(0, len(keys), group):
+            chunk = keys[start : start + group]
+            assert all(claims.settle(held, chunk))
+            held = chunk
+        claims.release_many(held)
+
+    def none_held(claims: Claims) -> None:
+        assert len(claims) == 0
+
+    rows = cost_by_group(
+        (1, 6, 25),
+        len(keys),
+        "key",
+        lambda folder: Claims(folder, 60.0),
+        settle_all,
+        check=none_held,
+    )
     print(table(rows, list(rows[0])))
     print(f"wrote {save('claims', {'settings': vars(args), 'runs': rows})}")
 

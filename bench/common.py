@@ -20,16 +20,17 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
 PYTHON = sys.executable
+S = TypeVar("S")  # a store a benchmark times (cost_by_group)
 
 # G-Eval-style prompts (SummEval: a source document and its summary), written for the benchmarks.
 PROMPTS = {
@@ -513,6 +514,40 @@ def self_usage() -> tuple[float, float]:
     """(CPU seconds, peak RSS in MB) of this process so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def cost_by_group(
+    groups: Sequence[int],
+    count: int,
+    unit: str,
+    open_store: Callable[[Path], AbstractContextManager[S]],
+    drive: Callable[[S, int], None],
+    *,
+    check: Callable[[S], None] | None = None,
+    plural: str = "",
+) -> list[dict[str, Any]]:
+    """What one store operation costs per unit, at each group size: for each of ``groups`` a
+    fresh store in a temporary folder (``open_store(folder)``), ``drive(store, group)`` doing
+    the ``count`` units in groups of that size, timed (CPU and wall), then ``check(store)``
+    outside the clock. One row a group: ``group``, the count (``plural``, or ``{unit}s``),
+    ``cpu_us_per_{unit}`` and ``wall_us_per_{unit}``."""
+    rows = []
+    for group in groups:
+        with tempfile.TemporaryDirectory() as folder, open_store(Path(folder)) as store:
+            cpu, wall = self_usage()[0], time.perf_counter()
+            drive(store, group)
+            wall, cpu = time.perf_counter() - wall, self_usage()[0] - cpu
+            if check is not None:
+                check(store)
+        rows.append(
+            {
+                "group": group,
+                plural or f"{unit}s": count,
+                f"cpu_us_per_{unit}": 1e6 * cpu / count,
+                f"wall_us_per_{unit}": 1e6 * wall / count,
+            }
+        )
+    return rows
 
 
 # --- output -----------------------------------------------------------------------------------

@@ -10,26 +10,18 @@ size (the writer commits whatever answers arrived together as one group).
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import save, table
+from common import cost_by_group, save, table
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.options import EntryStatus
 
 CHOICE = '{"index":%d,"message":{"role":"assistant","content":"Rating: 4"},"finish_reason":"stop"}'
 BODY = '{"choices":[' + ",".join(CHOICE % i for i in range(10)) + "]}" + " " * 1500
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _entries(count: int) -> list[CachedResponse]:
@@ -61,22 +53,17 @@ def main() -> None:
     if args.quick:
         args.entries = 1_000
     entries = _entries(args.entries)
-    rows = []
-    for group in (1, 6, 25):
-        with tempfile.TemporaryDirectory() as folder, JudgeCache(Path(folder)) as cache:
-            cpu, wall = _cpu(), time.perf_counter()
-            for start in range(0, len(entries), group):
-                cache.put_many([(e, False) for e in entries[start : start + group]])
-            wall, cpu = time.perf_counter() - wall, _cpu() - cpu
-        rows.append(
-            {
-                "group": group,
-                "entries": len(entries),
-                "body_bytes": len(BODY),
-                "cpu_us_per_entry": 1e6 * cpu / len(entries),
-                "wall_us_per_entry": 1e6 * wall / len(entries),
-            }
+
+    def put_all(cache: JudgeCache, group: int) -> None:
+        for start in range(0, len(entries), group):
+            cache.put_many([(e, False) for e in entries[start : start + group]])
+
+    rows = [
+        {"group": row["group"], "entries": row["entries"], "body_bytes": len(BODY), **row}
+        for row in cost_by_group(
+            (1, 6, 25), len(entries), "entry", JudgeCache, put_all, plural="entries"
         )
+    ]
     print(table(rows, list(rows[0])))
     print(f"wrote {save('writes', {'settings': vars(args), 'runs': rows})}")
 

@@ -1,7 +1,8 @@
 """Shared fixtures: a real simulated judge on 127.0.0.1 and a small study on disk.
 
-Every test gets its own temporary folder for records, prompts, config and cache (nothing is
-shared between tests), and the API-key variables of the machine are cleared so a developer's
+Every test gets its own temporary folder for records, prompts, config and cache, and the
+tests that only read a judged study share one cache (``judged``: judged once a session, checked
+unchanged after each of them); the API-key variables of the machine are cleared so a developer's
 real key can never reach a test server. Commands run in the test's own process
 (``run_cli``: ``geval_async.cli.app.main``, about a second of imports cheaper than a fresh
 interpreter); ``run_process`` starts ``python -m geval_async`` where the process itself is under
@@ -15,14 +16,15 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import pytest
 from aiohttp import web
@@ -168,9 +170,19 @@ class StudyFiles:
     cache: Path
     output: Path
     n_records: int
+    judge_url: str = ""  # the base URL the config was last written for
 
-    def write_config(self, base_url: str, **sections: dict[str, object]) -> Path:
-        """(Re)write config.toml pointing at ``base_url``; ``sections`` replace defaults."""
+    def write_config(
+        self,
+        base_url: str,
+        *,
+        criteria: list[dict[str, object]] | None = None,
+        path: Path | None = None,
+        **sections: dict[str, object],
+    ) -> Path:
+        """(Re)write config.toml (or ``path``, beside it) pointing at ``base_url``; ``sections``
+        replace defaults, key by key; ``criteria`` replace the two criteria (clar, fit)."""
+        self.judge_url = base_url
         defaults: dict[str, dict[str, object]] = {
             "data": {
                 "path": "records.jsonl",
@@ -181,7 +193,7 @@ class StudyFiles:
             "judge": {"model": "sim-judge", "base_url": base_url},
             "sampling": {"mode": "samples", "n": 3, "temperature": 1.0, "max_tokens": 5},
             "limits": {"concurrency": 4, "retries": 4, "timeout": 5},
-            "cache": {"path": "cache"},
+            "cache": {"path": _relative(self.cache, self.root)},
             "output": {"path": "out", "prefix": "t"},
             "stats": {"conditions": ["A", "B"]},
         }
@@ -190,26 +202,47 @@ class StudyFiles:
         lines = []
         for name, values in defaults.items():
             lines.append(f"[{name}]")
-            lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+            lines += [f"{key} = {toml_value(value)}" for key, value in values.items()]
             lines.append("")
-        lines += [
-            "[[criteria]]",
-            'name = "clar"',
-            'display_name = "Clarity"',
-            'prompt = "prompts/clar.txt"',
-            "scale = [1, 5]",
-            'fields = ["text"]',
-            "",
-            "[[criteria]]",
-            'name = "fit"',
-            'display_name = "Fit"',
-            'prompt = "prompts/fit.txt"',
-            "scale = [1, 3]",
-            'fields = ["reader", "text"]',
-            "",
-        ]
-        self.config.write_text("\n".join(lines), encoding="utf-8")
-        return self.config
+        for criterion in CRITERIA if criteria is None else criteria:
+            lines.append("[[criteria]]")
+            lines += [f"{key} = {toml_value(value)}" for key, value in criterion.items()]
+            lines.append("")
+        target = path or self.config
+        target.write_text("\n".join(lines), encoding="utf-8")
+        return target
+
+
+# The test study's two criteria, as its config names them.
+CRITERIA: list[dict[str, object]] = [
+    {
+        "name": "clar",
+        "display_name": "Clarity",
+        "prompt": "prompts/clar.txt",
+        "scale": [1, 5],
+        "fields": ["text"],
+    },
+    {
+        "name": "fit",
+        "display_name": "Fit",
+        "prompt": "prompts/fit.txt",
+        "scale": [1, 3],
+        "fields": ["reader", "text"],
+    },
+]
+
+
+def toml_value(value: object) -> str:
+    """A TOML value: a dict as an inline table, anything else as JSON writes it (which TOML
+    reads the same for strings, numbers, booleans and lists of them)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+def _relative(path: Path, root: Path) -> str:
+    """``path`` as a config names it: relative to the config's folder where it is inside it."""
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def write_records(path: Path, n_users: int) -> int:
@@ -230,17 +263,21 @@ def write_records(path: Path, n_users: int) -> int:
     return len(rows)
 
 
+def write_study(root: Path) -> StudyFiles:
+    """The test study's records and prompts in ``root`` (its config is written by
+    :meth:`StudyFiles.write_config`)."""
+    (root / "prompts").mkdir()
+    (root / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
+    (root / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
+    records = root / "records.jsonl"
+    count = write_records(records, 12)
+    return StudyFiles(root, root / "config.toml", records, root / "cache", root / "out", count)
+
+
 @pytest.fixture
 def study(tmp_path: Path) -> StudyFiles:
     """12 users x 2 conditions, criteria clar (1-5) and fit (1-3), n = 3."""
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
-    (tmp_path / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
-    records = tmp_path / "records.jsonl"
-    count = write_records(records, 12)
-    return StudyFiles(
-        tmp_path, tmp_path / "config.toml", records, tmp_path / "cache", tmp_path / "out", count
-    )
+    return write_study(tmp_path)
 
 
 def run_process(
@@ -327,6 +364,34 @@ def judge_study(
     return result
 
 
+# The shipped UEQ study (examples/ueq), for the tests of one endpoint's dialect.
+UEQ = ROOT / "examples" / "ueq" / "config.toml"
+
+
+def ueq_flags(base_url: str, folder: Path, model: str, *extra: str) -> list[str]:
+    """The flags that judge the shipped UEQ study's first 4 records with ``model`` at
+    ``base_url``, its cache and outputs in ``folder``: ``UEQ --base-url URL --model MODEL
+    --limit 4 --cache FOLDER/cache --output FOLDER/out --tpm 1e8 EXTRA``."""
+    return [
+        str(UEQ),
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        "--limit",
+        "4",
+        "--cache",
+        str(folder / "cache"),
+        "--output",
+        str(folder / "out"),
+        # max_tokens = 2000 x n = 10 is 20,000 tokens a request: the config's tpm would pace
+        # the run to ten requests a minute.
+        "--tpm",
+        "100000000",
+        *extra,
+    ]
+
+
 # How often a batch run polls the simulated judge's Batch API (its batches end in moments).
 POLL = ("--poll", "0.05")
 
@@ -375,3 +440,166 @@ def cache_snapshot(path: Path) -> dict[str, bytes]:
         return {}
     with diskcache.Cache(str(path)) as cache:
         return {key: cache[key] for key in cache.iterkeys()}
+
+
+# --- the HTML report in a real headless Chromium (Playwright) ------------------------------
+
+CHROMIUM = os.environ.get("GEVAL_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# The mark of a module whose tests open a report in Chromium.
+needs_chromium = pytest.mark.skipif(
+    shutil.which(CHROMIUM) is None and not Path(CHROMIUM).is_file(),
+    reason="needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)",
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, headless, through Playwright's sync API: one a module, since that API
+    keeps an event loop running in this thread while it is open (where a command's
+    ``asyncio.run`` cannot start), and closed with the module's last test."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Opened:
+    """A page with the report loaded, and everything it asked for or complained about."""
+
+    page: Any
+    requests: list[str] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)
+
+
+def open_report(browser: Any, path: Path) -> Opened:
+    """``path`` opened from disk (``file://``) in a new 1280 x 900 context, with every request
+    and every console error or warning recorded, once its records table has rows."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    opened = Opened(page)
+    page.on("request", lambda request: opened.requests.append(request.url))
+    page.on(
+        "console",
+        lambda message: (
+            opened.console.append(f"{message.type}: {message.text}")
+            if message.type in ("error", "warning")
+            else None
+        ),
+    )
+    page.on("pageerror", lambda error: opened.console.append(f"pageerror: {error}"))
+    page.goto(path.resolve().as_uri())
+    page.wait_for_selector("#records tbody tr")
+    return opened
+
+
+# --- a judged study shared by the tests that only read it --------------------------------
+
+
+def _folder_content(folder: Path, cache: Path) -> dict[str, bytes]:
+    """What a test could change in a judged folder: every entry of its cache, and every file
+    but the databases (outputs, the endpoints learned, the schema mark); not sqlite's own
+    bookkeeping (a reader's checkpoint rewrites the database's bytes, not its entries)."""
+    content = {f"entry {key}": value for key, value in cache_snapshot(cache).items()}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.suffix != ".db" and ".db-" not in path.name:
+            content[f"file {path.relative_to(folder)}"] = path.read_bytes()
+    return content
+
+
+@dataclass(frozen=True)
+class SharedFolder:
+    """A folder judged once a session (once an xdist worker) and shared by the tests that only
+    read it; ``content`` is what it held then (:func:`_folder_content`)."""
+
+    folder: Path
+    cache: Path
+    content: dict[str, bytes]
+
+    def check_unchanged(self, by: str) -> None:
+        """Fail loudly if the folder holds anything other than what it held once judged."""
+        now = _folder_content(self.folder, self.cache)
+        changed = sorted(
+            k for k in self.content.keys() | now.keys() if self.content.get(k) != now.get(k)
+        )
+        if changed:
+            pytest.fail(
+                f"{by} wrote into the shared judged folder {self.folder} ({len(changed)} "
+                f"changed: {', '.join(changed[:3])}): a test that writes there must judge its "
+                "own study (judge_study), or copy this one (shutil.copytree)",
+                pytrace=False,
+            )
+
+
+@dataclass(frozen=True)
+class JudgedCache(SharedFolder):
+    """The test study's cache as the default simulated judge filled it: ``judge_study(study,
+    sim.base_url)`` with every default. ``base_url`` is the judge that filled it, stopped
+    since: a test that asks it anything fails."""
+
+    base_url: str
+
+
+@pytest.fixture(scope="session")
+def judged_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JudgedCache]:
+    """The shared judged cache, judged once; read-only (checked after every test that uses it,
+    and at the session's end)."""
+    files = write_study(tmp_path_factory.mktemp("judged"))
+    # In a process of its own: a module's Playwright browser may hold an event loop in this
+    # thread, and the command's signal handlers need the main thread.
+    with SimServer(SimSettings()) as server:
+        files.write_config(server.base_url)
+        done = run_process("run", str(files.config), "--quiet")
+        assert done.returncode == 0, done.stderr
+    content = _folder_content(files.cache, files.cache)
+    judged = JudgedCache(files.cache, files.cache, content, server.base_url)
+    yield judged
+    judged.check_unchanged("a test")
+
+
+@pytest.fixture
+def judged(
+    study: StudyFiles, judged_cache: JudgedCache, request: pytest.FixtureRequest
+) -> Iterator[StudyFiles]:
+    """The test study, judged: its records, prompts and output folder its own, its config (for
+    the judge that filled the cache) reading the shared judged cache. For the tests that only
+    read the answers (score, report, status, answers, the library's loads): they write their
+    outputs into their own folder, never into the cache; a test that did fails."""
+    study.cache = judged_cache.cache
+    study.write_config(judged_cache.base_url)
+    yield study
+    judged_cache.check_unchanged(request.node.nodeid)
+
+
+@dataclass(frozen=True)
+class DemoRun(SharedFolder):
+    """What ``geval-async demo --output FOLDER`` (the UEQ example, judged by the simulated
+    judge) wrote, its outputs in ``FOLDER/out``, and what it printed."""
+
+    stdout: str
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
+    """The demo, run once a session in a process (as a user runs it); read-only, checked at
+    the session's end: a test that runs the demo again copies the folder first."""
+    folder = tmp_path_factory.mktemp("demo")
+    result = run_process("demo", "--output", str(folder))
+    assert result.returncode == 0, result.stdout + result.stderr
+    demo = DemoRun(
+        folder, folder / "cache", _folder_content(folder, folder / "cache"), result.stdout
+    )
+    yield demo
+    demo.check_unchanged("a test")

@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import csv
 import math
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from test_html_report import CHROMIUM, CHROMIUM_ARGS
+from conftest import needs_chromium, open_report
 from test_panel_meta import CRITERIA, JUDGES, REFUSE, write_study
 
 import geval_async as ga
@@ -30,10 +29,7 @@ from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.settings import EvalConfig
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).is_file(),
-    reason="needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)",
-)
+pytestmark = needs_chromium
 
 
 def judge_matrix(scores: dict[str, pd.DataFrame], criterion: str) -> pd.DataFrame:
@@ -136,35 +132,15 @@ def expected_summary(
     return out
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 def test_the_html_report_shows_the_agreement_with_the_csvs_numbers(
     browser: Any, reports: Path
 ) -> None:
     page_path = reports / "p-judge-a_report.html"
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    console: list[str] = []
-    requests: list[str] = []
-    page.on("request", lambda request: requests.append(request.url))
-    page.on(
-        "console",
-        lambda m: console.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None,
-    )
-    page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
-    page.goto(page_path.resolve().as_uri())
-    page.wait_for_selector("#records tbody tr")
+    opened = open_report(browser, page_path)
+    page = opened.page
     try:
-        assert console == []
-        assert requests == [page_path.resolve().as_uri()], "nothing loaded from elsewhere"
+        assert opened.console == []
+        assert opened.requests == [page_path.resolve().as_uri()], "nothing loaded from elsewhere"
         page.click("nav a[href='#agreement']")
         section = page.locator("#agreement")
         assert section.is_visible()
@@ -206,7 +182,7 @@ def test_the_html_report_shows_the_agreement_with_the_csvs_numbers(
         ]
         assert all(d.strip() for d in section.locator(".how-to-read dd").all_text_contents())
     finally:
-        context.close()
+        page.context.close()
 
 
 def test_the_markdown_report_has_the_same_agreement(reports: Path) -> None:

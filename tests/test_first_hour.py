@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import pytest
 from aiohttp import web
-from conftest import StudyFiles, judge_study, run_cli, run_study
+from conftest import StudyFiles, run_cli, run_study
 
 import geval_async as ga
 from geval_async.sim import SimServer
@@ -109,22 +109,20 @@ def test_the_cache_command_summary_names_its_subcommands() -> None:
     assert names and all(name in summary for name in names), (summary, names)
 
 
-def test_ttest_without_two_conditions_says_which_to_name(sim: SimServer, study: StudyFiles) -> None:
+def test_ttest_without_two_conditions_says_which_to_name(judged: StudyFiles) -> None:
     # It printed nothing but the judge's line, wrote nothing and exited 0.
-    judge_study(study, sim.base_url, "--limit", "4")
-    text = study.config.read_text(encoding="utf-8")
-    study.config.write_text(re.sub(r"\[stats\]\nconditions = .*\n", "", text), encoding="utf-8")
-    result = run_cli("ttest", str(study.config), "--limit", "4")
+    text = judged.config.read_text(encoding="utf-8")
+    judged.config.write_text(re.sub(r"\[stats\]\nconditions = .*\n", "", text), encoding="utf-8")
+    result = run_cli("ttest", str(judged.config), "--limit", "4")
     assert result.returncode == 2, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
     assert "[stats] conditions" in line and "'condition': A, B" in line
-    assert not (study.output / "stats").exists()
+    assert not (judged.output / "stats").exists()
 
 
-def test_answers_for_a_condition_no_record_has_says_so(sim: SimServer, study: StudyFiles) -> None:
+def test_answers_for_a_condition_no_record_has_says_so(judged: StudyFiles) -> None:
     # "0 of 24 answers are invalid" for a misspelt condition read as "all clean".
-    judge_study(study, sim.base_url, "--limit", "4")
-    result = run_cli("answers", str(study.config), "--limit", "4", "--condition", "a")
+    result = run_cli("answers", str(judged.config), "--limit", "4", "--condition", "a")
     assert result.returncode == 2, result.stdout + result.stderr
     assert _one_error_line(result.stderr) == (
         "error: --condition a: no record has it (the records' conditions: A, B)"

@@ -1,6 +1,7 @@
 """The HTML report, opened in a real headless Chromium (Debian's ``chromium``, via Playwright).
 
-The demo's report is written once per module by ``geval-async demo`` in a subprocess; each test
+The demo's report is written once a session by ``geval-async demo`` in a subprocess (conftest
+``demo_run``); each test
 opens it from disk (``file://``) with every request and console message recorded, and acts as
 a reader would: reads the tables, sorts, filters, opens one record, moves with the keyboard.
 The expected answers come from the raw export (``raw/ueq_<criterion>.json``) and the ratings
@@ -14,85 +15,28 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import StudyFiles, run_process
+from conftest import DemoRun, Opened, StudyFiles, needs_chromium, open_report, run_process
 
 import geval_async
 from geval_async.sim import SimServer, SimSettings
 
-CHROMIUM = os.environ.get("GEVAL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 CRITERIA = ("con", "flu", "ind", "rel")
 
-pytestmark = pytest.mark.skipif(
-    shutil.which(CHROMIUM) is None and not Path(CHROMIUM).is_file(),
-    reason="needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)",
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
-def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("demo")
-    result = run_process("demo", "--output", str(folder))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "ueq_report.html" in result.stdout
-    return folder / "out"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@dataclass
-class Opened:
-    """A page with the report loaded, and everything it asked for or complained about."""
-
-    page: Any
-    requests: list[str] = field(default_factory=list)
-    console: list[str] = field(default_factory=list)
-
-
-def open_report(browser: Any, path: Path) -> Opened:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    opened = Opened(page)
-    page.on("request", lambda request: opened.requests.append(request.url))
-    page.on(
-        "console",
-        lambda message: (
-            opened.console.append(f"{message.type}: {message.text}")
-            if message.type in ("error", "warning")
-            else None
-        ),
-    )
-    page.on("pageerror", lambda error: opened.console.append(f"pageerror: {error}"))
-    page.goto(path.resolve().as_uri())
-    page.wait_for_selector("#records tbody tr")
-    return opened
+def demo_report(demo_run: DemoRun) -> Path:
+    assert "ueq_report.html" in demo_run.stdout
+    return demo_run.folder / "out"
 
 
 @pytest.fixture
@@ -308,21 +252,19 @@ def test_logprobs_report_shows_the_rating_distribution_and_is_reproducible(
         page.context.close()
 
 
-def test_human_scores_add_judge_vs_human_scatter_plots(study: StudyFiles, browser: Any) -> None:
-    with SimServer(SimSettings()) as server:
-        config = study.write_config(server.base_url)
-        config.write_text(config.read_text() + '[meta]\nhuman = { clar = "human.clar" }\n')
-        assert run_process("run", str(study.config), "--quiet").returncode == 0
+def test_human_scores_add_judge_vs_human_scatter_plots(judged: StudyFiles, browser: Any) -> None:
+    config = judged.config
+    config.write_text(config.read_text() + '[meta]\nhuman = { clar = "human.clar" }\n')
     # Human ratings are not prompt fields, so adding them leaves every cache key as it was.
-    rows = [json.loads(line) for line in study.records.read_text().splitlines()]
+    rows = [json.loads(line) for line in judged.records.read_text().splitlines()]
     hostile = "</script><script>document.title='owned'</script><b>bold</b> & {{text}}"
     for i, row in enumerate(rows):
         row["human"] = {"clar": 1 + i % 5}
         row["note"] = hostile
-    study.records.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = run_process("report", str(study.config), "--html")
+    judged.records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run_process("report", str(judged.config), "--html")
     assert result.returncode == 0, result.stderr
-    opened = open_report(browser, study.output / "t_report.html")
+    opened = open_report(browser, judged.output / "t_report.html")
     try:
         page = opened.page
         assert opened.console == []
@@ -342,28 +284,25 @@ def test_human_scores_add_judge_vs_human_scatter_plots(study: StudyFiles, browse
 
 
 def test_report_of_a_subset_is_named_by_its_variant_and_readable_by_colleagues(
-    study: StudyFiles,
+    judged: StudyFiles,
 ) -> None:
-    with SimServer(SimSettings()) as server:
-        study.write_config(server.base_url)
-        assert run_process("run", str(study.config), "--quiet").returncode == 0
     result = subprocess.run(
-        [sys.executable, "-m", "geval_async", "report", str(study.config), "--html"]
+        [sys.executable, "-m", "geval_async", "report", str(judged.config), "--html"]
         + ["--limit", "4"],
         capture_output=True,
         text=True,
         preexec_fn=lambda: os.umask(0o027),
     )
     assert result.returncode == 0, result.stderr
-    path = study.output / "t-limit-4_report.html"
+    path = judged.output / "t-limit-4_report.html"
     assert f"wrote {path}" in result.stdout
-    assert not (study.output / "t_report.html").exists()  # never the full study's name
+    assert not (judged.output / "t_report.html").exists()  # never the full study's name
     assert stat.S_IMODE(path.stat().st_mode) == 0o640  # the umask's, not a temporary file's
     page = path.read_text()
     assert "<title>t-limit-4: G-Eval report</title>" in page
     assert "scores/t-limit-4_*.csv" in page  # names the tables written beside it
     # The Python API names it the same way, through the same writer.
-    assert geval_async.html_report(study.config, limit=4) == path
+    assert geval_async.html_report(judged.config, limit=4) == path
 
 
 def test_drilldown_shows_a_thinking_judges_reasoning_above_its_answer(

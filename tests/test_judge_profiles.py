@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli, summary_row
+from conftest import UEQ, run_cli, summary_row, ueq_flags
 
 from geval_async.judging.failures import Action, History, decide, response_fact
 from geval_async.scoring.results import StudyResults, load_results
-from geval_async.sim import SimServer, SimSettings
+from geval_async.sim import SimServer, SimSettings, SimStats
 
-UEQ = ROOT / "examples" / "ueq" / "config.toml"
-LIMIT = 4
+LIMIT = 4  # the records ueq_flags judges
 ITEMS = 4 * LIMIT  # four criteria
 KEY = {"OPENAI_API_KEY": "sk-test-profiles"}
 
@@ -36,24 +35,7 @@ def srv() -> Iterator[SimServer]:
 
 
 def _flags(srv: SimServer, tmp_path: Path, model: str, *extra: str) -> list[str]:
-    return [
-        str(UEQ),
-        "--base-url",
-        srv.base_url,
-        "--model",
-        model,
-        "--limit",
-        str(LIMIT),
-        "--cache",
-        str(tmp_path / "cache"),
-        "--output",
-        str(tmp_path / "out"),
-        # max_tokens = 2000 x n = 10 is 20,000 tokens a request: the config's tpm would pace
-        # the run to ten requests a minute.
-        "--tpm",
-        "100000000",
-        *extra,
-    ]
+    return ueq_flags(srv.base_url, tmp_path, model, *extra)
 
 
 def _run(srv: SimServer, tmp_path: Path, model: str, *extra: str) -> Any:
@@ -96,25 +78,7 @@ def _failed(srv: SimServer) -> int:
 # -- openai-reasoning ----------------------------------------------------------------------
 
 GPT5 = "gpt-5-mini"
-
-
-def test_openai_reasoning_shipped_budget_stops_the_first_wave(
-    srv: SimServer, tmp_path: Path
-) -> None:
-    srv.settings.profile = "openai-reasoning"
-    # The shipped config's max_tokens = 5: the model spends it all on reasoning.
-    done = _run(srv, tmp_path, GPT5, "--concurrency", "4")
-    assert done.returncode == 1, done.stderr
-    assert (
-        "stopped: the judge spent all of max_tokens (5) on reasoning and gave no rating: raise "
-        "[sampling] max_tokens (for example to 2000) or lower reasoning_effort"
-    ) in done.stderr
-    # The first wave, no more: each of the four in flight refused max_tokens once, was resent
-    # under max_completion_tokens and came back empty (billed, not stored).
-    assert 1 <= srv.stats.by_status[200] <= 4, srv.stats.by_status
-    assert srv.stats.by_status[400] <= 4
-    row = _status(srv, tmp_path, GPT5, "--concurrency", "4")
-    assert (row["answered"], row["refused"], row["missing"]) == (0, 0, ITEMS)
+CLAUDE = "claude-sonnet-4-5"
 
 
 def test_openai_reasoning_large_budget_scores_the_ratings_the_server_gave(
@@ -140,33 +104,80 @@ def test_openai_reasoning_large_budget_scores_the_ratings_the_server_gave(
     assert srv.stats.by_status[200] == 2 * ITEMS
 
 
+def _first_wave_refused_for_the_budget(stats: SimStats) -> bool:
+    # Each of the four in flight refused max_tokens once, was resent under
+    # max_completion_tokens and came back empty (billed, not stored).
+    return 1 <= stats.by_status[200] <= 4 and stats.by_status[400] <= 4
+
+
+def _in_flight_refused(stats: SimStats) -> bool:
+    # The requests in flight (each perhaps first refused for max_tokens), not the plan's 16.
+    return stats.received <= 4 and stats.by_status[200] == 0
+
+
+def _in_flight_answered_without_logprobs(stats: SimStats) -> bool:
+    return stats.by_status[200] <= 2  # the requests in flight, not the plan's 16
+
+
 @pytest.mark.parametrize(
-    ("extra", "line"),
+    ("profile", "model", "flags", "line", "sent"),
     [
-        (
-            ("--temperature", "0.7"),
+        pytest.param(
+            "openai-reasoning",
+            GPT5,
+            ("--concurrency", "4"),
+            # The shipped config's max_tokens = 5: the model spends it all on reasoning.
+            "stopped: the judge spent all of max_tokens (5) on reasoning and gave no rating: "
+            "raise [sampling] max_tokens (for example to 2000) or lower reasoning_effort",
+            _first_wave_refused_for_the_budget,
+            id="openai-reasoning-shipped-budget",
+        ),
+        pytest.param(
+            "openai-reasoning",
+            GPT5,
+            ("--max-tokens", "2000", "--concurrency", "2", "--temperature", "0.7"),
             "stopped: [sampling] temperature = 0.7 is refused by gpt-5-mini (unsupported_value: "
             "only the default (1) value is supported): set temperature = 1",
+            _in_flight_refused,
+            id="openai-reasoning-temperature",
         ),
-        (
-            ("--mode", "logprobs"),
+        pytest.param(
+            "openai-reasoning",
+            GPT5,
+            ("--max-tokens", "2000", "--concurrency", "2", "--mode", "logprobs"),
             'stopped: [sampling] mode = "logprobs" is refused by gpt-5-mini (HTTP 403: You are '
             'not allowed to request logprobs from this model): set mode = "samples"',
+            _in_flight_refused,
+            id="openai-reasoning-logprobs",
+        ),
+        pytest.param(
+            # The endpoint ignores logprobs: the answers come without them, and none could be
+            # scored.
+            "anthropic-compat",
+            CLAUDE,
+            ("--mode", "logprobs", "--concurrency", "2"),
+            f'stopped: [sampling] mode = "logprobs": {CLAUDE} answered without logprobs (the '
+            'endpoint ignores them): set mode = "samples"',
+            _in_flight_answered_without_logprobs,
+            id="anthropic-compat-logprobs",
         ),
     ],
-    ids=["temperature", "logprobs"],
 )
-def test_openai_reasoning_refused_setting_stops_at_once_and_stores_nothing(
-    srv: SimServer, tmp_path: Path, extra: tuple[str, ...], line: str
+def test_a_setting_the_endpoint_refuses_stops_the_first_wave_and_stores_nothing(
+    srv: SimServer,
+    tmp_path: Path,
+    profile: str,
+    model: str,
+    flags: tuple[str, ...],
+    line: str,
+    sent: Callable[[SimStats], bool],
 ) -> None:
-    srv.settings.profile = "openai-reasoning"
-    flags = ("--max-tokens", "2000", "--concurrency", "2", *extra)
-    done = _run(srv, tmp_path, GPT5, *flags)
-    assert done.returncode == 1
+    srv.settings.profile = profile
+    done = _run(srv, tmp_path, model, *flags)
+    assert done.returncode == 1, done.stderr
     assert line in done.stderr
-    # The requests in flight (each perhaps first refused for max_tokens), not the plan's 16.
-    assert srv.stats.received <= 4 and srv.stats.by_status[200] == 0
-    row = _status(srv, tmp_path, GPT5, *flags)
+    assert sent(srv.stats), srv.stats.by_status
+    row = _status(srv, tmp_path, model, *flags)
     assert (row["answered"], row["refused"], row["missing"]) == (0, 0, ITEMS)
 
 
@@ -240,8 +251,6 @@ def test_think_tags_cut_off_inside_the_reasoning_are_cut_off(
 
 
 # -- anthropic-compat ----------------------------------------------------------------------
-
-CLAUDE = "claude-sonnet-4-5"
 
 
 def test_anthropic_compat_asks_one_choice_per_request_and_completes(
@@ -333,23 +342,6 @@ def test_batch_line_refused_for_a_setting_stops_the_run_as_online(
     # is refused for the temperature: no third, and nothing stored for the items.
     assert srv.stats.batches == 2
     row = _status(srv, tmp_path, GPT5, *flags)
-    assert (row["answered"], row["refused"], row["missing"]) == (0, 0, ITEMS)
-
-
-def test_anthropic_compat_in_logprobs_mode_stops_at_its_first_answer(
-    srv: SimServer, tmp_path: Path
-) -> None:
-    # The endpoint ignores logprobs: the answers come without them, and none could be scored.
-    srv.settings.profile = "anthropic-compat"
-    flags = ("--mode", "logprobs", "--concurrency", "2")
-    done = _run(srv, tmp_path, CLAUDE, *flags)
-    assert done.returncode == 1
-    assert (
-        f'stopped: [sampling] mode = "logprobs": {CLAUDE} answered without logprobs (the '
-        'endpoint ignores them): set mode = "samples"'
-    ) in done.stderr
-    assert srv.stats.by_status[200] <= 2  # the requests in flight, not the plan's 16
-    row = _status(srv, tmp_path, CLAUDE, *flags)
     assert (row["answered"], row["refused"], row["missing"]) == (0, 0, ITEMS)
 
 

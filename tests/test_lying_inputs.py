@@ -102,15 +102,13 @@ def test_criterion_names_that_differ_only_in_case_are_refused(study: StudyFiles)
     _one_line_refusal(result, str(study.config), "'clar'", "'Clar'", "case")
 
 
-def test_every_output_name_is_a_criterion_or_reserved(sim: SimServer, study: StudyFiles) -> None:
+def test_every_output_name_is_a_criterion_or_reserved(judged: StudyFiles) -> None:
     """The reserved names cover what the outputs are named: a new output kind that adds a
     name shows up here, before a criterion of that name can overwrite it."""
-    study.write_config(sim.base_url)
-    assert run_study(study).returncode == 0
-    report = run_cli("report", str(study.config), "--plots", "--html")
+    report = run_cli("report", str(judged.config), "--plots", "--html")
     assert report.returncode == 0, report.stderr
     wrote = [line.removeprefix("wrote ") for line in report.stdout.splitlines()]
-    wrote = [line for line in wrote if line.startswith(str(study.output))]
+    wrote = [line for line in wrote if line.startswith(str(judged.output))]
     assert len(wrote) == len(set(wrote)), "a file was written twice"
     # A criterion's own files are in scores/, raw/ and plots/: a name in another folder
     # (stats/t_consistency.csv) cannot be overwritten by one.

@@ -72,18 +72,17 @@ def _files(folder: Path) -> dict[str, bytes]:
 # --- 1. a mistyped --cache never replaces good results -----------------------------------------
 
 
-def test_a_mistyped_cache_leaves_the_results_alone(sim: SimServer, study: StudyFiles) -> None:
-    judge_study(study, sim.base_url)
-    assert run_cli("report", str(study.config)).returncode == 0
-    before = _files(study.output)
-    a_file = study.root / "records.jsonl"
-    for wrong in (study.root / "cahce", a_file):
-        result = run_cli("report", str(study.config), "--cache", str(wrong))
+def test_a_mistyped_cache_leaves_the_results_alone(judged: StudyFiles) -> None:
+    assert run_cli("report", str(judged.config)).returncode == 0
+    before = _files(judged.output)
+    a_file = judged.root / "records.jsonl"
+    for wrong in (judged.root / "cahce", a_file):
+        result = run_cli("report", str(judged.config), "--cache", str(wrong))
         assert result.returncode == 2, result.stdout + result.stderr
         # Said at once, not read as an empty cache: a file, or no folder there.
         assert f"{wrong}: " in result.stderr, result.stderr
         assert "not a cache folder" in result.stderr or "no cache folder there" in result.stderr
-        assert _files(study.output) == before
+        assert _files(judged.output) == before
 
 
 def test_far_fewer_answers_do_not_replace_the_results(sim: SimServer, study: StudyFiles) -> None:
@@ -104,44 +103,37 @@ def test_far_fewer_answers_do_not_replace_the_results(sim: SimServer, study: Stu
 # --- 7. outputs never overwrite each other --------------------------------------------------
 
 
-def test_other_tests_subsets_and_limits_get_their_own_files(
-    sim: SimServer, study: StudyFiles
-) -> None:
-    judge_study(study, sim.base_url)
-    config = str(study.config)
+def test_other_tests_subsets_and_limits_get_their_own_files(judged: StudyFiles) -> None:
+    config = str(judged.config)
     assert run_cli("report", config).returncode == 0
-    main_files = _files(study.output)
+    main_files = _files(judged.output)
     assert run_cli("ttest", config, "--test", "wilcoxon").returncode == 0
     assert run_cli("report", config, "--criteria", "clar").returncode == 0
     assert run_cli("score", config, "--limit", "4").returncode == 0
-    after = _files(study.output)
+    after = _files(judged.output)
     assert {k: after[k] for k in main_files} == main_files, "the study's outputs are unchanged"
-    stats = study.output / "stats"
+    stats = judged.output / "stats"
     assert "wilcoxon" in (stats / "t_ttest-wilcoxon.csv").read_text()
-    assert (study.output / "t-criteria-clar_report.md").is_file()
-    assert (study.output / "scores" / "t-limit-4_long.csv").read_text().count("\n") == 1 + 4 * 2
+    assert (judged.output / "t-criteria-clar_report.md").is_file()
+    assert (judged.output / "scores" / "t-limit-4_long.csv").read_text().count("\n") == 1 + 4 * 2
 
 
-def test_rescoring_with_fewer_draws_gets_its_own_files(sim: SimServer, study: StudyFiles) -> None:
+def test_rescoring_with_fewer_draws_gets_its_own_files(judged: StudyFiles) -> None:
     # Scoring the first 2 of each item's 3 draws (the cheap re-scoring the cache is for)
     # overwrote the study's own report and tables with the 2-draw ones.
-    judge_study(study, sim.base_url)
-    config = str(study.config)
+    config = str(judged.config)
     assert run_cli("report", config).returncode == 0
-    main_files = _files(study.output)
+    main_files = _files(judged.output)
     assert run_cli("report", config, "--n", "2").returncode == 0
-    after = _files(study.output)
+    after = _files(judged.output)
     assert {k: after[k] for k in main_files} == main_files, "the study's outputs are unchanged"
-    fewer = (study.output / "scores" / "t-n-2_long.csv").read_text()
+    fewer = (judged.output / "scores" / "t-n-2_long.csv").read_text()
     assert fewer != main_files[str(Path("scores") / "t_long.csv")].decode()
-    assert (study.output / "t-n-2_report.md").is_file()
+    assert (judged.output / "t-n-2_report.md").is_file()
 
 
-def test_a_composite_on_a_subset_names_the_missing_criteria(
-    sim: SimServer, study: StudyFiles
-) -> None:
-    judge_study(study, sim.base_url)
-    result = run_cli("average", str(study.config), "--criteria", "clar")
+def test_a_composite_on_a_subset_names_the_missing_criteria(judged: StudyFiles) -> None:
+    result = run_cli("average", str(judged.config), "--criteria", "clar")
     assert result.returncode == 2
     assert "--criteria leaves out fit" in result.stderr
     assert "no criterion named" not in result.stderr
@@ -150,12 +142,9 @@ def test_a_composite_on_a_subset_names_the_missing_criteria(
 # --- 8. smaller things users see at once ----------------------------------------------------
 
 
-def test_a_closed_pipe_ends_cleanly_with_the_report_written(
-    sim: SimServer, study: StudyFiles
-) -> None:
-    judge_study(study, sim.base_url)
+def test_a_closed_pipe_ends_cleanly_with_the_report_written(judged: StudyFiles) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "geval_async", "report", str(study.config)],
+        [sys.executable, "-m", "geval_async", "report", str(judged.config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
@@ -165,47 +154,43 @@ def test_a_closed_pipe_ends_cleanly_with_the_report_written(
     _, stderr = process.communicate(timeout=120)
     assert "BrokenPipe" not in stderr.decode() and "Traceback" not in stderr.decode()
     assert process.returncode == 0
-    assert (study.output / "t_report.md").is_file()
+    assert (judged.output / "t_report.md").is_file()
 
 
-def test_outputs_are_readable_by_colleagues_and_rounded(sim: SimServer, study: StudyFiles) -> None:
-    judge_study(study, sim.base_url)
+def test_outputs_are_readable_by_colleagues_and_rounded(judged: StudyFiles) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "geval_async", "report", str(study.config)],
+        [sys.executable, "-m", "geval_async", "report", str(judged.config)],
         capture_output=True,
         text=True,
         cwd=ROOT,
         preexec_fn=lambda: os.umask(0o022),
     )
     assert result.returncode == 0, result.stderr
-    for path in study.output.rglob("*.*"):
+    for path in judged.output.rglob("*.*"):
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
     digits = re.compile(r"\.\d{4,}")
     for name in ("t_clar.csv", "t_fit.csv", "t_average.csv"):
-        assert not digits.search((study.output / "scores" / name).read_text()), name
-    assert digits.search((study.output / "scores" / "t_long.csv").read_text()), "raw values"
+        assert not digits.search((judged.output / "scores" / name).read_text()), name
+    assert digits.search((judged.output / "scores" / "t_long.csv").read_text()), "raw values"
 
 
-def test_paired_design_gets_the_paired_test_in_the_summary(
-    sim: SimServer, study: StudyFiles
-) -> None:
+def test_paired_design_gets_the_paired_test_in_the_summary(judged: StudyFiles) -> None:
     # Every user in both conditions; [stats] test is Welch by default.
-    judge_study(study, sim.base_url)
-    result = run_cli("ttest", str(study.config))
+    result = run_cli("ttest", str(judged.config))
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith("composite")]
     assert rows and "paired-t" in rows[0], result.stdout
-    report = run_cli("report", str(study.config))
+    report = run_cli("report", str(judged.config))
     assert report.returncode == 0
-    text = (study.output / "t_report.md").read_text()
+    text = (judged.output / "t_report.md").read_text()
     assert "## paired-t test" in text and "## welch test" in text
-    assert "`stats/t_paired.csv`" in text and (study.output / "stats" / "t_paired.csv").exists()
+    assert "`stats/t_paired.csv`" in text and (judged.output / "stats" / "t_paired.csv").exists()
     # A subset's report names the subset's own paired file.
-    subset = run_cli("report", str(study.config), "--limit", "4")
+    subset = run_cli("report", str(judged.config), "--limit", "4")
     assert subset.returncode == 0, subset.stderr
-    text = (study.output / "t-limit-4_report.md").read_text()
+    text = (judged.output / "t-limit-4_report.md").read_text()
     assert "`stats/t-limit-4_paired.csv`" in text, text
-    assert (study.output / "stats" / "t-limit-4_paired.csv").exists()
+    assert (judged.output / "stats" / "t-limit-4_paired.csv").exists()
 
 
 def _summary_tests(study: StudyFiles) -> set[str]:
@@ -228,39 +213,33 @@ def test_a_paired_design_with_no_test_named_gets_the_paired_test_beside_welch(
     assert "because `[stats] test` names it" not in text
 
 
-def test_a_named_welch_test_is_honoured_in_a_paired_design(
-    sim: SimServer, study: StudyFiles
-) -> None:
+def test_a_named_welch_test_is_honoured_in_a_paired_design(judged: StudyFiles) -> None:
     """A user who wrote ``test = "welch"`` (a pairing that is not real) gets Welch's test in
     the summary, with the paired tests still beside it; nothing switches it silently."""
-    judge_study(study, sim.base_url)
-    study.write_config(sim.base_url, stats={"test": "welch"})
-    result = run_cli("ttest", str(study.config))
+    judged.write_config(judged.judge_url, stats={"test": "welch"})
+    result = run_cli("ttest", str(judged.config))
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith("composite")]
     assert rows and "welch" in rows[0] and "paired-t" not in rows[0], result.stdout
     assert "(welch: as [stats] test names it)" in result.stdout
-    for stale in (study.output / "stats").glob("*"):
+    for stale in (judged.output / "stats").glob("*"):
         stale.unlink()
-    report = run_cli("report", str(study.config))
+    report = run_cli("report", str(judged.config))
     assert report.returncode == 0, report.stderr
-    assert _summary_tests(study) == {"welch"}
-    assert not (study.output / "stats" / "t_ttest-welch.csv").exists()
-    assert (study.output / "stats" / "t_paired.csv").exists()
-    text = (study.output / "t_report.md").read_text()
+    assert _summary_tests(judged) == {"welch"}
+    assert not (judged.output / "stats" / "t_ttest-welch.csv").exists()
+    assert (judged.output / "stats" / "t_paired.csv").exists()
+    text = (judged.output / "t_report.md").read_text()
     assert "## welch test" in text and "## paired-t test" not in text
     assert "The summary uses Welch's test because `[stats] test` names it." in text
 
 
-def test_an_unknown_test_in_the_config_is_one_line_and_exit_2(
-    sim: SimServer, study: StudyFiles
-) -> None:
-    judge_study(study, sim.base_url)
-    study.write_config(sim.base_url, stats={"test": "student"})
-    report = run_cli("report", str(study.config))
+def test_an_unknown_test_in_the_config_is_one_line_and_exit_2(judged: StudyFiles) -> None:
+    judged.write_config(judged.judge_url, stats={"test": "student"})
+    report = run_cli("report", str(judged.config))
     assert report.returncode == 2
     assert report.stderr.strip().splitlines() == [
-        f"error: {study.config}: [stats] 'test' must be one of welch, paired-t, wilcoxon, "
+        f"error: {judged.config}: [stats] 'test' must be one of welch, paired-t, wilcoxon, "
         "not 'student'"
     ]
 

@@ -50,12 +50,12 @@ def write_panel(study: StudyFiles, urls: dict[str, str], extra: str = "") -> Pat
 
 def write_member(study: StudyFiles, name: str, url: str, cache: str) -> Path:
     """A one-judge config of judge ``name`` alone, into its own cache folder."""
-    panel = study.config.read_text(encoding="utf-8")
-    study.write_config(url, judge={"model": dict(JUDGES)[name]}, cache={"path": cache})
-    alone = study.root / f"alone-{name}.toml"
-    alone.write_text(study.config.read_text(encoding="utf-8"), encoding="utf-8")
-    study.config.write_text(panel, encoding="utf-8")  # the panel's config as it was
-    return alone
+    return study.write_config(
+        url,
+        judge={"model": dict(JUDGES)[name]},
+        cache={"path": cache},
+        path=study.root / f"alone-{name}.toml",
+    )
 
 
 def urls_of(sims: dict[str, SimServer]) -> dict[str, str]:

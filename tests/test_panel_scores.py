@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import StudyFiles, run_cli
+from conftest import StudyFiles, run_cli, toml_value
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -62,22 +62,16 @@ def write_panel(
     return target
 
 
-def toml_value(value: object) -> str:
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in value.items()) + " }"
-    return json.dumps(value)
-
-
 def write_alone(study: StudyFiles, sims: list[SimServer], judge: str) -> Path:
     """The one-judge study of ``judge`` (same records, criteria, sampling and cache), writing
     to its own folder."""
     sim = sims[NAMES.index(judge)]
-    path = study.write_config(
-        sim.base_url, judge={"model": f"sim-{judge}"}, output={"path": f"alone-{judge}"}
+    return study.write_config(
+        sim.base_url,
+        judge={"model": f"sim-{judge}"},
+        output={"path": f"alone-{judge}"},
+        path=study.root / f"alone-{judge}.toml",
     )
-    target = study.root / f"alone-{judge}.toml"
-    path.rename(target)
-    return target
 
 
 async def judge_all(config: Path) -> None:

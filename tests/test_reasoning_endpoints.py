@@ -19,13 +19,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import ROOT, LoopbackApp, run_cli, summary_row
+from conftest import UEQ, LoopbackApp, run_cli, summary_row, ueq_flags
 
 from geval_async.judging.failures import Action, History, decide, response_fact
 from geval_async.scoring.results import load_results
 from geval_async.study.pricing import usd
 
-UEQ = ROOT / "examples" / "ueq" / "config.toml"
 MODEL = "gpt-5-mini"
 REASONING = 200  # reasoning tokens each choice spends before it answers
 KEY = {"OPENAI_API_KEY": "sk-test-reasoning"}
@@ -136,24 +135,7 @@ def judge() -> Any:
 
 
 def _flags(judge: ReasoningJudge, tmp_path: Path, *extra: str) -> list[str]:
-    return [
-        str(UEQ),
-        "--base-url",
-        judge.base_url,
-        "--model",
-        MODEL,
-        "--limit",
-        "4",
-        "--cache",
-        str(tmp_path / "cache"),
-        "--output",
-        str(tmp_path / "out"),
-        # max_tokens = 2000 x n = 10 is 20,000 tokens a request: the config's tpm would pace
-        # the run to ten requests a minute.
-        "--tpm",
-        "100000000",
-        *extra,
-    ]
+    return ueq_flags(judge.base_url, tmp_path, MODEL, *extra)
 
 
 def _run(judge: ReasoningJudge, tmp_path: Path, *extra: str) -> Any:
@@ -291,48 +273,67 @@ def _decide(status: int, error: dict[str, Any], **sent: Any) -> Any:
     )
 
 
-def test_a_refused_reasoning_effort_names_its_key() -> None:
-    decision = _decide(
-        400,
-        {
-            "message": "Unsupported value: 'reasoning_effort' does not support 'minimal' with "
-            "this model. Supported values are: 'low', 'medium', and 'high'.",
-            "type": "invalid_request_error",
-            "param": "reasoning_effort",
-            "code": "unsupported_value",
-        },
-        reasoning_effort="minimal",
-    )
-    assert decision.action is Action.STOP
-    assert decision.message.startswith(
-        '[sampling] reasoning_effort = "minimal" is refused by gpt-5-mini (unsupported_value: '
-        "supported values are: 'low', 'medium', and 'high'): set reasoning_effort to a value"
-    )
-
-
-def test_a_model_served_on_responses_only_stops_naming_the_model() -> None:
-    decision = _decide(
-        404,
-        {
-            "message": "This model is only supported in v1/responses and not in "
-            "v1/chat/completions.",
-            "type": "invalid_request_error",
-            "param": "model",
-            "code": None,
-        },
-    )
-    assert decision.action is Action.STOP
-    assert "set [judge] model to a chat-completions model" in decision.message
-
-
-def test_a_failure_of_one_request_is_still_a_refusal() -> None:
-    decision = _decide(
-        400,
-        {
-            "message": "This model's maximum context length is 128000 tokens.",
-            "type": "invalid_request_error",
-            "param": "messages",
-            "code": "context_length_exceeded",
-        },
-    )
-    assert decision.action is Action.REFUSE
+@pytest.mark.parametrize(
+    ("status", "error", "sent", "action", "opening", "naming"),
+    [
+        pytest.param(
+            400,
+            {
+                "message": "Unsupported value: 'reasoning_effort' does not support 'minimal' "
+                "with this model. Supported values are: 'low', 'medium', and 'high'.",
+                "type": "invalid_request_error",
+                "param": "reasoning_effort",
+                "code": "unsupported_value",
+            },
+            {"reasoning_effort": "minimal"},
+            Action.STOP,
+            '[sampling] reasoning_effort = "minimal" is refused by gpt-5-mini (unsupported_value: '
+            "supported values are: 'low', 'medium', and 'high'): set reasoning_effort to a value",
+            "",
+            id="a-refused-reasoning-effort-names-its-key",
+        ),
+        pytest.param(
+            404,
+            {
+                "message": "This model is only supported in v1/responses and not in "
+                "v1/chat/completions.",
+                "type": "invalid_request_error",
+                "param": "model",
+                "code": None,
+            },
+            {},
+            Action.STOP,
+            "",
+            "set [judge] model to a chat-completions model",
+            id="a-model-served-on-responses-only-stops-naming-the-model",
+        ),
+        pytest.param(
+            400,
+            {
+                "message": "This model's maximum context length is 128000 tokens.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            },
+            {},
+            Action.REFUSE,
+            "",
+            "",
+            id="a-failure-of-one-request-is-still-a-refusal",
+        ),
+    ],
+)
+def test_a_documented_error_body_is_decided_by_what_it_names(
+    status: int,
+    error: dict[str, Any],
+    sent: dict[str, Any],
+    action: Action,
+    opening: str,
+    naming: str,
+) -> None:
+    """What the run does with each error body OpenAI documents: ``action``, and a message that
+    starts with ``opening`` and names ``naming`` (where given)."""
+    decision = _decide(status, error, **sent)
+    assert decision.action is action
+    assert decision.message.startswith(opening)
+    assert naming in decision.message

@@ -15,7 +15,7 @@ from pathlib import Path
 import diskcache
 import numpy as np
 import pytest
-from conftest import StudyFiles, run_cli
+from conftest import DemoRun, StudyFiles, run_cli
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
@@ -292,14 +292,13 @@ def test_the_report_says_when_the_scored_answers_arrived(study: StudyFiles) -> N
     assert facts["judged"] == "2023-11-14 22:13 UTC to 2023-11-14 23:13 UTC"
 
 
-def test_demo_runs_end_to_end(tmp_path: Path) -> None:
-    result = run_cli("demo", "--output", str(tmp_path / "demo"))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "SIMULATED" in result.stdout
+def test_demo_runs_end_to_end(demo_run: DemoRun, tmp_path: Path) -> None:
+    stdout = demo_run.stdout  # `geval-async demo --output FOLDER`, once a session
+    assert "SIMULATED" in stdout
     # The test table a user reads first: the paired design's summary test, words not reprs.
-    assert re.search(r"^composite\s+UEQ-mLLM .* paired-t ", result.stdout, re.M), result.stdout
-    assert "welch, for independent groups, is in the report too" in result.stdout
-    out = tmp_path / "demo" / "out"
+    assert re.search(r"^composite\s+UEQ-mLLM .* paired-t ", stdout, re.M), stdout
+    assert "welch, for independent groups, is in the report too" in stdout
+    out = demo_run.folder / "out"
     for name in (
         "scores/ueq_con.csv",
         "scores/ueq_average.csv",
@@ -309,6 +308,7 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
         "raw/ueq_ind.json",
     ):
         assert (out / name).is_file(), name
+    shutil.copytree(demo_run.folder, tmp_path / "demo")  # the shared demo stays as it was
     again = run_cli("demo", "--output", str(tmp_path / "demo"))
     assert again.returncode == 0
     assert re.search(r"total\s+192\s+192\s+0", again.stdout), "a rerun comes from the cache"

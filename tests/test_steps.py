@@ -36,9 +36,6 @@ def definition_config(
     **criterion: object,
 ) -> Path:
     """The study with one criterion, 'clar', given by its definition (steps generated)."""
-    study.write_config(base_url, **(sections or {}))
-    text = study.config.read_text(encoding="utf-8")
-    head = text[: text.index("[[criteria]]")]
     values = {
         "name": "clar",
         "display_name": "Clarity",
@@ -49,9 +46,7 @@ def definition_config(
         "fields": ["text"],
         **criterion,
     }
-    lines = ["[[criteria]]", *(f"{key} = {json.dumps(value)}" for key, value in values.items())]
-    study.config.write_text(head + "\n".join(lines) + "\n", encoding="utf-8")
-    return study.config
+    return study.write_config(base_url, criteria=[values], **(sections or {}))
 
 
 def steps_digest(config: Path) -> str:

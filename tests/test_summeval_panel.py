@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
-from test_agreement_report import browser, csv_rows, expected_summary, panel_agreement
-from test_html_report import CHROMIUM
+from conftest import CHROMIUM, ROOT, run_cli
+from test_agreement_report import csv_rows, expected_summary, panel_agreement
 
 import geval_async as ga
 from geval_async.scoring.outputs import Output, csv_bytes, write_files, write_outputs
@@ -34,11 +33,10 @@ pytestmark = pytest.mark.skipif(
 )
 CRITERIA = ("coh", "con", "flu", "rel")
 JUDGES = ("gpt", "claude", "local")
-__all__ = ["browser"]  # the Chromium fixture, shared with test_agreement_report
 
 
 @pytest.fixture(scope="module")
-def judged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def judged_panel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example's panel judged on 32 summaries into tmp_path (cache and outputs there)."""
     folder = tmp_path_factory.mktemp("summeval-panel")
     study = {"limit": 32, "cache": str(folder / "cache"), "output": str(folder / "out")}
@@ -57,14 +55,21 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_meta_on_the_summeval_panel_shows_each_judge_and_the_panel(judged: Path) -> None:
-    flags = ("--limit", "32", "--cache", str(judged / "cache"), "--output", str(judged / "out"))
+def test_meta_on_the_summeval_panel_shows_each_judge_and_the_panel(judged_panel: Path) -> None:
+    flags = (
+        "--limit",
+        "32",
+        "--cache",
+        str(judged_panel / "cache"),
+        "--output",
+        str(judged_panel / "out"),
+    )
     result = run_cli("meta", str(EXAMPLE / "panel.toml"), *flags)
     assert result.returncode == 0, result.stderr
     assert "panel vs the best single judge (summary-level Spearman):" in result.stdout
     for criterion in CRITERIA:
         assert f"  {criterion}: panel " in result.stdout
-    with (judged / "out" / "meta" / "summeval_panel_meta.csv").open() as handle:
+    with (judged_panel / "out" / "meta" / "summeval_panel_meta.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert list(dict.fromkeys(r["judge"] for r in rows)) == [*JUDGES, "panel"]
     for judge in (*JUDGES, "panel"):
@@ -77,13 +82,13 @@ def test_meta_on_the_summeval_panel_shows_each_judge_and_the_panel(judged: Path)
         assert {r["missing"] for r in mine} == {"0"}
 
 
-def test_the_summeval_panel_report_shows_the_agreement(browser: Any, judged: Path) -> None:
+def test_the_summeval_panel_report_shows_the_agreement(browser: Any, judged_panel: Path) -> None:
     if not Path(CHROMIUM).is_file():
         pytest.skip("needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)")
-    study = {"limit": 32, "cache": str(judged / "cache"), "output": str(judged / "out")}
+    study = {"limit": 32, "cache": str(judged_panel / "cache"), "output": str(judged_panel / "out")}
     config = read_overrides(load_config(EXAMPLE / "panel.toml"), study)
     frame = panel_agreement(config)
-    out = judged / "out"
+    out = judged_panel / "out"
     name = "summeval_panel-limit-32"
     write_files([Output(out / "stats" / f"{name}_agreement.csv", csv_bytes(frame, index=False))])
     [page_path] = write_outputs(

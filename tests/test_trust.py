@@ -248,7 +248,7 @@ def test_hand_written_alpha_agrees_with_krippendorff_s_worked_example() -> None:
 def test_the_html_report_shows_the_trust_section_and_each_record_s_standard_error(
     sim: SimServer, study: StudyFiles
 ) -> None:
-    from test_html_report import CHROMIUM, CHROMIUM_ARGS, open_report
+    from conftest import CHROMIUM, CHROMIUM_ARGS, open_report
 
     if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).is_file():
         pytest.skip("needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)")

@@ -28,9 +28,10 @@ import diskcache
 
 from ..errors import CacheError
 from .cache_errors import RESUME, cache_errors
+from .head_table import HeadTable
 from .rows import CacheRows
 from .schema import check_form, mark_current
-from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, decode_heads
+from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head
 
 __all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache"]
 
@@ -40,10 +41,10 @@ _PROBE_KEY = "geval-async:probe"
 _ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
 # scan_heads reads the whole table when it holds at most this many rows per planned lookup.
 _SCAN_RATIO = 2
-# ... and at most this many rows: their heads stay in memory while the walk looks them up
-# (about 0.15 kB each: 400,000 took a rerun's peak from 118 to 175 MB), and beyond it the
-# keyed batches, a chunk of keys at a time, cost seconds, not memory.
-_SCAN_ROWS = 150_000
+# ... and at most this many rows: their heads stay in memory while the walk looks them up,
+# 33 bytes each (:mod:`.head_table`: 3,000,000 hold about 100 MB), and beyond it the keyed
+# batches, a chunk of keys at a time, cost seconds, not memory.
+_SCAN_ROWS = 3_000_000
 
 
 @dataclass
@@ -66,9 +67,8 @@ class JudgeCache:
     _cache: diskcache.Cache | CacheRows | None = None
     _rows: CacheRows | None = None  # our reader of many rows (the same object read-only)
     _ahead: dict[str, Any] = field(default_factory=dict)
-    # Set by scan_heads: every entry's head by key, and the keys left to head() to read.
-    _heads: dict[str, EntryHead] | None = None
-    _unread: set[str] = field(default_factory=set)
+    # Set by scan_heads: every entry's head by key (the keys left to head() to read in it).
+    _heads: HeadTable | None = None
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -187,14 +187,15 @@ class JudgeCache:
 
     def scan_heads(self, planned: int) -> bool:
         """Read every entry's head in one pass over the table, when the cache holds at most
-        twice ``planned`` entries (a plan's lookups) and at most 150,000; False (nothing
+        twice ``planned`` entries (a plan's lookups) and at most 3,000,000; False (nothing
         read) when it holds more.
 
-        Then :meth:`head` answers from memory until :meth:`forget_heads`: a key the table did
-        not hold is absent, a damaged entry counts as corrupted when looked up, as before. The
-        pass reads each entry once, in the file's order, and keeps its head only: about a third
-        of the time of the plan's keys asked for in ``IN (...)`` batches, whose rows lie all
-        over the file. A small plan in a big (shared) cache keeps to those batches.
+        Then :meth:`head` and :meth:`heads` answer from memory until :meth:`forget_heads`: a
+        key the table did not hold is absent, a damaged entry counts as corrupted when looked
+        up, as before. The pass reads each entry once, in the file's order, and keeps its head
+        only, compactly (:mod:`.head_table`): a sixth of the CPU of the plan's keys asked for
+        in ``IN (...)`` batches, whose rows lie all over the file. A small plan in a big
+        (shared) cache keeps to those batches.
         """
         if self._cache is None or planned <= 0:
             return False
@@ -203,13 +204,26 @@ class JudgeCache:
             count = rows.count()
             if count > _SCAN_RATIO * planned or count > _SCAN_ROWS:
                 return False
-            heads, others = decode_heads(rows.scan())
-        self._heads, self._unread = heads, set(others)
+            self._heads = HeadTable.read(rows.scan())
         return True
 
     def forget_heads(self) -> None:
         """Drop what :meth:`scan_heads` read (call it before writing: it would go stale)."""
-        self._heads, self._unread = None, set()
+        self._heads = None
+
+    def heads(self, keys: Sequence[str]) -> list[EntryHead | None]:
+        """:meth:`head` of each of ``keys``, found together: from what :meth:`scan_heads`
+        read, or in one batch of queries (:meth:`prefetch`)."""
+        table = self._heads
+        if table is None:
+            self.prefetch(keys)
+            return [self.head(key) for key in keys]
+        found = table.find(keys)
+        if table.unread:
+            for index, key in enumerate(keys):
+                if found[index] is None and key in table.unread:
+                    found[index] = self.head(key)
+        return found
 
     def get(self, key: str) -> CachedResponse | None:
         """The entry for ``key``; None when absent or corrupted (then added to ``corrupted``)."""
@@ -220,7 +234,7 @@ class JudgeCache:
         None when absent or corrupted, as :meth:`get`."""
         if self._heads is not None:
             head = self._heads.get(key)
-            if head is not None or key not in self._unread:
+            if head is not None or key not in self._heads.unread:
                 return head  # None: the table did not hold the key
             # Damaged, kept in a file or not an entry: read and judged as one at a time.
         # As _read, two calls fewer: the hot path of a rerun's walk (one lookup per item).

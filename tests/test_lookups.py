@@ -18,6 +18,8 @@ import orjson
 from conftest import StudyFiles, run_cli, run_study, summary_row
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.head_table import HeadTable
+from geval_async.judging.rows import CacheRows
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
@@ -104,9 +106,9 @@ def _heads(cache: JudgeCache, keys: list[str]) -> list[tuple[bool, int, bool] | 
 
 
 def test_one_pass_holds_every_key_exactly(tmp_path: Path) -> None:
-    # The pass keeps keys as digests in sorted arrays, one per kind of head, searched by their
-    # first 8 bytes: keys sharing those, a key in capitals, heads of several kinds and damage
-    # must read as the keyed batches read them.
+    # A large cache's pass keeps keys as digests in sorted arrays, one per kind of head,
+    # searched by their first 8 bytes: keys sharing those, a key in capitals, heads of several
+    # kinds and damage must read as the keyed batches read them.
     shared = "ab" * 8
     keys = {
         "answered": f"g2-{shared}{'1' * 48}",
@@ -145,6 +147,15 @@ def test_one_pass_holds_every_key_exactly(tmp_path: Path) -> None:
         None,
         None,
     ]
+    # A large cache's pass (above 150,000 rows) keeps them in the arrays, read here from this
+    # small one through the same reader.
+    rows = CacheRows(folder)
+    table = HeadTable.read(rows.scan())
+    rows.close()
+    assert table.unread == {keys["damaged"]}
+    as_found = [None if h is None else (h.ok, h.received, h.simulated) for h in table.find(asked)]
+    assert as_found == expected  # the damaged entry too: None, left to head() to judge
+    assert [table.get(key) for key in asked] == table.find(asked)
     with JudgeCache(folder, create=False) as whole:
         assert whole.scan_heads(planned=len(asked))
         assert _heads(whole, asked) == expected

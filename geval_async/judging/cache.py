@@ -22,16 +22,18 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import diskcache
 
 from ..errors import CacheError
 from .cache_errors import RESUME, cache_errors
-from .head_table import HeadTable
 from .rows import CacheRows
 from .schema import check_form, mark_current
-from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head
+from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, decode_heads
+
+if TYPE_CHECKING:
+    from .head_table import HeadTable
 
 __all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache"]
 
@@ -41,10 +43,28 @@ _PROBE_KEY = "geval-async:probe"
 _ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
 # scan_heads reads the whole table when it holds at most this many rows per planned lookup.
 _SCAN_RATIO = 2
-# ... and at most this many rows: their heads stay in memory while the walk looks them up,
-# 33 bytes each (:mod:`.head_table`: 3,000,000 hold about 100 MB), and beyond it the keyed
-# batches, a chunk of keys at a time, cost seconds, not memory.
+# ... and at most this many rows: their heads stay in memory while the walk looks them up.
+# Up to _DICT_ROWS in a dict (about 0.15 kB each: 400,000 took a rerun's peak from 118 to 175
+# MB), above it as digests in sorted arrays (:mod:`.head_table`: 41 bytes each, numpy
+# imported, 12 MB); beyond _SCAN_ROWS the keyed batches, a chunk of keys at a time, cost
+# seconds, not memory.
+_DICT_ROWS = 150_000
 _SCAN_ROWS = 3_000_000
+
+
+class HeadDict:
+    """The heads of a small cache's entries by key, in a dict (:meth:`JudgeCache.scan_heads`;
+    a large cache's are a :class:`~.head_table.HeadTable`, which answers the same)."""
+
+    def __init__(self, heads: dict[str, EntryHead], unread: set[str]) -> None:
+        self._heads = heads
+        self.unread = unread  # the keys the pass could not judge, left to head()
+
+    def get(self, key: str) -> EntryHead | None:
+        return self._heads.get(key)
+
+    def find(self, keys: Sequence[str]) -> list[EntryHead | None]:
+        return list(map(self._heads.get, keys))
 
 
 @dataclass
@@ -68,7 +88,7 @@ class JudgeCache:
     _rows: CacheRows | None = None  # our reader of many rows (the same object read-only)
     _ahead: dict[str, Any] = field(default_factory=dict)
     # Set by scan_heads: every entry's head by key (the keys left to head() to read in it).
-    _heads: HeadTable | None = None
+    _heads: HeadDict | HeadTable | None = None
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -193,9 +213,9 @@ class JudgeCache:
         Then :meth:`head` and :meth:`heads` answer from memory until :meth:`forget_heads`: a
         key the table did not hold is absent, a damaged entry counts as corrupted when looked
         up, as before. The pass reads each entry once, in the file's order, and keeps its head
-        only, compactly (:mod:`.head_table`): a sixth of the CPU of the plan's keys asked for
-        in ``IN (...)`` batches, whose rows lie all over the file. A small plan in a big
-        (shared) cache keeps to those batches.
+        only (a large cache's compactly, :mod:`.head_table`): a sixth of the CPU of the plan's
+        keys asked for in ``IN (...)`` batches, whose rows lie all over the file. A small plan
+        in a big (shared) cache keeps to those batches.
         """
         if self._cache is None or planned <= 0:
             return False
@@ -204,7 +224,13 @@ class JudgeCache:
             count = rows.count()
             if count > _SCAN_RATIO * planned or count > _SCAN_ROWS:
                 return False
-            self._heads = HeadTable.read(rows.scan())
+            if count <= _DICT_ROWS:
+                heads, others = decode_heads(rows.scan())
+                self._heads = HeadDict(heads, set(others))
+            else:
+                from .head_table import HeadTable  # numpy, for a large cache only
+
+                self._heads = HeadTable.read(rows.scan())
         return True
 
     def forget_heads(self) -> None:

@@ -228,17 +228,9 @@ class LeftTally:
     over: int | None = None
 
     def add(self, chunk: LeftChunk) -> None:
-        """Count a chunk's items (the one place an item is counted by where it stands)."""
+        """Count a chunk's items (:meth:`~.coverage.Coverage.add`) and its requests to send."""
         for (name, left), count in chunk.counts().items():
-            counts = self.criteria[name]
-            if left is Left.CACHED:
-                counts.answered += count
-            elif left is Left.REFUSED:
-                counts.refused += count
-            elif left is Left.IN_BATCH:
-                counts.in_batch += count
-            else:
-                counts.missing += count
+            self.criteria[name].add(left, count)
         for item in chunk.unsettled():
             for request in item.to_send:
                 self.requests += 1

@@ -43,12 +43,15 @@ _PROBE_KEY = "geval-async:probe"
 _ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
 # scan_heads reads the whole table when it holds at most this many rows per planned lookup.
 _SCAN_RATIO = 2
-# ... and at most this many rows: their heads stay in memory while the walk looks them up.
-# Up to _DICT_ROWS in a dict (about 0.15 kB each: 400,000 took a rerun's peak from 118 to 175
-# MB), above it as digests in sorted arrays (:mod:`.head_table`: 41 bytes each, numpy
-# imported, 12 MB); beyond _SCAN_ROWS the keyed batches, a chunk of keys at a time, cost
-# seconds, not memory.
+# ... and at most _DICT_ROWS rows, their heads kept in a dict while the walk looks them up
+# (about 0.15 kB each: 400,000 took a rerun's peak from 118 to 175 MB); or from _TABLE_ROWS
+# to _SCAN_ROWS rows, kept as digests in sorted arrays (:mod:`.head_table`: 41 bytes each,
+# and numpy imported, 12 MB). In between, and beyond, the keyed batches, a chunk of keys at
+# a time, cost seconds, not memory: the arrays would take benchmark 5's rerun of 400,000
+# (138 MB keyed) over its 150 MB floor, and save it 5 CPU s of 12; a million keyed
+# lookups cost 12 CPU s, over issue 22's 15 s floor with the rest of the rerun.
 _DICT_ROWS = 150_000
+_TABLE_ROWS = 500_000
 _SCAN_ROWS = 3_000_000
 
 
@@ -207,8 +210,8 @@ class JudgeCache:
 
     def scan_heads(self, planned: int) -> bool:
         """Read every entry's head in one pass over the table, when the cache holds at most
-        twice ``planned`` entries (a plan's lookups) and at most 3,000,000; False (nothing
-        read) when it holds more.
+        twice ``planned`` entries (a plan's lookups), and at most 150,000 or from 500,000 to
+        3,000,000 (see ``_TABLE_ROWS``); False (nothing read) otherwise.
 
         Then :meth:`head` and :meth:`heads` answer from memory until :meth:`forget_heads`: a
         key the table did not hold is absent, a damaged entry counts as corrupted when looked
@@ -224,13 +227,15 @@ class JudgeCache:
             count = rows.count()
             if count > _SCAN_RATIO * planned or count > _SCAN_ROWS:
                 return False
+            if _DICT_ROWS < count < _TABLE_ROWS:
+                return False
             if count <= _DICT_ROWS:
                 heads, others = decode_heads(rows.scan())
                 self._heads = HeadDict(heads, set(others))
             else:
                 from .head_table import HeadTable  # numpy, for a large cache only
 
-                self._heads = HeadTable.read(rows.scan())
+                self._heads = HeadTable.read(rows.scan(), count)
         return True
 
     def forget_heads(self) -> None:

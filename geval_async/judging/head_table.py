@@ -54,9 +54,13 @@ class HeadTable:
         self.unread = unread
 
     @classmethod
-    def read(cls, rows: Iterable[tuple[str, Any]]) -> HeadTable:
-        """Check and pack every ``(key, value)`` row's head (:func:`~.stored.checked_heads`)."""
-        digests = bytearray()  # of the usual keys, in the file's order
+    def read(cls, rows: Iterable[tuple[str, Any]], expected: int = 0) -> HeadTable:
+        """Check and pack every ``(key, value)`` row's head (:func:`~.stored.checked_heads`);
+        ``expected``: about how many rows there are (their digests' room is made at once: a
+        bytearray grown a batch at a time would be copied as it grows, twice its size at a
+        time)."""
+        digests = bytearray(_DIGEST * expected)  # of the usual keys, in the file's order
+        filled = 0
         kinds = bytearray()  # the place of each one's head in ``heads``
         heads: list[EntryHead] = []
         # Heads are a handful of shared objects, told apart by identity (a dataclass's hash
@@ -82,11 +86,13 @@ class HeadTable:
             for head in new:
                 place[id(head)] = len(heads)
                 heads.append(head)
-            digests += raw
+            digests[filled : filled + len(raw)] = raw  # in place while there is room
+            filled += len(raw)
             if len(distinct) == 1:
                 kinds += bytes([place[id(checked[0])]]) * len(checked)
             else:
                 kinds += bytes(map(place.__getitem__, map(id, checked)))
+        del digests[filled:]
         everything = np.frombuffer(digests, dtype=f"S{_DIGEST}")
         if len(heads) == 1:  # the usual cache: sorted where it lies, no copy
             everything.sort()

@@ -194,6 +194,7 @@ JUDGING_TIERS = {
     # errors, the claims' table, the ledger's one path
     "stored": 0, "rows": 0, "schema": 0, "cache_errors": 0, "claim_table": 0, "live_batches": 0,
     "answer_table": 0,
+    "head_table": 0,  # every entry's head from one pass, in sorted arrays of digests
     "cache": 1,
     # 2 reading the cache: origin rule, old keys, coverage, the read model, the cache commands
     "origin": 2, "legacy": 2, "coverage": 2, "read_model": 2, "maintenance": 2, "archive": 2,

@@ -18,10 +18,12 @@ import orjson
 from conftest import StudyFiles, run_cli, run_study, summary_row
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.head_table import HeadTable
+from geval_async.judging.rows import CacheRows
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
-from geval_async.study.plan import first_request, first_requests, plan_items
+from geval_async.study.plan import first_request, first_requests, plan_chunks, plan_items
 from geval_async.study.prepare import prepare_study
 
 
@@ -97,6 +99,73 @@ def test_one_pass_and_keyed_batches_find_the_same_entries(tmp_path: Path) -> Non
             batched.prefetch(keys)
             assert _lookups(batched, keys) == expected
             assert batched.corrupted == {"g2-damaged"}
+
+
+def _heads(cache: JudgeCache, keys: list[str]) -> list[tuple[bool, int, bool] | None]:
+    return [None if h is None else (h.ok, h.received, h.simulated) for h in cache.heads(keys)]
+
+
+def test_one_pass_holds_every_key_exactly(tmp_path: Path) -> None:
+    # A large cache's pass keeps keys as digests in sorted arrays, one per kind of head,
+    # searched by their first 8 bytes: keys sharing those, a key in capitals, heads of several
+    # kinds and damage must read as the keyed batches read them.
+    shared = "ab" * 8
+    keys = {
+        "answered": f"g2-{shared}{'1' * 48}",
+        "twin": f"g2-{shared}{'2' * 48}",  # the same first 8 bytes, and one choice of two
+        "refused": f"g2-{'0' * 64}",
+        "real server": f"g2-{'f' * 64}",
+        "damaged": f"g2-{'c' * 64}",
+        "capitals": f"g2-{'D' * 64}",
+    }
+    folder = tmp_path / "cache"
+    with JudgeCache(folder) as cache:
+        for name, key in keys.items():
+            entry = _entry(key, ok=name != "refused")
+            if name == "twin":
+                entry = dataclasses.replace(entry, received=1)
+            if name == "real server":
+                entry = dataclasses.replace(entry, simulated=False)
+            assert cache.put(entry)
+    damaged = bytearray(_entry(keys["damaged"]).encode())
+    damaged[-3] ^= 1
+    _set_value(folder, keys["damaged"], bytes(damaged))
+    asked = [
+        *keys.values(),
+        f"g2-{shared}{'3' * 48}",  # absent, with the first 8 bytes of two stored keys
+        f"g2-{'d' * 64}",  # absent: only its capitals are stored
+        "g2-short",
+    ]
+    expected = [
+        (True, 2, True),
+        (True, 1, True),
+        (False, 0, True),
+        (True, 2, False),
+        None,
+        (True, 2, True),
+        None,
+        None,
+        None,
+    ]
+    # A large cache's pass (above 150,000 rows) keeps them in the arrays, read here from this
+    # small one through the same reader.
+    rows = CacheRows(folder)
+    table = HeadTable.read(rows.scan())
+    rows.close()
+    assert table.unread == {keys["damaged"]}
+    as_found = [None if h is None else (h.ok, h.received, h.simulated) for h in table.find(asked)]
+    assert as_found == expected  # the damaged entry too: None, left to head() to judge
+    assert [table.get(key) for key in asked] == table.find(asked)
+    with JudgeCache(folder, create=False) as whole:
+        assert whole.scan_heads(planned=len(asked))
+        assert _heads(whole, asked) == expected
+        assert _heads(whole, asked[::-1]) == expected[::-1]
+        assert [whole.head(key) for key in asked] == whole.heads(asked)
+        assert whole.corrupted == {keys["damaged"]}
+    with JudgeCache(folder, create=False) as batched:
+        assert not batched.scan_heads(planned=1)
+        assert _heads(batched, asked) == expected
+        assert batched.corrupted == {keys["damaged"]}
 
 
 def test_after_forget_heads_lookups_see_new_entries(tmp_path: Path) -> None:
@@ -241,5 +310,18 @@ def test_first_requests_made_in_bulk_are_each_the_first_request(tmp_path: Path) 
     bulk = first_requests(items, plan.config)
     one_by_one = [first_request(item, plan.config) for item in items]
     assert [(r.key, r.est_tokens) for r in bulk] == [(r.key, r.est_tokens) for r in one_by_one]
+    # A rerun's walk keys a chunk of items at a time, in plan order and in send order.
+    firsts = [(r.item.record.id, r.item.criterion.name, r.item.rubric, r.key) for r in one_by_one]
+    for chunk in (1, 2, 4, 2048):
+        chunked = [r for part in plan_chunks(plan, chunk=chunk) for r in part.requests()]
+        assert [
+            (r.item.record.id, r.item.criterion.name, r.item.rubric, r.key) for r in chunked
+        ] == firsts
+        assert [r.est_tokens for r in chunked] == [r.est_tokens for r in one_by_one]
+        sent = [r for part in plan_chunks(plan, send=True, chunk=chunk) for r in part.requests()]
+        by_record = sorted(firsts, key=lambda f: f[0])  # stable: each record's items in order
+        assert [
+            (r.item.record.id, r.item.criterion.name, r.item.rubric, r.key) for r in sent
+        ] == by_record
     assert [r.body for r in bulk] == [r.body for r in one_by_one]
     assert "(3 turns)" in bulk[0].body["messages"][0]["content"]

@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import diskcache
 
@@ -34,6 +34,9 @@ from .rows import CacheRows
 from .schema import check_form, mark_current
 from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, decode_heads
 
+if TYPE_CHECKING:
+    from .head_table import HeadTable
+
 __all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache"]
 
 _E = TypeVar("_E", CachedResponse, EntryHead)
@@ -42,10 +45,31 @@ _PROBE_KEY = "geval-async:probe"
 _ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
 # scan_heads reads the whole table when it holds at most this many rows per planned lookup.
 _SCAN_RATIO = 2
-# ... and at most this many rows: their heads stay in memory while the walk looks them up
-# (about 0.15 kB each: 400,000 took a rerun's peak from 118 to 175 MB), and beyond it the
-# keyed batches, a chunk of keys at a time, cost seconds, not memory.
-_SCAN_ROWS = 150_000
+# ... and at most _DICT_ROWS rows, their heads kept in a dict while the walk looks them up
+# (about 0.15 kB each: 400,000 took a rerun's peak from 118 to 175 MB); or from _TABLE_ROWS
+# to _SCAN_ROWS rows, kept as digests in sorted arrays (:mod:`.head_table`: 41 bytes each,
+# and numpy imported, 12 MB). In between, and beyond, the keyed batches, a chunk of keys at
+# a time, cost seconds, not memory: the arrays would take benchmark 5's rerun of 400,000
+# (138 MB keyed) over its 150 MB floor, and save it 5 CPU s of 12; a million keyed
+# lookups cost 12 CPU s, over issue 22's 15 s floor with the rest of the rerun.
+_DICT_ROWS = 150_000
+_TABLE_ROWS = 500_000
+_SCAN_ROWS = 3_000_000
+
+
+class HeadDict:
+    """The heads of a small cache's entries by key, in a dict (:meth:`JudgeCache.scan_heads`;
+    a large cache's are a :class:`~.head_table.HeadTable`, which answers the same)."""
+
+    def __init__(self, heads: dict[str, EntryHead], unread: set[str]) -> None:
+        self._heads = heads
+        self.unread = unread  # the keys the pass could not judge, left to head()
+
+    def get(self, key: str) -> EntryHead | None:
+        return self._heads.get(key)
+
+    def find(self, keys: Sequence[str]) -> list[EntryHead | None]:
+        return list(map(self._heads.get, keys))
 
 
 @dataclass
@@ -69,9 +93,8 @@ class JudgeCache:
     _rows: CacheRows | None = None  # our reader of many rows (the same object read-only)
     _answers: AnswerTable | None = None  # our writer of many new entries (the writer thread's)
     _ahead: dict[str, Any] = field(default_factory=dict)
-    # Set by scan_heads: every entry's head by key, and the keys left to head() to read.
-    _heads: dict[str, EntryHead] | None = None
-    _unread: set[str] = field(default_factory=set)
+    # Set by scan_heads: every entry's head by key (the keys left to head() to read in it).
+    _heads: HeadDict | HeadTable | None = None
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -193,14 +216,15 @@ class JudgeCache:
 
     def scan_heads(self, planned: int) -> bool:
         """Read every entry's head in one pass over the table, when the cache holds at most
-        twice ``planned`` entries (a plan's lookups) and at most 150,000; False (nothing
-        read) when it holds more.
+        twice ``planned`` entries (a plan's lookups), and at most 150,000 or from 500,000 to
+        3,000,000 (see ``_TABLE_ROWS``); False (nothing read) otherwise.
 
-        Then :meth:`head` answers from memory until :meth:`forget_heads`: a key the table did
-        not hold is absent, a damaged entry counts as corrupted when looked up, as before. The
-        pass reads each entry once, in the file's order, and keeps its head only: about a third
-        of the time of the plan's keys asked for in ``IN (...)`` batches, whose rows lie all
-        over the file. A small plan in a big (shared) cache keeps to those batches.
+        Then :meth:`head` and :meth:`heads` answer from memory until :meth:`forget_heads`: a
+        key the table did not hold is absent, a damaged entry counts as corrupted when looked
+        up, as before. The pass reads each entry once, in the file's order, and keeps its head
+        only (a large cache's compactly, :mod:`.head_table`): a sixth of the CPU of the plan's
+        keys asked for in ``IN (...)`` batches, whose rows lie all over the file. A small plan
+        in a big (shared) cache keeps to those batches.
         """
         if self._cache is None or planned <= 0:
             return False
@@ -209,13 +233,34 @@ class JudgeCache:
             count = rows.count()
             if count > _SCAN_RATIO * planned or count > _SCAN_ROWS:
                 return False
-            heads, others = decode_heads(rows.scan())
-        self._heads, self._unread = heads, set(others)
+            if _DICT_ROWS < count < _TABLE_ROWS:
+                return False
+            if count <= _DICT_ROWS:
+                heads, others = decode_heads(rows.scan())
+                self._heads = HeadDict(heads, set(others))
+            else:
+                from .head_table import HeadTable  # numpy, for a large cache only
+
+                self._heads = HeadTable.read(rows.scan(), count)
         return True
 
     def forget_heads(self) -> None:
         """Drop what :meth:`scan_heads` read (call it before writing: it would go stale)."""
-        self._heads, self._unread = None, set()
+        self._heads = None
+
+    def heads(self, keys: Sequence[str]) -> list[EntryHead | None]:
+        """:meth:`head` of each of ``keys``, found together: from what :meth:`scan_heads`
+        read, or in one batch of queries (:meth:`prefetch`)."""
+        table = self._heads
+        if table is None:
+            self.prefetch(keys)
+            return [self.head(key) for key in keys]
+        found = table.find(keys)
+        if table.unread:
+            for index, key in enumerate(keys):
+                if found[index] is None and key in table.unread:
+                    found[index] = self.head(key)
+        return found
 
     def get(self, key: str) -> CachedResponse | None:
         """The entry for ``key``; None when absent or corrupted (then added to ``corrupted``)."""
@@ -226,7 +271,7 @@ class JudgeCache:
         None when absent or corrupted, as :meth:`get`."""
         if self._heads is not None:
             head = self._heads.get(key)
-            if head is not None or key not in self._unread:
+            if head is not None or key not in self._heads.unread:
                 return head  # None: the table did not hold the key
             # Damaged, kept in a file or not an entry: read and judged as one at a time.
         # As _read, two calls fewer: the hot path of a rerun's walk (one lookup per item).

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Generic, TypeVar
 
+from ..options import Left
 from ..study.config import EvalConfig
 from ..study.plan import JudgeItem, JudgeRequest, Study, chunk_request, planned_requests
 from .cache import CachedResponse, EntryHead
@@ -117,3 +118,16 @@ class Coverage:
     @property
     def items(self) -> int:
         return self.answered + self.refused + self.missing + self.in_batch
+
+    def add(self, left: Left, count: int = 1) -> None:
+        """Count ``count`` items that stand at ``left`` (:func:`~.left.left_of`): the one
+        place an item is counted by where it stands (``status``, the dry run, the batch
+        commands)."""
+        if left is Left.CACHED:
+            self.answered += count
+        elif left is Left.REFUSED:
+            self.refused += count
+        elif left is Left.IN_BATCH:
+            self.in_batch += count
+        else:
+            self.missing += count

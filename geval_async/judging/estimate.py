@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..study.plan import Study
 from ..study.steps import with_estimated_steps
 from .cache import JudgeCache
-from .left import Left, what_is_left
+from .left import tally_left
 from .limits import check_request_fits
 from .origin import ServerEntries
 from .probe import server_is_simulated
@@ -69,21 +69,22 @@ async def estimate_run(
             estimate.steps_requests += 1
             estimate.tokens += steps_request.est_tokens
             estimate.completion_tokens += steps_request.max_completion_tokens
-        sampling = config.sampling
-        for item in what_is_left(
-            with_estimated_steps(study), entries, retry_failed=retry_failed, in_batch=in_batch
-        ):
-            # The run stops with this line on a request the tpm limit can never let through
-            # (it checks every item, cached or not): the estimate says it too.
-            check_request_fits(item.first.est_tokens, config.limits.tpm)
-            if item.left is Left.CACHED:
-                estimate.cached += 1
-            elif item.left is Left.REFUSED:
-                estimate.refused += 1
-            elif item.left is Left.IN_BATCH:
-                estimate.in_batch += 1
-            for request in item.to_send:
-                estimate.requests += 1
-                estimate.tokens += request.est_tokens
-                estimate.completion_tokens += sampling.max_tokens * request.n
+        # The run stops with this line on a request the tpm limit can never let through (it
+        # checks every item, cached or not): the estimate says it too.
+        tally = tally_left(
+            with_estimated_steps(study),
+            entries,
+            retry_failed=retry_failed,
+            in_batch=in_batch,
+            tpm=config.limits.tpm,
+        )
+        if tally.over is not None:
+            check_request_fits(tally.over, config.limits.tpm)
+        for counts in tally.criteria.values():
+            estimate.cached += counts.answered
+            estimate.refused += counts.refused
+            estimate.in_batch += counts.in_batch
+        estimate.requests += tally.requests
+        estimate.tokens += tally.tokens
+        estimate.completion_tokens += tally.completion_tokens
     return estimate

@@ -1,8 +1,8 @@
 """The producer side of the worker pool: what is left to ask, claimed in batches, queued.
 
-The feed walks the plan in send order and asks what is left of every item
-(:func:`~geval_async.judging.left.what_is_left`, the rule ``--dry-run`` counts by): what
-is stored is counted and never touches a limiter or the network; an item with something
+The feed walks the plan in send order and asks what is left of every item, a chunk of items
+at a time (:func:`~geval_async.judging.left.left_chunks`, the rule ``--dry-run`` counts by):
+what is stored is counted and never touches a limiter or the network; an item with something
 missing is claimed for this run (:mod:`geval_async.judging.claims`), many items in one
 transaction, and goes onto a bounded queue the workers take from. A claim another process
 holds is left to the worker, which waits for that process's answer instead.
@@ -18,7 +18,7 @@ from itertools import chain
 
 from ..study.config import EvalConfig
 from ..study.plan import JudgeItem, JudgeRequest, Study
-from .left import ItemLeft, Left, what_is_left
+from .left import Left, LeftChunk, left_chunks
 from .limits import RateLimits
 from .origin import ServerEntries
 from .progress import RunCounters
@@ -68,42 +68,44 @@ class Feed:
         """The next item to judge; None when there is none left (one None per worker)."""
         return await self.queue.get()
 
-    def first_work(self) -> Iterator[ItemLeft] | None:
-        """Count what the cache settles up to the first item with something missing; the
-        items from that one on, or None when there is nothing to send (then the run opens no
-        transport and no claims)."""
+    def first_work(self) -> Iterator[LeftChunk] | None:
+        """Count what the cache settles up to the first chunk of items with something
+        missing; the chunks from that one on, or None when there is nothing to send (then the
+        run opens no transport and no claims)."""
         # A live batch job's requests are left to the worker, which finds the batch's claim.
-        states = what_is_left(
+        chunks = left_chunks(
             self.study, self.entries, retry_failed=self.retry_failed, send_order=True
         )
-        for state in states:
-            if self.stop.is_set() or not self._settled(state):
+        for chunk in chunks:
+            if self.stop.is_set() or chunk.open:
                 # From here on the run writes: heads read in one pass would go stale, so the
                 # rest of the walk reads the cache a chunk at a time.
                 self.entries.cache.forget_heads()
-                return chain([state], states)
+                return chain([chunk], chunks)
+            self._count(chunk)
         return None
 
-    def _settled(self, state: ItemLeft) -> bool:
-        """Count an item the cache answers or refuses; False when it needs requests."""
-        tpm = self.limits.tpm
-        if tpm and state.first.est_tokens > tpm:  # as check_request, without a call per item
-            self.limits.check_request(state.first.est_tokens)
-        left = state.left
-        if left is Left.CACHED:
-            self.counters.criteria[state.state.item.criterion.name].cached += 1
-        elif left is Left.REFUSED:
-            self.counters.criteria[state.state.item.criterion.name].rejected += 1
-        else:
-            return False
-        return True
+    def _count(self, chunk: LeftChunk) -> None:
+        """Count a chunk's items the cache answers or refuses (the rest are queued)."""
+        over = chunk.plan.first_over(self.limits.tpm)  # as check_request, not a call per item
+        if over is not None:
+            self.limits.check_request(over)
+        criteria = self.counters.criteria
+        for (name, left), count in chunk.counts().items():
+            if left is Left.CACHED:
+                criteria[name].cached += count
+            elif left is Left.REFUSED:
+                criteria[name].rejected += count
 
-    async def produce(self, states: Iterable[ItemLeft]) -> None:
-        """Queue the items of ``states`` that need requests (from :meth:`first_work`)."""
-        for state in states:
+    async def produce(self, chunks: Iterable[LeftChunk]) -> None:
+        """Queue the items of ``chunks`` that need requests (from :meth:`first_work`)."""
+        for chunk in chunks:
             if self.stop.is_set():
                 break
-            if not self._settled(state):
+            self._count(chunk)
+            for state in chunk.unsettled():
+                if self.stop.is_set():
+                    break
                 await self._enqueue(ItemWork(state.item, state.to_send))
         await self._enqueue(None)
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the

@@ -12,18 +12,29 @@ it reads the answers (:mod:`.read_model`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Container, Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 from ..options import Left
-from ..study.plan import JudgeItem, JudgeRequest, Study, planned_requests
+from ..study.plan import JudgeItem, JudgeRequest, PlanChunk, Study, plan_chunks
 from .cache import EntryHead
-from .coverage import Coverage, ItemState, states_ahead
+from .coverage import Coverage, ItemState, item_state
 from .origin import Heads, ServerEntries
 from .stored_steps import require_steps
 
-__all__ = ["ItemLeft", "Left", "coverage", "left_of", "what_is_left"]
+__all__ = [
+    "ItemLeft",
+    "Left",
+    "LeftChunk",
+    "LeftTally",
+    "coverage",
+    "left_chunks",
+    "left_of",
+    "tally_left",
+    "what_is_left",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +57,121 @@ class ItemLeft:
         """The requests a run sends for it: its next chunk (none unless :attr:`left` is
         to send). The chunk asks for every sample the item still lacks."""
         return self.state.missing if self.left is Left.TO_SEND else []
+
+
+@dataclass(slots=True)
+class LeftChunk:
+    """Consecutive items of the plan (a :class:`~geval_async.study.plan.PlanChunk`) and where
+    each stands, decided together from one lookup of their first keys. Nothing is made per
+    item of a rerun but its key and its place in :attr:`lefts`: an :class:`ItemLeft` only when
+    asked for (:meth:`states`, :meth:`unsettled`)."""
+
+    plan: PlanChunk
+    lefts: list[Left]
+    heads: list[EntryHead | None]  # each item's draw 0, as the server asked sees it
+    open: list[int]  # the items neither cached nor refused (to send, or in batch)
+    walked: dict[int, ItemState[EntryHead]] = field(default_factory=dict)  # later chunks read
+
+    def counts(self) -> Counter[tuple[str, Left]]:
+        """How many items of each criterion stand where: ``(criterion name, left) -> count``."""
+        names = self.plan.names()
+        if self.lefts.count(Left.CACHED) == len(self.lefts):  # a rerun's chunks
+            return Counter({(name, Left.CACHED): count for name, count in Counter(names).items()})
+        return Counter(zip(names, self.lefts, strict=True))
+
+    def state(self, index: int) -> ItemLeft:
+        """The ``index``-th item, what the cache holds of it and where it stands."""
+        left = self.lefts[index]
+        walked = self.walked.get(index)
+        if walked is not None:
+            return ItemLeft(walked, left)
+        first = self.plan.request(index)
+        item, head = first.item, self.heads[index]
+        if first.n < 1:
+            state: ItemState[EntryHead] = ItemState(item, first)
+        elif left is Left.CACHED and head is not None:
+            state = ItemState(item, first, [head], [], None, [first])
+        elif left is Left.REFUSED:
+            state = ItemState(item, first, [], [], head, [first])
+        else:
+            state = ItemState(item, first, [], [first], None, [first])
+        return ItemLeft(state, left)
+
+    def states(self) -> Iterator[ItemLeft]:
+        """Every item of the chunk, in order."""
+        return (self.state(index) for index in range(len(self.lefts)))
+
+    def unsettled(self) -> list[ItemLeft]:
+        """The items the cache neither answers nor refuses, in order."""
+        return [self.state(index) for index in self.open]
+
+
+def left_chunks(
+    study: Study,
+    entries: ServerEntries,
+    *,
+    retry_failed: bool = False,
+    in_batch: Container[str] = frozenset(),
+    send_order: bool = False,
+    chunk: int = 2048,
+) -> Iterator[LeftChunk]:
+    """Every item of the plan, where it stands, about ``chunk`` items at a time (arguments
+    as :func:`what_is_left`). A cache not much larger than the plan is read in one pass at
+    the first chunk (:meth:`~.cache.JudgeCache.scan_heads`), a larger one a chunk of keys at
+    a time; an item whose first chunk came back short has its later chunks walked alone."""
+    study = require_steps(study, entries) if study.pending_steps else study
+    config = study.config
+    chains = Heads(entries)
+    scanned = False
+    for part in plan_chunks(study, send=send_order, chunk=chunk):
+        if not scanned:
+            entries.scan_heads(study.planned)
+            scanned = True
+        heads = entries.heads(part.keys)
+        n = config.sampling.choices_per_item
+        # Where draw 0 alone decides an item, as left_of decides it: refused, or answered
+        # whole; None: its later chunks are walked.
+        # The heads are a handful of shared objects: decided once each, told apart by identity.
+        decided: dict[int, Left | None] = {}
+        for head in dict(zip(map(id, heads), heads, strict=True)).values():
+            if n < 1:
+                decided[id(head)] = Left.CACHED
+            elif head is None or (not head.ok and retry_failed):
+                decided[id(head)] = Left.TO_SEND
+            elif not head.ok:
+                decided[id(head)] = Left.REFUSED
+            else:
+                decided[id(head)] = Left.CACHED if head.received >= n else None
+        lefts = list(map(decided.__getitem__, map(id, heads)))
+        done = LeftChunk(part, [], heads, [])
+        if lefts.count(Left.CACHED) != len(lefts):
+            _settle(done, lefts, chains, retry_failed, in_batch)
+        done.lefts = cast(list[Left], lefts)  # every None decided by _settle
+        yield done
+
+
+def _settle(
+    chunk: LeftChunk,
+    lefts: list[Left | None],
+    chains: Heads,
+    retry_failed: bool,
+    in_batch: Container[str],
+) -> None:
+    """Decide the items draw 0 left open: walk the chains of those whose first chunk came
+    back short, and tell those in batch from those to send."""
+    config = chunk.plan.config
+    for index, left in enumerate(lefts):
+        if left is Left.CACHED or left is Left.REFUSED:
+            continue
+        if left is None:
+            state = item_state(chunk.plan.request(index), chains, config, retry_failed=retry_failed)
+            chunk.walked[index] = state
+            left = lefts[index] = left_of(state, in_batch)
+            if left is Left.CACHED or left is Left.REFUSED:
+                continue
+        elif chunk.plan.keys[index] in in_batch:
+            left = lefts[index] = Left.IN_BATCH
+        chunk.open.append(index)
 
 
 def what_is_left(
@@ -71,15 +197,10 @@ def what_is_left(
     Raises:
         ConfigError: generated steps are not in the cache (run ``run`` first).
     """
-    study = require_steps(study, entries) if study.pending_steps else study
-    states = states_ahead(
-        planned_requests(study, send=send_order),
-        Heads(entries, planned=study.planned),
-        study.config,
-        retry_failed=retry_failed,
-    )
-    for state in states:
-        yield ItemLeft(state, left_of(state, in_batch))
+    for chunk in left_chunks(
+        study, entries, retry_failed=retry_failed, in_batch=in_batch, send_order=send_order
+    ):
+        yield from chunk.states()
 
 
 def left_of(state: ItemState[Any], in_batch: Container[str] = frozenset()) -> Left:
@@ -93,20 +214,52 @@ def left_of(state: ItemState[Any], in_batch: Container[str] = frozenset()) -> Le
     return Left.TO_SEND
 
 
+@dataclass
+class LeftTally:
+    """What is left of a plan, counted: per criterion the items answered, refused, missing
+    (to send) and in batch; the requests to send and their tokens (prompt estimate plus the
+    completion budget, ``max_tokens x n`` each). ``over``: the token estimate of the first
+    request over the tpm limit asked about, where the count stopped (None: none)."""
+
+    criteria: dict[str, Coverage]
+    requests: int = 0
+    tokens: int = 0
+    completion_tokens: int = 0
+    over: int | None = None
+
+    def add(self, chunk: LeftChunk) -> None:
+        """Count a chunk's items (:meth:`~.coverage.Coverage.add`) and its requests to send."""
+        for (name, left), count in chunk.counts().items():
+            self.criteria[name].add(left, count)
+        for item in chunk.unsettled():
+            for request in item.to_send:
+                self.requests += 1
+                self.tokens += request.est_tokens
+                self.completion_tokens += request.max_completion_tokens
+
+
+def tally_left(
+    study: Study,
+    entries: ServerEntries,
+    *,
+    retry_failed: bool = False,
+    in_batch: Container[str] = frozenset(),
+    tpm: float | None = None,
+) -> LeftTally:
+    """Count what is left of the plan (arguments as :func:`what_is_left`); with ``tpm``, stop
+    at the first item whose first request that limit can never let through (``over``)."""
+    tally = LeftTally({c.name: Coverage() for c in study.criteria})
+    for chunk in left_chunks(study, entries, retry_failed=retry_failed, in_batch=in_batch):
+        tally.over = chunk.plan.first_over(tpm)
+        if tally.over is not None:
+            break
+        tally.add(chunk)
+    return tally
+
+
 def coverage(
     study: Study, entries: ServerEntries, in_batch: Container[str] = frozenset()
 ) -> dict[str, Coverage]:
     """Count, per criterion, the items the cache answers, refuses or lacks, and those live
     batch jobs are asking for (``in_batch``, their keys)."""
-    counts = {c.name: Coverage() for c in study.criteria}
-    for item in what_is_left(study, entries, in_batch=in_batch):
-        c = counts[item.item.criterion.name]
-        if item.left is Left.CACHED:
-            c.answered += 1
-        elif item.left is Left.REFUSED:
-            c.refused += 1
-        elif item.left is Left.IN_BATCH:
-            c.in_batch += 1
-        else:
-            c.missing += 1
-    return counts
+    return tally_left(study, entries, in_batch=in_batch).criteria

@@ -60,6 +60,22 @@ class ServerEntries:
         """What a lookup needs of the entry, under the same rule as :meth:`get`."""
         return self._seen(key, self.cache.head(key))
 
+    def heads(self, keys: Sequence[str]) -> list[EntryHead | None]:
+        """:meth:`head` of each of ``keys``, found together (:meth:`~.cache.JudgeCache.heads`)."""
+        found = self.cache.heads(keys)
+        # A handful of distinct heads (shared objects): the rule is asked of each once, not of
+        # each key, and told apart by identity (a dataclass's hash is a Python call).
+        distinct = dict(zip(map(id, found), found, strict=True))
+        kinds = [head for head in distinct.values() if head is not None]
+        if self.simulated is not None and any(h.simulated != self.simulated for h in kinds):
+            for index, head in enumerate(found):
+                if head is not None and head.simulated != self.simulated:
+                    self.hidden.add(keys[index])
+                    found[index] = None
+        shown = (h for h in kinds if self.simulated is None or h.simulated == self.simulated)
+        self.origins.update(h.simulated for h in shown if h.ok)
+        return found
+
     def scan_heads(self, planned: int) -> bool:
         return self.cache.scan_heads(planned)
 

@@ -34,8 +34,9 @@ class ItemAnswers:
     """One item's stored answers: the choices of its entries in draw order, or why none.
 
     ``missing``: the cache lacks a chunk the item needs; ``refused``: the judge refused a
-    request of it for good. Either way ``choices`` holds what came before. ``in_batch``: the
-    chunk it lacks is asked by a live batch job (of the keys the read model was given).
+    request of it for good. Either way ``choices`` holds what came before. ``left``: where it
+    stands; in batch when the chunk it lacks is asked by a live batch job (of the keys the
+    read model was given).
     """
 
     item: JudgeItem
@@ -43,7 +44,11 @@ class ItemAnswers:
     missing: bool = False
     refused: bool = False
     served: tuple[str, ...] = ()  # the models the server said it served, as it named them
-    in_batch: bool = False
+    left: Left = Left.CACHED  # where it stands (left_of: the rule a run sends by)
+
+    @property
+    def in_batch(self) -> bool:
+        return self.left is Left.IN_BATCH
 
 
 class StudyAnswers:
@@ -86,7 +91,7 @@ class StudyAnswers:
                 bool(state.missing),
                 state.refused is not None,
                 tuple(served),
-                in_batch=left_of(state, self._in_batch) is Left.IN_BATCH,
+                left=left_of(state, self._in_batch),
             )
             self.first_arrived, self.last_arrived = first, last
 

@@ -18,15 +18,24 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, dataclass, fields
+from itertools import islice
 from typing import Any
 
 import orjson
 
 from ..options import EntryStatus
 
-__all__ = ["ENTRY_VERSION", "PACKED", "CachedResponse", "EntryHead", "decode_head", "decode_heads"]
+__all__ = [
+    "ENTRY_VERSION",
+    "PACKED",
+    "CachedResponse",
+    "EntryHead",
+    "checked_heads",
+    "decode_head",
+    "decode_heads",
+]
 
 # The version of the fields (an archive holds them as JSON): unchanged by how they are stored.
 ENTRY_VERSION = 1
@@ -175,28 +184,51 @@ def decode_heads(rows: Iterable[tuple[str, Any]]) -> tuple[dict[str, EntryHead],
     cache to read and judge one at a time."""
     heads: dict[str, EntryHead] = {}
     others: list[str] = []
+    for keys, checked, rest in checked_heads(rows):
+        heads.update(zip(keys, checked, strict=True))
+        others += rest
+    return heads, others
+
+
+def checked_heads(
+    rows: Iterable[tuple[str, Any]], size: int = 4096
+) -> Iterator[tuple[list[str], list[EntryHead], list[str]]]:
+    """Many ``(key, value)`` rows' heads, each entry checked whole as by :func:`decode_head`,
+    ``size`` rows at a time: their keys and heads (in two lists, in order), and the keys of
+    the rest (damaged, kept in a file, not bytes), for the cache to read and judge one at a
+    time."""
     crc32, stored_crc, known = zlib.crc32, _CRC.unpack_from, _HEADS
     marked = len(PACKED)
-    # One loop, no call per entry but the checksum's: a rerun reads every entry of its plan.
-    for key, raw in rows:
-        if (
-            type(raw) is bytes
-            and raw[:marked] == PACKED
-            and len(raw) >= _META
-            and crc32(raw[_SUMMED:]) == stored_crc(raw, marked)[0]
-        ):
-            head = known.get(raw[_SUMMED:_META])
-            if head is not None:
-                heads[key] = head
-                continue
-        if type(raw) is bytes:  # a header not met yet, or damaged (then left over)
-            try:
-                heads[key] = decode_head(raw)
-                continue
-            except ValueError:
-                pass
-        others.append(key)
-    return heads, others
+    rows = iter(rows)
+    while batch := list(islice(rows, size)):
+        keys: list[str] = []
+        heads: list[EntryHead] = []
+        others: list[str] = []
+        add_key, add_head = keys.append, heads.append
+        # One loop, no call per entry but the checksum's: a rerun reads every entry of its plan.
+        for key, raw in batch:
+            if (
+                type(raw) is bytes
+                and raw[:marked] == PACKED
+                and len(raw) >= _META
+                and crc32(raw[_SUMMED:]) == stored_crc(raw, marked)[0]
+            ):
+                head = known.get(raw[_SUMMED:_META])
+                if head is not None:
+                    add_key(key)
+                    add_head(head)
+                    continue
+            if type(raw) is bytes:  # a header not met yet, or damaged (then left over)
+                try:
+                    head = decode_head(raw)
+                except ValueError:
+                    pass
+                else:
+                    add_key(key)
+                    add_head(head)
+                    continue
+            others.append(key)
+        yield keys, heads, others
 
 
 def _head(header: bytes) -> EntryHead:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..judging.read_model import Coverage, open_answers
+from ..options import Left
 from ..study.plan import Study
 from .readings import ShareCounts, ShareDifference
 from .scores import parser_for, score_item
@@ -62,15 +63,8 @@ def study_status(study: Study, in_batch: Container[str] = frozenset()) -> StudyS
         sampling = answers.study.config.sampling
         for item in answers:
             name = item.item.criterion.name
-            c = counts[name]
-            if item.refused:
-                c.refused += 1
-            elif item.in_batch:
-                c.in_batch += 1
-            elif item.missing:
-                c.missing += 1
-            else:
-                c.answered += 1
+            counts[name].add(item.left)  # as the dry run and the batch commands count
+            if item.left is Left.CACHED:
                 # A rubric's answers count per rubric part, as the samples table lists them.
                 score = score_item(
                     item,

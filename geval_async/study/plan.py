@@ -14,53 +14,54 @@ them in one request. When a chunk returns fewer (an earlier run with a smaller n
 which ignores ``n``), the next chunk starts where it ended. The chain is a pure function of
 what is in the cache, so the scoring stage finds the same keys without a network, and always
 scores the first n samples in draw order (see :mod:`geval_async.study.keys`).
+
+A walk that decides many items from their first keys (a rerun looks up every item of the
+plan) takes them a chunk at a time (:func:`plan_chunks`): each criterion's keys made in one
+loop over the chunk's records, and no :class:`JudgeItem` or :class:`JudgeRequest` made for an
+item until it is asked for. What a request holds, and how it is made, is :mod:`.requests`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
-from typing import Any
 
 from ..errors import ConfigError
-from ..options import SamplingMode
-from .config import CriterionConfig, EvalConfig
+from .config import EvalConfig
 from .criteria import Rubric
-from .definition import Steps
-from .keys import KeyFrame, request_key
-from .prompts import Template, field_text
+from .keys import KeyFrame
+from .prompts import field_text
 from .records import Record, Records
+from .requests import (
+    CHARS_PER_TOKEN,
+    JudgeItem,
+    JudgeRequest,
+    PlannedCriterion,
+    chunk_request,
+    first_request,
+    render_messages,
+    request_body,
+    token_estimate,
+)
 from .shard import Share
 
-# Per-message framing tokens providers add; the estimate only needs to be close and stable.
-_TOKENS_PER_MESSAGE = 4
-_CHARS_PER_TOKEN = 4
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedCriterion:
-    """A criterion with its parsed template, and its evaluation steps when known (the
-    template's ``{{steps}}`` stays open while generated ones are not read yet)."""
-
-    config: CriterionConfig
-    template: Template
-    steps: Steps | None = None
-
-    @property
-    def steps_pending(self) -> bool:
-        """Whether its steps are to be generated and not read from the cache yet."""
-        return self.steps is not None and self.steps.text is None
-
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-    @property
-    def rubrics(self) -> tuple[Rubric | None, ...]:
-        """The rubrics asked separately, or (None,) for a single-question criterion."""
-        return self.config.rubrics or (None,)
+# The plan's requests are made in .requests; imported from here too, where they always were.
+__all__ = [
+    "JudgeItem",
+    "JudgeRequest",
+    "PlanChunk",
+    "PlannedCriterion",
+    "Study",
+    "chunk_request",
+    "first_request",
+    "first_requests",
+    "plan_chunks",
+    "plan_items",
+    "planned_requests",
+    "render_messages",
+]
 
 
 @dataclass(frozen=True)
@@ -108,61 +109,13 @@ class Study:
         shard = self.config.shard
         if shard is None:
             return None
-        return shard.cut(r.key for requests in _request_chunks(self) for r in requests)
+        return shard.cut(key for part in _chunks(self, send=False, chunk=2048) for key in part.keys)
 
     @property
     def selected_records(self) -> Records:
         """The records in the plan (the first ``--limit`` when a limit is set)."""
         limit = self.config.limit
         return self.records if limit is None else self.records[:limit]
-
-
-# JudgeItem and JudgeRequest are not frozen, though never changed: a frozen dataclass's
-# __init__ sets each field through object.__setattr__, and a rerun makes one of each per item.
-@dataclass(slots=True)
-class JudgeItem:
-    """One record judged on one criterion (or one rubric of it): needs ``choices_per_item``
-    answers."""
-
-    record: Record
-    criterion: PlannedCriterion
-    rubric: Rubric | None = None
-
-
-@dataclass(slots=True)
-class JudgeRequest:
-    """One chat-completions request of an item, with its cache key and token estimate.
-
-    Its messages and body are made when asked for, not kept: a rerun looks up every request
-    of the plan and sends none, and a request waiting to be sent holds no prompt text.
-    """
-
-    item: JudgeItem
-    draw: int
-    n: int
-    key: str
-    est_tokens: int
-    config: EvalConfig = field(repr=False, compare=False)
-
-    @property
-    def messages(self) -> list[dict[str, str]]:
-        """The judge messages (rendered again each time: they are not kept)."""
-        return render_messages(self.item)
-
-    @property
-    def body(self) -> dict[str, Any]:
-        """The request as sent."""
-        return _body(self.config, self.messages, self.draw, self.n)
-
-    @property
-    def model(self) -> str:
-        """The body's model, without rendering the body."""
-        return self.config.judge.model
-
-    @property
-    def max_completion_tokens(self) -> int:
-        """The body's ``max_tokens x n``: the most the answer can bill, without rendering."""
-        return self.config.sampling.max_tokens * self.n
 
 
 def plan_items(study: Study) -> Iterator[JudgeItem]:
@@ -179,22 +132,111 @@ def planned_requests(
     study: Study, *, send: bool = False, chunk: int = 256
 ) -> Iterator[JudgeRequest]:
     """The first request of every item of the plan, in plan order (or in send order), made a
-    chunk at a time (:func:`first_requests`); with a shard, of its items only, each rendered
+    chunk at a time (:func:`plan_chunks`); with a shard, of its items only, each rendered
     and hashed once."""
+    for part in plan_chunks(study, send=send, chunk=chunk):
+        yield from part.requests()
+
+
+@dataclass(slots=True)
+class PlanChunk:
+    """Consecutive items of the plan, with their first requests' keys and token estimates,
+    made in bulk: the items are ``records`` x ``prompts``, record by record (``where`` picks
+    those a shard holds). An item's :class:`JudgeItem` and :class:`JudgeRequest` are made
+    only when asked for: a rerun decides a chunk of items from their keys alone."""
+
+    config: EvalConfig
+    records: list[Record]
+    prompts: list[_Prompt]
+    keys: list[str]
+    tokens: list[int]  # each first request's est_tokens
+    where: list[int] | None = None  # the items' places in records x prompts (None: all)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def item(self, index: int) -> JudgeItem:
+        """The ``index``-th item of the chunk."""
+        place = index if self.where is None else self.where[index]
+        record, prompt = divmod(place, len(self.prompts))
+        prompt_of = self.prompts[prompt]
+        return JudgeItem(self.records[record], prompt_of.criterion, prompt_of.rubric)
+
+    def request(self, index: int) -> JudgeRequest:
+        """The first request of the ``index``-th item, as :func:`first_request` makes it."""
+        n = self.config.sampling.choices_per_item
+        item = self.item(index)
+        return JudgeRequest(item, 0, n, self.keys[index], self.tokens[index], self.config)
+
+    def requests(self) -> list[JudgeRequest]:
+        return [self.request(index) for index in range(len(self.keys))]
+
+    def first_over(self, tpm: float | None) -> int | None:
+        """The token estimate of the first item over ``tpm`` (None: none, or no limit)."""
+        if not tpm or max(self.tokens, default=0) <= tpm:
+            return None
+        return next(tokens for tokens in self.tokens if tokens > tpm)
+
+    def names(self) -> list[str]:
+        """Each item's criterion name, in order."""
+        names = [prompt.criterion.name for prompt in self.prompts]
+        if self.where is None:
+            return names * len(self.records)
+        return [names[place % len(names)] for place in self.where]
+
+
+def plan_chunks(study: Study, *, send: bool = False, chunk: int = 2048) -> Iterator[PlanChunk]:
+    """Every item of the plan (in plan order, or in send order) with its first request's key,
+    about ``chunk`` items at a time; with a shard, of its items only."""
     share = study.share
-    for requests in _request_chunks(study, send=send, chunk=chunk):
-        if share is None:
-            yield from requests
-        else:
-            yield from (request for request in requests if share.holds(request.key))
+    for part in _chunks(study, send=send, chunk=chunk):
+        if share is not None:
+            where = [i for i, key in enumerate(part.keys) if share.holds(key)]
+            part.keys = [part.keys[i] for i in where]
+            part.tokens = [part.tokens[i] for i in where]
+            part.where = where
+        if part.keys:
+            yield part
 
 
-def _request_chunks(
-    study: Study, *, send: bool = False, chunk: int = 256
-) -> Iterator[list[JudgeRequest]]:
-    items = _send_order(study) if send else _plan_order(study)
-    while requests := first_requests(islice(items, chunk), study.config):
-        yield requests
+def _chunks(study: Study, *, send: bool, chunk: int) -> Iterator[PlanChunk]:
+    _check_steps(study)
+    config = study.config
+    pairs = [(criterion, rubric) for criterion in study.criteria for rubric in criterion.rubrics]
+    if not pairs:
+        return
+    # In send order, record by record: all criteria of a record go out together, so the
+    # token cost of the requests stays even over the run. Sent criterion by criterion, a
+    # criterion with a short prompt (no source text) would spend a stretch of the run bound
+    # by the requests limit with tokens to spare, and one with a long prompt a stretch bound
+    # by tokens with requests to spare; interleaved, both limits can be used at once.
+    # (Provider prompt caches keep a prefix for minutes, so each criterion's instructions
+    # stay cached as they alternate.)
+    if send:
+        yield from _record_chunks(study, pairs, max(1, chunk // len(pairs)), config)
+    else:
+        for pair in pairs:
+            yield from _record_chunks(study, [pair], chunk, config)
+
+
+def _record_chunks(
+    study: Study,
+    pairs: list[tuple[PlannedCriterion, Rubric | None]],
+    size: int,
+    config: EvalConfig,
+) -> Iterator[PlanChunk]:
+    """Chunks of ``size`` records x ``pairs``: each pair's keys made in one loop."""
+    records = iter(study.selected_records)
+    prompts: list[_Prompt] | None = None
+    count = len(pairs)
+    while batch := list(islice(records, size)):
+        if prompts is None:
+            prompts = [_Prompt(JudgeItem(batch[0], c, r), config) for c, r in pairs]
+        keys: list[str] = [""] * (len(batch) * count)
+        tokens: list[int] = [0] * (len(batch) * count)
+        for index, prompt in enumerate(prompts):
+            keys[index::count], tokens[index::count] = prompt.first_keys(batch, config)
+        yield PlanChunk(config, batch, prompts, keys, tokens)
 
 
 def _check_steps(study: Study) -> None:
@@ -217,85 +259,6 @@ def _plan_order(study: Study) -> Iterator[JudgeItem]:
                 yield JudgeItem(record, criterion, rubric)
 
 
-def _send_order(study: Study) -> Iterator[JudgeItem]:
-    """Every item of the plan in the order the runner sends them: record by record.
-
-    All criteria of a record go out together, so the token cost of the requests stays even
-    over the run. Sent criterion by criterion, a criterion with a short prompt (no source
-    text) would spend a stretch of the run bound by the requests limit with tokens to spare,
-    and one with a long prompt a stretch bound by tokens with requests to spare; interleaved,
-    both limits can be used at once. (Provider prompt caches keep a prefix for minutes, so
-    each criterion's instructions stay cached as they alternate.)
-    """
-    _check_steps(study)
-    pairs = [(criterion, rubric) for criterion in study.criteria for rubric in criterion.rubrics]
-    for record in study.selected_records:
-        for criterion, rubric in pairs:
-            yield JudgeItem(record, criterion, rubric)
-
-
-def render_messages(item: JudgeItem) -> list[dict[str, str]]:
-    """The judge messages for an item (the template filled from the record)."""
-    return [{"role": item.criterion.config.role, "content": render_text(item)}]
-
-
-def render_text(item: JudgeItem) -> str:
-    """The text of an item's one message: its criterion's template filled from the record."""
-    criterion = item.criterion
-    values: dict[str, Any] = {
-        name: item.record.fields[source] for name, source in criterion.config.fields.items()
-    }
-    if item.rubric is not None:
-        values["rubric"] = item.rubric.text
-    return criterion.template.render(values)
-
-
-def _request(item: JudgeItem, config: EvalConfig, draw: int, n: int) -> JudgeRequest:
-    messages = render_messages(item)
-    key = request_key(_body(config, messages, draw, n), draw)
-    return JudgeRequest(item, draw, n, key, _estimate(config, messages, n), config)
-
-
-def _body(config: EvalConfig, messages: list[dict[str, str]], draw: int, n: int) -> dict[str, Any]:
-    sampling = config.sampling
-    body: dict[str, Any] = {
-        "model": config.judge.model,
-        "messages": messages,
-        "temperature": sampling.temperature,
-        "top_p": sampling.top_p,
-        "max_tokens": sampling.max_tokens,
-        "n": n,
-    }
-    if sampling.mode == SamplingMode.LOGPROBS:
-        body["logprobs"] = True
-        body["top_logprobs"] = sampling.top_logprobs
-    if sampling.seed is not None:
-        body["seed"] = sampling.seed + draw
-    if sampling.reasoning_effort is not None:
-        body["reasoning_effort"] = str(sampling.reasoning_effort)
-    return body
-
-
-def _estimate(config: EvalConfig, messages: list[dict[str, str]], n: int) -> int:
-    chars = 0
-    for message in messages:
-        chars += len(message["content"])
-    return _tokens(config, chars, len(messages), n)
-
-
-def _tokens(config: EvalConfig, chars: int, messages: int, n: int) -> int:
-    return (
-        -(-chars // _CHARS_PER_TOKEN)
-        + _TOKENS_PER_MESSAGE * messages
-        + config.sampling.max_tokens * n
-    )
-
-
-def first_request(item: JudgeItem, config: EvalConfig) -> JudgeRequest:
-    """Draw 0 of an item: all its answers asked for at once."""
-    return _request(item, config, 0, config.sampling.choices_per_item)
-
-
 def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[JudgeRequest]:
     """Draw 0 of each item, as :func:`first_request` makes it, for many items at once: a rerun
     of a large plan looks up every request. Each criterion's part of the key is hashed once
@@ -303,7 +266,7 @@ def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[Judge
     mapping of values; no body is built."""
     n = config.sampling.choices_per_item
     # A request's token estimate (_tokens) less its text's share: the same for every item.
-    fixed = _tokens(config, 0, 1, n)
+    fixed = token_estimate(config, 0, 1, n)
     prompts: dict[tuple[int, int], _Prompt] = {}
     requests: list[JudgeRequest] = []
     append = requests.append
@@ -317,7 +280,7 @@ def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[Judge
             append(first_request(item, config))
             continue
         text = prompt.text(item.record)
-        tokens = fixed - (-len(text) // _CHARS_PER_TOKEN)
+        tokens = fixed - (-len(text) // CHARS_PER_TOKEN)
         append(JudgeRequest(item, 0, n, frame.key(text), tokens, config))
     return requests
 
@@ -337,8 +300,22 @@ class _Prompt:
         fields = self.criterion.config.fields
         self._parts = list(template.parts)
         self._slots = [(i, fields[template.parts[i]]) for i in range(1, len(template.parts), 2)]
-        body = _body(config, render_messages(item), 0, config.sampling.choices_per_item)
+        body = request_body(config, render_messages(item), 0, config.sampling.choices_per_item)
         self.frame = KeyFrame.around(body, 0)
+
+    def first_keys(self, records: list[Record], config: EvalConfig) -> tuple[list[str], list[int]]:
+        """The keys and token estimates of the first requests of ``records``' items."""
+        frame = self.frame
+        if frame is None:  # keyed the slow way
+            requests = [
+                first_request(JudgeItem(record, self.criterion, self.rubric), config)
+                for record in records
+            ]
+            return [r.key for r in requests], [r.est_tokens for r in requests]
+        # A request's token estimate (_tokens) less its text's share: the same for every item.
+        fixed = token_estimate(config, 0, 1, config.sampling.choices_per_item)
+        texts = list(map(self.text, records))
+        return frame.keys(texts), [fixed - (-len(t) // CHARS_PER_TOKEN) for t in texts]
 
     def text(self, record: Record) -> str:
         """What :func:`render_text` gives for this criterion and ``record``."""
@@ -347,9 +324,3 @@ class _Prompt:
             value = fields[source]
             parts[index] = value if type(value) is str else field_text(value)
         return _join(parts)
-
-
-def chunk_request(request: JudgeRequest, start: int, config: EvalConfig) -> JudgeRequest:
-    """The chunk of ``request``'s item that starts at sample ``start`` and asks for the rest."""
-    total = request.draw + request.n
-    return _request(request.item, config, start, total - start)

@@ -11,10 +11,9 @@ not a best-effort memo. ``add`` is atomic across processes, so two runs of one p
 answer once. diskcache is used through its public API only; the reads of many entries at once
 (a rerun's lookups) and the writes of many new ones (a run's answers, :mod:`.answer_table`),
 which that API has no call for, are our own (:mod:`.rows`), and so is a folder open to read
-only. Errors of diskcache and sqlite become
-:class:`~geval_async.errors.CacheError` in :mod:`.cache_errors`. An entry that does not decode
-is counted as corrupted and treated as missing. How an entry becomes bytes, and is checked when
-read back, is :mod:`geval_async.judging.stored`.
+only. Errors of diskcache and sqlite become :class:`~geval_async.errors.CacheError` in
+:mod:`.cache_errors`. An entry that does not decode is counted as corrupted and treated as
+missing. How an entry becomes bytes, and is checked when read back, is :mod:`.stored`.
 """
 
 from __future__ import annotations
@@ -45,13 +44,11 @@ _PROBE_KEY = "geval-async:probe"
 _ABSENT = object()  # diskcache's default for a missing key; a stored NULL reads as None
 # scan_heads reads the whole table when it holds at most this many rows per planned lookup.
 _SCAN_RATIO = 2
-# ... and at most _DICT_ROWS rows, their heads kept in a dict while the walk looks them up
-# (about 0.15 kB each: 400,000 took a rerun's peak from 118 to 175 MB); or from _TABLE_ROWS
-# to _SCAN_ROWS rows, kept as digests in sorted arrays (:mod:`.head_table`: 41 bytes each,
-# and numpy imported, 12 MB). In between, and beyond, the keyed batches, a chunk of keys at
-# a time, cost seconds, not memory: the arrays would take benchmark 5's rerun of 400,000
-# (138 MB keyed) over its 150 MB floor, and save it 5 CPU s of 12; a million keyed
-# lookups cost 12 CPU s, over issue 22's 15 s floor with the rest of the rerun.
+# ... and at most _DICT_ROWS rows, their heads in a dict (0.15 kB each); or _TABLE_ROWS to
+# _SCAN_ROWS rows, as digests in sorted arrays (:mod:`.head_table`: 41 bytes each, and numpy's
+# 12 MB). In between and beyond, keyed batches cost seconds, not memory: the arrays would take
+# a rerun of 400,000 (138 MB keyed) over its 150 MB floor; a million keyed lookups cost 12
+# CPU s, over issue 22's 15 s floor with the rest of the rerun.
 _DICT_ROWS = 150_000
 _TABLE_ROWS = 500_000
 _SCAN_ROWS = 3_000_000

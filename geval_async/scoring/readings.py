@@ -143,14 +143,17 @@ def share_counts(scores: Iterable[ItemScore]) -> ShareCounts:
         pd.Series(scores.record_conditions, dtype=object).fillna("all")
     )
     width = max(len(conditions), 1)
-    # Per item, its (criterion, condition) as one number; per answer, its item's.
-    item_key = scores.criterion.numbers().astype(np.int64) * width
-    item_key += codes[scores.record.numbers()]
+    # Per item, its (criterion, condition) as one number; per answer, its item's (4 bytes
+    # each unless there are billions of pairs: a million items' arrays are a few MB).
+    kind = np.int32 if len(scores.criteria.values) * width < 2**31 else np.int64
+    item_key: np.ndarray = scores.criterion.numbers().astype(kind)
+    np.multiply(item_key, width, out=item_key)
+    np.add(item_key, codes.astype(kind)[scores.record.numbers()], out=item_key)
     answers = scores.counts[0].numbers()
     order = pd.unique(item_key[answers > 0])  # the pairs in the order they first appear
     place = np.zeros(int(item_key.max()) + 1 if len(item_key) else 0, dtype=np.int32)
     place[order] = np.arange(len(order), dtype=np.int32)
-    where = np.repeat(place[item_key], answers.astype(np.int64))
+    where = np.repeat(place[item_key], answers)
     del item_key
     samples = np.bincount(where, minlength=len(order))
     reason = scores.reason.numbers()  # -1: valid

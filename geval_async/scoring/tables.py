@@ -226,23 +226,50 @@ def group_tables(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> dict[
     (columns), without the Average row; from the long table (or its score columns), or from
     items held in columns, a criterion's rows at a time (a million items' frame never held)."""
     if isinstance(long, ScoreColumns):
-        heads = _heads(long)
-        by_group = bool(heads["group"].notna().any())
-        groups, conditions = _groups(heads), _conditions(config, heads) or ["all"]
-        tables = {}
-        criterion_codes = long.criterion.numbers()
-        for criterion in config.criteria:
-            code = long.criteria.codes.get(criterion.name, -1)
-            rows = np.flatnonzero(criterion_codes == code)
-            frame = _long_from_columns(long, rows, SCORE_COLUMNS)
-            means = _means(frame, by_group)
-            tables[criterion.name] = _table(means, criterion.name, groups, conditions, config)
-        return tables
+        return _group_tables_of_columns(long, config)
     # One grouping for every criterion: the tables of a study come from one pass over it (by
     # columns, not a copy of the long table).
     means = _means(long, bool(long["group"].notna().any()))
     groups, conditions = _groups(long), _conditions(config, long) or ["all"]
     return {c.name: _table(means, c.name, groups, conditions, config) for c in config.criteria}
+
+
+def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[str, pd.DataFrame]:
+    """:func:`group_tables` of items held in columns: grouped by the codes of their records'
+    groups and conditions (the same partition and order of rows as the frame's grouping, so
+    the same means to the last bit), a criterion at a time; records without a group among
+    others with one are grouped from a criterion's frame instead (NaN labels)."""
+    heads = _heads(columns)
+    by_group = bool(heads["group"].notna().any())
+    groups, conditions = _groups(heads), _conditions(config, heads) or ["all"]
+    record = columns.record.numbers()
+    labels = columns.record_groups if by_group else columns.record_ids
+    group_of = pd.Series(labels, dtype=object)
+    condition_of = pd.Series(columns.record_conditions, dtype=object).fillna("all")
+    coded = not group_of.isna().any()
+    group_code, group_values = pd.factorize(group_of)
+    condition_code, condition_values = pd.factorize(condition_of)
+    score = columns.score_column()
+    criterion_codes = columns.criterion.numbers()
+    tables = {}
+    for criterion in config.criteria:
+        rows = np.flatnonzero(criterion_codes == columns.criteria.codes.get(criterion.name, -1))
+        if not coded or not len(rows):
+            names = SCORE_COLUMNS if not by_group else SCORE_COLUMNS[1:]
+            means = _means(_long_from_columns(columns, rows, names), by_group)
+            tables[criterion.name] = _table(means, criterion.name, groups, conditions, config)
+            continue
+        at = record[rows]
+        keys = [group_code[at], condition_code[at]]
+        means = pd.Series(score[rows]).groupby(keys, sort=False).mean().unstack()
+        table = means.reindex(
+            index=pd.Index(group_values).get_indexer(groups),
+            columns=pd.Index(condition_values).get_indexer(conditions),
+        )
+        table = pd.DataFrame(table.to_numpy(dtype=float), index=groups, columns=conditions)
+        table.index.name = config.data.group_field or "record"
+        tables[criterion.name] = table
+    return tables
 
 
 def _means(long: pd.DataFrame, by_group: bool) -> pd.Series:

@@ -11,7 +11,8 @@ about 12 bytes an item and 3 an answer. What repeats is stored once and coded: e
 distribution, answer text, rating and server model name (a study's "4" and ``{4: 1.0}`` recur
 a million times). Rubric criteria's combined items (whose parts are item scores themselves)
 are few and stay objects. A panel's pooled items (:class:`~.scores.PanelItemScore`) add their
-own columns (:class:`PanelColumns`: the pooled score, every judge's samples, who scored).
+own columns (:class:`~.panel_columns.PanelColumns`: the pooled score, every judge's samples,
+who scored).
 
 It is a ``Sequence[ItemScore]``: ``columns[i]`` and iteration rebuild each item as it was
 scored (equal to it), one at a time, so the raw exports and the HTML report read it as
@@ -22,6 +23,7 @@ directly. Pure and sync: numpy only.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, overload
 
@@ -31,7 +33,8 @@ import orjson
 from ..options import Reason, ScoreStatus
 from ..study.plan import Study
 from .distributions import RatingDistribution
-from .packed import Coded, PackedColumn
+from .packed import Coded, PackedColumn, objects
+from .panel_columns import PanelColumns
 from .scores import CriterionTally, ItemScore, PanelItemScore, count_item
 from .shares import ShareCounts
 
@@ -54,44 +57,6 @@ def _distribution_key(d: RatingDistribution) -> Hashable:
 
 def _rating_key(value: object) -> Hashable:
     return (type(value), value)
-
-
-def _objects(values: list[Any]) -> np.ndarray:
-    """``values`` (strings, numbers, None) as an object array, to be read by code."""
-    table = np.empty(len(values), dtype=object)
-    table[:] = values
-    return table
-
-
-class PanelColumns:
-    """A panel's own numbers per pooled item (:class:`~.scores.PanelItemScore`): the pooled
-    score, every judge's valid and invalid samples, and the judges that scored it and those
-    left out (codes of name tuples), the long table's ``judges_scored`` and ``judges_missing``.
-    """
-
-    def __init__(self) -> None:
-        self.judges: Coded[tuple[str, ...]] = Coded()
-        self.pooled = PackedColumn(np.nan, "d")  # NaN: none
-        self.valid = PackedColumn(0)
-        self.invalid = PackedColumn(0)
-        self.scored = PackedColumn(0)
-        self.missing = PackedColumn(0)
-
-    def append(self, score: PanelItemScore) -> None:
-        self.pooled.append(np.nan if score.pooled is None else score.pooled)
-        self.valid.append(score.member_valid)
-        self.invalid.append(score.member_invalid)
-        self.scored.append(self.judges.code(score.judges_scored))
-        self.missing.append(self.judges.code(score.judges_missing))
-
-    def judges_scored(self) -> np.ndarray:
-        """Per item, how many judges scored it."""
-        counts = np.array([len(names) for names in self.judges.values], dtype=np.int64)
-        return counts[self.scored.numbers()]
-
-    def judges_missing(self) -> np.ndarray:
-        """Per item, the judges left out, comma-separated ("" for none)."""
-        return _objects([",".join(names) for names in self.judges.values])[self.missing.numbers()]
 
 
 class ScoreColumns(Sequence[ItemScore]):
@@ -138,6 +103,9 @@ class ScoreColumns(Sequence[ItemScore]):
         self.shares: ShareCounts | None = None
         self._offsets: tuple[np.ndarray, ...] | None = None
         self._read: dict[str, Sequence[Any]] | None = None
+        # The records' codes in the order the items first name them, and which they have.
+        self._first_named = array("i")
+        self._named = bytearray(len(record_ids))
 
     # --- building -------------------------------------------------------------------------
 
@@ -155,6 +123,11 @@ class ScoreColumns(Sequence[ItemScore]):
             raise ValueError("one judge's item score among a panel's pooled items")
         count_item(self.tallies, score)
         self.record.append(record)
+        if record >= len(self._named):
+            self._named.extend(bytes(record + 1 - len(self._named)))
+        if not self._named[record]:
+            self._named[record] = 1
+            self._first_named.append(record)
         self.criterion.append(self.criteria.code(score.criterion))
         self.status.append(_STATUS_CODES[score.status])
         self.served_code.append(self.served.code(score.served))
@@ -291,26 +264,29 @@ class ScoreColumns(Sequence[ItemScore]):
 
     def record_column(self, values: list[Any]) -> np.ndarray:
         """Per item, its record's entry of ``values`` (ids, groups or conditions)."""
-        return _objects(values)[self.record.numbers()]
+        return objects(values)[self.record.numbers()]
 
-    def criterion_column(self) -> np.ndarray:
-        """Per item, its criterion's name."""
-        return _objects(self.criteria.values)[self.criterion.numbers()]
+    def criterion_column(self, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
+        """Per item (of ``rows``), its criterion's name."""
+        return objects(self.criteria.values)[self.criterion.numbers()[rows]]
 
     def records_present(self) -> np.ndarray:
         """The codes of the records the items name, each once, in the order they first do."""
-        codes, first = np.unique(self.record.numbers(), return_index=True)
-        return codes[np.argsort(first, kind="stable")]
+        return np.array(self._first_named, dtype=np.int32)
 
-    def score_column(self) -> np.ndarray:
-        """Per item, its score (NaN: none): the weighted score, a rubric item's combined
-        one, a panel's pooled score."""
+    def score_column(self, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
+        """Per item (of ``rows``), its score (NaN: none): the weighted score, a rubric item's
+        combined one, a panel's pooled score."""
         if self.panel is not None:
-            return self.panel.pooled.numbers().astype(np.float64)
-        scores = self.weighted_scores()[self.distribution.numbers()]
-        for i, score in self.held.items():
-            value = score.weighted_score
-            scores[i] = np.nan if value is None else value
+            return self.panel.pooled.numbers()[rows].astype(np.float64)
+        scores = self.weighted_scores()[self.distribution.numbers()[rows]]
+        if self.held:  # rubric criteria's combined items, where they are among the rows
+            positions = np.arange(len(self))[rows]
+            at = np.searchsorted(positions, list(self.held))
+            for k, (i, held) in zip(at, self.held.items(), strict=True):
+                if k < len(positions) and positions[k] == i:
+                    value = held.weighted_score
+                    scores[k] = np.nan if value is None else value
         return scores
 
     def draw_matrix(

@@ -13,15 +13,22 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
-__all__ = ["Coded", "PackedColumn"]
+__all__ = ["Coded", "PackedColumn", "objects"]
 
 T = TypeVar("T")
 # The signed integer typecodes, narrowest first (numpy reads each as the same C type).
 _WIDER = {"b": "h", "h": "i", "i": "q"}
+
+
+def objects(values: list[Any]) -> np.ndarray:
+    """``values`` (strings, numbers, None) as an object array, to be read by code."""
+    table = np.empty(len(values), dtype=object)
+    table[:] = values
+    return table
 
 
 class Coded(Generic[T]):

@@ -43,7 +43,7 @@ class PanelStudyResults(StudyResults):
     """The panel's pooled results, with the judges' results they were pooled from.
 
     ``scores`` are :class:`~.scores.PanelItemScore`, held in columns as one judge's are, with
-    their flags (:class:`~.columns.PanelColumns`): ``long`` adds ``judges_scored`` and
+    their flags (:class:`~.panel_columns.PanelColumns`): ``long`` adds ``judges_scored`` and
     ``judges_missing``; ``samples`` and the invalid shares are every judge's answers (with a
     ``judge`` column first in ``samples``).
     """

@@ -119,7 +119,7 @@ def _samples_from_columns(columns: ScoreColumns) -> pd.DataFrame:
         "record_id": _objects(columns.record_ids)[record].tolist(),
         "group": _objects(columns.record_groups)[record].tolist(),
         "condition": _objects(columns.record_conditions)[record].tolist(),
-        "criterion": columns.criterion_column()[item].tolist(),
+        "criterion": columns.criterion_column(item).tolist(),
         "rubric": _objects(columns.rubrics.values)[rubric].tolist(),
         "draw": np.arange(len(item), dtype=np.int64) - starts[item],
         "text": texts[columns.text.numbers()].tolist(),

@@ -128,9 +128,9 @@ def _long_from_columns(
         "record_id": lambda: per_record(columns.record_ids),
         "group": lambda: per_record(columns.record_groups),
         "condition": lambda: per_record(columns.record_conditions),
-        "criterion": lambda: columns.criterion_column()[rows].tolist(),
+        "criterion": lambda: columns.criterion_column(rows).tolist(),
         "score": lambda: (
-            columns.score_column()[rows]
+            columns.score_column(rows)
             if panel is not None
             else of_held(
                 per_distribution([nan(d.weighted_score) for d in distributions], np.nan),
@@ -249,7 +249,6 @@ def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[
     coded = not group_of.isna().any()
     group_code, group_values = pd.factorize(group_of)
     condition_code, condition_values = pd.factorize(condition_of)
-    score = columns.score_column()
     criterion_codes = columns.criterion.numbers()
     tables = {}
     for criterion in config.criteria:
@@ -261,7 +260,8 @@ def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[
             continue
         at = record[rows]
         keys = [group_code[at], condition_code[at]]
-        means = pd.Series(score[rows]).groupby(keys, sort=False).mean().unstack()
+        score = pd.Series(columns.score_column(rows))
+        means = score.groupby(keys, sort=False).mean().unstack()
         table = means.reindex(
             index=pd.Index(group_values).get_indexer(groups),
             columns=pd.Index(condition_values).get_indexer(conditions),

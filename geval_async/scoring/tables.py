@@ -235,40 +235,19 @@ def group_tables(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> dict[
 
 
 def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[str, pd.DataFrame]:
-    """:func:`group_tables` of items held in columns: grouped by the codes of their records'
-    groups and conditions (the same partition and order of rows as the frame's grouping, so
-    the same means to the last bit), a criterion at a time; records without a group among
-    others with one are grouped from a criterion's frame instead (NaN labels)."""
+    """:func:`group_tables` of items held in columns: a criterion's rows at a time, each a
+    frame of its group, condition and score columns (and record ids when there are no
+    groups), grouped as the whole frame is; rows and columns ordered over every criterion."""
     heads = _heads(columns)
     by_group = bool(heads["group"].notna().any())
     groups, conditions = _groups(heads), _conditions(config, heads) or ["all"]
-    record = columns.record.numbers()
-    labels = columns.record_groups if by_group else columns.record_ids
-    group_of = pd.Series(labels, dtype=object)
-    condition_of = pd.Series(columns.record_conditions, dtype=object).fillna("all")
-    coded = not group_of.isna().any()
-    group_code, group_values = pd.factorize(group_of)
-    condition_code, condition_values = pd.factorize(condition_of)
+    names = SCORE_COLUMNS if not by_group else SCORE_COLUMNS[1:]
     criterion_codes = columns.criterion.numbers()
     tables = {}
     for criterion in config.criteria:
         rows = np.flatnonzero(criterion_codes == columns.criteria.codes.get(criterion.name, -1))
-        if not coded or not len(rows):
-            names = SCORE_COLUMNS if not by_group else SCORE_COLUMNS[1:]
-            means = _means(_long_from_columns(columns, rows, names), by_group)
-            tables[criterion.name] = _table(means, criterion.name, groups, conditions, config)
-            continue
-        at = record[rows]
-        keys = [group_code[at], condition_code[at]]
-        score = pd.Series(columns.score_column(rows))
-        means = score.groupby(keys, sort=False).mean().unstack()
-        table = means.reindex(
-            index=pd.Index(group_values).get_indexer(groups),
-            columns=pd.Index(condition_values).get_indexer(conditions),
-        )
-        table = pd.DataFrame(table.to_numpy(dtype=float), index=groups, columns=conditions)
-        table.index.name = config.data.group_field or "record"
-        tables[criterion.name] = table
+        means = _means(_long_from_columns(columns, rows, names), by_group)
+        tables[criterion.name] = _table(means, criterion.name, groups, conditions, config)
     return tables
 
 

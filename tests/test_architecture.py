@@ -214,6 +214,9 @@ SCORING_TIERS = {
     "thinking": 0,  # on main since the parser merge: the reasoning cut off an answer
     # 1 the data: scores, readings, tables, tests, judge-vs-human pairs, rendered documents
     "columns": 1,  # item scores held as numbers in arrays (a million items in memory)
+    "packed": 1,  # the columns' numbers, each as narrow as its values allow
+    "panel_columns": 1,  # a panel's pooled items' own numbers beside them
+    "shares": 1,  # invalid samples counted per criterion and condition
     "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
     "alpha": 1, "icc": 1, "judge_pairs": 1, "agreement": 1,  # agreement between judges

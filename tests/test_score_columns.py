@@ -147,3 +147,47 @@ def _raw(results: StudyResults) -> dict[str, bytes]:
         assert by_columns.getvalue() == by_list.getvalue()
         documents[criterion.name] = by_columns.getvalue()
     return documents
+
+
+async def test_a_panels_pooled_scores_in_columns_with_their_flags(study: StudyFiles) -> None:
+    """The panel's pooled items are held in columns as one judge's are: the same items as
+    pooling the judges' scores into a list, the long table with ``judges_scored`` and
+    ``judges_missing`` (a judge that writes no rating in most answers leaves records to
+    the others, flagged), and the invalid shares of every judge's answers."""
+    from contextlib import ExitStack
+
+    from test_panel_scores import judge_all, write_panel
+
+    from geval_async.scoring.panel import pool_items
+    from geval_async.scoring.panel_results import load_panel
+
+    settings = [SimSettings(seed=0), SimSettings(seed=1), SimSettings(seed=2, invalid_answers=0.8)]
+    with ExitStack() as stack:
+        sims = [stack.enter_context(SimServer(s)) for s in settings]
+        config = write_panel(study, sims, 3)
+        await judge_all(config)
+    panel = load_panel(config).panel
+    judges = panel.members
+    held = pool_items({name: list(r.scores) for name, r in judges.items()}, panel.config.panel)
+    columns = panel.scores
+    assert isinstance(columns, ScoreColumns) and columns.panel is not None
+    assert list(columns) == held
+    assert columns[len(held) // 2] == held[len(held) // 2]
+    # The long table as the panel made it from its item objects: the flags after the status.
+    reference = long_frame(held)
+    at = reference.columns.get_loc("status") + 1
+    reference.insert(at, "judges_scored", [len(s.judges_scored) for s in held])
+    reference.insert(at + 1, "judges_missing", [",".join(s.judges_missing) for s in held])
+    assert (reference["judges_missing"] != "").any()  # some records flagged
+    for name, table in group_tables(reference, panel.config).items():
+        pd.testing.assert_frame_equal(panel.group_tables[name], table)
+    pd.testing.assert_frame_equal(panel.long, reference)
+    for rows in (1, 7, 100_000):
+        out = io.BytesIO()
+        write_long_csv(out, columns, rows=rows)
+        assert out.getvalue() == reference.to_csv(index=False).encode()
+    assert panel.tallies == tally(held)
+    every = pd.concat([r.samples for r in judges.values()], ignore_index=True)
+    pd.testing.assert_frame_equal(panel.invalid_shares(), invalid_shares(every))
+    stats = panel.config.stats
+    assert panel.share_differences() == share_differences(every, stats.conditions, stats.alpha)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -31,52 +30,15 @@ from ..options import PanelPool, ScoreStatus
 from ..study.settings import MetaConfig, PanelConfig
 from .agreement import agreement_frame, judge_agreement
 from .ratings import RatingDistribution
-from .scores import MISSING, NO_VALID, REFUSED, SCORED, ItemScore
-from .tables import long_frame
+from .scores import MISSING, NO_VALID, REFUSED, SCORED, ItemScore, PanelItemScore
 
 __all__ = [
     "PanelItemScore",
     "judge_matrix",
     "panel_agreement",
-    "panel_long",
     "pool_items",
     "pooled_score",
 ]
-
-# The panel's long table: the one-judge columns, and after the status who scored the record.
-PANEL_COLUMNS = ("judges_scored", "judges_missing")
-
-
-@dataclass(frozen=True)
-class PanelItemScore(ItemScore):
-    """One record's panel result on one criterion: the pooled score, and which judges scored.
-
-    ``distribution`` is the pool of the scoring judges' distributions (None for rubric
-    criteria); ``valid`` and ``invalid`` count every judge's samples.
-    """
-
-    pooled: float | None = None
-    judges_scored: tuple[str, ...] = ()
-    judges_missing: tuple[str, ...] = ()
-    member_valid: int = 0
-    member_invalid: int = 0
-
-    @property
-    def weighted_score(self) -> float | None:
-        return self.pooled
-
-    @property
-    def valid(self) -> int:
-        return self.member_valid
-
-    @property
-    def invalid(self) -> int:
-        return self.member_invalid
-
-    @property
-    def flagged(self) -> bool:
-        """Scored, but not by every judge of the panel."""
-        return self.pooled is not None and bool(self.judges_missing)
 
 
 def pooled_score(
@@ -180,17 +142,6 @@ def pool_items(
             )
         )
     return pooled
-
-
-def panel_long(scores: Sequence[PanelItemScore]) -> pd.DataFrame:
-    """The one-judge long table of the pooled scores, plus ``judges_scored`` (how many judges
-    scored the record) and ``judges_missing`` (the others, comma-separated; "" for none) after
-    ``status``. ``se`` is NaN: a pooled score has no sampling error of its own."""
-    frame = long_frame(scores)
-    at = frame.columns.get_loc("status") + 1
-    frame.insert(at, "judges_scored", [len(s.judges_scored) for s in scores])
-    frame.insert(at + 1, "judges_missing", [",".join(s.judges_missing) for s in scores])
-    return frame
 
 
 def judge_matrix(longs: Mapping[str, pd.DataFrame], criterion: str) -> tuple[np.ndarray, list[str]]:

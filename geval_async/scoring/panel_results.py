@@ -26,9 +26,11 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..study.config import EvalConfig, apply_overrides, load_config
-from .panel import PanelItemScore, panel_agreement, panel_long, pool_items
+from .columns import collect_scores
+from .panel import panel_agreement, pool_items
+from .readings import ShareCounts, share_counts
 from .results import StudyResults, load_results
-from .scores import CriterionTally, tally
+from .scores import PanelItemScore
 from .trust import CONSISTENCY_COLUMNS, N_CURVE_COLUMNS
 
 __all__ = ["PANEL", "PanelResults", "PanelStudyResults", "load_panel"]
@@ -40,37 +42,18 @@ PANEL = "panel"  # the `judge` of the panel's rows in PanelResults.long
 class PanelStudyResults(StudyResults):
     """The panel's pooled results, with the judges' results they were pooled from.
 
-    ``scores`` are :class:`~.panel.PanelItemScore`; ``long`` adds ``judges_scored`` and
-    ``judges_missing``; ``samples`` are every judge's answers with a ``judge`` column first.
+    ``scores`` are :class:`~.scores.PanelItemScore`, held in columns as one judge's are, with
+    their flags (:class:`~.panel_columns.PanelColumns`): ``long`` adds ``judges_scored`` and
+    ``judges_missing``; ``samples`` and the invalid shares are every judge's answers (with a
+    ``judge`` column first in ``samples``).
     """
 
     members: dict[str, StudyResults] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        """A panel's scores stay :class:`~.panel.PanelItemScore` objects, with their flags
-        (one judge's are held in columns: :class:`~.columns.ScoreColumns`); what the base
-        class reads from those columns is read from them here."""
-
-    @cached_property
-    def tallies(self) -> dict[str, CriterionTally]:
-        return tally(self.scores)
-
-    @cached_property
-    def _reasons(self) -> pd.DataFrame:
-        return self.samples[["criterion", "condition", "reason"]]
-
-    @property
-    def _score_frame(self) -> pd.DataFrame:
-        return self.long
 
     @property
     def pooled(self) -> list[PanelItemScore]:
         """The pooled item scores (``scores``, typed as they are)."""
         return [s for s in self.scores if isinstance(s, PanelItemScore)]
-
-    @cached_property
-    def long(self) -> pd.DataFrame:
-        return panel_long(self.pooled)
 
     @cached_property
     def samples(self) -> pd.DataFrame:
@@ -143,9 +126,12 @@ def panel_results(judges: dict[str, StudyResults], config: EvalConfig) -> PanelS
     arrived = [r.judged for r in judges.values() if r.judged is not None]
     # The first judge's study (its generated steps read from the cache) as the panel's.
     study = replace(first.study, config=config)
+    columns = collect_scores(study, pooled)
+    # The panel's answers are its judges': so are its invalid shares.
+    columns.shares = ShareCounts.merged(share_counts(r.scores) for r in judges.values())
     return PanelStudyResults(
         study,
-        list(pooled),
+        columns,
         simulated=any(r.simulated for r in judges.values()),
         corrupted=sum(r.corrupted for r in judges.values()),
         variant=first.variant,

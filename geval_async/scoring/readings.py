@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ from ..options import Reason, words
 from .columns import REASONS as REASON_LIST
 from .columns import ScoreColumns
 from .scores import ItemScore
+from .shares import ShareCounts, ShareDifference
 
 __all__ = [
     "SAMPLE_COLUMNS",
@@ -38,7 +38,7 @@ __all__ = [
     "ShareDifference",
     "invalid_shapes",
     "invalid_shares",
-    "reasons_frame",
+    "share_counts",
     "samples_frame",
     "share_differences",
     "text_shape",
@@ -91,81 +91,6 @@ def samples_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
     return pd.DataFrame(columns, columns=SAMPLE_COLUMNS)
 
 
-class ShareCounts:
-    """Samples, invalid ones and their reasons per criterion and condition (none: "all"),
-    counted as the answers are read: the numbers behind :func:`invalid_shares` and
-    :func:`share_differences` without a row per sample (``status`` counts them this way)."""
-
-    def __init__(self) -> None:
-        self.counts: dict[tuple[str, str], Counter[str]] = {}
-
-    def add(self, criterion: str, condition: str | None, reasons: Iterable[str | None]) -> None:
-        """Count one item's answers, each by its reason (None: valid)."""
-        counts = self.counts.setdefault((criterion, condition or "all"), Counter())
-        for reason in reasons:
-            counts["samples"] += 1
-            if reason is not None:
-                counts["invalid"] += 1
-                counts[reason] += 1
-
-    @classmethod
-    def of(cls, samples: pd.DataFrame) -> ShareCounts:
-        """The counts of a :func:`samples_frame`."""
-        out = cls()
-        frame = samples.assign(condition=samples["condition"].fillna("all"))
-        for (criterion, condition), group in frame.groupby(["criterion", "condition"], sort=False):
-            counts: Counter[str] = Counter(
-                {
-                    str(reason): int(count)
-                    for reason, count in group["reason"].value_counts().items()
-                }
-            )
-            counts["samples"] = len(group)
-            counts["invalid"] = int(group["reason"].notna().sum())
-            out.counts[(str(criterion), str(condition))] = counts
-        return out
-
-    def shares(self) -> pd.DataFrame:
-        """Per criterion and condition: samples, invalid, share and a count per reason."""
-        rows = []
-        for (criterion, condition), counts in self.counts.items():
-            row: dict[str, Any] = {
-                "criterion": criterion,
-                "condition": condition,
-                "samples": counts["samples"],
-                "invalid": counts["invalid"],
-            }
-            row["share"] = row["invalid"] / row["samples"] if row["samples"] else 0.0
-            row.update({reason: counts[reason] for reason in REASONS})
-            rows.append(row)
-        columns = ["criterion", "condition", "samples", "invalid", "share", *REASONS]
-        return pd.DataFrame(rows, columns=columns)
-
-    def differences(self, conditions: Sequence[str], alpha: float = 0.05) -> list[ShareDifference]:
-        """Criteria whose invalid share differs between the two conditions (Fisher's exact
-        p < alpha); fewer than two conditions: none."""
-        from scipy.stats import fisher_exact
-
-        if len(conditions) != 2:
-            return []
-        a, b = conditions
-        out = []
-        for criterion in dict.fromkeys(criterion for criterion, _ in self.counts):
-            in_a = self.counts.get((criterion, a), Counter())
-            in_b = self.counts.get((criterion, b), Counter())
-            invalid_a, samples_a = in_a["invalid"], in_a["samples"]
-            invalid_b, samples_b = in_b["invalid"], in_b["samples"]
-            if not samples_a or not samples_b or invalid_a + invalid_b == 0:
-                continue
-            table = [[invalid_a, samples_a - invalid_a], [invalid_b, samples_b - invalid_b]]
-            p = float(fisher_exact(table).pvalue)
-            if p < alpha:
-                out.append(
-                    ShareDifference(criterion, a, b, invalid_a, samples_a, invalid_b, samples_b, p)
-                )
-        return out
-
-
 def _objects(values: list[Any], sentinel: Any = None) -> np.ndarray:
     """``values`` as an object array, with ``sentinel`` after them (read by the code -1)."""
     table = np.empty(len(values) + 1, dtype=object)
@@ -175,7 +100,7 @@ def _objects(values: list[Any], sentinel: Any = None) -> np.ndarray:
 
 def _per_answer(columns: ScoreColumns) -> np.ndarray:
     """Per answer, the index of its item (every item's answers are rows, in item order)."""
-    counts = np.frombuffer(columns.counts[0], dtype=np.uint16)
+    counts = columns.counts[0].numbers().astype(np.int64)
     return np.repeat(np.arange(len(counts)), counts)
 
 
@@ -185,83 +110,72 @@ def _samples_from_columns(columns: ScoreColumns) -> pd.DataFrame:
     item = _per_answer(columns)
     if not len(item):
         return pd.DataFrame([], columns=SAMPLE_COLUMNS)
-    record = np.frombuffer(columns.record, dtype=np.int32)[item]
-    counts = np.frombuffer(columns.counts[0], dtype=np.uint16)
+    record = columns.record.numbers()[item]
+    counts = columns.counts[0].numbers()
     starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)[:-1]])
-    rubric = np.frombuffer(columns.rubric, dtype=np.int16)[item]
+    rubric = columns.rubric.numbers()[item]
     texts = _objects(columns.texts.values)
     frame = {
         "record_id": _objects(columns.record_ids)[record].tolist(),
         "group": _objects(columns.record_groups)[record].tolist(),
         "condition": _objects(columns.record_conditions)[record].tolist(),
-        "criterion": columns.criterion_column()[item].tolist(),
+        "criterion": columns.criterion_column(item).tolist(),
         "rubric": _objects(columns.rubrics.values)[rubric].tolist(),
         "draw": np.arange(len(item), dtype=np.int64) - starts[item],
-        "text": texts[np.frombuffer(columns.text, dtype=np.int32)].tolist(),
-        "rating": _objects(columns.ratings.values, _NAN)[
-            np.frombuffer(columns.rating, dtype=np.int32)
-        ].tolist(),
-        "reason": _objects([str(r) for r in REASON_LIST])[
-            np.frombuffer(columns.reason, dtype=np.int8)
-        ].tolist(),
-        "reasoning": texts[np.frombuffer(columns.reasoning, dtype=np.int32)].tolist(),
+        "text": texts[columns.text.numbers()].tolist(),
+        "rating": _objects(columns.ratings.values, _NAN)[columns.rating.numbers()].tolist(),
+        "reason": _objects([str(r) for r in REASON_LIST])[columns.reason.numbers()].tolist(),
+        "reasoning": texts[columns.reasoning.numbers()].tolist(),
     }
     return pd.DataFrame(frame, columns=SAMPLE_COLUMNS)
 
 
-def reasons_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
-    """The ``criterion``, ``condition`` and ``reason`` columns of :func:`samples_frame`, all
-    that :func:`invalid_shares` and :func:`share_differences` read: made without the texts
-    when the items are held in columns."""
+def share_counts(scores: Iterable[ItemScore]) -> ShareCounts:
+    """The invalid samples of :func:`samples_frame`'s answers per criterion and condition, by
+    reason: counted from the codes when the items are held in columns (no row per answer; a
+    panel's columns carry their judges' counts), else from the samples frame."""
+    if isinstance(scores, ScoreColumns) and scores.shares is not None:
+        return scores.shares
     if not (isinstance(scores, ScoreColumns) and scores.simple):
-        return samples_frame(scores)[["criterion", "condition", "reason"]]
-    item = _per_answer(scores)
-    if not len(item):
-        return pd.DataFrame([], columns=["criterion", "condition", "reason"])
-    record = np.frombuffer(scores.record, dtype=np.int32)[item]
-    frame = {
-        "criterion": scores.criterion_column()[item].tolist(),
-        "condition": _objects(scores.record_conditions)[record].tolist(),
-        "reason": _objects([str(r) for r in REASON_LIST])[
-            np.frombuffer(scores.reason, dtype=np.int8)
-        ].tolist(),
-    }
-    return pd.DataFrame(frame)
+        return ShareCounts.of(samples_frame(scores)[["criterion", "condition", "reason"]])
+    # The records' conditions grouped as the frame's groupby groups them (None: "all").
+    codes, conditions = pd.factorize(
+        pd.Series(scores.record_conditions, dtype=object).fillna("all")
+    )
+    width = max(len(conditions), 1)
+    # Per item, its (criterion, condition) as one number; per answer, its item's (4 bytes
+    # each unless there are billions of pairs: a million items' arrays are a few MB).
+    kind = np.int32 if len(scores.criteria.values) * width < 2**31 else np.int64
+    item_key: np.ndarray = scores.criterion.numbers().astype(kind)
+    np.multiply(item_key, width, out=item_key)
+    np.add(item_key, codes.astype(kind)[scores.record.numbers()], out=item_key)
+    answers = scores.counts[0].numbers()
+    order = pd.unique(item_key[answers > 0])  # the pairs in the order they first appear
+    place = np.zeros(int(item_key.max()) + 1 if len(item_key) else 0, dtype=np.int32)
+    place[order] = np.arange(len(order), dtype=np.int32)
+    where = np.repeat(place[item_key], answers)
+    del item_key
+    samples = np.bincount(where, minlength=len(order))
+    reason = scores.reason.numbers()  # -1: valid
+    by_reason = [
+        np.bincount(where[reason == r], minlength=len(order)) for r in range(len(REASON_LIST))
+    ]
+    out = ShareCounts()
+    names = scores.criteria.values
+    for k, pair in enumerate(order):
+        counts: Counter[str] = Counter(
+            {str(r): int(n[k]) for r, n in zip(REASON_LIST, by_reason, strict=True) if n[k]}
+        )
+        counts["samples"] = int(samples[k])
+        counts["invalid"] = int(sum(n[k] for n in by_reason))
+        criterion, condition = divmod(int(pair), width)
+        out.counts[(str(names[criterion]), str(conditions[condition]))] = counts
+    return out
 
 
 def invalid_shares(samples: pd.DataFrame) -> pd.DataFrame:
     """Per criterion and condition: samples, invalid, share and a count per reason."""
     return ShareCounts.of(samples).shares()
-
-
-@dataclass(frozen=True)
-class ShareDifference:
-    """Invalid shares of one criterion under the two compared conditions, and the test."""
-
-    criterion: str
-    condition_a: str
-    condition_b: str
-    invalid_a: int
-    samples_a: int
-    invalid_b: int
-    samples_b: int
-    p: float
-
-    @property
-    def share_a(self) -> float:
-        return self.invalid_a / self.samples_a if self.samples_a else 0.0
-
-    @property
-    def share_b(self) -> float:
-        return self.invalid_b / self.samples_b if self.samples_b else 0.0
-
-    def warning(self) -> str:
-        return (
-            f"{self.criterion}: {self.share_a:.1%} of the samples are invalid under "
-            f"{self.condition_a} ({self.invalid_a}/{self.samples_a}) but {self.share_b:.1%} "
-            f"under {self.condition_b} ({self.invalid_b}/{self.samples_b}); Fisher's exact "
-            f"p = {self.p:.3g}: the comparison is made on different subsets of the answers"
-        )
 
 
 def share_differences(

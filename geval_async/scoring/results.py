@@ -31,22 +31,16 @@ from ..study.file_names import file_name_text
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from .columns import ScoreColumns, collect_scores
-from .readings import (
-    ShareDifference,
-    invalid_shares,
-    reasons_frame,
-    samples_frame,
-    share_differences,
-)
+from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .scores import CriterionTally, ItemScore, score_items
 from .stats import Comparison
 from .tables import (
     compare,
     composite,
+    conditions_present,
     design_is_paired,
     group_tables,
     long_frame,
-    score_frame,
     with_average,
 )
 from .trust import consistency_frame, n_curve_frame
@@ -112,18 +106,9 @@ class StudyResults:
     @cached_property
     def group_tables(self) -> dict[str, pd.DataFrame]:
         """Per criterion, the mean weighted score per group and condition (no Average row):
-        computed once, as every table, the composite and each test read them."""
-        return group_tables(self._score_frame, self.config)
-
-    @property
-    def _score_frame(self) -> pd.DataFrame:
-        """The long table, or (not built yet) its record, group, condition, criterion and
-        score columns: what the tables and tests read, a fraction of a million rows' table."""
-        if "long" in self.__dict__:
-            return self.long
-        if "_scores_only" not in self.__dict__:
-            self.__dict__["_scores_only"] = score_frame(self._columns)
-        return self.__dict__["_scores_only"]
+        computed once, as every table, the composite and each test read them (from the
+        columns, a criterion at a time: a million items' frame is never made for them)."""
+        return group_tables(self._columns, self.config)
 
     @cached_property
     def tallies(self) -> dict[str, CriterionTally]:
@@ -145,19 +130,19 @@ class StudyResults:
         return list(self._share_differences)
 
     # Computed once: the report and the command's notes both show them.
-    # From the answers' criterion, condition and reason only: `score` never needs the texts.
+    # Counted from the answers' codes: `score` never needs their texts, nor a row per answer.
     @cached_property
-    def _reasons(self) -> pd.DataFrame:
-        return reasons_frame(self._columns)
+    def _share_counts(self) -> ShareCounts:
+        return share_counts(self._columns)
 
     @cached_property
     def _invalid_shares(self) -> pd.DataFrame:
-        return invalid_shares(self._reasons)
+        return self._share_counts.shares()
 
     @cached_property
     def _share_differences(self) -> list[ShareDifference]:
         stats = self.config.stats
-        return share_differences(self._reasons, stats.conditions, stats.alpha)
+        return self._share_counts.differences(stats.conditions, stats.alpha)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -204,7 +189,7 @@ class StudyResults:
     @cached_property
     def paired_design(self) -> bool:
         """Whether the same groups appear under both compared conditions."""
-        return design_is_paired(self._score_frame, self.config)
+        return design_is_paired(self._columns, self.config)
 
     def summary_test(self, test: StatTest | str | None = None) -> StatTest:
         """The test of the summary: ``test``, else the one ``[stats] test`` names, else (none
@@ -233,7 +218,7 @@ class StudyResults:
                 f"{self.config.source}: [stats] conditions must name the two conditions to "
                 'compare, e.g. conditions = ["A", "B"]'
             )
-        present = set(self._score_frame["condition"].dropna())
+        present = conditions_present(self._columns)
         for condition in self.config.stats.conditions:
             if condition not in present:
                 raise ConfigError(

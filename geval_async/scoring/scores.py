@@ -86,6 +86,39 @@ class ItemScore:
         return 0 if self.distribution is None else self.distribution.invalid
 
 
+@dataclass(frozen=True)
+class PanelItemScore(ItemScore):
+    """One record's panel result on one criterion: the pooled score, and which judges scored
+    (pooled by :func:`~.panel.pool_items`).
+
+    ``distribution`` is the pool of the scoring judges' distributions (None for rubric
+    criteria); ``valid`` and ``invalid`` count every judge's samples.
+    """
+
+    pooled: float | None = None
+    judges_scored: tuple[str, ...] = ()
+    judges_missing: tuple[str, ...] = ()
+    member_valid: int = 0
+    member_invalid: int = 0
+
+    @property
+    def weighted_score(self) -> float | None:
+        return self.pooled
+
+    @property
+    def valid(self) -> int:
+        return self.member_valid
+
+    @property
+    def invalid(self) -> int:
+        return self.member_invalid
+
+    @property
+    def flagged(self) -> bool:
+        """Scored, but not by every judge of the panel."""
+        return self.pooled is not None and bool(self.judges_missing)
+
+
 @dataclass
 class CriterionTally:
     """Per-criterion counts the report shows: coverage and invalid samples."""

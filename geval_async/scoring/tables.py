@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..options import Normalization, StatTest, parse_option
 from ..study.config import EvalConfig
-from .columns import STATUSES, ScoreColumns
+from .columns import STATUSES, PanelColumns, ScoreColumns
 from .scores import ItemScore, distribution_json
 from .stats import Comparison, adjust_fdr, paired, welch, wilcoxon
 
@@ -39,12 +39,15 @@ LONG_COLUMNS = [
     "valid_mass",
     "distribution",
 ]
+# A panel's long table: these after ``status``, who scored the record (see :mod:`.panel`).
+PANEL_COLUMNS = ("judges_scored", "judges_missing")
 
 
 def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
-    """One row per record and criterion (missing and refused items included, score NaN)."""
+    """One row per record and criterion (missing and refused items included, score NaN); a
+    panel's pooled items (held in columns) add ``judges_scored`` and ``judges_missing``."""
     if isinstance(scores, ScoreColumns):
-        return _long_from_columns(scores)
+        return _long_from_columns(scores, names=long_columns(scores))
     rows = [
         {
             "record_id": s.record_id,
@@ -64,22 +67,32 @@ def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
 
+def long_columns(columns: ScoreColumns) -> list[str]:
+    """The long table's columns: a panel's add its flags after ``status``."""
+    if columns.panel is None:
+        return LONG_COLUMNS
+    at = LONG_COLUMNS.index("status") + 1
+    return [*LONG_COLUMNS[:at], *PANEL_COLUMNS, *LONG_COLUMNS[at:]]
+
+
 def _long_from_columns(
     columns: ScoreColumns,
-    start: int = 0,
-    stop: int | None = None,
+    rows: slice | np.ndarray = slice(None),
     names: Sequence[str] = LONG_COLUMNS,
 ) -> pd.DataFrame:
-    """The long table (its columns ``names``) of items ``start:stop`` held in columns: each
-    distinct distribution's numbers and JSON computed once, then read by code; the same
-    frame as from the item scores."""
-    stop = len(columns) if stop is None else stop
-    if stop <= start:
+    """The long table (its columns ``names``) of the items ``rows`` (a slice, or positions in
+    increasing order) held in columns: each distinct distribution's numbers and JSON computed
+    once, then read by code; the same frame as from the item scores."""
+    if isinstance(rows, slice):
+        rows = slice(*rows.indices(len(columns)))
+    count = len(range(rows.start, rows.stop, rows.step)) if isinstance(rows, slice) else len(rows)
+    if not count:
         return pd.DataFrame([], columns=list(names))
-    code = np.frombuffer(columns.distribution, dtype=np.int32)[start:stop]
-    held = {i - start: s for i, s in columns.held.items() if start <= i < stop}
+    code = columns.distribution.numbers()[rows]
+    held = _held_at(columns, rows)
     distributions = columns.distributions.values
-    record = np.frombuffer(columns.record, dtype=np.int32)[start:stop]
+    record = columns.record.numbers()[rows]
+    panel = columns.panel
 
     def per_distribution(values: list[Any], last: Any, dtype: Any = float) -> np.ndarray:
         # One more entry, last: the code -1 (no distribution) reads it.
@@ -103,34 +116,61 @@ def _long_from_columns(
     def mass(s: ItemScore) -> float:
         return np.nan if s.distribution is None else s.distribution.valid_mass
 
+    def samples(which: str) -> np.ndarray:
+        if panel is not None:  # every judge's samples, not the pooled distribution's
+            return getattr(panel, which).numbers()[rows].astype(np.int64)
+        found = [getattr(d, which) for d in distributions]
+        return of_held(per_distribution(found, 0, np.int64), lambda s: getattr(s, which))
+
+    statuses = np.empty(len(STATUSES), dtype=object)
+    statuses[:] = STATUSES
     make: dict[str, Callable[[], Any]] = {
         "record_id": lambda: per_record(columns.record_ids),
         "group": lambda: per_record(columns.record_groups),
         "condition": lambda: per_record(columns.record_conditions),
-        "criterion": lambda: columns.criterion_column()[start:stop].tolist(),
-        "score": lambda: of_held(
-            per_distribution([nan(d.weighted_score) for d in distributions], np.nan),
-            lambda s: nan(s.weighted_score),
+        "criterion": lambda: columns.criterion_column(rows).tolist(),
+        "score": lambda: (
+            columns.score_column(rows)
+            if panel is not None
+            else of_held(
+                per_distribution([nan(d.weighted_score) for d in distributions], np.nan),
+                lambda s: nan(s.weighted_score),
+            )
         ),
-        "se": lambda: of_held(
-            np.frombuffer(columns.se, dtype=np.float64)[start:stop].copy(), lambda s: nan(s.se)
-        ),
-        "status": lambda: [STATUSES[c] for c in columns.status[start:stop]],
-        "valid": lambda: of_held(
-            per_distribution([d.valid for d in distributions], 0, np.int64), lambda s: s.valid
-        ),
-        "invalid": lambda: of_held(
-            per_distribution([d.invalid for d in distributions], 0, np.int64),
-            lambda s: s.invalid,
-        ),
+        "se": lambda: of_held(columns.se.numbers()[rows].copy(), lambda s: nan(s.se)),
+        "status": lambda: statuses[columns.status.numbers()[rows]].tolist(),
+        "valid": lambda: samples("valid"),
+        "invalid": lambda: samples("invalid"),
         "valid_mass": lambda: of_held(
             per_distribution([d.valid_mass for d in distributions], np.nan), mass
         ),
         "distribution": lambda: of_held(
             per_distribution(columns.distribution_texts(), "", object), distribution_json
         ).tolist(),
+        "judges_scored": lambda: _panel(columns).judges_scored()[rows],
+        "judges_missing": lambda: _panel(columns).judges_missing()[rows].tolist(),
     }
     return pd.DataFrame({name: make[name]() for name in names}, columns=list(names))
+
+
+def _panel(columns: ScoreColumns) -> PanelColumns:
+    assert columns.panel is not None  # only a panel's long table has its flags
+    return columns.panel
+
+
+def _held_at(columns: ScoreColumns, rows: slice | np.ndarray) -> dict[int, ItemScore]:
+    """The held items (rubric combinations) among ``rows``, by their position in it."""
+    if not columns.held:
+        return {}
+    if isinstance(rows, slice):
+        span = range(rows.start, rows.stop, rows.step)
+        return {span.index(i): s for i, s in columns.held.items() if i in span}
+    at = np.searchsorted(rows, list(columns.held))
+    return {
+        int(k): s
+        for k, (i, s) in zip(at, columns.held.items(), strict=True)
+        if k < len(rows) and rows[k] == i
+    }
 
 
 def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 20_000) -> None:
@@ -140,8 +180,9 @@ def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 20_00
     if not isinstance(scores, ScoreColumns) or len(scores) <= rows:
         out.write(long_frame(scores).to_csv(index=False).encode())
         return
+    names = long_columns(scores)
     for start in range(0, len(scores), rows):
-        chunk = _long_from_columns(scores, start, start + rows)
+        chunk = _long_from_columns(scores, slice(start, start + rows), names)
         out.write(chunk.to_csv(index=False, header=start == 0).encode())
 
 
@@ -156,6 +197,19 @@ def score_frame(scores: Sequence[ItemScore]) -> pd.DataFrame:
     return long_frame(scores)[SCORE_COLUMNS]
 
 
+def _heads(columns: ScoreColumns) -> pd.DataFrame:
+    """The id, group and condition of the records the items name, once each, in the order
+    they first do: what the tables' row and column order and the design are read from."""
+    present = columns.records_present()
+    values = (columns.record_ids, columns.record_groups, columns.record_conditions)
+    heads = {}
+    for name, of_records in zip(("record_id", "group", "condition"), values, strict=True):
+        table = np.empty(len(of_records), dtype=object)
+        table[:] = of_records
+        heads[name] = table[present]
+    return pd.DataFrame(heads, columns=["record_id", "group", "condition"])
+
+
 def _conditions(config: EvalConfig, long: pd.DataFrame) -> list[str]:
     seen = [c for c in pd.unique(long["condition"].dropna())]
     ordered = [c for c in config.stats.conditions if c in seen]
@@ -167,31 +221,55 @@ def _groups(long: pd.DataFrame) -> list[str]:
     return list(pd.unique(column))
 
 
-def _group_column(long: pd.DataFrame) -> pd.Series:
-    return long["group"] if long["group"].notna().any() else long["record_id"]
-
-
-def group_tables(long: pd.DataFrame, config: EvalConfig) -> dict[str, pd.DataFrame]:
+def group_tables(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> dict[str, pd.DataFrame]:
     """Per criterion (keyed by name), the mean weighted score per group (rows) and condition
-    (columns), without the Average row."""
+    (columns), without the Average row; from the long table (or its score columns), or from
+    items held in columns, a criterion's rows at a time (a million items' frame never held)."""
+    if isinstance(long, ScoreColumns):
+        return _group_tables_of_columns(long, config)
     # One grouping for every criterion: the tables of a study come from one pass over it (by
-    # columns, not a copy of the long table: a million items).
-    keys = [
-        long["criterion"],
-        _group_column(long).rename("_group"),
-        long["condition"].fillna("all").rename("_condition"),
-    ]
-    means = long["score"].groupby(keys, sort=False, dropna=False).mean()
+    # columns, not a copy of the long table).
+    means = _means(long, bool(long["group"].notna().any()))
     groups, conditions = _groups(long), _conditions(config, long) or ["all"]
+    return {c.name: _table(means, c.name, groups, conditions, config) for c in config.criteria}
+
+
+def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[str, pd.DataFrame]:
+    """:func:`group_tables` of items held in columns: a criterion's rows at a time, each a
+    frame of its group, condition and score columns (and record ids when there are no
+    groups), grouped as the whole frame is; rows and columns ordered over every criterion."""
+    heads = _heads(columns)
+    by_group = bool(heads["group"].notna().any())
+    groups, conditions = _groups(heads), _conditions(config, heads) or ["all"]
+    names = SCORE_COLUMNS if not by_group else SCORE_COLUMNS[1:]
+    criterion_codes = columns.criterion.numbers()
     tables = {}
     for criterion in config.criteria:
-        rows = means[means.index.get_level_values("criterion") == criterion.name]
-        table = rows.droplevel("criterion").unstack("_condition")
-        table = table.reindex(index=groups, columns=conditions).astype(float)
-        table.index.name = config.data.group_field or "record"
-        table.columns.name = None
-        tables[criterion.name] = table
+        rows = np.flatnonzero(criterion_codes == columns.criteria.codes.get(criterion.name, -1))
+        means = _means(_long_from_columns(columns, rows, names), by_group)
+        tables[criterion.name] = _table(means, criterion.name, groups, conditions, config)
     return tables
+
+
+def _means(long: pd.DataFrame, by_group: bool) -> pd.Series:
+    """The mean score per criterion, group (else record) and condition (none: "all")."""
+    keys = [
+        long["criterion"],
+        (long["group"] if by_group else long["record_id"]).rename("_group"),
+        long["condition"].fillna("all").rename("_condition"),
+    ]
+    return long["score"].groupby(keys, sort=False, dropna=False).mean()
+
+
+def _table(
+    means: pd.Series, criterion: str, groups: list[Any], conditions: list[Any], config: EvalConfig
+) -> pd.DataFrame:
+    rows = means[means.index.get_level_values("criterion") == criterion]
+    table = rows.droplevel("criterion").unstack("_condition")
+    table = table.reindex(index=groups, columns=conditions).astype(float)
+    table.index.name = config.data.group_field or "record"
+    table.columns.name = None
+    return table
 
 
 def with_average(table: pd.DataFrame) -> pd.DataFrame:
@@ -264,11 +342,19 @@ def _compare_table(
     raise ValueError(f"not a test: {test!r}")
 
 
-def design_is_paired(long: pd.DataFrame, config: EvalConfig) -> bool:
+def design_is_paired(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> bool:
     """Whether the same groups appear under both compared conditions (a within-group design)."""
+    if isinstance(long, ScoreColumns):
+        long = _heads(long)
     if len(config.stats.conditions) != 2 or long["group"].isna().all():
         return False
     a, b = config.stats.conditions
     groups_a = set(long.loc[long["condition"] == a, "group"])
     groups_b = set(long.loc[long["condition"] == b, "group"])
     return bool(groups_a) and groups_a == groups_b
+
+
+def conditions_present(scores: pd.DataFrame | ScoreColumns) -> set[Any]:
+    """The conditions the items' records have (None left out)."""
+    long = _heads(scores) if isinstance(scores, ScoreColumns) else scores
+    return set(long["condition"].dropna())

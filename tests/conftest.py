@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -30,6 +30,8 @@ import pytest
 from aiohttp import web
 from hypothesis import HealthCheck, settings
 
+from geval_async.judging.stored import CachedResponse
+from geval_async.options import EntryStatus
 from geval_async.sim import SimServer, SimSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +89,37 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # Cleared again for every command a test runs, whatever the test set.
 NOT_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")
+
+
+ANSWER_BODY = '{"choices":[{"index":0,"message":{"role":"assistant","content":"4"}}]}'
+
+
+def cached_answer(key: str, body: str = ANSWER_BODY, latency_ms: float = 2.0) -> CachedResponse:
+    """One stored answer of the judge's, as the cache's own tests write and read it."""
+    return CachedResponse(
+        key=key,
+        status=EntryStatus.OK,
+        http_status=200,
+        body=body,
+        time=1.0,
+        latency_ms=latency_ms,
+        attempts=1,
+        n=1,
+        draw=0,
+        model="judge",
+        record_id="r1",
+        criterion="clarity",
+        received=1,
+    )
+
+
+@contextlib.contextmanager
+def running_sims(
+    names: Iterable[str], settings: Callable[[], SimSettings] = SimSettings
+) -> Iterator[dict[str, SimServer]]:
+    """One simulated judge a name (a panel's judges), each with its own ``settings()``."""
+    with contextlib.ExitStack() as stack:
+        yield {name: stack.enter_context(SimServer(settings())) for name in names}
 
 
 @pytest.fixture

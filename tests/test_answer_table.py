@@ -16,29 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import diskcache
+from conftest import cached_answer
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.options import EntryStatus
-
-BODY = '{"choices":[{"index":0,"message":{"role":"assistant","content":"4"}}]}'
 
 
 def _entry(key: str, latency_ms: float = 2.0) -> CachedResponse:
-    return CachedResponse(
-        key=key,
-        status=EntryStatus.OK,
-        http_status=200,
-        body=BODY,
-        time=1.0,
-        latency_ms=latency_ms,
-        attempts=1,
-        n=1,
-        draw=0,
-        model="judge",
-        record_id="r1",
-        criterion="clarity",
-        received=1,
-    )
+    return cached_answer(key, latency_ms=latency_ms)
 
 
 def _consistent(plain: diskcache.Cache) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import NOT_PASSED, ROOT, StudyFiles, cache_snapshot, run_cli
+from conftest import NOT_PASSED, ROOT, StudyFiles, cache_snapshot, run_cli, running_sims
 
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
@@ -32,14 +32,8 @@ NAMES = ("a", "b", "c")
 @pytest.fixture
 def slow_sims() -> Iterator[dict[str, SimServer]]:
     """Three simulated judges, each answering after 300 ms."""
-    servers = {name: SimServer(SimSettings(latency_ms=300)) for name in NAMES}
-    for server in servers.values():
-        server.start()
-    try:
+    with running_sims(NAMES, lambda: SimSettings(latency_ms=300)) as servers:
         yield servers
-    finally:
-        for server in servers.values():
-            server.stop()
 
 
 def write_panel(study: StudyFiles, sims: dict[str, SimServer]) -> Path:

@@ -14,24 +14,18 @@ from pathlib import Path
 
 import diskcache
 import pytest
-from conftest import ROOT, StudyFiles, cache_snapshot, run_cli
+from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, running_sims
 
 import geval_async as ga
-from geval_async.sim import SimServer, SimSettings
+from geval_async.sim import SimServer
 
 NAMES = ("a", "b")
 
 
 @pytest.fixture
 def sims() -> Iterator[dict[str, SimServer]]:
-    servers = {name: SimServer(SimSettings()) for name in NAMES}
-    for server in servers.values():
-        server.start()
-    try:
+    with running_sims(NAMES) as servers:
         yield servers
-    finally:
-        for server in servers.values():
-            server.stop()
 
 
 def write_panel(study: StudyFiles, judges: dict[str, dict[str, str]]) -> Path:

@@ -9,23 +9,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import StudyFiles, cache_snapshot, run_cli
+from conftest import StudyFiles, cache_snapshot, run_cli, running_sims
 
-from geval_async.sim import SimServer, SimSettings
+from geval_async.sim import SimServer
 
 JUDGES = (("gpt", "sim-gpt"), ("gemini", "sim-gemini"), ("local", "sim-local"))
 
 
 @pytest.fixture
 def sims() -> Iterator[dict[str, SimServer]]:
-    servers = {name: SimServer(SimSettings()) for name, _ in JUDGES}
-    for server in servers.values():
-        server.start()
-    try:
+    with running_sims(name for name, _ in JUDGES) as servers:
         yield servers
-    finally:
-        for server in servers.values():
-            server.stop()
 
 
 def judges_text(urls: dict[str, str], *, slow: str = "gemini") -> str:

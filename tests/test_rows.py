@@ -17,31 +17,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import diskcache
+from conftest import ANSWER_BODY as BODY
+from conftest import cached_answer
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.judging.claims import Claims
 from geval_async.judging.rows import CacheRows
-from geval_async.options import EntryStatus
-
-BODY = '{"choices":[{"index":0,"message":{"role":"assistant","content":"4"}}]}'
 
 
 def _entry(key: str, body: str = BODY) -> CachedResponse:
-    return CachedResponse(
-        key=key,
-        status=EntryStatus.OK,
-        http_status=200,
-        body=body,
-        time=1.0,
-        latency_ms=2.0,
-        attempts=1,
-        n=1,
-        draw=0,
-        model="judge",
-        record_id="r1",
-        criterion="clarity",
-        received=1,
-    )
+    return cached_answer(key, body)
 
 
 def test_bulk_rows_read_back_through_plain_diskcache(tmp_path: Path) -> None:

@@ -16,12 +16,13 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -211,10 +212,13 @@ class StudyFiles:
         *,
         criteria: list[dict[str, object]] | None = None,
         path: Path | None = None,
-        **sections: dict[str, object],
+        judges: dict[str, dict[str, object]] | None = None,
+        **sections: dict[str, object] | None,
     ) -> Path:
         """(Re)write config.toml (or ``path``, beside it) pointing at ``base_url``; ``sections``
-        replace defaults, key by key; ``criteria`` replace the two criteria (clar, fit)."""
+        replace defaults, key by key (a section or a key given ``None`` is left out, a new
+        section is added); ``criteria`` replace the two criteria (clar, fit); ``judges``: see
+        :meth:`write_panel`."""
         self.judge_url = base_url
         defaults: dict[str, dict[str, object]] = {
             "data": {
@@ -230,20 +234,47 @@ class StudyFiles:
             "output": {"path": "out", "prefix": "t"},
             "stats": {"conditions": ["A", "B"]},
         }
+        if judges is not None:
+            del defaults["judge"]
         for name, values in sections.items():
-            defaults[name] = {**defaults.get(name, {}), **values}
+            if values is None:
+                defaults.pop(name, None)
+            else:
+                defaults[name] = {**defaults.get(name, {}), **values}
+        tables = [(f"[{name}]", values) for name, values in defaults.items()]
+        tables += [("[[criteria]]", c) for c in (CRITERIA if criteria is None else criteria)]
+        tables += [("[[judges]]", {"name": n, **keys}) for n, keys in (judges or {}).items()]
         lines = []
-        for name, values in defaults.items():
-            lines.append(f"[{name}]")
-            lines += [f"{key} = {toml_value(value)}" for key, value in values.items()]
-            lines.append("")
-        for criterion in CRITERIA if criteria is None else criteria:
-            lines.append("[[criteria]]")
-            lines += [f"{key} = {toml_value(value)}" for key, value in criterion.items()]
+        for header, values in tables:
+            lines.append(header)
+            lines += [
+                f"{toml_key(key)} = {toml_value(value)}"
+                for key, value in values.items()
+                if value is not None
+            ]
             lines.append("")
         target = path or self.config
         target.write_text("\n".join(lines), encoding="utf-8")
         return target
+
+    def write_panel(
+        self,
+        judges: dict[str, dict[str, object]],
+        *,
+        path: Path | None = None,
+        **sections: dict[str, object] | None,
+    ) -> Path:
+        """(Re)write config.toml (or ``path``) as a panel: a ``[[judges]]`` table per entry of
+        ``judges`` (name -> that judge's keys: model, base_url, api_key_env, limits as an inline
+        table...) in place of ``[judge]``; ``sections`` as in :meth:`write_config` (``panel``
+        writes the ``[panel]`` table)."""
+        return self.write_config("", path=path, judges=judges, **sections)
+
+
+def sim_judges(sims: Mapping[str, SimServer]) -> dict[str, dict[str, object]]:
+    """A panel's judges for :meth:`StudyFiles.write_panel`, one a simulated judge: judge NAME
+    is model sim-NAME at that server."""
+    return {name: {"model": f"sim-{name}", "base_url": s.base_url} for name, s in sims.items()}
 
 
 # The test study's two criteria, as its config names them.
@@ -266,11 +297,18 @@ CRITERIA: list[dict[str, object]] = [
 
 
 def toml_value(value: object) -> str:
-    """A TOML value: a dict as an inline table, anything else as JSON writes it (which TOML
-    reads the same for strings, numbers, booleans and lists of them)."""
+    """A TOML value: a dict as an inline table, a list item by item, anything else as JSON
+    writes it (which TOML reads the same for strings, numbers and booleans)."""
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     return json.dumps(value)
+
+
+def toml_key(key: str) -> str:
+    """A TOML key: bare where TOML allows it (letters, digits, - and _), else quoted."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -636,3 +674,23 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
     )
     yield demo
     demo.check_unchanged("a test")
+
+
+# --- a panel's judge named that it has not ---------------------------------------------------
+
+
+def no_judge_named(name: str, judges: str) -> str:
+    """What a config refuses an unknown judge ``name`` with (``--judge NAME``, ``judge=NAME``,
+    ``for_judge``), ``judges`` the names it lists."""
+    return f"no judge named {name!r} (the config's judges: {judges})"
+
+
+def assert_no_judge_named(
+    result: subprocess.CompletedProcess[str], config: Path, name: str, judges: str
+) -> None:
+    """A command refused the unknown judge ``name``: exit 2 and one line, naming the config and
+    the judges it has."""
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: {config}: {no_judge_named(name, judges)}"
+    ]

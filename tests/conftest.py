@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -694,3 +695,39 @@ def assert_no_judge_named(
     assert result.stderr.strip().splitlines() == [
         f"error: {config}: {no_judge_named(name, judges)}"
     ]
+
+
+# --- a command in the background, for the tests that race, signal or watch it ---------------
+
+
+def start_process(
+    *args: str, log: Path | None = None, quiet: bool = False
+) -> subprocess.Popen[str]:
+    """Start ``python -m geval_async ARGS`` in the background, as :func:`run_process` runs it
+    (the API variables cleared, in the repository's folder): for the tests that race, signal or
+    watch a process. Its stdout and stderr go to ``log`` where named (one stream, as a terminal
+    shows them), nowhere if ``quiet``, else to pipes (text)."""
+    command = [sys.executable, "-m", "geval_async", *args]
+    env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
+    if log is not None:
+        with log.open("wb") as out:
+            return subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, text=True
+            )
+    sink = subprocess.DEVNULL if quiet else subprocess.PIPE
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=sink, text=True)
+
+
+def wait_for(
+    condition: Callable[[], bool],
+    what: str,
+    process: subprocess.Popen[str] | None = None,
+    timeout: float = 60,
+) -> None:
+    """Poll ``condition`` until it holds; fail, naming ``what``, if ``process`` ends first or
+    ``timeout`` seconds pass (a bound on a stuck run, never a timing)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process is None or process.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.002)

@@ -18,13 +18,13 @@ from pathlib import Path
 import orjson
 from conftest import (
     POLL,
-    ROOT,
     DemoRun,
     StudyFiles,
     cache_snapshot,
     run_batch,
     run_cli,
     run_process,
+    start_process,
     summary_cells,
 )
 from hypothesis import given
@@ -82,12 +82,7 @@ def test_sigkill_while_waiting_then_rerun_attaches_without_a_second_submit(
 ) -> None:
     study.write_config(sim.base_url)
     sim.settings.batch_seconds = 3600.0
-    waiting = subprocess.Popen(
-        [sys.executable, "-m", "geval_async", "run", str(study.config), "--batch", *POLL],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    waiting = start_process("run", str(study.config), "--batch", *POLL, quiet=True)
     try:
         deadline = time.monotonic() + 60
         ledger = study.cache / "batches"

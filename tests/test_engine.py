@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, run_study
+from conftest import StudyFiles, cache_snapshot, run_cli, run_study, start_process
 from conftest import summary_row as _total_row
 
 from geval_async.sim import SimServer
@@ -160,13 +157,7 @@ def test_sigkill_then_resume_answers_each_request_once(tmp_path: Path, study: St
     with SimServer(SimSettings(latency_ms=40)) as server:
         study.write_config(server.base_url, limits={"concurrency": concurrency})
         items = 2 * study.n_records
-        process = subprocess.Popen(
-            [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
-        )
+        process = start_process("run", str(study.config), "--quiet", quiet=True)
         deadline = time.monotonic() + 60
         while sum(server.stats.answered.values()) < items // 2:
             assert time.monotonic() < deadline, "the run made no progress"

@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, settings
 from geval_async.judging.stored import CachedResponse
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer, SimSettings
+from geval_async.study.requests import JudgeRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -207,6 +208,16 @@ class StudyFiles:
     n_records: int
     judge_url: str = ""  # the base URL the config was last written for
 
+    @classmethod
+    def in_folder(
+        cls, root: Path, records: Path | None = None, config: str = "config.toml"
+    ) -> StudyFiles:
+        """Another study in ``root`` (records of its own, already written; ``records.jsonl``
+        unless named), its config ``root/config``, its cache and outputs in ``root``."""
+        records = records or root / "records.jsonl"
+        count = len(records.read_text(encoding="utf-8").splitlines())
+        return cls(root, root / config, records, root / "cache", root / "out", count)
+
     def write_config(
         self,
         base_url: str,
@@ -223,7 +234,7 @@ class StudyFiles:
         self.judge_url = base_url
         defaults: dict[str, dict[str, object]] = {
             "data": {
-                "path": "records.jsonl",
+                "path": _relative(self.records, self.root),
                 "id": "id",
                 "group": "user",
                 "condition": "condition",
@@ -695,6 +706,39 @@ def assert_no_judge_named(
     assert result.stderr.strip().splitlines() == [
         f"error: {config}: {no_judge_named(name, judges)}"
     ]
+
+
+# --- an answer written by hand, stored under the key the plan computes -----------------------
+
+
+def answer_to(request: JudgeRequest, body: dict[str, Any], time: float = 0.0) -> CachedResponse:
+    """The judge's answer ``body`` (a chat-completions response) to ``request``, as the runner
+    stores it: for the tests whose expected scores are worked out by hand."""
+    return CachedResponse(
+        key=request.key,
+        status=EntryStatus.OK,
+        http_status=200,
+        body=json.dumps(body),
+        time=time,
+        latency_ms=0.0,
+        attempts=1,
+        n=request.n,
+        draw=request.draw,
+        model="m",
+        record_id=request.item.record.id,
+        criterion=request.item.criterion.name,
+        received=len(body["choices"]),
+    )
+
+
+# --- SummEval's expert scores, for the meta-evaluation tests ---------------------------------
+
+SUMMEVAL = ROOT.parent / "shared" / "data" / "summeval"
+# The mark of the tests that read it: it lives beside the repository, never in it.
+needs_summeval = pytest.mark.skipif(
+    not SUMMEVAL.is_dir(),
+    reason="no SummEval at ../shared/data/summeval (it lives beside the repository, never in it)",
+)
 
 
 # --- a command in the background, for the tests that race, signal or watch it ---------------

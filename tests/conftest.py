@@ -775,3 +775,20 @@ def wait_for(
         assert process is None or process.poll() is None, f"the run ended before {what}"
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.002)
+
+
+# --- the simulated judge as an Azure OpenAI deployment ----------------------------------------
+
+
+def azure_judge(sim: SimServer, api_version: str, **keys: object) -> dict[str, object]:
+    """``[judge]`` keys of the simulated judge as an Azure OpenAI deployment (judge-deploy at
+    its root URL, the key in AZ_KEY, no base_url), ``keys`` added: for ``write_config(judge=)``."""
+    return {
+        "provider": "azure",
+        "azure_endpoint": sim.root_url,
+        "deployment": "judge-deploy",
+        "api_version": api_version,
+        "api_key_env": "AZ_KEY",
+        "base_url": None,
+        **keys,
+    }

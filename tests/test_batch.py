@@ -20,6 +20,7 @@ from conftest import (
     POLL,
     DemoRun,
     StudyFiles,
+    azure_judge,
     cache_snapshot,
     run_batch,
     run_cli,
@@ -285,18 +286,7 @@ def test_failed_validation_says_why_in_one_line(sim: SimServer, study: StudyFile
 
 def test_azure_form(sim: SimServer, study: StudyFiles) -> None:
     sim.settings.api_key = "azure-test-key"
-    study.write_config(
-        sim.base_url,
-        judge={
-            "provider": "azure",
-            "azure_endpoint": sim.root_url,
-            "deployment": "judge-deploy",
-            "api_version": "2024-10-21",
-            "api_key_env": "AZ_KEY",
-        },
-    )
-    text = study.config.read_text().replace(f'base_url = "{sim.base_url}"\n', "")
-    study.config.write_text(text)
+    study.write_config(sim.base_url, judge=azure_judge(sim, "2024-10-21"))
     result = run_cli(
         "run", str(study.config), "--batch", "--quiet", *POLL, env={"AZ_KEY": "azure-test-key"}
     )

@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import StudyFiles, cache_snapshot, run_cli, run_study, start_process
+from conftest import StudyFiles, azure_judge, cache_snapshot, run_cli, run_study, start_process
 from conftest import summary_row as _total_row
 
 from geval_async.sim import SimServer
@@ -212,21 +212,8 @@ def test_server_rate_limits_are_honoured_without_failures(study: StudyFiles) -> 
 
 def test_azure_form_with_api_key_header(sim: SimServer, study: StudyFiles) -> None:
     sim.settings.api_key = "azure-test-key"
-    study.write_config(
-        sim.base_url,
-        judge={
-            "provider": "azure",
-            "azure_endpoint": sim.root_url,
-            "deployment": "judge-deploy",
-            "api_version": "2024-06-01",
-            "api_key_env": "AZ_KEY",
-            "model": "gpt-4o-mini",
-        },
-    )
-    # write_config always sets base_url; Azure ignores it, but unknown keys would fail, so
-    # drop it explicitly to show a clean Azure section.
-    text = study.config.read_text().replace(f'base_url = "{sim.base_url}"\n', "")
-    study.config.write_text(text)
+    # a clean Azure section: no base_url (Azure ignores it)
+    study.write_config(sim.base_url, judge=azure_judge(sim, "2024-06-01", model="gpt-4o-mini"))
     result = run_study(study, "--limit", "2", env={"AZ_KEY": "azure-test-key"})
     assert result.returncode == 0, result.stderr
     assert sim.stats.by_status[200] == 4

@@ -16,12 +16,14 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -33,6 +35,7 @@ from hypothesis import HealthCheck, settings
 from geval_async.judging.stored import CachedResponse
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer, SimSettings
+from geval_async.study.requests import JudgeRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -205,20 +208,33 @@ class StudyFiles:
     n_records: int
     judge_url: str = ""  # the base URL the config was last written for
 
+    @classmethod
+    def in_folder(
+        cls, root: Path, records: Path | None = None, config: str = "config.toml"
+    ) -> StudyFiles:
+        """Another study in ``root`` (records of its own, already written; ``records.jsonl``
+        unless named), its config ``root/config``, its cache and outputs in ``root``."""
+        records = records or root / "records.jsonl"
+        count = len(records.read_text(encoding="utf-8").splitlines())
+        return cls(root, root / config, records, root / "cache", root / "out", count)
+
     def write_config(
         self,
         base_url: str,
         *,
         criteria: list[dict[str, object]] | None = None,
         path: Path | None = None,
-        **sections: dict[str, object],
+        judges: dict[str, dict[str, object]] | None = None,
+        **sections: dict[str, object] | None,
     ) -> Path:
         """(Re)write config.toml (or ``path``, beside it) pointing at ``base_url``; ``sections``
-        replace defaults, key by key; ``criteria`` replace the two criteria (clar, fit)."""
+        replace defaults, key by key (a section or a key given ``None`` is left out, a new
+        section is added); ``criteria`` replace the two criteria (clar, fit); ``judges``: see
+        :meth:`write_panel`."""
         self.judge_url = base_url
         defaults: dict[str, dict[str, object]] = {
             "data": {
-                "path": "records.jsonl",
+                "path": _relative(self.records, self.root),
                 "id": "id",
                 "group": "user",
                 "condition": "condition",
@@ -230,20 +246,47 @@ class StudyFiles:
             "output": {"path": "out", "prefix": "t"},
             "stats": {"conditions": ["A", "B"]},
         }
+        if judges is not None:
+            del defaults["judge"]
         for name, values in sections.items():
-            defaults[name] = {**defaults.get(name, {}), **values}
+            if values is None:
+                defaults.pop(name, None)
+            else:
+                defaults[name] = {**defaults.get(name, {}), **values}
+        tables = [(f"[{name}]", values) for name, values in defaults.items()]
+        tables += [("[[criteria]]", c) for c in (CRITERIA if criteria is None else criteria)]
+        tables += [("[[judges]]", {"name": n, **keys}) for n, keys in (judges or {}).items()]
         lines = []
-        for name, values in defaults.items():
-            lines.append(f"[{name}]")
-            lines += [f"{key} = {toml_value(value)}" for key, value in values.items()]
-            lines.append("")
-        for criterion in CRITERIA if criteria is None else criteria:
-            lines.append("[[criteria]]")
-            lines += [f"{key} = {toml_value(value)}" for key, value in criterion.items()]
+        for header, values in tables:
+            lines.append(header)
+            lines += [
+                f"{toml_key(key)} = {toml_value(value)}"
+                for key, value in values.items()
+                if value is not None
+            ]
             lines.append("")
         target = path or self.config
         target.write_text("\n".join(lines), encoding="utf-8")
         return target
+
+    def write_panel(
+        self,
+        judges: dict[str, dict[str, object]],
+        *,
+        path: Path | None = None,
+        **sections: dict[str, object] | None,
+    ) -> Path:
+        """(Re)write config.toml (or ``path``) as a panel: a ``[[judges]]`` table per entry of
+        ``judges`` (name -> that judge's keys: model, base_url, api_key_env, limits as an inline
+        table...) in place of ``[judge]``; ``sections`` as in :meth:`write_config` (``panel``
+        writes the ``[panel]`` table)."""
+        return self.write_config("", path=path, judges=judges, **sections)
+
+
+def sim_judges(sims: Mapping[str, SimServer]) -> dict[str, dict[str, object]]:
+    """A panel's judges for :meth:`StudyFiles.write_panel`, one a simulated judge: judge NAME
+    is model sim-NAME at that server."""
+    return {name: {"model": f"sim-{name}", "base_url": s.base_url} for name, s in sims.items()}
 
 
 # The test study's two criteria, as its config names them.
@@ -266,11 +309,18 @@ CRITERIA: list[dict[str, object]] = [
 
 
 def toml_value(value: object) -> str:
-    """A TOML value: a dict as an inline table, anything else as JSON writes it (which TOML
-    reads the same for strings, numbers, booleans and lists of them)."""
+    """A TOML value: a dict as an inline table, a list item by item, anything else as JSON
+    writes it (which TOML reads the same for strings, numbers and booleans)."""
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     return json.dumps(value)
+
+
+def toml_key(key: str) -> str:
+    """A TOML key: bare where TOML allows it (letters, digits, - and _), else quoted."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -636,3 +686,109 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
     )
     yield demo
     demo.check_unchanged("a test")
+
+
+# --- a panel's judge named that it has not ---------------------------------------------------
+
+
+def no_judge_named(name: str, judges: str) -> str:
+    """What a config refuses an unknown judge ``name`` with (``--judge NAME``, ``judge=NAME``,
+    ``for_judge``), ``judges`` the names it lists."""
+    return f"no judge named {name!r} (the config's judges: {judges})"
+
+
+def assert_no_judge_named(
+    result: subprocess.CompletedProcess[str], config: Path, name: str, judges: str
+) -> None:
+    """A command refused the unknown judge ``name``: exit 2 and one line, naming the config and
+    the judges it has."""
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: {config}: {no_judge_named(name, judges)}"
+    ]
+
+
+# --- an answer written by hand, stored under the key the plan computes -----------------------
+
+
+def answer_to(request: JudgeRequest, body: dict[str, Any], time: float = 0.0) -> CachedResponse:
+    """The judge's answer ``body`` (a chat-completions response) to ``request``, as the runner
+    stores it: for the tests whose expected scores are worked out by hand."""
+    return CachedResponse(
+        key=request.key,
+        status=EntryStatus.OK,
+        http_status=200,
+        body=json.dumps(body),
+        time=time,
+        latency_ms=0.0,
+        attempts=1,
+        n=request.n,
+        draw=request.draw,
+        model="m",
+        record_id=request.item.record.id,
+        criterion=request.item.criterion.name,
+        received=len(body["choices"]),
+    )
+
+
+# --- SummEval's expert scores, for the meta-evaluation tests ---------------------------------
+
+SUMMEVAL = ROOT.parent / "shared" / "data" / "summeval"
+# The mark of the tests that read it: it lives beside the repository, never in it.
+needs_summeval = pytest.mark.skipif(
+    not SUMMEVAL.is_dir(),
+    reason="no SummEval at ../shared/data/summeval (it lives beside the repository, never in it)",
+)
+
+
+# --- a command in the background, for the tests that race, signal or watch it ---------------
+
+
+def start_process(
+    *args: str, log: Path | None = None, quiet: bool = False
+) -> subprocess.Popen[str]:
+    """Start ``python -m geval_async ARGS`` in the background, as :func:`run_process` runs it
+    (the API variables cleared, in the repository's folder): for the tests that race, signal or
+    watch a process. Its stdout and stderr go to ``log`` where named (one stream, as a terminal
+    shows them), nowhere if ``quiet``, else to pipes (text)."""
+    command = [sys.executable, "-m", "geval_async", *args]
+    env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
+    if log is not None:
+        with log.open("wb") as out:
+            return subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, text=True
+            )
+    sink = subprocess.DEVNULL if quiet else subprocess.PIPE
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=sink, text=True)
+
+
+def wait_for(
+    condition: Callable[[], bool],
+    what: str,
+    process: subprocess.Popen[str] | None = None,
+    timeout: float = 60,
+) -> None:
+    """Poll ``condition`` until it holds; fail, naming ``what``, if ``process`` ends first or
+    ``timeout`` seconds pass (a bound on a stuck run, never a timing)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process is None or process.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.002)
+
+
+# --- the simulated judge as an Azure OpenAI deployment ----------------------------------------
+
+
+def azure_judge(sim: SimServer, api_version: str, **keys: object) -> dict[str, object]:
+    """``[judge]`` keys of the simulated judge as an Azure OpenAI deployment (judge-deploy at
+    its root URL, the key in AZ_KEY, no base_url), ``keys`` added: for ``write_config(judge=)``."""
+    return {
+        "provider": "azure",
+        "azure_endpoint": sim.root_url,
+        "deployment": "judge-deploy",
+        "api_version": api_version,
+        "api_key_env": "AZ_KEY",
+        "base_url": None,
+        **keys,
+    }

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import math
+import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import PROMPT_A, PROMPT_B, run_cli, write_records
+from conftest import CRITERIA, PROMPT_A, PROMPT_B, StudyFiles, run_cli, write_records
 
 import geval_async as ga
 from geval_async.errors import ConfigError
@@ -24,41 +24,30 @@ from geval_async.scoring.distributions import distribution_from_option_logprobs
 from geval_async.scoring.outputs import write_outputs
 from geval_async.sim import SimServer, SimSettings
 
-LETTERS = "{ A = 1, B = 2, C = 3, D = 4, E = 5 }"
+LETTERS = {"A": 1, "B": 2, "C": 3, "D": 4, "E": 5}
+THREE_LETTERS = {"A": 1, "B": 2, "C": 3}
 
 
-def _study(root: Path, base_url: str, *, clar: str = "", fit: str = "", **sampling: object) -> Path:
-    """A 6-user x 2-condition study: clar (1-5) and fit (1-3); extra criterion lines given."""
+def _study(
+    root: Path,
+    base_url: str,
+    *,
+    clar: dict[str, object] | None = None,
+    fit: dict[str, object] | None = None,
+    **sampling: object,
+) -> Path:
+    """A 6-user x 2-condition study: clar (1-5) and fit (1-3), with the criterion keys given."""
     (root / "prompts").mkdir(parents=True, exist_ok=True)
     (root / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
     (root / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
     if not (root / "records.jsonl").exists():
         write_records(root / "records.jsonl", 6)
-    sample = {"mode": "samples", "n": 8, "temperature": 1.0, "max_tokens": 200, **sampling}
-    config = root / "config.toml"
-    config.write_text(
-        "\n".join(
-            [
-                '[data]\npath = "records.jsonl"\nid = "id"\ngroup = "user"',
-                'condition = "condition"',
-                f'[judge]\nmodel = "sim-judge"\nbase_url = "{base_url}"',
-                "[sampling]",
-                *(f"{k} = {json.dumps(v)}" for k, v in sample.items()),
-                "[limits]\nconcurrency = 4\nretries = 2\ntimeout = 10",
-                '[output]\npath = "out"\nprefix = "t"',
-                '[stats]\nconditions = ["A", "B"]',
-                '[[criteria]]\nname = "clar"\ndisplay_name = "Clarity"',
-                'prompt = "prompts/clar.txt"\nscale = [1, 5]\nfields = ["text"]',
-                clar,
-                '[[criteria]]\nname = "fit"\ndisplay_name = "Fit"',
-                'prompt = "prompts/fit.txt"\nscale = [1, 3]\nfields = ["reader", "text"]',
-                fit,
-                "",
-            ]
-        ),
-        encoding="utf-8",
+    return StudyFiles.in_folder(root).write_config(
+        base_url,
+        sampling={"n": 8, "max_tokens": 200, **sampling},
+        limits={"retries": 2, "timeout": 10},
+        criteria=[{**CRITERIA[0], **(clar or {})}, {**CRITERIA[1], **(fit or {})}],
     )
-    return config
 
 
 def _judged_in_styles(root: Path, styles: str, **settings: object) -> tuple[Path, SimServer]:
@@ -114,7 +103,7 @@ def test_half_points_follow_the_fractional_setting_and_rescoring_sends_nothing(
         assert keep.samples["reason"].isna().all()
 
         for setting, expected_reason in (("round", None), ("invalid", "fractional")):
-            _study(root, server.base_url, clar=f'fractional = "{setting}"')
+            _study(root, server.base_url, clar={"fractional": setting})
             assert asyncio.run(ga.judge(config)).complete
             results = ga.load_results(config)
             clar = results.samples[results.samples["criterion"] == "clar"]
@@ -142,9 +131,7 @@ def test_letters_need_their_options_declared(
     without = ga.load_results(config).samples
     assert set(without["reason"]) == {"no_rating"}
 
-    _study(
-        root, server.base_url, clar=f"options = {LETTERS}", fit="options = { A = 1, B = 2, C = 3 }"
-    )
+    _study(root, server.base_url, clar={"options": LETTERS}, fit={"options": THREE_LETTERS})
     assert _scores(config) == plain
 
 
@@ -160,8 +147,8 @@ def test_letters_in_logprobs_mode_read_the_option_tokens(tmp_path: Path) -> None
                 server.base_url,
                 mode="logprobs",
                 n=1,
-                clar=f"options = {LETTERS}",
-                fit="options = { A = 1, B = 2, C = 3 }",
+                clar={"options": LETTERS},
+                fit={"options": THREE_LETTERS},
             )
         scores[styles] = _scores(config)
     assert scores["letters"] == pytest.approx(scores["plain"])
@@ -194,19 +181,15 @@ def test_a_custom_regex_or_function_reads_a_house_style(
     root = tmp_path / "house"
     config, server = _judged_in_styles(root, "prometheus")
     server.stop()
-    pattern = r"pattern = '\[RESULT\] (?P<rating>\d)'"
-    _study(
-        root,
-        server.base_url,
-        clar=f'parser = "regex"\n{pattern}',
-        fit=f'parser = "regex"\n{pattern}',
-    )
+    regex = {"parser": "regex", "pattern": r"\[RESULT\] (?P<rating>\d)"}
+    _study(root, server.base_url, clar=regex, fit=regex)
     assert _scores(config) == plain
 
     (root / "house.py").write_text(
         "def read(text):\n    return text.rsplit('[RESULT]', 1)[1].strip()\n", encoding="utf-8"
     )
-    _study(root, server.base_url, clar='parser = "house:read"', fit='parser = "house:read"')
+    house = {"parser": "house:read"}
+    _study(root, server.base_url, clar=house, fit=house)
     assert _scores(config) == plain
 
 
@@ -221,7 +204,7 @@ def test_a_custom_regex_or_function_reads_a_house_style(
     ],
 )
 def test_bad_parser_settings_are_one_line_errors(tmp_path: Path, line: str, message: str) -> None:
-    config = _study(tmp_path, "http://127.0.0.1:9/v1", clar=line)
+    config = _study(tmp_path, "http://127.0.0.1:9/v1", clar=tomllib.loads(line))
     with pytest.raises(ConfigError, match=r"config\.toml: \[criteria #1 'clar'\]") as error:
         ga.load_config(config)
     assert message in str(error.value) and "\n" not in str(error.value)
@@ -305,9 +288,7 @@ def test_answers_cut_off_by_max_tokens_say_so(tmp_path: Path) -> None:
 
 def test_a_prompt_stating_another_scale_warns_and_strict_refuses(tmp_path: Path) -> None:
     with SimServer(SimSettings()) as server:
-        config = _study(tmp_path, server.base_url)
-        text = config.read_text().replace("scale = [1, 3]", "scale = [1, 5]")
-        config.write_text(text)
+        config = _study(tmp_path, server.base_url, fit={"scale": [1, 5]})
         dry = run_cli("run", str(config), "--dry-run")
         assert dry.returncode == 0
         warning = "criterion 'fit' is declared on 1-5 but its prompt states a 1-3 scale"

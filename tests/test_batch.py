@@ -18,13 +18,14 @@ from pathlib import Path
 import orjson
 from conftest import (
     POLL,
-    ROOT,
     DemoRun,
     StudyFiles,
+    azure_judge,
     cache_snapshot,
     run_batch,
     run_cli,
     run_process,
+    start_process,
     summary_cells,
 )
 from hypothesis import given
@@ -82,12 +83,7 @@ def test_sigkill_while_waiting_then_rerun_attaches_without_a_second_submit(
 ) -> None:
     study.write_config(sim.base_url)
     sim.settings.batch_seconds = 3600.0
-    waiting = subprocess.Popen(
-        [sys.executable, "-m", "geval_async", "run", str(study.config), "--batch", *POLL],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    waiting = start_process("run", str(study.config), "--batch", *POLL, quiet=True)
     try:
         deadline = time.monotonic() + 60
         ledger = study.cache / "batches"
@@ -290,18 +286,7 @@ def test_failed_validation_says_why_in_one_line(sim: SimServer, study: StudyFile
 
 def test_azure_form(sim: SimServer, study: StudyFiles) -> None:
     sim.settings.api_key = "azure-test-key"
-    study.write_config(
-        sim.base_url,
-        judge={
-            "provider": "azure",
-            "azure_endpoint": sim.root_url,
-            "deployment": "judge-deploy",
-            "api_version": "2024-10-21",
-            "api_key_env": "AZ_KEY",
-        },
-    )
-    text = study.config.read_text().replace(f'base_url = "{sim.base_url}"\n', "")
-    study.config.write_text(text)
+    study.write_config(sim.base_url, judge=azure_judge(sim, "2024-10-21"))
     result = run_cli(
         "run", str(study.config), "--batch", "--quiet", *POLL, env={"AZ_KEY": "azure-test-key"}
     )

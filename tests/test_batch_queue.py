@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import POLL, ROOT, StudyFiles, keys_by_digest, run_batch, run_cli, summary_row
+from conftest import (
+    POLL,
+    StudyFiles,
+    keys_by_digest,
+    run_batch,
+    run_cli,
+    start_process,
+    summary_row,
+)
 
 from geval_async.judging.batch.ledger import BatchRecord
 from geval_async.judging.batch.queue import QueueLimits, stated_limit
@@ -194,12 +200,7 @@ def test_sigkill_then_resume_completes_with_no_request_queued_twice(
     killed = False
     for _ in range(5):  # until a kill lands at the point (a race lost: resume and try again)
         calls, batches = sim.stats.batch_calls, sim.stats.batches
-        process = subprocess.Popen(
-            [sys.executable, "-m", "geval_async", "run", str(study.config), "--batch", *POLL],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        process = start_process("run", str(study.config), "--batch", *POLL, quiet=True)
         try:
             deadline = time.monotonic() + 60
             while not point(sim, study, calls, batches) and process.poll() is None:

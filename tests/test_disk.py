@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 from conftest import (
-    ROOT,
     StudyFiles,
     cache_snapshot,
     keys_by_digest,
     run_process,
+    start_process,
     write_records,
 )
 
@@ -45,14 +43,7 @@ def test_two_runs_of_one_plan_share_a_cache_safely(sim: SimServer, study: StudyF
     sim.settings.latency_ms = 5
     study.n_records = write_records(study.records, 100)  # 200 records, 400 requests
     study.write_config(sim.base_url, limits={"concurrency": 8})
-    command = [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"]
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    processes = [
-        subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for _ in range(2)
-    ]
+    processes = [start_process("run", str(study.config), "--quiet") for _ in range(2)]
     outputs = [process.communicate(timeout=120) for process in processes]
     for process, (stdout, stderr) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, stdout + stderr

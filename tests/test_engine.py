@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, run_study
+from conftest import StudyFiles, azure_judge, cache_snapshot, run_cli, run_study, start_process
 from conftest import summary_row as _total_row
 
 from geval_async.sim import SimServer
@@ -160,13 +157,7 @@ def test_sigkill_then_resume_answers_each_request_once(tmp_path: Path, study: St
     with SimServer(SimSettings(latency_ms=40)) as server:
         study.write_config(server.base_url, limits={"concurrency": concurrency})
         items = 2 * study.n_records
-        process = subprocess.Popen(
-            [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
-        )
+        process = start_process("run", str(study.config), "--quiet", quiet=True)
         deadline = time.monotonic() + 60
         while sum(server.stats.answered.values()) < items // 2:
             assert time.monotonic() < deadline, "the run made no progress"
@@ -221,21 +212,8 @@ def test_server_rate_limits_are_honoured_without_failures(study: StudyFiles) -> 
 
 def test_azure_form_with_api_key_header(sim: SimServer, study: StudyFiles) -> None:
     sim.settings.api_key = "azure-test-key"
-    study.write_config(
-        sim.base_url,
-        judge={
-            "provider": "azure",
-            "azure_endpoint": sim.root_url,
-            "deployment": "judge-deploy",
-            "api_version": "2024-06-01",
-            "api_key_env": "AZ_KEY",
-            "model": "gpt-4o-mini",
-        },
-    )
-    # write_config always sets base_url; Azure ignores it, but unknown keys would fail, so
-    # drop it explicitly to show a clean Azure section.
-    text = study.config.read_text().replace(f'base_url = "{sim.base_url}"\n', "")
-    study.config.write_text(text)
+    # a clean Azure section: no base_url (Azure ignores it)
+    study.write_config(sim.base_url, judge=azure_judge(sim, "2024-06-01", model="gpt-4o-mini"))
     result = run_study(study, "--limit", "2", env={"AZ_KEY": "azure-test-key"})
     assert result.returncode == 0, result.stderr
     assert sim.stats.by_status[200] == 4

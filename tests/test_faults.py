@@ -7,22 +7,20 @@ are seeded per arrival, so each run sees the same sequence of faults.
 from __future__ import annotations
 
 import math
-import os
 import re
 import signal
 import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 from conftest import (
-    ROOT,
     StudyFiles,
     cache_snapshot,
     keys_by_digest,
     run_study,
+    start_process,
     summary_row,
+    wait_for,
     write_records,
 )
 
@@ -41,16 +39,6 @@ def _retries(stdout: str) -> dict[str, int]:
         kind: int(count)
         for kind, count in (part.rsplit(" ", 1) for part in match.group(1).split(", "))
     }
-
-
-def _wait_for(
-    condition, what: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 60
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert process is None or process.poll() is None, f"the run ended before {what}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.002)
 
 
 def test_every_fault_kind_is_retried_counted_and_nothing_is_lost(
@@ -182,15 +170,8 @@ def test_insufficient_quota_mid_run_stops_with_one_line_and_keeps_every_answer(
     assert sum(sim.stats.answered.values()) == len(sim.stats.answered) == 2 * study.n_records
 
 
-def _popen(study: StudyFiles, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "geval_async", "run", str(study.config)],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
-        )
+def _popen(study: StudyFiles, log: Path) -> subprocess.Popen[str]:
+    return start_process("run", str(study.config), log=log)
 
 
 def test_ctrl_c_saves_answers_in_flight_and_prints_a_resume_command(
@@ -201,7 +182,7 @@ def test_ctrl_c_saves_answers_in_flight_and_prints_a_resume_command(
     log = tmp_path / "run.log"
     process = _popen(study, log)
     try:
-        _wait_for(
+        wait_for(
             lambda: sim.stats.answered and sim.stats.in_flight >= 4, "requests in flight", process
         )
         answered_before, in_flight = len(sim.stats.answered), sim.stats.in_flight
@@ -238,9 +219,9 @@ def test_a_second_ctrl_c_quits_at_once(sim: SimServer, study: StudyFiles, tmp_pa
     log = tmp_path / "run.log"
     process = _popen(study, log)
     try:
-        _wait_for(lambda: sim.stats.in_flight >= 4, "requests in flight", process)
+        wait_for(lambda: sim.stats.in_flight >= 4, "requests in flight", process)
         process.send_signal(signal.SIGINT)
-        _wait_for(lambda: "stopping:" in log.read_text(), "the first Ctrl-C's message", process)
+        wait_for(lambda: "stopping:" in log.read_text(), "the first Ctrl-C's message", process)
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=60)
     finally:

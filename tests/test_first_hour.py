@@ -6,16 +6,12 @@ study folder (``study`` in conftest.py) and, where a judge is needed, the simula
 
 from __future__ import annotations
 
-import asyncio
 import re
 import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 from aiohttp import web
-from conftest import StudyFiles, run_cli, run_study
+from conftest import LoopbackApp, StudyFiles, run_cli, run_study
 
 import geval_async as ga
 from geval_async.sim import SimServer
@@ -53,9 +49,7 @@ def test_a_base_url_flag_without_http_names_the_flag(sim: SimServer, study: Stud
 
 
 def test_openai_base_url_without_http_names_the_variable(study: StudyFiles) -> None:
-    study.write_config("http://127.0.0.1:9/v1")
-    text = study.config.read_text(encoding="utf-8")
-    study.config.write_text(re.sub(r"base_url = .*\n", "", text), encoding="utf-8")
+    study.write_config("http://127.0.0.1:9/v1", judge={"base_url": None})
     result = run_cli("status", str(study.config), env={"OPENAI_BASE_URL": "localhost:1234/v1"})
     assert result.returncode == 2, result.stderr
     assert "$OPENAI_BASE_URL" in _one_error_line(result.stderr)
@@ -111,8 +105,7 @@ def test_the_cache_command_summary_names_its_subcommands() -> None:
 
 def test_ttest_without_two_conditions_says_which_to_name(judged: StudyFiles) -> None:
     # It printed nothing but the judge's line, wrote nothing and exited 0.
-    text = judged.config.read_text(encoding="utf-8")
-    judged.config.write_text(re.sub(r"\[stats\]\nconditions = .*\n", "", text), encoding="utf-8")
+    judged.write_config(judged.judge_url, stats={"conditions": None})
     result = run_cli("ttest", str(judged.config), "--limit", "4")
     assert result.returncode == 2, result.stdout + result.stderr
     line = _one_error_line(result.stderr)
@@ -193,38 +186,26 @@ HTML_PAGE = """<!DOCTYPE HTML>
 """
 
 
-@contextmanager
-def web_page_server(status: int) -> Iterator[str]:
+class WebPage(LoopbackApp):
     """A web server that is no OpenAI endpoint: every request gets an HTML page."""
 
-    async def page(request: web.Request) -> web.Response:
-        body = HTML_PAGE.format(status=status)
-        return web.Response(status=status, text=body, content_type="text/html")
+    def __init__(self, status: int) -> None:
+        super().__init__()
+        self.status = status
 
-    loop = asyncio.new_event_loop()
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", page)
-    runner = web.AppRunner(app)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = runner.addresses[0][1]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
+    async def _page(self, request: web.Request) -> web.Response:
+        body = HTML_PAGE.format(status=self.status)
+        return web.Response(status=self.status, text=body, content_type="text/html")
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.route("*", "/{tail:.*}", self._page)]
 
 
 @pytest.mark.parametrize("status", [404, 500])
 def test_a_web_page_for_a_judge_is_quoted_on_one_line(study: StudyFiles, status: int) -> None:
     # The page's HTML was printed as it came, a dozen lines for each failure.
-    with web_page_server(status) as url:
-        study.write_config(url, limits={"retries": 1, "backoff": 0.01})
+    with WebPage(status) as page:
+        study.write_config(page.base_url, limits={"retries": 1, "backoff": 0.01})
         result = run_study(study, "--limit", "2")
     assert result.returncode == 1, result.stderr
     output = result.stdout + result.stderr
@@ -244,8 +225,8 @@ def test_a_server_that_takes_no_chat_completions_stops_the_run_and_stores_nothin
     # refusal, and the next run, pointed at the right URL, asked for none of them again.
     from geval_async.judging.cache import JudgeCache
 
-    with web_page_server(status) as url:
-        study.write_config(url, limits={"retries": 1, "backoff": 0.01})
+    with WebPage(status) as page:
+        study.write_config(page.base_url, limits={"retries": 1, "backoff": 0.01})
         result = run_study(study)
     assert result.returncode == 1, result.stderr
     output = result.stdout + result.stderr

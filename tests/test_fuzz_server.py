@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
-from conftest import PROMPT_A, LoopbackApp
+from conftest import PROMPT_A, LoopbackApp, StudyFiles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -161,39 +161,27 @@ class ScriptedJudge(LoopbackApp):
         ]
 
 
-def _study(root: Path, port: int, mode: str) -> Path:
+def _study(root: Path, base_url: str, mode: str) -> Path:
     (root / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
     rows = [{"id": f"r{i}", "text": f"text {i}"} for i in range(3)]
     (root / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    sampling = 'mode = "logprobs"\nmax_tokens = 1' if mode == "logprobs" else "n = 2"
-    (root / "config.toml").write_text(
-        f"""[data]
-path = "records.jsonl"
-[judge]
-model = "sim-judge"
-base_url = "http://127.0.0.1:{port}/v1"
-[sampling]
-{sampling}
-[limits]
-concurrency = 1
-retries = 1
-timeout = 5
-backoff = 0.01
-max_backoff = 0.02
-max_wait = 1e9
-[cache]
-path = "cache"
-[output]
-path = "out"
-[[criteria]]
-name = "clar"
-prompt = "clar.txt"
-scale = [1, 5]
-fields = ["text"]
-""",
-        encoding="utf-8",
+    samples = {"mode": None, "n": 2} if mode == "samples" else {"mode": mode, "max_tokens": 1}
+    return StudyFiles.in_folder(root).write_config(
+        base_url,
+        criteria=[{"name": "clar", "prompt": "clar.txt", "scale": [1, 5], "fields": ["text"]}],
+        data={"id": None, "group": None, "condition": None},
+        sampling={"mode": None, "n": None, "temperature": None, "max_tokens": None, **samples},
+        limits={
+            "concurrency": 1,
+            "retries": 1,
+            "timeout": 5,
+            "backoff": 0.01,
+            "max_backoff": 0.02,
+            "max_wait": 1e9,
+        },
+        output={"prefix": None},
+        stats=None,
     )
-    return root / "config.toml"
 
 
 @settings(
@@ -210,7 +198,7 @@ def test_any_server_leaves_no_traceback_no_failed_answer_and_every_wait_stoppabl
     replies: list[dict[str, Any]], stop_at: int, mode: str
 ) -> None:
     with tempfile.TemporaryDirectory() as folder, ScriptedJudge(replies, stop_at) as judge:
-        config = load_config(_study(Path(folder), judge.port, mode))
+        config = load_config(_study(Path(folder), judge.base_url, mode))
         study = prepare_study(config)
 
         async def main() -> None:

@@ -16,19 +16,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, SUMMEVAL, StudyFiles, needs_summeval, run_cli
 from scipy import stats as sps
 
 from geval_async.errors import ConfigError
 from geval_async.meta import METHODS, meta_evaluate, system_level
 from geval_async.sim import SimServer
 
-DATA_DIR = ROOT.parent / "shared" / "data" / "summeval"
-DATA = DATA_DIR / "summeval.jsonl"
-needs_summeval = pytest.mark.skipif(
-    not DATA_DIR.is_dir(),
-    reason="no SummEval at ../shared/data/summeval (it lives beside the repository, never in it)",
-)
+DATA = SUMMEVAL / "summeval.jsonl"
 
 HUMAN = {"coh": "coherence", "con": "consistency", "flu": "fluency", "rel": "relevance"}
 SCIPY = {
@@ -43,26 +38,29 @@ def _records() -> list[dict]:
         return [json.loads(line) for line in handle]
 
 
-def _write_config(
-    folder: Path, *, bootstrap: int = 200, seed: int = 0, human: str | None = None
-) -> Path:
-    human = human or ", ".join(f'{c} = "scores.{f}"' for c, f in HUMAN.items())
-    criteria = "\n".join(
-        f'[[criteria]]\nname = "{c}"\nprompt = "{ROOT}/prompts/summeval/{c}_detailed.txt"\n'
-        f"scale = [1, {3 if c == 'flu' else 5}]\n"
-        'fields = { document = "source", summary = "system_output" }\n'
+def _write_config(folder: Path, *, human: dict[str, str] | None = None, **meta: object) -> Path:
+    """The SummEval study's meta.toml: its four criteria, the judge's 2 samples an item in a
+    cache of its own, ``human`` (the criteria's human fields) and ``meta`` (bootstrap = 200,
+    seed = 0 unless given) in its [meta] table."""
+    human = human or {c: f"scores.{f}" for c, f in HUMAN.items()}
+    criteria: list[dict[str, object]] = [
+        {
+            "name": c,
+            "prompt": f"{ROOT}/prompts/summeval/{c}_detailed.txt",
+            "scale": [1, 3 if c == "flu" else 5],
+            "fields": {"document": "source", "summary": "system_output"},
+        }
         for c in HUMAN
+    ]
+    return StudyFiles.in_folder(folder, DATA, "meta.toml").write_config(
+        "http://127.0.0.1:9/v1",
+        criteria=criteria,
+        data={"id": "index", "group": "doc_id", "condition": "system_id"},
+        sampling={"mode": None, "n": 2, "temperature": None, "max_tokens": None},
+        limits={"concurrency": 8, "retries": 2, "timeout": 10},
+        stats=None,
+        meta={"human": human, "bootstrap": 200, "seed": 0, **meta},
     )
-    config = folder / "meta.toml"
-    config.write_text(
-        f'[data]\npath = "{DATA}"\nid = "index"\ngroup = "doc_id"\ncondition = "system_id"\n\n'
-        '[judge]\nmodel = "sim-judge"\nbase_url = "http://127.0.0.1:9/v1"\n\n'
-        "[sampling]\nn = 2\n\n[limits]\nconcurrency = 8\nretries = 2\ntimeout = 10\n\n"
-        f'[cache]\npath = "cache"\n\n[output]\npath = "out"\nprefix = "t"\n\n{criteria}\n'
-        f"[meta]\nhuman = {{ {human} }}\nbootstrap = {bootstrap}\nseed = {seed}\n",
-        encoding="utf-8",
-    )
-    return config
 
 
 def _known_judge(records: list[dict]) -> dict[int, dict[str, float | None]]:
@@ -167,9 +165,8 @@ def test_bootstrap_interval_holds_the_estimate_and_follows_the_seed(tmp_path: Pa
     judge_file = _write_csv(tmp_path / "noisy.csv", _known_judge(_records()))
 
     def summary(seed: int, confidence: float = 0.95) -> dict[tuple[str, str], tuple]:
-        config = _write_config(tmp_path, bootstrap=500, seed=seed)
-        if confidence != 0.95:
-            config.write_text(config.read_text() + f"confidence = {confidence}\n")
+        given = {} if confidence == 0.95 else {"confidence": confidence}
+        config = _write_config(tmp_path, bootstrap=500, seed=seed, **given)
         evaluation = meta_evaluate(config, {"noisy": judge_file}, use_cache=False)
         return {
             (c.criterion, c.method): (c.value, c.ci_low, c.ci_high)
@@ -287,13 +284,12 @@ def test_bad_jsonl_score_names_the_line(tmp_path: Path) -> None:
 
 @needs_summeval
 def test_meta_config_is_checked(tmp_path: Path) -> None:
-    config = _write_config(tmp_path)
-    config.write_text(config.read_text() + "bootstrp = 5\n")
+    config = _write_config(tmp_path, bootstrp=5)
     with pytest.raises(ConfigError, match=r"\[meta\] unknown key 'bootstrp'"):
         meta_evaluate(config, use_cache=False)
     with pytest.raises(ConfigError, match=r"'human' names 'cohesion', which is not among"):
-        meta_evaluate(_write_config(tmp_path, human='cohesion = "scores.coherence"'))
-    config = _write_config(tmp_path, human='coh = "scores.coherance"')
+        meta_evaluate(_write_config(tmp_path, human={"cohesion": "scores.coherence"}))
+    config = _write_config(tmp_path, human={"coh": "scores.coherance"})
     with pytest.raises(ConfigError, match=r"line 1, record '0': no field 'scores.coherance'"):
         meta_evaluate(config, {"x": tmp_path / "x.csv"}, use_cache=False)
     result = run_cli("meta", str(_write_config(tmp_path)))

@@ -14,11 +14,12 @@ import json
 import random
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
-from test_meta import DATA, HUMAN, _expected, _known_judge, _records, _write_csv, needs_summeval
+from conftest import ROOT, StudyFiles, needs_summeval, run_cli
+from test_meta import DATA, HUMAN, _expected, _known_judge, _records, _write_csv
 
 from geval_async.errors import ConfigError
 from geval_async.meta import METHODS, meta_evaluate
@@ -29,23 +30,42 @@ COLUMNS = {"coh": "Coherence score", "con": "cons", "flu": "fluency_1to5", "rel"
 LEVELS = ("summary", "system", "dataset")
 
 
-def _files_only_config(folder: Path, judges: str = "", meta: str = "") -> Path:
-    """A config with no [judge], no [[criteria]] and no prompt files."""
-    human = ", ".join(f'{c} = "scores.{f}"' for c, f in HUMAN.items())
-    config = folder / "files.toml"
-    config.write_text(
-        f'[data]\npath = "{DATA}"\nid = "index"\ngroup = "doc_id"\ncondition = "system_id"\n\n'
-        f'[output]\npath = "out"\nprefix = "f"\n\n'
-        f"[meta]\nhuman = {{ {human} }}\nbootstrap = 200\n{meta}\n{judges}",
-        encoding="utf-8",
+def _files_only_config(
+    folder: Path,
+    judges: dict[str, dict[str, object]] | None = None,
+    *,
+    criteria: list[dict[str, object]] | None = None,
+    human: dict[str, str] | None = None,
+    **meta: object,
+) -> Path:
+    """A config with no [judge], no [[criteria]] (unless given) and no prompt files: the
+    records, ``human`` (every criterion's, unless given), ``judges`` (name -> its
+    [meta.judges.NAME] table) and ``meta`` (bootstrap = 200 unless given) in its [meta]."""
+    human = human or {c: f"scores.{f}" for c, f in HUMAN.items()}
+    judged = {"judges": judges} if judges else {}
+    return StudyFiles.in_folder(folder, DATA, "files.toml").write_config(
+        "",
+        criteria=criteria or [],
+        data={"id": "index", "group": "doc_id", "condition": "system_id"},
+        output={"prefix": "f"},
+        meta={"human": human, "bootstrap": 200, **meta, **judged},
+        **dict.fromkeys(("judge", "sampling", "limits", "cache", "stats")),
     )
-    return config
 
 
-def _keyed_judge(name: str, path: Path, keys: str = "", scores: str = "") -> str:
+def _inline(value: str) -> object:
+    """A TOML value written as text (an inline table, a number)."""
+    return tomllib.loads(f"value = {value}")["value"]
+
+
+def _keyed_judge(
+    name: str, path: Path, keys: str = "", scores: str = ""
+) -> dict[str, dict[str, object]]:
+    """A judge file keyed by article and system (unless ``keys``), in ``COLUMNS`` (unless
+    ``scores``): its [meta.judges.NAME] table."""
     keys = keys or '{ doc_id = "document", system_id = "model" }'
     scores = scores or "{ " + ", ".join(f'{c} = "{col}"' for c, col in COLUMNS.items()) + " }"
-    return f'[meta.judges.{name}]\npath = "{path}"\nkeys = {keys}\nscores = {scores}\n'
+    return {name: {"path": str(path), "keys": _inline(keys), "scores": _inline(scores)}}
 
 
 def _write_keyed(path: Path, scores: dict[int, dict[str, float | None]], *, skip=()) -> Path:
@@ -109,14 +129,12 @@ def test_judge_files_alone_keyed_by_article_and_system(tmp_path: Path) -> None:
 
 def test_criteria_named_only_need_no_prompt_file(tmp_path: Path) -> None:
     judge = _write_csv(tmp_path / "j.csv", _known_judge(_records()))
-    config = _files_only_config(tmp_path, f'[meta.judges.j]\npath = "{judge}"\n')
-    config.write_text(
-        config.read_text() + '\n[[criteria]]\nname = "coh"\n\n[[criteria]]\nname = "rel"\n'
-    )
+    named = [{"name": "coh"}, {"name": "rel"}]
+    config = _files_only_config(tmp_path, {"j": {"path": str(judge)}}, criteria=named)
     with pytest.raises(ConfigError, match=r"'human' names 'con', which is not among"):
         meta_evaluate(config)
-    text = config.read_text().replace('con = "scores.consistency", ', "")
-    config.write_text(text.replace('flu = "scores.fluency", ', ""))
+    human = {"coh": "scores.coherence", "rel": "scores.relevance"}
+    config = _files_only_config(tmp_path, {"j": {"path": str(judge)}}, criteria=named, human=human)
     evaluation = meta_evaluate(config)
     assert {c.criterion for c in evaluation.correlations} == {"coh", "rel"}
     # A judge of its own is read from the cache only when asked for, and needs a [judge].
@@ -162,7 +180,7 @@ def test_ids_are_read_alike_in_every_format(tmp_path: Path) -> None:
 
 def test_bootstrap_flags_match_the_file_and_pass_its_checks(tmp_path: Path) -> None:
     judge = _write_csv(tmp_path / "j.csv", _known_judge(_records()))
-    judges = f'[meta.judges.j]\npath = "{judge}"\n'
+    judges: dict[str, dict[str, object]] = {"j": {"path": str(judge)}}
     flagged = _files_only_config(tmp_path, judges)  # bootstrap = 200, seed 0, 0.95
     result = run_cli(
         "meta", str(flagged), "--bootstrap", "300", "--seed", "5", "--confidence", "0.8"
@@ -175,12 +193,7 @@ def test_bootstrap_flags_match_the_file_and_pass_its_checks(tmp_path: Path) -> N
 
     other = tmp_path / "other"
     other.mkdir()
-    in_file = _files_only_config(other, judges, meta="")
-    in_file.write_text(
-        in_file.read_text().replace(
-            "bootstrap = 200", "bootstrap = 300\nseed = 5\nconfidence = 0.8"
-        )
-    )
+    in_file = _files_only_config(other, judges, bootstrap=300, seed=5, confidence=0.8)
     assert run_cli("meta", str(in_file)).returncode == 0
     assert _rows(other / "out" / "meta" / "f_meta.csv") == from_flags
     summary = from_flags[("j", "coh", "summary", "spearman")]
@@ -198,11 +211,12 @@ def test_bad_bootstrap_flag_fails_like_the_file(
     tmp_path: Path, key: str, value: str, message: str
 ) -> None:
     judge = _write_csv(tmp_path / "j.csv", _known_judge(_records()))
-    config = _files_only_config(tmp_path, f'[meta.judges.j]\npath = "{judge}"\n')
+    config = _files_only_config(tmp_path, {"j": {"path": str(judge)}})
     flag = run_cli("meta", str(config), f"--{key}", value)
     assert flag.returncode == 2
     assert flag.stderr.strip().splitlines() == [f"error: --{key} {value}: [meta] {message}"]
-    config.write_text(config.read_text().replace("bootstrap = 200", f"{key} = {value}"))
+    given: dict[str, object] = {"bootstrap": None, key: _inline(value)}  # in place of 200
+    _files_only_config(tmp_path, {"j": {"path": str(judge)}}, **given)
     in_file = run_cli("meta", str(config))
     assert in_file.returncode == 2
     assert in_file.stderr.strip().splitlines() == [f"error: {config}: [meta] {message}"]
@@ -211,7 +225,7 @@ def test_bad_bootstrap_flag_fails_like_the_file(
 
 def test_python_overrides_are_checked_like_the_file(tmp_path: Path) -> None:
     judge = _write_csv(tmp_path / "j.csv", _known_judge(_records()))
-    config = _files_only_config(tmp_path, f'[meta.judges.j]\npath = "{judge}"\n')
+    config = _files_only_config(tmp_path, {"j": {"path": str(judge)}})
     with pytest.raises(
         ConfigError, match=r"^bootstrap='5': \[meta\] 'bootstrap' must be a whole number, not '5'$"
     ):
@@ -381,14 +395,14 @@ def test_bad_mapping_is_one_line_and_exit_2(
     ],
 )
 def test_judge_table_is_checked(tmp_path: Path, table: str, message: str) -> None:
-    config = _files_only_config(tmp_path, f"[meta.judges.j]\n{table}\n")
+    config = _files_only_config(tmp_path, {"j": tomllib.loads(table)})
     with pytest.raises(ConfigError, match=message):
         meta_evaluate(config)
 
 
 def test_a_judge_named_twice_is_refused(tmp_path: Path) -> None:
     judge = _write_csv(tmp_path / "j.csv", _known_judge(_records()))
-    config = _files_only_config(tmp_path, f'[meta.judges.j]\npath = "{judge}"\n')
+    config = _files_only_config(tmp_path, {"j": {"path": str(judge)}})
     result = run_cli("meta", str(config), "--judge-file", f"j={judge}")
     assert result.returncode == 2
     assert "two judges are named 'j'" in result.stderr

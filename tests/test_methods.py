@@ -11,9 +11,9 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, StudyFiles, answer_to, run_cli
 
-from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.cache import JudgeCache
 from geval_async.scoring.results import load_results
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
@@ -23,47 +23,43 @@ from geval_async.study.prepare import prepare_study
 RUBRIC = "Statement: {{rubric}}\nReply: {{reply}}\nDoes it hold? Answer Yes or No."
 LIKERT = "Options:\n{{points}}\nReply: {{reply}}\nAnswer with the option number (1-3):"
 
-CONFIG = """
-[data]
-path = "replies.jsonl"
-group = "conversation"
-condition = "bot"
-[judge]
-model = "m"
-base_url = "http://127.0.0.1:9/v1"
-[sampling]
-mode = "{mode}"
-n = 4
-[cache]
-path = "cache"
-[[criteria]]
-name = "empathy"
-kind = "likert"
-prompt = "likert.txt"
-points = [0, 0.5, 1]
-labels = ["none", "some", "much"]
-answer = "option"
-fields = ["reply"]
-[[criteria]]
-name = "fair"
-kind = "and"
-prompt = "rubric.txt"
-fields = ["reply"]
-rubrics = [{{ name = "a", text = "A" }}, {{ name = "b", text = "B" }}]
-[[criteria]]
-name = "hate"
-kind = "or"
-prompt = "rubric.txt"
-fields = ["reply"]
-rubrics = [{{ name = "a", text = "H1" }}, {{ name = "b", text = "H2" }}]
-[[criteria]]
-name = "clear"
-kind = "weighted"
-prompt = "rubric.txt"
-fields = ["reply"]
-rubrics = [{{ name = "a", text = "C1", weight = 0.4 }}, {{ name = "b", text = "C2", weight = 0.3 }},
-           {{ name = "c", text = "C3", weight = 0.3 }}]
-"""
+# Four criteria of the kinds beyond the G-Eval rating, on one reply.
+CRITERIA: list[dict[str, object]] = [
+    {
+        "name": "empathy",
+        "kind": "likert",
+        "prompt": "likert.txt",
+        "points": [0, 0.5, 1],
+        "labels": ["none", "some", "much"],
+        "answer": "option",
+        "fields": ["reply"],
+    },
+    {
+        "name": "fair",
+        "kind": "and",
+        "prompt": "rubric.txt",
+        "fields": ["reply"],
+        "rubrics": [{"name": "a", "text": "A"}, {"name": "b", "text": "B"}],
+    },
+    {
+        "name": "hate",
+        "kind": "or",
+        "prompt": "rubric.txt",
+        "fields": ["reply"],
+        "rubrics": [{"name": "a", "text": "H1"}, {"name": "b", "text": "H2"}],
+    },
+    {
+        "name": "clear",
+        "kind": "weighted",
+        "prompt": "rubric.txt",
+        "fields": ["reply"],
+        "rubrics": [
+            {"name": "a", "text": "C1", "weight": 0.4},
+            {"name": "b", "text": "C2", "weight": 0.3},
+            {"name": "c", "text": "C3", "weight": 0.3},
+        ],
+    },
+]
 
 
 # Rubric texts differ between criteria: identical requests share one cache entry by design
@@ -73,12 +69,20 @@ rubrics = [{{ name = "a", text = "C1", weight = 0.4 }}, {{ name = "b", text = "C
 def _study(tmp_path: Path, mode: str) -> Path:
     (tmp_path / "rubric.txt").write_text(RUBRIC)
     (tmp_path / "likert.txt").write_text(LIKERT)
-    (tmp_path / "replies.jsonl").write_text(
+    records = tmp_path / "replies.jsonl"
+    records.write_text(
         json.dumps({"id": "r1", "conversation": "c1", "bot": "A", "reply": "Hello"}) + "\n"
     )
-    config = tmp_path / "config.toml"
-    config.write_text(CONFIG.format(mode=mode))
-    return config
+    return StudyFiles.in_folder(tmp_path, records).write_config(
+        "http://127.0.0.1:9/v1",
+        criteria=CRITERIA,
+        data={"path": "replies.jsonl", "id": None, "group": "conversation", "condition": "bot"},
+        judge={"model": "m"},
+        sampling={"mode": mode, "n": 4, "temperature": None, "max_tokens": None},
+        limits=None,
+        output=None,
+        stats=None,
+    )
 
 
 def _body_samples(texts: list[str]) -> dict:
@@ -118,26 +122,8 @@ def _store(config_path: Path, answers: dict[tuple[str, str | None], dict]) -> No
     study = prepare_study(config)
     with JudgeCache(config.cache_path) as cache:
         for item in plan_items(study):
-            rubric = item.rubric.name if item.rubric else None
-            body = answers[(item.criterion.name, rubric)]
-            request = first_request(item, config)
-            cache.put(
-                CachedResponse(
-                    key=request.key,
-                    status="ok",
-                    http_status=200,
-                    body=json.dumps(body),
-                    time=0,
-                    latency_ms=0,
-                    attempts=1,
-                    n=request.n,
-                    draw=0,
-                    model="m",
-                    record_id="r1",
-                    criterion=item.criterion.name,
-                    received=len(body["choices"]),
-                )
-            )
+            body = answers[(item.criterion.name, item.rubric.name if item.rubric else None)]
+            cache.put(answer_to(first_request(item, config), body))
 
 
 def _scores(config: Path) -> dict[str, object]:

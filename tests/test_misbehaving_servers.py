@@ -8,10 +8,8 @@ redirect, a model other than the one asked) and drives the real CLI in a subproc
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,7 +19,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import ROOT, LoopbackApp, StudyFiles, run_cli, run_study
+from conftest import LoopbackApp, StudyFiles, run_cli, run_study, start_process
 
 Respond = Callable[[dict[str, Any], int], web.StreamResponse]
 
@@ -92,15 +90,7 @@ def _configure(study: StudyFiles, stub: Stub, **limits: object) -> None:
 
 
 def _popen(study: StudyFiles, *extra: str) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GEVAL_DEBUG")}
-    return subprocess.Popen(
-        [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet", *extra],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_process("run", str(study.config), "--quiet", *extra)
 
 
 def _read_until(stream: Any, needle: str, process: subprocess.Popen[str]) -> str:

@@ -3,9 +3,11 @@ into one-judge studies (issue 20 item 1)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from conftest import no_judge_named
 
 from geval_async.errors import ConfigError
 from geval_async.options import PanelPool
@@ -100,7 +102,9 @@ def test_three_judges_each_with_their_own_endpoint_limits_and_sampling(tmp_path:
 def test_one_judge_is_its_own_only_member(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, '[judge]\nmodel = "m"\n'))
     assert not config.is_panel and config.members() == (config,)
-    with pytest.raises(ConfigError, match=r"no judge named 'x' \(the config's judges: none"):
+    with pytest.raises(
+        ConfigError, match=re.escape(no_judge_named("x", "none: it has one [judge]"))
+    ):
         config.for_judge("x")
 
 

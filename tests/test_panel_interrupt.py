@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
-from conftest import NOT_PASSED, ROOT, StudyFiles, cache_snapshot, run_cli, running_sims
+from conftest import (
+    StudyFiles,
+    cache_snapshot,
+    run_cli,
+    running_sims,
+    sim_judges,
+    start_process,
+    wait_for,
+)
 
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
@@ -34,19 +38,6 @@ def slow_sims() -> Iterator[dict[str, SimServer]]:
     """Three simulated judges, each answering after 300 ms."""
     with running_sims(NAMES, lambda: SimSettings(latency_ms=300)) as servers:
         yield servers
-
-
-def write_panel(study: StudyFiles, sims: dict[str, SimServer]) -> Path:
-    """The test study (4 requests in flight per judge) with a [[judges]] table per sim."""
-    study.write_config("http://unused")
-    text = study.config.read_text(encoding="utf-8")
-    start = text.index("[judge]\n")
-    text = text[:start] + text[text.index("\n\n", start) + 2 :]
-    for name, server in sims.items():
-        text += f'\n[[judges]]\nname = "{name}"\nmodel = "sim-{name}"\n'
-        text += f"base_url = {json.dumps(server.base_url)}\n"
-    study.config.write_text(text, encoding="utf-8")
-    return study.config
 
 
 def keys_of_judges(config: Path) -> dict[str, dict[str, str]]:
@@ -69,28 +60,12 @@ def sim_stats(server: SimServer) -> dict[str, object]:
     return stats
 
 
-def wait_for(condition: Callable[[], bool], what: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while not condition():
-        assert process.poll() is None, f"the run ended before {what}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.005)
-
-
 def test_ctrl_c_on_a_panel_keeps_every_judges_answers_and_the_rerun_sends_the_rest(
     study: StudyFiles, slow_sims: dict[str, SimServer], tmp_path: Path
 ) -> None:
-    config = write_panel(study, slow_sims)
+    config = study.write_panel(sim_judges(slow_sims))  # 4 requests in flight a judge
     log = tmp_path / "run.log"
-    env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "geval_async", "run", str(config)],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
+    process = start_process("run", str(config), log=log)
     try:
         # every judge has answered something and has requests in flight
         wait_for(

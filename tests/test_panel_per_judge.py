@@ -14,7 +14,16 @@ from pathlib import Path
 
 import diskcache
 import pytest
-from conftest import ROOT, StudyFiles, cache_snapshot, run_cli, running_sims
+from conftest import (
+    ROOT,
+    StudyFiles,
+    assert_no_judge_named,
+    cache_snapshot,
+    no_judge_named,
+    run_cli,
+    running_sims,
+    sim_judges,
+)
 
 import geval_async as ga
 from geval_async.sim import SimServer
@@ -28,22 +37,8 @@ def sims() -> Iterator[dict[str, SimServer]]:
         yield servers
 
 
-def write_panel(study: StudyFiles, judges: dict[str, dict[str, str]]) -> Path:
-    """The test study with a ``[[judges]]`` table per entry of ``judges`` (name -> keys)."""
-    study.write_config("http://unused")
-    text = study.config.read_text(encoding="utf-8")
-    text = re.sub(r"\[judge\]\n(?:.+\n)+\n", "", text, count=1)
-    for name, keys in judges.items():
-        text += f'\n[[judges]]\nname = "{name}"\n'
-        text += "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
-    study.config.write_text(text, encoding="utf-8")
-    return study.config
-
-
 def two_judges(study: StudyFiles, sims: dict[str, SimServer]) -> Path:
-    return write_panel(
-        study, {name: {"model": f"sim-{name}", "base_url": s.base_url} for name, s in sims.items()}
-    )
+    return study.write_panel(sim_judges(sims))
 
 
 # --- answers ---------------------------------------------------------------------------------
@@ -92,10 +87,7 @@ def test_answers_on_a_panel_shows_every_judges_answers_labelled_or_the_judge_cho
     assert b_alone["reason"].notna().sum() == invalid_b
 
     unknown = run_cli("answers", str(config), "--judge", "c")
-    assert unknown.returncode == 2
-    assert unknown.stderr.strip().splitlines() == [
-        f"error: {config}: no judge named 'c' (the config's judges: a, b)"
-    ]
+    assert_no_judge_named(unknown, config, "c", "a, b")
 
 
 def test_answers_on_a_panel_names_a_judge_not_run_yet_and_fails_when_none_was(
@@ -147,7 +139,7 @@ def test_cache_migrate_on_a_panel_moves_every_judges_entries_or_the_judge_chosen
         "new": {"model": "sim-new", "base_url": sims["a"].base_url},
         "old": {"model": "sim-judge", "base_url": sims["b"].base_url},
     }
-    config = write_panel(study, judges)
+    config = study.write_panel(judges)
     items = 2 * study.n_records
 
     chosen = run_cli("cache", "migrate", str(config), "--judge", "new")
@@ -190,7 +182,7 @@ def test_apply_overrides_on_a_panel_patches_every_judge_or_the_judge_chosen(
     )
     with pytest.raises(ga.ConfigError, match=r"^model= on a panel config .*judge=NAME .*a, b\)$"):
         ga.apply_overrides(config, model="other")
-    with pytest.raises(ga.ConfigError, match=r"no judge named 'c' \(the config's judges: a, b\)"):
+    with pytest.raises(ga.ConfigError, match=re.escape(no_judge_named("c", "a, b"))):
         ga.apply_overrides(config, judge="c")
 
 
@@ -222,7 +214,7 @@ def test_a_panel_judges_missing_key_names_its_judges_entry_never_a_key(
         "a": {"model": "sim-a", "base_url": sims["a"].base_url, "api_key_env": "A_KEY"},
         "b": {"model": "sim-b", "base_url": "https://judge.invalid/v1", "api_key_env": "B_KEY"},
     }
-    config = write_panel(study, judges)
+    config = study.write_panel(judges)
     entry = '[[judges]] name = "b" api_key_env = "B_KEY"'
     expected = f"no API key: set the environment variable B_KEY (named by {entry} in {config})"
 

@@ -9,7 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import StudyFiles, cache_snapshot, run_cli, running_sims
+from conftest import (
+    StudyFiles,
+    assert_no_judge_named,
+    cache_snapshot,
+    run_cli,
+    running_sims,
+    summary_cells,
+)
 
 from geval_async.sim import SimServer
 
@@ -22,24 +29,20 @@ def sims() -> Iterator[dict[str, SimServer]]:
         yield servers
 
 
-def judges_text(urls: dict[str, str], *, slow: str = "gemini") -> str:
-    lines = []
-    for name, model in JUDGES:
-        lines += ["[[judges]]", f'name = "{name}"', f'model = "{model}"']
-        lines.append(f'base_url = "{urls[name]}"')
-        if name == slow:  # its own limits, on top of the study's
-            lines += ["[judges.limits]", "rpm = 1200", "concurrency = 2"]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def write_panel(study: StudyFiles, urls: dict[str, str], extra: str = "") -> Path:
-    """The test study with [[judges]] in place of its [judge]."""
-    study.write_config("http://unused")
-    text = study.config.read_text(encoding="utf-8")
-    text = re.sub(r"\[judge\]\n(?:.+\n)+\n", "", text, count=1)
-    study.config.write_text(text + "\n" + judges_text(urls) + extra, encoding="utf-8")
-    return study.config
+def write_panel(
+    study: StudyFiles,
+    urls: dict[str, str],
+    local: dict[str, object] | None = None,
+    **sections: dict[str, object],
+) -> Path:
+    """The test study with a [[judges]] table per judge of JUDGES, at ``urls``: gemini with
+    its own limits, on top of the study's; judge local with the keys ``local`` adds."""
+    judges: dict[str, dict[str, object]] = {
+        name: {"model": model, "base_url": urls[name]} for name, model in JUDGES
+    }
+    judges["gemini"]["limits"] = {"rpm": 1200, "concurrency": 2}
+    judges["local"].update(local or {})
+    return study.write_panel(judges, **sections)
 
 
 def write_member(study: StudyFiles, name: str, url: str, cache: str) -> Path:
@@ -57,10 +60,10 @@ def urls_of(sims: dict[str, SimServer]) -> dict[str, str]:
 
 
 def judge_row(stdout: str, name: str) -> dict[str, int]:
+    """Judge ``name``'s row of the panel's summary table (one row a judge), by column."""
     lines = stdout.splitlines()
     header = next(line for line in lines if line.startswith("judge ") and "items" in line)
-    row = next(line for line in lines if line.split()[:1] == [name])
-    return dict(zip(header.split()[1:], map(int, row.split()[1:]), strict=True))
+    return dict(zip(header.split()[1:], map(int, summary_cells(stdout, name)), strict=True))
 
 
 def test_one_run_fills_the_cache_for_every_judge_as_each_alone_would(
@@ -126,10 +129,7 @@ def test_judge_flag_sends_only_that_judges_requests(
     assert re.search(r"total\s+48\s+0\s+0\s+48", gpt)
     # an unknown name: one line listing the judges, exit 2
     unknown = run_cli("run", str(config), "--judge", "claude")
-    assert unknown.returncode == 2
-    assert unknown.stderr.strip().splitlines() == [
-        f"error: {config}: no judge named 'claude' (the config's judges: gpt, gemini, local)"
-    ]
+    assert_no_judge_named(unknown, config, "claude", "gpt, gemini, local")
 
 
 def test_a_judge_whose_server_is_down_leaves_the_others_complete_and_is_reported(
@@ -139,10 +139,7 @@ def test_a_judge_whose_server_is_down_leaves_the_others_complete_and_is_reported
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
     urls = {**urls_of(sims), "local": dead}
-    config = write_panel(study, urls)
-    config.write_text(
-        config.read_text(encoding="utf-8").replace("retries = 4", "retries = 1"), encoding="utf-8"
-    )
+    config = write_panel(study, urls, limits={"retries": 1})
     done = run_cli("run", str(config), "--quiet")
     assert done.returncode == 1, done.stderr
     items = study.n_records * 2
@@ -187,12 +184,8 @@ def test_model_flag_on_a_panel_needs_a_judge_and_the_key_is_per_judge(
 def test_a_judge_without_its_key_is_not_run_the_others_are_and_the_exit_says_so(
     study: StudyFiles, sims: dict[str, SimServer]
 ) -> None:
-    config = write_panel(study, urls_of(sims))
-    text = config.read_text(encoding="utf-8").replace(
-        f'base_url = "{sims["local"].base_url}"',
-        'base_url = "https://judge.invalid/v1"\napi_key_env = "PANEL_TEST_KEY"',
-    )
-    config.write_text(text, encoding="utf-8")
+    urls = {**urls_of(sims), "local": "https://judge.invalid/v1"}
+    config = write_panel(study, urls, local={"api_key_env": "PANEL_TEST_KEY"})
     done = run_cli("run", str(config), "--quiet", env={"PANEL_TEST_KEY": ""})
     assert done.returncode == 2, done.stderr
     local = "judge local (sim-local at https://judge.invalid/v1/chat/completions): not judged"
@@ -205,10 +198,8 @@ def test_a_judge_without_its_key_is_not_run_the_others_are_and_the_exit_says_so(
 def test_max_cost_caps_the_panels_total(study: StudyFiles, sims: dict[str, SimServer]) -> None:
     import orjson
 
-    prices = (
-        '\n[prices]\n"sim-gpt" = [100, 100]\n"sim-gemini" = [100, 100]\n"sim-local" = [100, 100]\n'
-    )
-    config = write_panel(study, urls_of(sims), extra=prices)
+    prices = {model: [100, 100] for _, model in JUDGES}
+    config = write_panel(study, urls_of(sims), prices=prices)
     # one judge's whole plan costs about $0.6 at these prices: $0.5 is less than the panel needs
     done = run_cli("run", str(config), "--quiet", "--max-cost", "0.5")
     assert done.returncode == 1, done.stderr

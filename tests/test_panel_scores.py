@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import StudyFiles, run_cli, toml_value
+from conftest import StudyFiles, run_cli, sim_judges
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -49,17 +49,8 @@ def write_panel(
     name: str = "panel.toml",
 ) -> Path:
     """A panel config of the first ``count`` judges, each on its own server and model."""
-    path = study.write_config(sims[0].base_url)
-    text = re.sub(r"\[judge\]\n(?:.+\n)*\n", "", path.read_text(encoding="utf-8"), count=1)
-    for judge, sim in zip(NAMES[:count], sims, strict=False):
-        text += (
-            f'\n[[judges]]\nname = "{judge}"\nmodel = "sim-{judge}"\nbase_url = "{sim.base_url}"\n'
-        )
-    if panel:
-        text += "\n[panel]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in panel.items())
-    target = study.root / name
-    target.write_text(text, encoding="utf-8")
-    return target
+    judges = sim_judges(dict(zip(NAMES[:count], sims, strict=False)))
+    return study.write_panel(judges, panel=panel, path=study.root / name)
 
 
 def write_alone(study: StudyFiles, sims: list[SimServer], judge: str) -> Path:

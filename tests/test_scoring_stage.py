@@ -15,12 +15,12 @@ from pathlib import Path
 import diskcache
 import numpy as np
 import pytest
-from conftest import DemoRun, StudyFiles, run_cli
+from conftest import DemoRun, StudyFiles, answer_to, run_cli
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from geval_async.errors import ConfigError
-from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.cache import JudgeCache
 from geval_async.scoring.html.overview import study_facts
 from geval_async.scoring.results import load_results
 from geval_async.sim import SimServer, SimSettings
@@ -160,26 +160,6 @@ def test_missing_items_are_reported_and_strict_refuses(study: StudyFiles) -> Non
     assert strict.returncode == 2 and "28 of 48" in strict.stderr
 
 
-def _store(cache: JudgeCache, request, body: dict, time: float = 0.0) -> None:  # type: ignore[no-untyped-def]
-    cache.put(
-        CachedResponse(
-            key=request.key,
-            status="ok",
-            http_status=200,
-            body=json.dumps(body),
-            time=time,
-            latency_ms=0.0,
-            attempts=1,
-            n=request.n,
-            draw=request.draw,
-            model="m",
-            record_id=request.item.record.id,
-            criterion=request.item.criterion.name,
-            received=len(body["choices"]),
-        )
-    )
-
-
 def _logprob_body(top: list[tuple[str, float]]) -> dict:
     return {
         "choices": [
@@ -218,7 +198,7 @@ def test_logprob_scoring_from_hand_written_bodies(study: StudyFiles) -> None:
     ]
     with JudgeCache(config.cache_path) as cache:
         for item, top in zip(items, bodies, strict=True):
-            _store(cache, first_request(item, config), _logprob_body(top))
+            cache.put(answer_to(first_request(item, config), _logprob_body(top)))
     results = load_results(study.config)
     by_record = {(s.record_id, s.criterion): s for s in results.scores}
     scores = [by_record[(item.record.id, "clar")] for item in items]
@@ -246,7 +226,7 @@ def test_logprobs_that_lie_are_invalid_with_their_reason_never_scored_from_scrap
     ]
     with JudgeCache(config.cache_path) as cache:
         for item, top in zip(items, bodies, strict=True):
-            _store(cache, first_request(item, config), _logprob_body(top))
+            cache.put(answer_to(first_request(item, config), _logprob_body(top)))
     results = load_results(study.config)
     by_record = {(s.record_id, s.criterion): s for s in results.scores}
     sure, string, five, scraps, null = [by_record[(i.record.id, "clar")] for i in items]
@@ -267,7 +247,7 @@ def test_the_valid_mass_floor_is_a_sampling_setting(study: StudyFiles) -> None:
     item = next(i for i in plan_items(prepare_study(config)) if i.criterion.name == "clar")
     with JudgeCache(config.cache_path) as cache:
         body = _logprob_body([("I", np.log(0.9998)), ("4", np.log(0.0002))])
-        _store(cache, first_request(item, config), body)
+        cache.put(answer_to(first_request(item, config), body))
     score = next(s for s in load_results(study.config).scores if s.record_id == item.record.id)
     assert score.weighted_score == pytest.approx(4.0)
     study.write_config("http://127.0.0.1:9/v1", sampling={"min_valid_mass": 1.5})
@@ -283,7 +263,7 @@ def test_the_report_says_when_the_scored_answers_arrived(study: StudyFiles) -> N
     times = (1_700_000_000.0, 1_700_003_600.0, 1_700_000_600.0)
     with JudgeCache(config.cache_path) as cache:
         for item, time in zip(items, times, strict=True):
-            _store(cache, first_request(item, config), _logprob_body([("4", 0.0)]), time)
+            cache.put(answer_to(first_request(item, config), _logprob_body([("4", 0.0)]), time))
     results = load_results(study.config)
     # Computed once, as the answers are read: the Overview renders it without the cache.
     assert results.judged == (1_700_000_000.0, 1_700_003_600.0)
@@ -341,8 +321,8 @@ def test_a_thinking_judge_is_scored_from_what_follows_its_reasoning(study: Study
         {"content": "", "reasoning_content": "Clarity: 3 or 4? Let me re-", "finish": "length"},
     )
     with JudgeCache(config.cache_path) as cache:
-        _store(cache, first_request(first, config), tagged)
-        _store(cache, first_request(second, config), fields)
+        cache.put(answer_to(first_request(first, config), tagged))
+        cache.put(answer_to(first_request(second, config), fields))
     results = load_results(study.config)
     by_record = {(s.record_id, s.criterion): s for s in results.scores}
     one, two = by_record[(first.record.id, "clar")], by_record[(second.record.id, "clar")]

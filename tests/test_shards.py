@@ -6,11 +6,8 @@ Three processes judge three shards of the study into three cache folders at the 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from conftest import ROOT, StudyFiles, run_cli, run_study, summary_cells
+from conftest import ROOT, StudyFiles, run_cli, run_study, start_process, summary_cells
 
 from geval_async.sim import SimServer
 from geval_async.study.config import apply_overrides, load_config
@@ -83,13 +80,8 @@ def test_three_shards_in_three_processes_merge_into_one_run(
     study.write_config(sim.base_url)
     caches = [study.root / f"cache{index}" for index in (1, 2, 3)]
     runs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"]
-            + ["--shard", f"{index}/3", "--cache", str(cache)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        start_process(
+            "run", str(study.config), "--quiet", "--shard", f"{index}/3", "--cache", str(cache)
         )
         for index, cache in zip((1, 2, 3), caches, strict=True)
     ]

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import socket
-import threading
 
 import diskcache
 import orjson
 from aiohttp import web
-from conftest import StudyFiles
+from conftest import LoopbackApp, StudyFiles
 
 from geval_async.judging.cache import JudgeCache
 from geval_async.judging.claims import Claims
@@ -84,19 +82,12 @@ def test_items_are_sent_record_by_record_with_criteria_interleaved(
     assert [i.criterion.name for i in plan_items(prepared)][: items // 2] == ["clar"] * (items // 2)
 
 
-class _RemainingOnly:
+class _RemainingOnly(LoopbackApp):
     """A plain aiohttp.web judge that sends ``x-ratelimit-remaining-requests`` and no limit."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.received = self.in_flight = self.peak_in_flight = 0
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._sock.getsockname()[1]}/v1"
 
     async def _complete(self, request: web.Request) -> web.Response:
         await request.read()
@@ -116,26 +107,5 @@ class _RemainingOnly:
         remaining = {"x-ratelimit-remaining-requests": "5"}
         return web.json_response(body, headers=remaining)
 
-    def __enter__(self) -> _RemainingOnly:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._complete)
-        runner = web.AppRunner(app)
-
-        def serve() -> None:
-            loop = self._loop = asyncio.new_event_loop()
-            loop.run_until_complete(runner.setup())
-            loop.run_until_complete(web.SockSite(runner, self._sock).start())
-            self._ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=serve, daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post("/v1/chat/completions", self._complete)]

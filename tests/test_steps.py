@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
-from conftest import ROOT, StudyFiles, run_cli, run_study, summary_row
+from conftest import ROOT, StudyFiles, run_cli, run_study, start_process, summary_row
 from markupsafe import escape
 
 from geval_async.judging.cache import JudgeCache
@@ -273,27 +270,7 @@ def test_shards_started_at_once_ask_for_the_steps_once(study: StudyFiles) -> Non
     for its answer (the judge is slow enough for both to look before either has it)."""
     with SimServer(SimSettings(latency_ms=400)) as slow:
         config = definition_config(study, slow.base_url)
-        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GEVAL_DEBUG")}
-        shards = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "geval_async",
-                    "run",
-                    str(config),
-                    "--quiet",
-                    "--shard",
-                    f"{i}/2",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for i in (1, 2)
-        ]
+        shards = [start_process("run", str(config), "--quiet", "--shard", f"{i}/2") for i in (1, 2)]
         for shard in shards:
             _, stderr = shard.communicate(timeout=120)
             assert shard.returncode == 0, stderr

@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, needs_summeval, run_cli
 
 import geval_async as ga
 from geval_async.sim import SimServer
@@ -23,11 +23,7 @@ from geval_async.study.plan import plan_items, render_messages
 from geval_async.study.prepare import prepare_study
 
 EXAMPLE = ROOT / "examples" / "summeval"
-DATA_DIR = ROOT.parent / "shared" / "data" / "summeval"
-pytestmark = pytest.mark.skipif(
-    not DATA_DIR.is_dir(),
-    reason="no SummEval at ../shared/data/summeval (it lives beside the repository, never in it)",
-)
+pytestmark = needs_summeval
 CRITERIA = ("coh", "con", "flu", "rel")
 FAST = ("--rpm", "1000000", "--tpm", "1000000000")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CHROMIUM, ROOT, run_cli
+from conftest import CHROMIUM, ROOT, needs_summeval, run_cli
 from test_agreement_report import csv_rows, expected_summary, panel_agreement
 
 import geval_async as ga
@@ -26,11 +26,7 @@ from geval_async.study.config import load_config
 from geval_async.study.overrides import read_overrides
 
 EXAMPLE = ROOT / "examples" / "summeval"
-DATA_DIR = ROOT.parent / "shared" / "data" / "summeval"
-pytestmark = pytest.mark.skipif(
-    not DATA_DIR.is_dir(),
-    reason="no SummEval at ../shared/data/summeval (it lives beside the repository, never in it)",
-)
+pytestmark = needs_summeval
 CRITERIA = ("coh", "con", "flu", "rel")
 JUDGES = ("gpt", "claude", "local")
 

@@ -115,7 +115,11 @@ class Run:
         # learned it: the wire is spelt right from the first request.
         self.endpoint = load_capabilities(self.cache.directory, judge.url, judge.model)
         self.history = History(
-            judge.url, judge.api_key_env, retries=limits.retries, max_wait=limits.max_wait
+            judge.url,
+            judge.api_key_env,
+            self.config.judge_entry,
+            retries=limits.retries,
+            max_wait=limits.max_wait,
         )
         self.feed = Feed(
             study,

@@ -111,6 +111,7 @@ class BatchControl:
         limit, room = queue.tokens, queue.room(self.ledger.live())
         self.queue_full, self.too_large = False, 0
         tokens_of: dict[str, int] = {}  # the estimated tokens of the lines of unsent files
+        one = self.capabilities.one_choice  # each line asks for one answer: charged so
 
         def lines() -> Any:
             nonlocal held_back, room
@@ -125,7 +126,8 @@ class BatchControl:
                     if room is not None and tokens > room:
                         self.queue_full = True
                         return  # the rest waits for room (in plan order)
-                    if budget is not None and not budget.charge(request_cost(budget, request)):
+                    cost = 0.0 if budget is None else request_cost(budget, request, one_choice=one)
+                    if budget is not None and not budget.charge(cost):
                         held_back += 1
                         continue
                     taken.add(request.key)

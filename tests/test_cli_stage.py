@@ -41,7 +41,7 @@ def test_cache_export_and_migrate_refuse_a_missing_folder_writing_nothing(
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.strip().splitlines() == [
         f"error: {study.cache}: no cache folder there: check --cache (or [cache] path), or run "
-        "`geval-async run CONFIG` first to fill it"
+        f"`geval-async run {study.config}` first to fill it"
     ]
     assert not archive.exists() and not archive.with_name(archive.name + ".partial").exists()
     assert not study.cache.exists()

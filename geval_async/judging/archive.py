@@ -44,7 +44,7 @@ def export_study(config: EvalConfig, path: Path) -> int:
         ConfigError: the cache folder is missing or is not one.
     """
     studies = [prepare_study(member) for member in config.members()]
-    with JudgeCache(existing_cache(config.cache_path), create=False) as cache:
+    with JudgeCache(existing_cache(config.cache_path, config.source), create=False) as cache:
         entries = chain.from_iterable(study_entries(study, cache) for study in studies)
         return write_archive(entries, path)
 

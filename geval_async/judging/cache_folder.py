@@ -9,6 +9,7 @@ mistyped ``--cache`` would report every item missing. Those (``status``, the sco
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -16,13 +17,15 @@ from ..errors import ConfigError
 __all__ = ["existing_cache"]
 
 
-def existing_cache(path: Path) -> Path:
-    """``path``, when it is a cache folder; else ConfigError saying what is there instead."""
+def existing_cache(path: Path, source: Path | None = None) -> Path:
+    """``path``, when it is a cache folder; else ConfigError saying what is there instead
+    (``source``: the study config whose cache it is, named in the command that fills it)."""
     path = Path(path)
     if not path.exists():
+        config = "CONFIG" if source is None else shlex.quote(str(source))
         raise ConfigError(
             f"{path}: no cache folder there: check --cache (or [cache] path), or run "
-            "`geval-async run CONFIG` first to fill it"
+            f"`geval-async run {config}` first to fill it"
         )
     if not path.is_dir():
         raise ConfigError(f"{path}: a file, not a cache folder: check --cache (or [cache] path)")

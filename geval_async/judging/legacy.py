@@ -61,7 +61,7 @@ def migrate_folder(config: EvalConfig) -> list[Migration]:
         ConfigError: the cache folder is missing or is not one.
     """
     studies = [prepare_study(member) for member in config.members()]
-    with JudgeCache(existing_cache(config.cache_path), migrating=True) as cache:
+    with JudgeCache(existing_cache(config.cache_path, config.source), migrating=True) as cache:
         return [migrate_cache(study, cache) for study in studies]
 
 

@@ -131,7 +131,8 @@ def open_answers(study: Study, in_batch: Container[str] = frozenset()) -> Iterat
             as empty would report every item missing), or generated steps are not in the
             cache (run ``run`` first).
     """
-    with JudgeCache(existing_cache(study.config.cache_path), create=False) as cache:
+    config = study.config
+    with JudgeCache(existing_cache(config.cache_path, config.source), create=False) as cache:
         yield StudyAnswers(require_steps(study, ServerEntries(cache, None)), cache, in_batch)
 
 

@@ -17,10 +17,12 @@ PRICE_IN, PRICE_OUT = 10_000.0, 20_000.0  # USD per million tokens: a request ab
 N = 3  # the test study's answers per item
 
 
-def _dry_run(study: StudyFiles, criterion: str) -> tuple[int, int, int]:
+def _dry_run(study: StudyFiles, criterion: str, *, learned: bool) -> tuple[int, int, int]:
     """(requests to send, prompt tokens, completion tokens) of ``run --dry-run``."""
     done = run_cli("run", str(study.config), "--criteria", criterion, "--dry-run")
     assert done.returncode == 0, done.stderr
+    note = f"gives one answer a request (an earlier run learned it refuses n > 1): an item's {N}"
+    assert (note in done.stdout) is learned, done.stdout
     requests = re.search(r"requests to send: (\d+)", done.stdout)
     tokens = re.search(r"estimated tokens: \d+ \((\d+) prompt \+ (\d+) completion", done.stdout)
     assert requests is not None and tokens is not None, done.stdout
@@ -42,13 +44,13 @@ def test_a_learned_one_choice_endpoint_is_estimated_and_capped_as_it_is_sent(
         prices={"sim-judge": [PRICE_IN, PRICE_OUT]},
         limits={"concurrency": 2, "backoff": 0.01},
     )
-    unknown = _dry_run(study, "fit")  # nothing learned yet: a request of n per item
+    unknown = _dry_run(study, "fit", learned=False)  # nothing learned yet: a request of n per item
     assert unknown[0] == study.n_records
     learned_run = run_cli("run", str(study.config), "--criteria", "clar", "--quiet")
     assert learned_run.returncode == 0, learned_run.stderr
     assert "n = 1 only" in learned_run.stdout
 
-    requests, prompt, completion = _dry_run(study, "fit")
+    requests, prompt, completion = _dry_run(study, "fit", learned=True)
     assert requests == N * study.n_records
     assert (prompt, completion) == (N * unknown[1], unknown[2])  # the prompt paid n times
 

@@ -24,20 +24,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' Chromium
 
+from chromium import CHROMIUM, CHROMIUM_ARGS
 from common import PYTHON, judged_study, run_child, save, table, workdir
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def browse(path: Path, repeat: int) -> list[dict[str, Any]]:

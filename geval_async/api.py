@@ -16,10 +16,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
-from .judging.cache import JudgeCache
-from .judging.panel_run import PanelRunResult, run_panel
-from .judging.runner import RunResult, run_study
+from .judging.panel_run import PanelRunResult
+from .judging.runner import RunResult
+from .judging.stage import judge_panel, judge_study, panel_api_keys
 from .options import StatTest
 from .study.config import EvalConfig, apply_overrides, load_config
 from .study.prepare import prepare_study
@@ -57,22 +56,14 @@ async def judge(
     if config.is_panel:
         return await _judge_panel(config, retry_failed=retry_failed)
     study = prepare_study(config)
-    key = config.required_api_key()
-    with JudgeCache(config.cache_path) as cache:
-        return await run_study(study, cache, api_key=key, retry_failed=retry_failed)
+    return await judge_study(study, api_key=config.required_api_key(), retry_failed=retry_failed)
 
 
 async def _judge_panel(config: EvalConfig, *, retry_failed: bool) -> PanelRunResult:
     names, members = config.judge_names, config.members()
-    keys: dict[str, str | None | ConfigError] = {}
-    for name, member in zip(names, members, strict=True):
-        try:
-            keys[name] = member.required_api_key()
-        except ConfigError as exc:  # that judge is not run, and says why; the others are
-            keys[name] = exc
     studies = {name: prepare_study(m) for name, m in zip(names, members, strict=True)}
-    with JudgeCache(config.cache_path) as cache:
-        return await run_panel(studies, cache, api_keys=keys, retry_failed=retry_failed)
+    keys = panel_api_keys(config)  # a judge without its key is not run, and says why
+    return await judge_panel(studies, api_keys=keys, retry_failed=retry_failed)
 
 
 def load_results(

@@ -527,17 +527,8 @@ def cache_snapshot(path: Path) -> dict[str, bytes]:
 
 # --- the HTML report in a real headless Chromium (Playwright) ------------------------------
 
-CHROMIUM = os.environ.get("GEVAL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (bench/ launches it alike)
+
 # The mark of a module whose tests open a report in Chromium.
 needs_chromium = pytest.mark.skipif(
     shutil.which(CHROMIUM) is None and not Path(CHROMIUM).is_file(),

@@ -194,6 +194,7 @@ JUDGING_TIERS = {
     # errors, the claims' table, the ledger's one path
     "stored": 0, "rows": 0, "schema": 0, "cache_errors": 0, "claim_table": 0, "live_batches": 0,
     "answer_table": 0,
+    "cache_folder": 0,  # is this a cache folder? (the readers' check)
     "head_table": 0,  # every entry's head from one pass, in sorted arrays of digests
     "cache": 1,
     # 2 reading the cache: origin rule, old keys, coverage, the read model, the cache commands
@@ -206,6 +207,7 @@ JUDGING_TIERS = {
     "left": 2,  # what is left to send, decided once
     "feed": 4, "worker": 4, "runner": 4, "steps": 4, "estimate": 4,
     "panel_run": 5,  # a panel's judges, each a run of the runner, at once
+    "stage": 6,  # the judge stage's entry points: the cache opened and closed around a run
     "batch": 5,  # the Batch API, and every module of judging/batch/
 }  # fmt: skip
 SCORING_TIERS = {

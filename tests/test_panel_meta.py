@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 import geval_async as ga
+from geval_async.judging.cache import JudgeCache
 from geval_async.meta import meta_evaluate
 from geval_async.options import PanelPool
 from geval_async.scoring.distributions import RatingDistribution
@@ -219,9 +220,42 @@ def test_meta_reads_a_panels_overrides_for_every_judge(panel_study: Path) -> Non
         meta_evaluate(config, model="other")
 
 
+def test_meta_judge_name_evaluates_that_judge_alone(panel_study: Path) -> None:
+    result = run_cli("meta", str(panel_study), "--judge", "c")
+    assert result.returncode == 0, result.stderr
+    # One judge's table: no other judge, no panel, no panel-vs-best lines.
+    judges = {line.split()[0] for line in result.stdout.splitlines()[2:] if line[:4] == "sim-"}
+    assert judges == {"sim-c"}
+    assert "panel" not in result.stdout
+    written = panel_study.parent / "out" / "meta" / "p-judge-c_meta.csv"  # beside the panel's
+    assert f"wrote {written}" in result.stdout
+    rows = pd.DataFrame(_rows(written))
+    alone = meta_evaluate(load_config(panel_study).for_judge("c")).frame
+    pd.testing.assert_frame_equal(meta_evaluate(load_config(panel_study), judge="c").frame, alone)
+    assert len(rows) == len(alone) == 2 * 3 * 3
+    assert np.allclose(pd.to_numeric(rows["value"]), alone["value"], equal_nan=True)
+    assert set(rows["not_covered"]) == {"3"}  # c's refused records, left out, never a 0
+
+    for extra, line in [
+        (("--judge", "zz"), "no judge named 'zz' (the config's judges: a, b, c)"),
+        (("--judge", "c", "--no-cache"), "--judge c: only chooses a panel judge's answers"),
+    ]:
+        refused = run_cli("meta", str(panel_study), *extra)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1 and line in refused.stderr
+
+
 def test_meta_on_a_panel_with_an_empty_cache_is_one_line(tmp_path: Path) -> None:
     urls = {name: f"http://127.0.0.1:9/{name}/v1" for name in JUDGES}
     path = write_study(tmp_path, urls)
+    missing = run_cli("meta", str(path))  # no cache folder yet: the readers' one line
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'cache'}: no cache folder there: check --cache (or [cache] path), "
+        f"or run `geval-async run {path}` first to fill it"
+    ]
+    with JudgeCache(tmp_path / "cache"):
+        pass  # a cache folder, empty
     result = run_cli("meta", str(path))
     assert result.returncode == 2
     assert "holds no scores of any judge of the panel" in result.stderr

@@ -21,7 +21,7 @@ from geval_async.scoring.columns import ScoreColumns
 from geval_async.scoring.readings import invalid_shares, samples_frame, share_differences
 from geval_async.scoring.results import StudyResults, load_results
 from geval_async.scoring.scores import ItemScore, score_items, tally
-from geval_async.scoring.tables import group_tables, long_frame, score_frame, write_long_csv
+from geval_async.scoring.tables import group_tables, long_frame, write_long_csv
 from geval_async.scoring.trust import consistency_frame, n_curve_frame
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
@@ -59,10 +59,6 @@ def _same_as_held(results: StudyResults, held: list[ItemScore]) -> None:
         out = io.BytesIO()
         write_long_csv(out, results.scores, rows=rows)
         assert out.getvalue() == long_frame(held).to_csv(index=False).encode()
-    pd.testing.assert_frame_equal(
-        score_frame(results.scores),
-        long_frame(held)[["record_id", "group", "condition", "criterion", "score"]],
-    )
     pd.testing.assert_frame_equal(results.samples, samples_frame(held))
     pd.testing.assert_frame_equal(results.invalid_shares(), invalid_shares(samples_frame(held)))
     stats = results.config.stats

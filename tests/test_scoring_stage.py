@@ -258,6 +258,8 @@ def test_the_valid_mass_floor_is_a_sampling_setting(study: StudyFiles) -> None:
 def test_the_report_says_when_the_scored_answers_arrived(study: StudyFiles) -> None:
     study.write_config("http://127.0.0.1:9/v1", sampling={"mode": "logprobs"})
     config = load_config(study.config)
+    with JudgeCache(config.cache_path):
+        pass  # a cache folder with nothing in it yet (a missing one is refused: test_cli_stage)
     assert dict(study_facts(load_results(study.config)))["judged"] == "nothing in the cache yet"
     items = list(plan_items(prepare_study(config)))[:3]
     times = (1_700_000_000.0, 1_700_003_600.0, 1_700_000_600.0)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..options import Reason, words
-from .cache import existing_cache
 from .overrides import ANSWER_FLAGS, add_judge_flag, study_config
 from .summary import table
 
@@ -87,7 +86,6 @@ def invalid_lines(results: StudyResults | StudyStatus) -> list[str]:
 
 def cmd_answers(args: argparse.Namespace) -> int:
     config = study_config(args, ANSWER_FLAGS)  # --judge NAME: that judge's one-judge study
-    existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
     if config.is_panel:
         return _panel_answers(args, config)
     results = _judge_results(args, config)

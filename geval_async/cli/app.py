@@ -13,25 +13,25 @@ import asyncio
 import os
 import shlex
 import sys
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.batch.ledger import Ledger
 from ..judging.budget import study_budget, study_spent
-from ..judging.cache import JudgeCache
 from ..judging.capabilities import endpoint_summaries
-from ..judging.progress import RunCounters
-from ..judging.runner import RunResult, run_study
+from ..judging.runner import RunResult
+from ..judging.stage import judge_study
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from ..study.pricing import usd
 from .answers import add_answers_command, invalid_lines, warn
 from .batch import add_batch_commands, add_batch_flags, run_batch
-from .cache import add_cache_commands, existing_cache
-from .interrupts import run_until_interrupted, say, show_line
+from .cache import add_cache_commands
+from .interrupts import run_with_progress, say
 from .meta import add_meta_command
 from .overrides import add_study_arguments, judge_key, load_study
 from .panel import panel_command, panel_status, run_panel_cli
@@ -125,8 +125,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     study = prepare_study(load_study(args))
     warn(study.warnings, strict=False)
-    cache_path = existing_cache(study.config.cache_path)
-    status = study_status(study, Ledger(cache_path).live_keys())
+    status = study_status(study, Ledger(study.config.cache_path).live_keys())
     print(coverage_table(status.coverage))
     shard = study.config.shard
     print(f"cache: {study.config.cache_path}" + (f" (shard {shard})" if shard else ""))
@@ -170,17 +169,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     if args.batch:
         return run_batch(study, key, poll=args.poll, quiet=args.quiet)
-    with JudgeCache(config.cache_path) as cache:
-        result = _run_loop(study, cache, key, quiet=args.quiet, retry_failed=args.retry_failed)
-        corrupted = len(cache.corrupted)
+    result = _judge(study, key, quiet=args.quiet, retry_failed=args.retry_failed)
     print(run_summary(result.counters, result.elapsed))
     if result.endpoint is not None:
         print(f"endpoint: {result.endpoint}")
     if result.billed:
         print(f"billed: {usd(result.billed)} (from the usage the server reported)")
-    if corrupted:
+    if result.corrupted:
         print(
-            f"{corrupted} corrupted cache entries were found, counted as missing "
+            f"{result.corrupted} corrupted cache entries were found, counted as missing "
             "and asked for again"
         )
     for message, count in result.failures.most_common(5):
@@ -214,28 +211,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_loop(
-    study: Study, cache: JudgeCache, key: str | None, *, quiet: bool, retry_failed: bool = False
-) -> RunResult:
-    interactive = sys.stderr.isatty()
-
-    def show(counters: RunCounters) -> None:
-        show_line(render_progress(counters), interactive=interactive)
-
-    def judge(stop: asyncio.Event) -> Awaitable[RunResult]:
-        return run_study(
-            study,
-            cache,
-            api_key=key,
-            stop=stop,
-            retry_failed=retry_failed,
-            on_progress=None if quiet else show,
-            progress_interval=0.5 if interactive else 5.0,
-            on_retries=(lambda counters: _say(render_retries(counters))) if quiet else None,
-            on_warning=lambda line: _say(("\n" if interactive else "") + f"warning: {line}"),
-        )
-
-    return run_until_interrupted(judge, interactive=interactive, quiet=quiet)
+def _judge(study: Study, key: str | None, *, quiet: bool, retry_failed: bool = False) -> RunResult:
+    start = partial(judge_study, study, api_key=key, retry_failed=retry_failed)
+    return run_with_progress(start, quiet=quiet, progress=render_progress, retries=render_retries)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -257,8 +235,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.batch:
             complete = run_batch(study, None, poll=0.5, quiet=False) == EXIT_OK
         else:
-            with JudgeCache(config.cache_path) as cache:
-                result = _run_loop(study, cache, None, quiet=False)
+            result = _judge(study, None, quiet=False)
             print(run_summary(result.counters, result.elapsed))
             complete = result.complete
     if not complete:

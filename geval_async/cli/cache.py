@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
 from .overrides import add_judge_flag
 
 EXIT_OK, EXIT_DAMAGED = 0, 1
@@ -84,24 +83,6 @@ def add_cache_commands(
     migrate.set_defaults(handler=lambda args: cmd_migrate(load(args)))
 
 
-def existing_cache(path: Path) -> Path:
-    """``path``, when it is a cache folder; else ConfigError saying what is there instead.
-
-    For the commands that only read a cache (``status``, the scoring commands, the ``cache``
-    commands): read as empty, a mistyped ``--cache`` would report every item missing.
-    """
-    if not path.exists():
-        raise ConfigError(
-            f"{path}: no cache folder there: check --cache (or [cache] path), or run "
-            "`geval-async run CONFIG` first to fill it"
-        )
-    if not path.is_dir():
-        raise ConfigError(f"{path}: a file, not a cache folder: check --cache (or [cache] path)")
-    if not (path / "cache.db").is_file():
-        raise ConfigError(f"{path}: not a cache folder (no cache.db); check the path")
-    return path
-
-
 def _print_merge(report: Any, what: str) -> None:
     print(
         f"{what}: {report.added} entries added, {report.identical} already there, "
@@ -122,23 +103,15 @@ def _print_merge(report: Any, what: str) -> None:
 def cmd_merge(args: argparse.Namespace) -> int:
     from ..judging.maintenance import merge_caches
 
-    sources = [existing_cache(path) for path in args.sources]
-    report = merge_caches(args.dest, sources)
-    _print_merge(report, f"merged {len(sources)} folders into {args.dest}")
+    report = merge_caches(args.dest, args.sources)
+    _print_merge(report, f"merged {len(args.sources)} folders into {args.dest}")
     return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace, config: Any) -> int:
-    from itertools import chain
+    from ..judging.archive import export_study
 
-    from ..judging.archive import study_entries, write_archive
-    from ..judging.cache import JudgeCache
-    from ..study.prepare import prepare_study
-
-    studies = [prepare_study(member) for member in config.members()]  # a panel: every judge's
-    with JudgeCache(config.cache_path, create=False) as cache:
-        entries = chain.from_iterable(study_entries(study, cache) for study in studies)
-        count = write_archive(entries, args.archive)
+    count = export_study(config, args.archive)  # a panel: every judge's
     print(f"wrote {count} entries of {config.source} to {args.archive}")
     return EXIT_OK
 
@@ -154,7 +127,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from ..judging.maintenance import verify_cache
 
-    entries, damaged = verify_cache(existing_cache(args.cache))
+    entries, damaged = verify_cache(args.cache)
     if not damaged:
         print(f"{args.cache}: all {entries} entries decode and every answer body parses")
         return EXIT_OK
@@ -169,7 +142,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from ..judging.maintenance import cache_stats
     from .summary import table
 
-    stats = cache_stats(existing_cache(args.cache))
+    stats = cache_stats(args.cache)
     rows: dict[tuple[str, str], list[int]] = {}
     for (model, criterion, status), count in sorted(stats.by_model_criterion.items()):
         rows.setdefault((model, criterion), [0, 0])[status == "refusal"] += count
@@ -197,12 +170,11 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from ..study.config import load_config
     from ..study.prepare import prepare_study
 
-    cache = existing_cache(args.cache)
     # A panel's config reads every judge's entries, not its first judge's alone.
     members = [m for path in args.unused_by or () for m in load_config(path).members()]
     studies = tuple(prepare_study(member) for member in members)
     selection = PruneSelection(frozenset(args.model), args.older_than, studies)
-    report = prune_cache(cache, selection, dry_run=args.dry_run)
+    report = prune_cache(args.cache, selection, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     print(f"{verb} {report.total} entries, kept {report.kept}")
     for (model, criterion), count in sorted(report.removed.items()):
@@ -215,13 +187,9 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_migrate(config: Any) -> int:
     """Move the cache to the current form for the study; on a panel, for every judge (or the
     ``--judge``), each one's old entries moved to its own new keys."""
-    from ..judging.cache import JudgeCache
-    from ..judging.legacy import migrate_cache
-    from ..study.prepare import prepare_study
+    from ..judging.legacy import migrate_folder
 
-    studies = [prepare_study(member) for member in config.members()]
-    with JudgeCache(existing_cache(config.cache_path), migrating=True) as cache:
-        done = [migrate_cache(study, cache) for study in studies]
+    done = migrate_folder(config)
     repacked = sum(d.repacked for d in done)
     if not config.is_panel:
         print(

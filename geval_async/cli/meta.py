@@ -7,7 +7,8 @@ fields ``[meta] human`` names, at summary, system and dataset level (see
 :mod:`geval_async.meta`), prints one table, the notes and the warnings, and writes
 ``meta/<prefix>_meta.csv`` and ``meta/<prefix>_meta.json`` under the output folder. On a panel
 config (``[[judges]]``) the table has each judge and the panel (``panel``: the judges' record
-scores pooled by ``[panel]``), followed by the panel beside the best single judge per criterion.
+scores pooled by ``[panel]``), followed by the panel beside the best single judge per criterion;
+``--judge NAME`` meta-evaluates that judge alone, as its one-judge study.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..study.meta_study import META_OVERRIDES, read_meta_study
-from .overrides import SCORE_FLAGS
+from .overrides import SCORE_FLAGS, add_judge_flag
 
 
 def add_meta_command(
@@ -59,6 +60,7 @@ def add_meta_command(
     bootstrap.add_argument(
         "--confidence", type=float, metavar="C", help="interval level, e.g. 0.95"
     )
+    add_judge_flag(parser, without="default: every judge and the panel")
     parser.set_defaults(handler=cmd_meta)
 
 
@@ -83,7 +85,8 @@ def parse_judge_files(values: Sequence[str]) -> dict[str, Path]:
 def cmd_meta(args: argparse.Namespace) -> int:
     from ..meta.evaluate import meta_evaluate, write_meta  # pandas/scipy: only when meta runs
 
-    flags = {name: getattr(args, name, None) for name in (*SCORE_FLAGS, *META_OVERRIDES)}
+    names = (*SCORE_FLAGS, *META_OVERRIDES, "judge")  # --judge NAME: that judge's alone
+    flags = {name: getattr(args, name, None) for name in names}
     use_cache = False if args.no_cache else None
     study = read_meta_study(args.config, flags, use_cache=use_cache, flags=True)
     evaluation = meta_evaluate(study, parse_judge_files(args.judge_file), use_cache=use_cache)

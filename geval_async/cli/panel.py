@@ -13,21 +13,22 @@ import argparse
 import asyncio
 import shlex
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 
 from ..errors import ConfigError
 from ..judging.batch.ledger import Ledger
 from ..judging.budget import study_budget, study_spent
-from ..judging.cache import JudgeCache
 from ..judging.capabilities import endpoint_summaries
 from ..judging.estimate import estimate_run
-from ..judging.panel_run import JudgeOutcome, PanelRunResult, run_panel
+from ..judging.panel_run import JudgeOutcome, PanelRunResult
+from ..judging.progress import RunCounters
+from ..judging.stage import judge_panel, panel_api_keys
 from ..study.config import EvalConfig
-from ..study.plan import Study
 from ..study.prepare import prepare_study
 from ..study.pricing import usd
 from .answers import warn
-from .interrupts import run_until_interrupted, say, show_line
+from .interrupts import run_with_progress, say
 from .overrides import add_judge_flag, load_study
 from .progress import render_retries
 from .summary import budget_left, coverage_table, dry_run, expected_duration, table
@@ -129,49 +130,17 @@ def run_panel_cli(args: argparse.Namespace, config: EvalConfig) -> int:
     if args.dry_run:
         panel_dry_run(config)
         return EXIT_OK
-    keys: dict[str, str | None | ConfigError] = {}
-    for name, member in zip(config.judge_names, members, strict=True):
-        try:
-            keys[name] = member.required_api_key()
-        except ConfigError as exc:
-            keys[name] = exc
-    with JudgeCache(config.cache_path) as cache:
-        result = _panel_loop(studies, cache, keys, quiet=args.quiet, retry=args.retry_failed)
+    start = partial(
+        judge_panel, studies, api_keys=panel_api_keys(config), retry_failed=args.retry_failed
+    )
+    result = run_with_progress(
+        start, quiet=args.quiet, progress=render_panel_progress, retries=_judge_retries
+    )
     return _panel_summary(args, config, result)
 
 
-def _panel_loop(
-    studies: Mapping[str, Study],
-    cache: JudgeCache,
-    keys: Mapping[str, str | None | ConfigError],
-    *,
-    quiet: bool,
-    retry: bool,
-) -> PanelRunResult:
-    interactive = sys.stderr.isatty()
-
-    def show(outcomes: Mapping[str, JudgeOutcome]) -> None:
-        line = render_panel_progress(outcomes)
-        show_line(line[:200] if interactive else line, interactive=interactive)
-
-    def judge(stop: asyncio.Event) -> Awaitable[PanelRunResult]:
-        return run_panel(
-            studies,
-            cache,
-            api_keys=keys,
-            stop=stop,
-            retry_failed=retry,
-            on_progress=None if quiet else show,
-            progress_interval=0.5 if interactive else 5.0,
-            on_retries=(
-                (lambda name, counters: _say(f"{name}: {render_retries(counters)}"))
-                if quiet
-                else None
-            ),
-            on_warning=lambda line: _say(("\n" if interactive else "") + f"warning: {line}"),
-        )
-
-    return run_until_interrupted(judge, interactive=interactive, quiet=quiet)
+def _judge_retries(name: str, counters: RunCounters) -> str:
+    return f"{name}: {render_retries(counters)}"
 
 
 def _panel_summary(args: argparse.Namespace, config: EvalConfig, result: PanelRunResult) -> int:
@@ -189,6 +158,11 @@ def _panel_summary(args: argparse.Namespace, config: EvalConfig, result: PanelRu
         rows.append([*row, counters.requests_sent])
     header = ["judge", "items", "cached", "new", "refused", "failed", "missing", "sent"]
     print(table(header, rows))
+    if result.corrupted:
+        print(
+            f"{result.corrupted} corrupted cache entries were found, counted as missing "
+            "and asked for again"
+        )
     codes = [EXIT_OK]
     for name, outcome in result.judges.items():
         member = outcome.study.config
@@ -272,11 +246,10 @@ def panel_status(args: argparse.Namespace, config: EvalConfig) -> int:
     """``status`` on a panel: each judge's coverage, then the endpoints and the spend."""
     from ..scoring.status import study_status
     from .answers import invalid_lines
-    from .cache import existing_cache
 
     for name, member in zip(config.judge_names, config.members(), strict=True):
         study = prepare_study(member)
-        status = study_status(study, Ledger(existing_cache(member.cache_path)).live_keys())
+        status = study_status(study, Ledger(member.cache_path).live_keys())
         print(f"judge {name} ({_who(member)}):")
         print(coverage_table(status.coverage))
         if status.corrupted:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..options import StatTest, words
-from .cache import existing_cache
 from .overrides import SCORE_FLAGS, study_config
 from .summary import SIMULATED_NOTE, table
 
@@ -60,7 +59,6 @@ def _results(args: argparse.Namespace) -> StudyResults:
     from .answers import warn
 
     config = study_config(args, SCORE_FLAGS)
-    existing_cache(config.cache_path)  # else read as empty: "no answer", not "no such folder"
     results = load_results(config, strict=args.strict)  # a panel's: pooled, with its judges
     warn(results.warnings, strict=False)
     shares = results.invalid_shares()  # from the answers' reasons, not their texts

@@ -156,6 +156,12 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
             else ""
         )
     )
+    if estimate.one_choice:
+        print(
+            f"note: {config.judge.model} at {config.judge.url} gives one answer a request "
+            f"(an earlier run learned it refuses n > 1): an item's {config.sampling.n} answers "
+            "are that many requests, each carrying the prompt"
+        )
     if estimate.simulated is None:
         print(
             f"note: {config.judge.url} did not answer: every stored answer is counted as "

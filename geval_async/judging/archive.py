@@ -17,19 +17,36 @@ import os
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
+from itertools import chain
 from pathlib import Path
 
 import orjson
 
 from ..errors import ConfigError
+from ..study.config import EvalConfig
 from ..study.plan import Study
+from ..study.prepare import prepare_study
 from ..study.steps import steps_requests
 from .cache import CachedResponse, JudgeCache
+from .cache_folder import existing_cache
 from .coverage import item_states
 from .maintenance import MergeReport, store_entry
 
 ARCHIVE_FORMAT = "geval-async-cache"
 ARCHIVE_VERSION = 1
+
+
+def export_study(config: EvalConfig, path: Path) -> int:
+    """``cache export``: the entries the config's study reads from its cache (a panel: every
+    judge's), written to the archive ``path`` (whole or not at all); returns the count.
+
+    Raises:
+        ConfigError: the cache folder is missing or is not one.
+    """
+    studies = [prepare_study(member) for member in config.members()]
+    with JudgeCache(existing_cache(config.cache_path, config.source), create=False) as cache:
+        entries = chain.from_iterable(study_entries(study, cache) for study in studies)
+        return write_archive(entries, path)
 
 
 def study_entries(study: Study, cache: JudgeCache) -> Iterator[CachedResponse]:

@@ -2,7 +2,8 @@
 
 A request is charged before it is sent at the most it can cost (its prompt estimate plus
 ``max_tokens x n`` completion at the model's price: reasoning tokens are billed as completion
-tokens); the cap counts these estimates. Beside them, each answer adds what its usage says was
+tokens; to an endpoint that refuses n > 1, each request asks for one answer, so ``max_tokens``);
+the cap counts these estimates. Beside them, each answer adds what its usage says was
 billed (prompt tokens, the cached part at the cached-input price, completion tokens with
 reasoning): the spend ``run`` and ``status`` show. Each run appends both to ``spend.jsonl`` in
 the cache folder, one line per run.
@@ -145,7 +146,10 @@ def panel_cap(config: EvalConfig, cache_dir: Path) -> SharedCap | None:
     return SharedCap(config.max_cost, before=study_spent(cache_dir, config))
 
 
-def request_cost(budget: Budget, request: JudgeRequest) -> float:
-    """The most a request can cost: its prompt estimate plus max_tokens x n completion."""
+def request_cost(budget: Budget, request: JudgeRequest, *, one_choice: bool = False) -> float:
+    """The most a request can cost: its prompt estimate plus max_tokens x n completion; with
+    ``one_choice`` (the endpoint refuses n > 1: the request is sent asking for one answer),
+    max_tokens x 1."""
     completion = request.max_completion_tokens
-    return budget.cost(request.est_tokens - completion, completion)
+    sent = request.config.sampling.max_tokens if one_choice else completion
+    return budget.cost(request.est_tokens - completion, sent)

@@ -5,7 +5,9 @@ and asks the judge nothing) and reads the cache as that server sees it (:mod:`.o
 estimate does the same and counts with the run's rule of what is left (:mod:`.left`): against a
 real endpoint the simulated judge's answers are to send, a refused item is not (unless
 ``--retry-failed``), an item a live batch job is asking for is not either. So the estimate's
-requests are the requests the run then sends (more only when the server ignores ``n``).
+requests are the requests the run then sends (more only when the server ignores ``n``). An
+endpoint earlier runs learned refuses ``n`` > 1 (:mod:`.capabilities`) is counted as the run
+sends to it: a request of n answers as n requests of one, each paying for the prompt.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from ..study.plan import Study
 from ..study.steps import with_estimated_steps
 from .cache import JudgeCache
+from .capabilities import load_capabilities
 from .left import tally_left
 from .limits import check_request_fits
 from .origin import ServerEntries
@@ -38,6 +41,7 @@ class RunEstimate:
     steps_requests: int = 0
     tokens: int = 0  # prompt estimate + completion budget
     completion_tokens: int = 0  # the budget: max_tokens x n per request, at most
+    one_choice: bool = False  # the endpoint refuses n > 1 (learned): one answer a request
 
     @property
     def prompt_tokens(self) -> int:
@@ -63,7 +67,9 @@ async def estimate_run(
         entries = ServerEntries(cache, simulated)
         # Generated steps not in the cache yet: one request each, then every item anew.
         study, asked = read_steps(study, entries)
-        estimate = RunEstimate(study, simulated)
+        judge = config.judge
+        one_choice = load_capabilities(cache.directory, judge.url, judge.model).one_choice
+        estimate = RunEstimate(study, simulated, one_choice=one_choice)
         for steps_request in asked:
             estimate.requests += 1
             estimate.steps_requests += 1
@@ -77,6 +83,7 @@ async def estimate_run(
             retry_failed=retry_failed,
             in_batch=in_batch,
             tpm=config.limits.tpm,
+            one_choice=one_choice,
         )
         if tally.over is not None:
             check_request_fits(tally.over, config.limits.tpm)

@@ -96,6 +96,7 @@ class History:
 
     url: str
     key_env: str
+    judge: str = "[judge]"  # the table that sets the judge (EvalConfig.judge_entry)
     retries: int = 1 << 30  # transient retries allowed per request
     answered: bool = False  # the endpoint has sent a complete HTTP answer this run
     unreachable: int = 0  # connection failures no retry fixes, while nothing has answered
@@ -289,7 +290,7 @@ def _decide(
         return Decision(Action.TOKEN_PARAMETER, "token parameter", detail)
     if n > 1 and fact.refuses_n:
         return Decision(Action.ONE_CHOICE, "n refused", detail)
-    refused = refused_setting(fact, sent)
+    refused = refused_setting(fact, sent, history.judge if history is not None else "[judge]")
     if refused is not None:
         return Decision(Action.STOP, label, refused)
     if status == 429:

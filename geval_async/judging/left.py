@@ -226,6 +226,9 @@ class LeftTally:
     tokens: int = 0
     completion_tokens: int = 0
     over: int | None = None
+    # The endpoint gives one choice a request (n refused): a request of n is sent as n
+    # requests of one choice, each carrying the prompt (the completion budget is the same).
+    one_choice: bool = False
 
     def add(self, chunk: LeftChunk) -> None:
         """Count a chunk's items (:meth:`~.coverage.Coverage.add`) and its requests to send."""
@@ -233,9 +236,11 @@ class LeftTally:
             self.criteria[name].add(left, count)
         for item in chunk.unsettled():
             for request in item.to_send:
-                self.requests += 1
-                self.tokens += request.est_tokens
-                self.completion_tokens += request.max_completion_tokens
+                sends = request.n if self.one_choice else 1
+                completion = request.max_completion_tokens
+                self.requests += sends
+                self.tokens += sends * (request.est_tokens - completion) + completion
+                self.completion_tokens += completion
 
 
 def tally_left(
@@ -245,10 +250,12 @@ def tally_left(
     retry_failed: bool = False,
     in_batch: Container[str] = frozenset(),
     tpm: float | None = None,
+    one_choice: bool = False,
 ) -> LeftTally:
     """Count what is left of the plan (arguments as :func:`what_is_left`); with ``tpm``, stop
-    at the first item whose first request that limit can never let through (``over``)."""
-    tally = LeftTally({c.name: Coverage() for c in study.criteria})
+    at the first item whose first request that limit can never let through (``over``); with
+    ``one_choice``, count requests as an endpoint that refuses n > 1 is sent them."""
+    tally = LeftTally({c.name: Coverage() for c in study.criteria}, one_choice=one_choice)
     for chunk in left_chunks(study, entries, retry_failed=retry_failed, in_batch=in_batch):
         tally.over = chunk.plan.first_over(tpm)
         if tally.over is not None:

@@ -31,11 +31,13 @@ import orjson
 from ..study.config import EvalConfig
 from ..study.keys import canonical_json
 from ..study.plan import JudgeRequest, Study, chunk_request, first_request, plan_items
+from ..study.prepare import prepare_study
 from .cache import CachedResponse, JudgeCache
 from .cache_errors import cache_errors
+from .cache_folder import existing_cache
 from .schema import mark_current
 
-__all__ = ["Migration", "legacy_key", "migrate_cache"]
+__all__ = ["Migration", "legacy_key", "migrate_cache", "migrate_folder"]
 
 LEGACY_VERSION = "g1"
 _JSON_ENTRY = b"{"
@@ -48,6 +50,19 @@ class Migration:
     repacked: int
     moved: int
     left: int  # entries under old keys that belong to no item of the study
+
+
+def migrate_folder(config: EvalConfig) -> list[Migration]:
+    """``cache migrate``: the config's cache folder moved to the current form for its study;
+    on a panel, for every judge (in the config's order), each one's old entries moved to its
+    own new keys. The ``left`` of the last one counts what no judge of the config reads.
+
+    Raises:
+        ConfigError: the cache folder is missing or is not one.
+    """
+    studies = [prepare_study(member) for member in config.members()]
+    with JudgeCache(existing_cache(config.cache_path, config.source), migrating=True) as cache:
+        return [migrate_cache(study, cache) for study in studies]
 
 
 def migrate_cache(study: Study, cache: JudgeCache) -> Migration:

@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..study.plan import Study
 from ..study.steps import steps_requests
 from .cache import CachedResponse, JudgeCache
+from .cache_folder import existing_cache
 from .coverage import item_states
 
 ENTRY_PREFIXES = ("g1-", "g2-")
@@ -78,7 +79,9 @@ def merge_caches(dest: Path, sources: Sequence[Path]) -> MergeReport:
     (created): a union; on a clash the first one stays."""
     report = MergeReport()
     with ExitStack() as stack:
-        opened = [stack.enter_context(JudgeCache(path, create=False)) for path in sources]
+        opened = [
+            stack.enter_context(JudgeCache(existing_cache(path), create=False)) for path in sources
+        ]
         into = stack.enter_context(JudgeCache(dest))
         for source in opened:
             if source.directory.resolve() == into.directory.resolve():
@@ -100,7 +103,7 @@ def verify_cache(directory: Path) -> tuple[int, list[Damage]]:
     """Decode every entry of a cache folder (read only) and parse every answer body; returns
     (entries, damaged ones)."""
     damaged: list[Damage] = []
-    with JudgeCache(directory, create=False) as cache:
+    with JudgeCache(existing_cache(directory), create=False) as cache:
         keys = entry_keys(cache)
         for key in keys:
             entry = cache.get(key)
@@ -131,7 +134,7 @@ def cache_stats(directory: Path) -> CacheStats:
     """Count the entries of a cache folder (read only; by model, criterion and status) and its
     size on disk."""
     stats = CacheStats()
-    with JudgeCache(directory, create=False) as cache:
+    with JudgeCache(existing_cache(directory), create=False) as cache:
         for key in entry_keys(cache):
             stats.entries += 1
             stats.old_keys += key.startswith("g1-")
@@ -204,7 +207,7 @@ def prune_cache(directory: Path, selection: PruneSelection, *, dry_run: bool) ->
     cutoff = None
     if selection.older_than_days is not None:
         cutoff = time.time() - selection.older_than_days * 86400
-    with JudgeCache(directory, create=not dry_run) as cache:
+    with JudgeCache(existing_cache(directory), create=not dry_run) as cache:
         keep = keys_used_by(selection.unused_by, cache) if selection.unused_by else None
         for key in entry_keys(cache):
             entry = cache.get(key)

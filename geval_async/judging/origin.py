@@ -92,24 +92,16 @@ class ServerEntries:
 
 class Heads:
     """A cache, or a server's view of one, read as entry heads: for walks that only decide
-    what is answered and what is missing (a run's lookups, ``status``).
-
-    ``planned``: about how many lookups the walk makes
-    (:attr:`~geval_async.study.plan.Study.planned`); a cache not much larger is read whole
-    at the first prefetch (:meth:`~.cache.JudgeCache.scan_heads`), a larger one a chunk of
-    keys at a time.
+    what is answered and what is missing (a run's lookups, ``status``). Whether the cache is
+    read whole first is the walk's call (:meth:`~.cache.JudgeCache.scan_heads`).
     """
 
-    def __init__(self, source: JudgeCache | ServerEntries, *, planned: int = 0) -> None:
+    def __init__(self, source: JudgeCache | ServerEntries) -> None:
         self.source = source
         self.get = source.head  # the walk's hot path: one call per lookup
-        self._planned = planned
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         return self.source.keys(prefix)
 
     def prefetch(self, keys: Sequence[str]) -> None:
-        if self._planned:
-            self.source.scan_heads(self._planned)  # once; prefetch is a no-op after a scan
-            self._planned = 0
         self.source.prefetch(keys)

@@ -50,6 +50,7 @@ class PanelRunResult:
     judges: dict[str, JudgeOutcome] = field(default_factory=dict)
     elapsed: float = 0.0
     interrupted: bool = False
+    corrupted: int = 0  # entries of the shared cache that did not decode (read as missing)
 
     @property
     def complete(self) -> bool:

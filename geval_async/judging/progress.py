@@ -140,6 +140,7 @@ class RunResult:
     endpoint: str | None = None  # what the endpoint accepts, as learned ("gpt-5-mini at ...")
     billed: float | None = None  # USD the answers' usage reported (None: the model has no price)
     warnings: list[str] = field(default_factory=list)  # lines said during the run (on_warning)
+    corrupted: int = 0  # cache entries that did not decode: counted as missing, asked again
 
     @property
     def complete(self) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..study.plan import JudgeItem, Study
 from .cache import JudgeCache
+from .cache_folder import existing_cache
 from .coverage import Coverage, item_states
 from .left import Left, left_of
 from .origin import ServerEntries
@@ -126,9 +127,12 @@ def open_answers(study: Study, in_batch: Container[str] = frozenset()) -> Iterat
     ``in_batch``: the keys live batch jobs are asking for.
 
     Raises:
-        ConfigError: generated steps are not in the cache (run ``run`` first).
+        ConfigError: the cache folder is missing or is not one (a mistyped ``--cache`` read
+            as empty would report every item missing), or generated steps are not in the
+            cache (run ``run`` first).
     """
-    with JudgeCache(study.config.cache_path, create=False) as cache:
+    config = study.config
+    with JudgeCache(existing_cache(config.cache_path, config.source), create=False) as cache:
         yield StudyAnswers(require_steps(study, ServerEntries(cache, None)), cache, in_batch)
 
 

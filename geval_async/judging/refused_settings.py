@@ -71,14 +71,17 @@ def sent_token_parameter(fact: FailureFact, sent: Mapping[str, Any]) -> str | No
     return TOKEN_PARAMETERS[1 - TOKEN_PARAMETERS.index(fact.param)]
 
 
-def refused_setting(fact: FailureFact, sent: Mapping[str, Any]) -> str | None:
+def refused_setting(
+    fact: FailureFact, sent: Mapping[str, Any], judge: str = "[judge]"
+) -> str | None:
     """The line that stops a run whose every request carries a setting the endpoint refuses,
-    or None when the failure is particular to one request."""
+    or None when the failure is particular to one request; ``judge``: the table that sets
+    the judge (a panel judge's ``[[judges]] name = "gpt"``, :attr:`EvalConfig.judge_entry`)."""
     model = sent.get("model", "the judge model")
     if fact.responses_only:
         return (
             f"model {model!r} is served on the Responses API only, not on chat completions "
-            f"(HTTP {fact.status}: {fact.message}): set [judge] model to a chat-completions model"
+            f"(HTTP {fact.status}: {fact.message}): set {judge} model to a chat-completions model"
         )
     logprobs = bool(sent.get("logprobs"))
     if logprobs and (fact.refuses_logprobs or fact.param in ("logprobs", "top_logprobs")):
@@ -94,7 +97,7 @@ def refused_setting(fact: FailureFact, sent: Mapping[str, Any]) -> str | None:
     if key is None:
         return (
             f"{model} refuses the requests' {fact.param or 'parameters'} ({reason}): no setting "
-            "of geval-async sends it; check [judge] base_url and model"
+            f"of geval-async sends it; check {judge} base_url and model"
         )
     value = '"logprobs"' if key == "mode" else _toml(sent.get(fact.param))
     return f"[sampling] {key} = {value} is refused by {model} ({reason}): {_advice(key, fact)}"

@@ -56,7 +56,8 @@ async def generate_steps(
 
     config = study.config
     budget = run_budget(config, entries.cache.directory, shared=cap)
-    history = History(config.judge.url, config.judge.api_key_env, retries=config.limits.retries)
+    judge = config.judge
+    history = History(judge.url, judge.api_key_env, config.judge_entry, config.limits.retries)
     sent = 0
     try:
         async with Transport(

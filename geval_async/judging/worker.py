@@ -115,7 +115,11 @@ class Run:
         # learned it: the wire is spelt right from the first request.
         self.endpoint = load_capabilities(self.cache.directory, judge.url, judge.model)
         self.history = History(
-            judge.url, judge.api_key_env, retries=limits.retries, max_wait=limits.max_wait
+            judge.url,
+            judge.api_key_env,
+            self.config.judge_entry,
+            retries=limits.retries,
+            max_wait=limits.max_wait,
         )
         self.feed = Feed(
             study,
@@ -218,7 +222,10 @@ class Run:
             await self.limits.acquire(request.est_tokens)
             if self.stop.is_set():
                 return ItemOutcome.STOPPED, 0
-            cost = 0.0 if self.budget is None else request_cost(self.budget, request)
+            one = self.endpoint.one_choice  # each request asks for one answer: charged so
+            cost = (
+                0.0 if self.budget is None else request_cost(self.budget, request, one_choice=one)
+            )
             if self.budget is not None and not self.budget.charge(cost):
                 self.stop.set()  # the reason is written at the end, with the final estimate
                 return ItemOutcome.STOPPED, 0

@@ -262,10 +262,6 @@ class ScoreColumns(Sequence[ItemScore]):
 
     # --- columns for the tables -----------------------------------------------------------
 
-    def record_column(self, values: list[Any]) -> np.ndarray:
-        """Per item, its record's entry of ``values`` (ids, groups or conditions)."""
-        return objects(values)[self.record.numbers()]
-
     def criterion_column(self, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
         """Per item (of ``rows``), its criterion's name."""
         return objects(self.criteria.values)[self.criterion.numbers()[rows]]
@@ -364,8 +360,3 @@ def collect_scores(study: Study, scores: Iterable[ItemScore]) -> ScoreColumns:
         columns.append(score, code)
         last = code
     return columns
-
-
-def as_columns(study: Study, scores: Sequence[ItemScore]) -> ScoreColumns:
-    """``scores`` as columns (as they are when they already are)."""
-    return scores if isinstance(scores, ScoreColumns) else collect_scores(study, scores)

@@ -189,14 +189,6 @@ def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 20_00
 SCORE_COLUMNS = ["record_id", "group", "condition", "criterion", "score"]
 
 
-def score_frame(scores: Sequence[ItemScore]) -> pd.DataFrame:
-    """The long table's record, group, condition, criterion and score columns, all that the
-    group tables and the tests read (made without the rest when the items are in columns)."""
-    if isinstance(scores, ScoreColumns):
-        return _long_from_columns(scores, names=SCORE_COLUMNS)
-    return long_frame(scores)[SCORE_COLUMNS]
-
-
 def _heads(columns: ScoreColumns) -> pd.DataFrame:
     """The id, group and condition of the records the items name, once each, in the order
     they first do: what the tables' row and column order and the design are read from."""

@@ -52,7 +52,8 @@ def read_meta_study(
     Args:
         config: a config file, a loaded config, or a study already read by this function.
         overrides: bootstrap, seed, confidence, and the study overrides (criteria, limit,
-            output; cache, model, n, mode ... choose the cache judge's answers). None: not given.
+            output; cache, model, n, mode ... choose the cache judge's answers; on a panel
+            config, judge: that judge's alone, as its one-judge study). None: not given.
         use_cache: whether the study's own judge is read from the cache. None: when the config
             has a ``[judge]`` or ``[[judges]]`` (then the whole study is read and checked as
             for ``run``).
@@ -63,7 +64,7 @@ def read_meta_study(
     """
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     bootstrap = {k: given.pop(k) for k in META_OVERRIDES if k in given}
-    study = _study(config, given, use_cache, flags)
+    study = _study(config, given, use_cache, flags, given.pop("judge", None))
     return replace(study, meta=read_meta_overrides(study.meta, bootstrap, flags=flags))
 
 
@@ -72,6 +73,7 @@ def _study(
     overrides: dict[str, Any],
     use_cache: bool | None,
     flags: bool,
+    judge: str | None = None,
 ) -> MetaStudy:
     if isinstance(config, EvalConfig):
         config = MetaStudy.of(config)
@@ -90,14 +92,20 @@ def _study(
             f"{study.source}: no [judge] section, so no judge of this tool's to read from "
             "the cache: meta-evaluate the config's judge files alone (use_cache=False)"
         )
+    if judge is not None and (use_cache is False or study.config is None):
+        raise ConfigError(
+            f"{_origin('judge', judge, flags)}: only chooses a panel judge's answers in the "
+            f"cache, and {study.source} is meta-evaluated from its judge files alone (no "
+            "[[judges]], or the cache left out): drop it"
+        )
     if use_cache is False or study.config is None:
         return _narrow(replace(study, config=None), overrides, flags)
-    if not overrides:
+    if not overrides and judge is None:
         return study
-    # A panel's: to every judge (--model and --base-url refused), as every command's.
-    return replace(
-        MetaStudy.of(choose_judges(study.config, overrides, flags=flags)), meta=study.meta
-    )
+    # A panel's: to every judge (--model and --base-url refused), or to the one chosen, as
+    # every command's.
+    chosen = choose_judges(study.config, overrides, judge=judge, flags=flags)
+    return replace(MetaStudy.of(chosen), meta=study.meta)
 
 
 def read_meta_overrides(

@@ -295,6 +295,20 @@ class EvalConfig:
                 return criterion
         raise ConfigError(f"{self.source}: no criterion named {name!r}")
 
+    @property
+    def judge_entry(self) -> str:
+        """The table that sets this study's judge, as messages name it: ``[judge]``, or a
+        panel judge's ``[[judges]] name = "gpt"`` (its one-judge study, :meth:`for_judge`)."""
+        return "[judge]" if self.judge_name is None else f'[[judges]] name = "{self.judge_name}"'
+
+    @property
+    def api_key_entry(self) -> str:
+        """Where the judge's API key variable is named: ``[judge] api_key_env``, or a panel
+        judge's ``[[judges]] name = "gpt" api_key_env = "GPT_KEY"``."""
+        if self.judge_name is None:
+            return "[judge] api_key_env"
+        return f'{self.judge_entry} api_key_env = "{self.judge.api_key_env}"'
+
     def required_api_key(self) -> str | None:
         """The judge's API key (None for a local judge without one); ConfigError when a
         remote judge has none, naming the table that names the key's variable (``[judge]``,
@@ -302,15 +316,9 @@ class EvalConfig:
         both ask here, for one message."""
         key = self.judge.api_key()
         if key is None and not self.judge.is_local:
-            variable = self.judge.api_key_env
-            table = (
-                "[judge] api_key_env"
-                if self.judge_name is None
-                else f'[[judges]] name = "{self.judge_name}" api_key_env = "{variable}"'
-            )
             raise ConfigError(
-                f"no API key: set the environment variable {variable} "
-                f"(named by {table} in {self.source})"
+                f"no API key: set the environment variable {self.judge.api_key_env} "
+                f"(named by {self.api_key_entry} in {self.source})"
             )
         return key
 

@@ -67,6 +67,7 @@ class BatchControl:
         self.ledger = Ledger(cache.directory)
         self.judge = study.config.judge
         self.endpoint = endpoint(self.judge)
+        self.key_entry = study.config.api_key_entry  # a refused key's line names it
         # What the endpoint accepts, as online runs and earlier batches learned it: the lines
         # are spelt as an online run would send them (max_completion_tokens, n = 1).
         self.capabilities = load_capabilities(cache.directory, self.judge.url, self.judge.model)
@@ -110,6 +111,7 @@ class BatchControl:
         limit, room = queue.tokens, queue.room(self.ledger.live())
         self.queue_full, self.too_large = False, 0
         tokens_of: dict[str, int] = {}  # the estimated tokens of the lines of unsent files
+        one = self.capabilities.one_choice  # each line asks for one answer: charged so
 
         def lines() -> Any:
             nonlocal held_back, room
@@ -124,7 +126,8 @@ class BatchControl:
                     if room is not None and tokens > room:
                         self.queue_full = True
                         return  # the rest waits for room (in plan order)
-                    if budget is not None and not budget.charge(request_cost(budget, request)):
+                    cost = 0.0 if budget is None else request_cost(budget, request, one_choice=one)
+                    if budget is not None and not budget.charge(cost):
                         held_back += 1
                         continue
                     taken.add(request.key)
@@ -167,7 +170,7 @@ class BatchControl:
         record.tokens = sum(tokens[key] for key in claimed)
         self.ledger.save_keys(record, claimed)
         self.ledger.save(record)
-        async with provider_call("uploading the batch input file"):
+        async with provider_call("uploading the batch input file", self.key_entry):
             with self.ledger.open_input(record) as handle:
                 uploaded = await self.client.files.create(file=handle, purpose="batch")
         record.input_file_id, record.state = uploaded.id, UPLOADED
@@ -177,7 +180,7 @@ class BatchControl:
         return True
 
     async def _create(self, record: BatchRecord) -> None:
-        async with provider_call("creating the batch"):
+        async with provider_call("creating the batch", self.key_entry):
             batch = await self.client.batches.create(
                 input_file_id=str(record.input_file_id),
                 endpoint=self.endpoint,  # type: ignore[arg-type]
@@ -220,7 +223,7 @@ class BatchControl:
 
     async def _created_from(self, input_file_id: str) -> Batch | None:
         """The batch the provider created from an input file, if any."""
-        async with provider_call("listing batches"):
+        async with provider_call("listing batches", self.key_entry):
             async for batch in self.client.batches.list(limit=100):
                 if batch.input_file_id == input_file_id:
                     return batch
@@ -232,7 +235,7 @@ class BatchControl:
         for record in records:
             if record.ended:
                 continue
-            async with provider_call(f"asking for batch {record.batch_id}"):
+            async with provider_call(f"asking for batch {record.batch_id}", self.key_entry):
                 batch = await self.client.batches.retrieve(str(record.batch_id))
             _update(record, batch)
             self.ledger.save(record)
@@ -297,7 +300,7 @@ class BatchControl:
     async def _store_file(self, file_id: str, requests: dict[str, Any]) -> Stored:
         stored = Stored()
         source = f"batch file {file_id}"
-        async with provider_call(f"downloading {source}"):
+        async with provider_call(f"downloading {source}", self.key_entry):
             stream = self.client.files.with_streaming_response.content(file_id)
             async with stream as response:
                 simulated = response.headers.get("x-geval-simulated") == "true"
@@ -321,6 +324,7 @@ class BatchControl:
             url=self.endpoint,
             simulated=simulated,
             capabilities=self.capabilities,
+            judge=self.study.config.judge_entry,
         )
 
     async def cancel(self) -> list[BatchRecord]:
@@ -329,7 +333,7 @@ class BatchControl:
         for record in records:
             if record.ended or record.status == "cancelling":
                 continue
-            async with provider_call(f"cancelling batch {record.batch_id}"):
+            async with provider_call(f"cancelling batch {record.batch_id}", self.key_entry):
                 batch = await self.client.batches.cancel(str(record.batch_id))
             _update(record, batch)
             self.ledger.save(record)

@@ -71,5 +71,8 @@ def import_outputs(study: Study, source: Path) -> tuple[Stored, dict[str, Covera
         # A file from elsewhere holds real answers: simulated entries give way (..origin).
         entries = ServerEntries(cache, False)
         requests = requests_by_key(study, entries, {line.custom_id for line in parsed})
-        stored = store_lines(parsed, requests, cache, url=endpoint(study.config.judge))
+        config = study.config
+        stored = store_lines(
+            parsed, requests, cache, url=endpoint(config.judge), judge=config.judge_entry
+        )
         return stored, coverage(study, entries, Ledger(cache.directory).live_keys())

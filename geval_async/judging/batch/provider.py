@@ -38,8 +38,10 @@ def make_client(study: Study, api_key: str | None) -> AsyncOpenAI:
 
 
 @asynccontextmanager
-async def provider_call(what: str) -> AsyncIterator[None]:
-    """Translate the ``openai`` package's errors into ours, once (no key ever in the text)."""
+async def provider_call(what: str, key_entry: str = "[judge] api_key_env") -> AsyncIterator[None]:
+    """Translate the ``openai`` package's errors into ours, once (no key ever in the text);
+    ``key_entry``: where the key's variable is named (a panel judge's ``[[judges]]`` entry,
+    :attr:`~geval_async.study.settings.EvalConfig.api_key_entry`)."""
     import openai
 
     try:
@@ -47,7 +49,7 @@ async def provider_call(what: str) -> AsyncIterator[None]:
     except openai.AuthenticationError as exc:
         raise RunStopped(
             f"{what}: the provider refused the API key (HTTP {exc.status_code}); "
-            "check the key variable named by [judge] api_key_env"
+            f"check the key variable named by {key_entry}"
         ) from exc
     except openai.NotFoundError as exc:
         raise RunStopped(

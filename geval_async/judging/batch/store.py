@@ -108,6 +108,7 @@ def store_lines(
     url: str,
     simulated: bool = False,
     capabilities: Capabilities | None = None,
+    judge: str = "[judge]",
 ) -> Stored:
     """Store each line under its ``custom_id``; lines of unknown ids are counted, not stored.
 
@@ -119,12 +120,15 @@ def store_lines(
         simulated: the lines came from geval-async's simulated judge.
         capabilities: what the endpoint accepts, as the lines were sent with it; a refusal
             that teaches it something (the budget's name, n = 1) updates it.
+        judge: the table that sets the judge, as a refusal's line names it
+            (:attr:`~geval_async.study.settings.EvalConfig.judge_entry`).
     """
     from ..transport import read_response  # here: a run that only reads never loads aiohttp
 
     stored = Stored()
     headers = _SIMULATED if simulated else {}
     ready: dict[str, tuple[CachedResponse, str]] = {}
+    history = History(url, "the API key variable", judge)
     for line in lines:
         request = requests.get(line.custom_id)
         if request is None:
@@ -139,7 +143,7 @@ def store_lines(
         except TransportError as exc:
             # The online run's rule: what is refused for good is stored as refused; what a
             # retry or another setting could fix stays missing, for the next submit or run.
-            decision = _decide(exc, request, url, capabilities)
+            decision = _decide(exc, request, history, capabilities)
             if decision.action is Action.REFUSE:
                 ready[request.key] = refusal_entry(request, exc, 1, decision.message), "refused"
             elif decision.action in (Action.TOKEN_PARAMETER, Action.ONE_CHOICE):
@@ -178,7 +182,7 @@ def store_lines(
 
 
 def _decide(
-    exc: TransportError, request: JudgeRequest, url: str, capabilities: Capabilities | None
+    exc: TransportError, request: JudgeRequest, history: History, capabilities: Capabilities | None
 ) -> Decision:
     """The online run's decision on a refused line; what it teaches about the endpoint goes
     into ``capabilities``.
@@ -192,7 +196,7 @@ def _decide(
     sent = {name: value for name, value in request.body.items() if name != "messages"}
     if named != "max_tokens" and "max_tokens" in sent:
         sent[named] = sent.pop("max_tokens")
-    decision = decide(exc.fact, History(url, "the API key variable"), n=sent.get("n", 1), sent=sent)
+    decision = decide(exc.fact, history, n=sent.get("n", 1), sent=sent)
     if capabilities is not None:
         capabilities.learn(decision.action, named)
     return decision

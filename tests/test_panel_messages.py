@@ -1,0 +1,75 @@
+"""A panel judge's failures name its own ``[[judges]]`` entry, not ``[judge]`` (the panel's
+missing-key line already did): the line that stops a judge whose every request carries a
+setting the endpoint refuses, and the Batch API's refused key. A real panel config, each judge
+on its own loopback server."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from conftest import POLL, LoopbackApp, StudyFiles, run_cli
+
+from geval_async.sim import SimServer, SimSettings
+
+
+class ResponsesOnly(LoopbackApp):
+    """An endpoint whose model is served on the Responses API only (OpenAI's 404 for it)."""
+
+    async def _complete(self, request: web.Request) -> web.Response:
+        error: dict[str, Any] = {
+            "message": "This model is only supported in v1/responses and not in "
+            "v1/chat/completions.",
+            "type": "invalid_request_error",
+            "param": "model",
+            "code": None,
+        }
+        return web.json_response({"error": error}, status=404)
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post("/v1/chat/completions", self._complete)]
+
+
+def write_panel(study: StudyFiles, urls: dict[str, str], **key_env: str) -> Path:
+    """The test study with [[judges]] (name, model, base_url, its api_key_env if given) in
+    place of its [judge]."""
+    study.write_config("http://unused")
+    text = re.sub(r"\[judge\]\n(?:.+\n)+\n", "", study.config.read_text(encoding="utf-8"))
+    for name, url in urls.items():
+        text += f'\n[[judges]]\nname = "{name}"\nmodel = "sim-{name}"\nbase_url = "{url}"\n'
+        if name in key_env:
+            text += f'api_key_env = "{key_env[name]}"\n'
+    study.config.write_text(text, encoding="utf-8")
+    return study.config
+
+
+def test_a_setting_refused_for_a_panel_judge_names_its_judges_entry(
+    study: StudyFiles, sim: SimServer
+) -> None:
+    with ResponsesOnly() as responses_only:
+        config = write_panel(study, {"gpt": responses_only.base_url, "local": sim.base_url})
+        done = run_cli("run", str(config))
+    assert done.returncode == 1, done.stdout + done.stderr
+    stopped = [line for line in done.stdout.splitlines() if line.startswith("  stopped:")]
+    assert len(stopped) == 1, done.stdout  # the other judge went on and finished
+    assert "served on the Responses API only" in stopped[0]
+    assert stopped[0].endswith('set [[judges]] name = "gpt" model to a chat-completions model')
+    assert "[judge]" not in done.stdout + done.stderr
+
+
+def test_the_batch_apis_refused_key_names_the_panel_judges_entry(study: StudyFiles) -> None:
+    with SimServer(SimSettings(api_key="sk-right")) as keyed, SimServer(SimSettings()) as other:
+        config = write_panel(study, {"local": other.base_url, "gpt": keyed.base_url}, gpt="GPT_KEY")
+        done = run_cli(
+            "run", str(config), "--judge", "gpt", "--batch", "--quiet", *POLL,
+            env={"GPT_KEY": "sk-wrong"},
+        )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert "the provider refused the API key (HTTP 401)" in line, done.stderr
+    assert line.endswith(
+        'check the key variable named by [[judges]] name = "gpt" api_key_env = "GPT_KEY"'
+    )
+    assert "sk-wrong" not in done.stdout + done.stderr

@@ -404,7 +404,7 @@ UEQ = ROOT / "examples" / "ueq" / "config.toml"
 def ueq_flags(base_url: str, folder: Path, model: str, *extra: str) -> list[str]:
     """The flags that judge the shipped UEQ study's first 4 records with ``model`` at
     ``base_url``, its cache and outputs in ``folder``: ``UEQ --base-url URL --model MODEL
-    --limit 4 --cache FOLDER/cache --output FOLDER/out --tpm 1e8 EXTRA``."""
+    --limit 4 --cache FOLDER/cache --output FOLDER/out --rpm 1e8 --tpm 1e8 EXTRA``."""
     return [
         str(UEQ),
         "--base-url",
@@ -417,8 +417,12 @@ def ueq_flags(base_url: str, folder: Path, model: str, *extra: str) -> list[str]
         str(folder / "cache"),
         "--output",
         str(folder / "out"),
-        # max_tokens = 2000 x n = 10 is 20,000 tokens a request: the config's tpm would pace
-        # the run to ten requests a minute.
+        # The config's limits pace a run (a steady rate, never a burst): its rpm = 500 would
+        # hold an endpoint that takes n = 1 only (ten requests an item, 160 for four records)
+        # to 8 a second, and max_tokens = 2000 x n = 10 is 20,000 tokens a request, which its
+        # tpm would pace to ten requests a minute.
+        "--rpm",
+        "100000000",
         "--tpm",
         "100000000",
         *extra,

@@ -174,7 +174,9 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _configure(study: StudyFiles, server_url: str, **sampling: object) -> None:
+def _configure(
+    study: StudyFiles, server_url: str, concurrency: int = 2, **sampling: object
+) -> None:
     """The study on its first RECORDS records, judged by the llama server."""
     study.write_config(
         server_url,
@@ -183,8 +185,15 @@ def _configure(study: StudyFiles, server_url: str, **sampling: object) -> None:
         sampling={"temperature": 1.0, "max_tokens": 5, **sampling},
         # Generous timeout: a retried timeout would be a second request to the server and
         # spoil the counts. The server answers one request at a time anyway.
-        limits={"concurrency": 2, "retries": 2, "timeout": 120, "backoff": 0.05},
+        limits={"concurrency": concurrency, "retries": 2, "timeout": 120, "backoff": 0.05},
     )
+
+
+def _configure_draws(study: StudyFiles, server_url: str) -> None:
+    """Samples mode, n = DRAWS, one request at a time: a worker asks an item's further draws
+    one after the other, so the server gets each draw's prompt right after the same prompt
+    and reuses all of it (llama.cpp's prefix match: the server's CPU, not what is asked)."""
+    _configure(study, server_url, concurrency=1, mode="samples", n=DRAWS)
 
 
 def _run(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -259,7 +268,7 @@ def test_logprobs_mode_gives_distributions_over_the_ratings(
 def test_samples_mode_gets_the_ignored_n_as_separate_draws(
     llama: LlamaServer, study: StudyFiles
 ) -> None:
-    _configure(study, llama.base_url, mode="samples", n=DRAWS)
+    _configure_draws(study, llama.base_url)
     before = llama.received()
     result = _run(study)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -292,7 +301,7 @@ def test_samples_mode_gets_the_ignored_n_as_separate_draws(
 def test_a_stopped_run_resumes_with_exactly_the_missing_requests(
     llama: LlamaServer, study: StudyFiles
 ) -> None:
-    _configure(study, llama.base_url, mode="samples", n=DRAWS)
+    _configure_draws(study, llama.base_url)
     before = llama.received()
     first = _run(study, "--limit", "2")
     assert first.returncode == 0, first.stdout + first.stderr
@@ -320,7 +329,7 @@ def test_a_stopped_run_resumes_with_exactly_the_missing_requests(
 def test_a_rerun_sends_nothing_even_with_the_server_gone(
     llama: LlamaServer, study: StudyFiles
 ) -> None:
-    _configure(study, llama.base_url, mode="samples", n=DRAWS)
+    _configure_draws(study, llama.base_url)
     assert _run(study).returncode == 0
     stored = cache_snapshot(study.cache)
     assert len(stored) == ITEMS * DRAWS

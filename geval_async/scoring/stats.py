@@ -199,12 +199,49 @@ def wilcoxon(
         statistic, p = 0.0, 1.0
         notes.append("all differences are zero: p set to 1")
     else:
-        result, caught = _quietly(sps.wilcoxon, x, y)
-        statistic, p = float(result.statistic), float(result.pvalue)
+        flips, caught = _quietly(_signed_rank_flips, x - y)
+        if flips is None:
+            result, caught = _quietly(sps.wilcoxon, x, y)
+            flips = float(result.statistic), float(result.pvalue)
+        statistic, p = flips
         notes += caught
     return _comparison(
         criterion, cond_a, cond_b, x, y, StatTest.WILCOXON, statistic, None, p, alpha, notes
     )
+
+
+#: Up to this many pairs, scipy's ``wilcoxon`` tests tied or zero differences by an exact
+#: permutation test over all 2**n sign flips (2**13 is below its 9,999 resamples).
+_ALL_FLIPS_MAX_PAIRS = 13
+
+
+def _signed_rank_flips(d: np.ndarray) -> tuple[float, float] | None:
+    """W and the two-sided p of scipy's ``wilcoxon`` where it enumerates the sign flips (at
+    most 13 differences, some tied or zero), or None where it does not.
+
+    The same test scipy runs, every flip at once: scipy evaluates its statistic once per flip
+    in Python, about a second of CPU for 12 pairs (a paired study of 12 users, three tests a
+    report), where this takes milliseconds. A flip changes no ``|d|``, so the ranks are fixed
+    (average ranks of the non-zero ``|d|``; a zero counts on neither side, as scipy's default
+    ``zero_method="wilcox"`` drops it) and the statistic of a flip is the rank sum of its
+    positive differences: the flips, the statistic and so the p are scipy's.
+    """
+    nonzero = d != 0
+    magnitudes = np.abs(d[nonzero])
+    tied = len(np.unique(magnitudes)) < len(magnitudes)
+    if len(d) > _ALL_FLIPS_MAX_PAIRS or nonzero.all() and not tied:
+        return None
+    ranks = np.zeros(len(d))
+    ranks[nonzero] = sps.rankdata(magnitudes)
+
+    def positive_rank_sum(flipped: np.ndarray, axis: int) -> np.ndarray:
+        return np.sum((flipped > 0) * ranks, axis=axis)
+
+    result = sps.permutation_test(
+        (d,), positive_rank_sum, permutation_type="samples", vectorized=True, axis=-1
+    )
+    r_plus, r_minus = float(np.sum(ranks[d > 0])), float(np.sum(ranks[d < 0]))
+    return min(r_plus, r_minus), float(result.pvalue)
 
 
 def adjust_fdr(comparisons: list[Comparison], alpha: float = 0.05) -> list[Comparison]:

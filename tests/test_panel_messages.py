@@ -5,7 +5,6 @@ on its own loopback server."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +32,13 @@ class ResponsesOnly(LoopbackApp):
 
 
 def write_panel(study: StudyFiles, urls: dict[str, str], **key_env: str) -> Path:
-    """The test study with [[judges]] (name, model, base_url, its api_key_env if given) in
-    place of its [judge]."""
-    study.write_config("http://unused")
-    text = re.sub(r"\[judge\]\n(?:.+\n)+\n", "", study.config.read_text(encoding="utf-8"))
-    for name, url in urls.items():
-        text += f'\n[[judges]]\nname = "{name}"\nmodel = "sim-{name}"\nbase_url = "{url}"\n'
-        if name in key_env:
-            text += f'api_key_env = "{key_env[name]}"\n'
-    study.config.write_text(text, encoding="utf-8")
-    return study.config
+    """The test study with [[judges]] (name, model sim-NAME, base_url, its api_key_env if
+    given) in place of its [judge]."""
+    judges = {
+        name: {"model": f"sim-{name}", "base_url": url, "api_key_env": key_env.get(name)}
+        for name, url in urls.items()
+    }
+    return study.write_panel(judges)
 
 
 def test_a_setting_refused_for_a_panel_judge_names_its_judges_entry(

@@ -190,7 +190,8 @@ class Writer:
                 release, self._letting_go = self._letting_go, []
                 self._let_go_at = time.monotonic()
                 taken = self.claims.settle(release, wanted)
-            stored = self.cache.stored([k for k, t in zip(wanted, taken, strict=True) if t])
+            held = [key for key, took in zip(wanted, taken, strict=True) if took]
+            stored = self.cache.stored(held) if held else set()
         except Exception as exc:  # noqa: BLE001
             group.error = error or exc
             return

@@ -90,6 +90,11 @@ class AnswerTable:
                 raise
         return done
 
+    def present(self, keys: Sequence[str]) -> set[str]:
+        """Those of ``keys`` that have a row (as committed by any writer), in one query."""
+        with self._lock:
+            return self._present(keys)
+
     def _insert(self, parameters: list[str | float | bytes]) -> None:
         """Insert the rows whose parameters follow one another in ``parameters``, in one
         statement of many rows (as many as sqlite's parameter limit allows). Not

@@ -310,10 +310,17 @@ class JudgeCache:
             return None
 
     def stored(self, keys: Sequence[str]) -> set[str]:
-        """Those of ``keys`` that have an entry (readable or not), in one query."""
+        """Those of ``keys`` that have an entry (readable or not), in one query.
+
+        Asked by the run's writer between its commits: on the connection it writes with,
+        whose pages its own commits leave current (our reader's connection would find the
+        file changed by every commit, and read the key index's pages again each time).
+        """
         self._require()
         with cache_errors(self.directory, "cannot read the cache"):
-            return self._reader().stored(keys)
+            if self._answers is None:
+                self._answers = AnswerTable(self.directory)
+            return self._answers.present(keys)
 
     def put(self, entry: CachedResponse, *, overwrite: bool = False) -> bool:
         """Store an entry; returns False when another writer stored this key first.

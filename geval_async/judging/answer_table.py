@@ -11,7 +11,7 @@ answers' own grouped write"). diskcache has no call that adds many keys, so the 
 of a group are written here, openly, with a connection of our own to the folder's
 ``cache.db``: in one ``BEGIN IMMEDIATE`` transaction (atomic across processes, as ``add``
 is), the keys that already have a row are read with one ``SELECT ... IN`` and the others
-inserted with one INSERT of many rows.
+inserted with one ``executemany``.
 
 The rows are exactly the ones ``Cache.add`` writes for a ``str`` key and a ``bytes`` value
 kept in its row (what a cache opened as :class:`~geval_async.judging.cache.JudgeCache` opens
@@ -42,10 +42,8 @@ _CHUNK = 900
 _RAW_BYTES = 1  # diskcache's mode of a bytes value kept in its row (Cache.add writes it so)
 _INSERT = (
     "INSERT INTO Cache (key, raw, store_time, expire_time, access_time, access_count, tag,"
-    " size, mode, filename, value) VALUES "
+    f" size, mode, filename, value) VALUES (?, 1, ?, NULL, ?, 0, NULL, 0, {_RAW_BYTES}, NULL, ?)"
 )
-_ROW = f"(?, 1, ?, NULL, ?, 0, NULL, 0, {_RAW_BYTES}, NULL, ?)"
-_ROW_PARAMETERS = 4
 
 
 class AnswerTable:
@@ -73,16 +71,16 @@ class AnswerTable:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 present = self._present([key for key, _ in rows])
-                fresh: list[str | float | bytes] = []  # the new rows' parameters, in a row
+                fresh: list[tuple[str, float, float, bytes]] = []
                 done: list[bool] = []
                 now = time.time()
                 for key, value in rows:
                     new = key not in present
                     if new:
                         present.add(key)
-                        fresh += (key, now, now, value)
+                        fresh.append((key, now, now, value))
                     done.append(new)
-                self._insert(fresh)
+                self._db.executemany(_INSERT, fresh)
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:  # a failed COMMIT may have ended it already
@@ -94,17 +92,6 @@ class AnswerTable:
         """Those of ``keys`` that have a row (as committed by any writer), in one query."""
         with self._lock:
             return self._present(keys)
-
-    def _insert(self, parameters: list[str | float | bytes]) -> None:
-        """Insert the rows whose parameters follow one another in ``parameters``, in one
-        statement of many rows (as many as sqlite's parameter limit allows). Not
-        ``executemany``: it steps its statement once a row, and each step lets go of the GIL
-        and takes it back from the event loop's thread, which holds it most of the time."""
-        step = _CHUNK // _ROW_PARAMETERS * _ROW_PARAMETERS
-        for start in range(0, len(parameters), step):
-            chunk = parameters[start : start + step]
-            rows = len(chunk) // _ROW_PARAMETERS
-            self._db.execute(_INSERT + ",".join([_ROW] * rows), chunk)
 
     def _present(self, keys: Sequence[str]) -> set[str]:
         present: set[str] = set()

@@ -310,12 +310,7 @@ class JudgeCache:
             return None
 
     def stored(self, keys: Sequence[str]) -> set[str]:
-        """Those of ``keys`` that have an entry (readable or not), in one query.
-
-        Asked by the run's writer between its commits: on the connection it writes with,
-        whose pages its own commits leave current (our reader's connection would find the
-        file changed by every commit, and read the key index's pages again each time).
-        """
+        """Those of ``keys`` that have an entry (readable or not): see AnswerTable.present."""
         self._require()
         with cache_errors(self.directory, "cannot read the cache"):
             if self._answers is None:
@@ -333,10 +328,9 @@ class JudgeCache:
         """Store ``(entry, overwrite)`` pairs; every one is on disk when this returns.
 
         Returns, for each, whether it was stored (False: another writer, or an earlier pair,
-        stored that key first). The new keys of a group that replaces nothing are written in
-        one transaction of our own (:mod:`.answer_table`: one commit for many answers costs
-        about what one costs, see :mod:`.writer`); a pair that replaces an entry, and a key
-        that turned out to be stored, go through diskcache's ``transact()``, after it.
+        stored that key first). A group's new keys are written in one transaction of our own
+        (:mod:`.answer_table`); a pair that replaces an entry, and a key that turned out to be
+        stored, go through diskcache's ``transact()``, after it.
         """
         cache = self._require()
         with cache_errors(self.directory, "cannot write to the cache", RESUME):

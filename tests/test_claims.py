@@ -109,3 +109,27 @@ def test_the_claim_of_a_killed_run_is_taken_over_at_once(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     with Claims(tmp_path, TTL) as claims:
         assert claims.claim(KEY), "a dead process on this host holds nothing"
+
+
+async def test_a_claim_taken_for_a_waiter_cancelled_meanwhile_is_let_go(tmp_path: Path) -> None:
+    """A worker (or the producer) cancelled while its claims were being taken (Ctrl-C, the
+    task group failing) must not keep them: another run would wait on them until they lapse."""
+    import asyncio
+
+    from geval_async.judging.cache import JudgeCache
+    from geval_async.judging.writer import Writer
+
+    clock = Clock()
+    with JudgeCache(tmp_path / "cache") as cache:
+        first, second = _runs(cache.directory, clock, 2)
+        writer = Writer(cache, first)
+        waiter = asyncio.ensure_future(writer.claim_many([KEY]))
+        await asyncio.sleep(0)  # handed over: the claim is taken with the next commit
+        waiter.cancel()
+        # Settled with the same commit, after the claim was taken for nobody.
+        await writer.release("g1-another-request")
+        writer.close()
+        assert waiter.cancelled()
+        assert second.claim(KEY), "the cancelled waiter's claim is let go"
+        first.close()
+        second.close()

@@ -233,3 +233,50 @@ def test_a_second_ctrl_c_quits_at_once(sim: SimServer, study: StudyFiles, tmp_pa
     assert "interrupted" in output
     assert sim.stats.by_status[200] == 0
     assert len(cache_snapshot(study.cache)) == 0
+
+
+async def test_an_attempt_without_an_answer_times_out_and_a_cancellation_stays_one() -> None:
+    """The attempts' deadlines are kept by one watch task (judging/transport.py): an attempt
+    the server never answers fails as a timeout (retried by the run), and a cancellation of
+    an attempt by the run itself (Ctrl-C, a failing task group) stays a cancellation."""
+    import asyncio
+
+    import pytest
+    from aiohttp import web
+
+    from geval_async.errors import Connection, Transient
+    from geval_async.judging.transport import Transport
+    from geval_async.study.settings import JudgeConfig
+
+    arrived, answer = asyncio.Event(), asyncio.Event()
+
+    async def never(request: web.Request) -> web.Response:
+        arrived.set()
+        await answer.wait()  # not before the test is over
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", never)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    judge = JudgeConfig(model="judge", base_url=f"http://{host}:{port}/v1")
+    body = {"model": "judge", "messages": [{"role": "user", "content": "rate"}], "n": 1}
+    try:
+        async with Transport(judge, None, concurrency=2, timeout=0.2) as transport:
+            with pytest.raises(Transient) as timed_out:
+                await transport.complete(body)
+            assert timed_out.value.fact.connection == Connection.TIMEOUT
+            assert "no answer within 0.2 s" in str(timed_out.value)
+
+            arrived.clear()
+            attempt = asyncio.ensure_future(transport.complete(body))
+            await arrived.wait()  # in flight: the server has it
+            attempt.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await attempt
+    finally:
+        answer.set()
+        await runner.cleanup()

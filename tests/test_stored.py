@@ -192,3 +192,43 @@ def test_any_changed_byte_of_an_entry_is_found(entry: CachedResponse, data: st.D
         except (ValueError, TypeError):
             continue
         raise AssertionError(f"byte {at} changed to {byte} was not found by {decode}")
+
+
+def test_an_answer_entry_is_the_one_the_dataclass_makes(study: StudyFiles) -> None:
+    """The run builds each answer's entry without the dataclass's __init__ (its hot path):
+    field for field it is the entry ``CachedResponse(...)`` makes, and it reads back as such."""
+    from geval_async.judging.entries import answer_entry
+    from geval_async.judging.transport import _answer
+    from geval_async.study.config import load_config
+    from geval_async.study.plan import first_request, plan_items
+    from geval_async.study.prepare import prepare_study
+
+    config = load_config(study.write_config("http://127.0.0.1:9/v1"))
+    item = next(iter(plan_items(prepare_study(config))))
+    request = first_request(item, config)
+    raw = (
+        b'{"model":"m","choices":[{"message":{"content":"4"}},{"message":{"content":"2"}}],'
+        b'"usage":{"total_tokens":9}}'
+    )
+    answer = _answer(200, raw, {"x-geval-simulated": "true"}, 12.34567)
+    entry = answer_entry(request, answer, attempts=2)
+    expected = CachedResponse(
+        key=request.key,
+        status=EntryStatus.OK,
+        http_status=200,
+        body=raw.decode(),
+        time=entry.time,
+        latency_ms=12.346,
+        attempts=2,
+        n=request.n,
+        draw=request.draw,
+        model=request.model,
+        record_id=item.record.id,
+        criterion=item.criterion.name,
+        received=2,
+        usage={"total_tokens": 9},
+        simulated=True,
+    )
+    assert entry == expected
+    assert vars(entry) == vars(expected)
+    assert CachedResponse.decode(entry.encode()) == expected

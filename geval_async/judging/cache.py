@@ -310,10 +310,12 @@ class JudgeCache:
             return None
 
     def stored(self, keys: Sequence[str]) -> set[str]:
-        """Those of ``keys`` that have an entry (readable or not), in one query."""
+        """Those of ``keys`` that have an entry (readable or not): see AnswerTable.present."""
         self._require()
         with cache_errors(self.directory, "cannot read the cache"):
-            return self._reader().stored(keys)
+            if self._answers is None:
+                self._answers = AnswerTable(self.directory)
+            return self._answers.present(keys)
 
     def put(self, entry: CachedResponse, *, overwrite: bool = False) -> bool:
         """Store an entry; returns False when another writer stored this key first.
@@ -326,10 +328,9 @@ class JudgeCache:
         """Store ``(entry, overwrite)`` pairs; every one is on disk when this returns.
 
         Returns, for each, whether it was stored (False: another writer, or an earlier pair,
-        stored that key first). The new keys of a group that replaces nothing are written in
-        one transaction of our own (:mod:`.answer_table`: one commit for many answers costs
-        about what one costs, see :mod:`.writer`); a pair that replaces an entry, and a key
-        that turned out to be stored, go through diskcache's ``transact()``, after it.
+        stored that key first). A group's new keys are written in one transaction of our own
+        (:mod:`.answer_table`); a pair that replaces an entry, and a key that turned out to be
+        stored, go through diskcache's ``transact()``, after it.
         """
         cache = self._require()
         with cache_errors(self.directory, "cannot write to the cache", RESUME):

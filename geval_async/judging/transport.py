@@ -8,6 +8,16 @@ its :class:`~geval_async.errors.FailureFact` (a timeout, reset or 5xx a :class:`
 failure means for the run (retry, store a refusal, stop) is the runner's one call of
 :func:`~geval_async.judging.failures.decide`. The API key goes into a header and nowhere else:
 it never appears in an error message.
+
+Each attempt has ``[limits] timeout`` seconds. The deadlines are kept by one watch task
+(:class:`_Deadlines`) instead of an ``asyncio.timeout`` each attempt: a timer handle made,
+pushed onto the loop's heap and cancelled for every request was 6-10 us of the loop's CPU a
+request, and the cancelled handles of the last ``timeout`` seconds stayed in that heap
+(docs/benchmarks.md, section 2, "The client's own CPU"). The watch looks every
+:data:`_TICKS`-th of the timeout (at most every :data:`_MAX_TICK` s), so an attempt gives up
+within that much after its deadline; it is cancelled as ``asyncio.timeout`` cancels it, and
+the cancellation becomes the attempt's timeout only when the watch made it (a Ctrl-C's or the
+task group's stays a cancellation).
 """
 
 from __future__ import annotations
@@ -33,16 +43,64 @@ from ..errors import (
 from ..study.config import JudgeConfig
 from .failures import connection_kind, describe, response_fact
 
+# The watch of the attempts' deadlines wakes this often: a tenth of the timeout, at most 0.25 s.
+_TICKS = 10
+_MAX_TICK = 0.25
 
-@dataclass(frozen=True)
+
+class _Deadlines:
+    """The deadlines of the attempts in flight, one task a worker, kept by one watch task."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.due: dict[asyncio.Task[Any], float] = {}
+        self.expired: set[asyncio.Task[Any]] = set()
+        self._loop = asyncio.get_running_loop()
+        self._watch = self._loop.create_task(self._keep(min(_MAX_TICK, timeout / _TICKS)))
+
+    def start(self, task: asyncio.Task[Any]) -> None:
+        """An attempt of ``task`` begins: it has ``timeout`` seconds from now."""
+        self.due[task] = self._loop.time() + self.timeout
+
+    def end(self, task: asyncio.Task[Any], cancelling: int) -> bool:
+        """The attempt of ``task`` is over; whether the watch cancelled it and nothing else
+        did since it began (``cancelling``: ``task.cancelling()`` then), as ``asyncio.timeout``
+        tells its own cancellation from another. The watch's cancellation is taken back."""
+        del self.due[task]
+        if task not in self.expired:
+            return False
+        self.expired.discard(task)
+        return task.uncancel() <= cancelling
+
+    async def _keep(self, tick: float) -> None:
+        while True:
+            await asyncio.sleep(tick)
+            now = self._loop.time()
+            for task, due in self.due.items():
+                if due <= now and task not in self.expired:
+                    self.expired.add(task)
+                    task.cancel()  # as asyncio.timeout does; end() tells it was the deadline
+
+    async def aclose(self) -> None:
+        self._watch.cancel()
+        # asyncio.wait never raises the watch's CancelledError: a cancellation of the caller
+        # is not swallowed here.
+        await asyncio.wait([self._watch])
+
+
+@dataclass(frozen=True, slots=True)
 class JudgeAnswer:
-    """A 200 answer: the raw body as received, its parsed form and the response headers."""
+    """A 200 answer: the raw body as received, its parsed form and the response headers
+    (as aiohttp received them: looked up without regard to case)."""
 
     status: int
     body: bytes
     parsed: dict[str, Any]
     headers: Mapping[str, str]
     latency_ms: float
+    # How many choices hold text (a str content, not blank): read in the one pass over them
+    # that checks the answer, so that counting the usable ones needs no second pass.
+    texts: int = 0
 
     @property
     def choices(self) -> list[dict[str, Any]]:
@@ -73,6 +131,7 @@ class Transport:
         self._timeout = timeout
         self._max_answer_bytes = max_answer_bytes
         self._session: aiohttp.ClientSession | None = None
+        self._deadlines: _Deadlines | None = None
 
     async def __aenter__(self) -> Transport:
         connector = aiohttp.TCPConnector(
@@ -81,16 +140,20 @@ class Transport:
         self._session = aiohttp.ClientSession(
             connector=connector,
             headers=self._headers,
-            # The per-attempt deadline is asyncio.timeout in complete(); no second clock here.
+            # The per-attempt deadline is the watch's (_Deadlines); no second clock here.
             timeout=aiohttp.ClientTimeout(total=None),
             json_serialize=lambda v: orjson.dumps(v).decode(),
         )
+        self._deadlines = _Deadlines(self._timeout)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._deadlines is not None:
+            await self._deadlines.aclose()
+            self._deadlines = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -98,20 +161,38 @@ class Transport:
     async def complete(self, body: Mapping[str, Any]) -> JudgeAnswer:
         """Send one request; return the answer or raise a :class:`TransportError`."""
         assert self._session is not None, "use Transport as an async context manager"
+        assert self._deadlines is not None
         data = orjson.dumps(body)
+        task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        deadlines = self._deadlines
         started = time.perf_counter()
+        deadlines.start(task)
         try:
-            async with asyncio.timeout(self._timeout):
+            try:
                 # Never follow a redirect: aiohttp would re-send a 301/302 as a GET, and the
                 # run would stop on a 405 that hides the cause (decide() names the Location).
                 async with self._session.post(
                     self._url, data=data, allow_redirects=False
                 ) as response:
                     status, headers = response.status, response.headers
-                    raw = await _read_capped(response, self._max_answer_bytes)
-        except TimeoutError as exc:
-            fact = FailureFact(connection=Connection.TIMEOUT)
-            raise Transient(f"no answer within {self._timeout:g} s (timeout)", fact=fact) from exc
+                    declared = response.content_length
+                    if declared is not None and declared <= self._max_answer_bytes:
+                        # The usual answer: its length is declared and within the cap, so
+                        # aiohttp reads no further than that (one read, no chunks to join).
+                        raw: bytes | None = await response.read()
+                    else:
+                        raw = await _read_capped(response, self._max_answer_bytes)
+            finally:
+                timed_out = deadlines.end(task, cancelling)
+        except asyncio.CancelledError as exc:
+            if timed_out:  # the watch's cancellation, and no other: this attempt's timeout
+                fact = FailureFact(connection=Connection.TIMEOUT)
+                raise Transient(
+                    f"no answer within {self._timeout:g} s (timeout)", fact=fact
+                ) from exc
+            raise
         except aiohttp.ClientPayloadError as exc:
             fact = FailureFact(connection=Connection.TRUNCATED)
             raise Transient(f"the response body was cut off ({exc})", fact=fact) from exc
@@ -160,11 +241,15 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
     if not isinstance(choices, list) or not choices:
         raise Transient("the response has no choices", body=raw, fact=_malformed(status))
     filtered = True
+    texts = 0
     for choice in choices:
         message = choice.get("message") if type(choice) is dict else None
         if type(message) is not dict:
             raise Transient("a response choice has no message", body=raw, fact=_malformed(status))
         filtered = filtered and choice.get("finish_reason") == "content_filter"
+        content = message.get("content")
+        if type(content) is str and content and not content.isspace():
+            texts += 1
     if filtered:
         raise Rejected(
             "the answer was withheld by the content filter",
@@ -172,7 +257,7 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
             headers=headers,
             fact=FailureFact(status=status, code="content_filter"),
         )
-    return JudgeAnswer(status, raw, parsed, dict(headers), latency_ms)
+    return JudgeAnswer(status, raw, parsed, headers, latency_ms, texts)
 
 
 def _malformed(status: int) -> FailureFact:

@@ -23,7 +23,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TransportError
 from ..options import ItemOutcome, SamplingMode
@@ -67,6 +67,11 @@ def same_model(served: str, asked: str) -> bool:
     )
 
 
+def _settings(body: dict[str, Any]) -> dict[str, Any]:
+    """What a request body set besides its messages (what a failure's decision reads)."""
+    return {name: value for name, value in body.items() if name != "messages"}
+
+
 class Run:
     """The state one run shares between its producer and workers."""
 
@@ -108,6 +113,7 @@ class Run:
             asked_model=self.config.judge.model,
         )
         self.failures: Counter[str] = Counter()
+        self._served: dict[tuple[str, str], bool] = {}
         self.stopped: str | None = None
         self.budget = run_budget(self.config, self.cache.directory, shared=cap)
         judge = self.config.judge
@@ -219,7 +225,8 @@ class Run:
         """Send one request until it is answered, refused or out of retries."""
         attempts = transient = limited = 0
         while True:
-            await self.limits.acquire(request.est_tokens)
+            if not self.limits.clear(request.est_tokens):
+                await self.limits.acquire(request.est_tokens)
             if self.stop.is_set():
                 return ItemOutcome.STOPPED, 0
             one = self.endpoint.one_choice  # each request asks for one answer: charged so
@@ -238,10 +245,10 @@ class Run:
                 self.counters.peak_in_flight, self.counters.in_flight
             )
             body = self.endpoint.wire(request.body)
-            sent = {name: value for name, value in body.items() if name != "messages"}
             try:
                 answer = await self.transport.complete(body)
             except TransportError as exc:
+                sent = _settings(body)
                 fact = exc.fact
                 self.history.answered |= fact.status is not None
                 if fact.status == 429:
@@ -259,19 +266,21 @@ class Run:
                 self.limits.replied()
             self.history.answered = True
             self.limits.observe(answer.headers)
-            self.endpoint.observe(sent, answer.parsed, answer.body)
+            self.endpoint.observe(body, answer.parsed, answer.body)
             if self.budget is not None:
                 usage = answer.parsed.get("usage")
                 self.budget.settle(usage if isinstance(usage, dict) else None)
-            if sent.get("logprobs") and self.endpoint.logprobs is False:
+            if body.get("logprobs") and self.endpoint.logprobs is False:
                 # Ignored, not refused: every answer would come without them. Not stored (a
                 # samples-mode run asks under other keys).
-                self.halt(ignored_logprobs(sent))
+                self.halt(ignored_logprobs(_settings(body)))
                 return ItemOutcome.STOPPED, 0
             spent = answer_fact(answer.parsed)
             if spent is None:
                 self.history.content_seen = True
-            elif (decision := decide(spent, self.history, sent=sent)).action is Action.STOP:
+            elif (
+                decision := decide(spent, self.history, sent=_settings(body))
+            ).action is Action.STOP:
                 # Billed, but not stored: with the same settings every answer would be empty
                 # again, and a rerun with a larger max_tokens asks under other keys anyway.
                 self.halt(decision.message)
@@ -354,23 +363,33 @@ class Run:
         entry = answer_entry(request, answer, attempts)
         tokens = entry.usage.get("total_tokens") if entry.usage else None
         self.counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
-        self.counters.simulated |= answer.simulated
+        self.counters.simulated |= entry.simulated
         served = answer.parsed.get("model")
-        if isinstance(served, str) and not same_model(served, request.model):
+        if isinstance(served, str) and not self._same_model(served, request.model):
             self.counters.served[served[:100]] += 1
-        logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
-        usable = 0
-        for choice in answer.choices:  # each a dict with a message dict (transport.py)
-            content = choice["message"].get("content")
-            # The common case without a call; anything else is unusable_choice's to name.
-            plain = not logprobs and type(content) is str and content and not content.isspace()
-            why = None if plain else unusable_choice(choice, logprobs=logprobs)
-            if why is None:
-                usable += 1
-            else:
-                self.counters.unusable[why] += 1
+        choices = answer.choices
+        if answer.texts == len(choices) and self.config.sampling.mode != SamplingMode.LOGPROBS:
+            usable = answer.texts  # the usual answer: every choice holds text (transport.py)
+        else:
+            logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
+            usable = 0
+            for choice in choices:  # each a dict with a message dict (transport.py)
+                why = unusable_choice(choice, logprobs=logprobs)
+                if why is None:
+                    usable += 1
+                else:
+                    self.counters.unusable[why] += 1
         self.counters.usable += usable
         self._put(request, entry)
+
+    def _same_model(self, served: str, asked: str) -> bool:
+        """:func:`same_model`, remembered: a run's answers name one or two models."""
+        known = self._served.get((served, asked))
+        if known is None:
+            known = self._served[served, asked] = same_model(served, asked)
+            if len(self._served) > 64:  # a server naming a new model each answer
+                self._served.clear()
+        return known
 
     def store_refusal(
         self, request: JudgeRequest, exc: TransportError, attempts: int, reason: str

@@ -190,7 +190,8 @@ class Writer:
                 release, self._letting_go = self._letting_go, []
                 self._let_go_at = time.monotonic()
                 taken = self.claims.settle(release, wanted)
-            stored = self.cache.stored([k for k, t in zip(wanted, taken, strict=True) if t])
+            held = [key for key, took in zip(wanted, taken, strict=True) if took]
+            stored = self.cache.stored(held) if held else set()
         except Exception as exc:  # noqa: BLE001
             group.error = error or exc
             return
@@ -205,7 +206,16 @@ class Writer:
         )
 
     def _settle(self, group: _Group) -> None:
-        """Hand the group's outcome to its waiters (on the loop)."""
+        """Hand the group's outcome to its waiters (on the loop).
+
+        The claims of a waiter cancelled meanwhile are let go here, on the loop's thread.
+        That never meets a commit of the writer's thread: a group is settled by
+        :meth:`_done`, which the thread asks for once it has finished committing that group,
+        and the next group is handed to it only after (``_busy`` holds until then); or by
+        :meth:`close`, after the thread has ended. The claims' table is also used under a
+        lock (:mod:`.claim_table`), so a worker's ``renew`` meanwhile waits its turn.
+        ``tests/test_claims.py`` checks that those claims are let go.
+        """
         group.settled = True
         for _, done in group.releases:
             _settle(done, group.error, None)

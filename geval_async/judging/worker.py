@@ -18,6 +18,7 @@ still saved) and ``stopped`` holds the line to show. The CLI sets the event on C
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import re
 import time
@@ -54,6 +55,7 @@ _SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
 _CLAIM_POLL = 0.2
 
 
+@functools.lru_cache(maxsize=64)  # a run's answers name one or two models
 def same_model(served: str, asked: str) -> bool:
     """Whether the model a server says it served is the one asked: the same name, or a dated
     snapshot of it (``gpt-4o-mini-2024-07-18`` or ``gpt-4-0613`` for the name asked), with or
@@ -113,7 +115,6 @@ class Run:
             asked_model=self.config.judge.model,
         )
         self.failures: Counter[str] = Counter()
-        self._served: dict[tuple[str, str], bool] = {}
         self.stopped: str | None = None
         self.budget = run_budget(self.config, self.cache.directory, shared=cap)
         judge = self.config.judge
@@ -365,7 +366,7 @@ class Run:
         self.counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
         self.counters.simulated |= entry.simulated
         served = answer.parsed.get("model")
-        if isinstance(served, str) and not self._same_model(served, request.model):
+        if isinstance(served, str) and not same_model(served, request.model):
             self.counters.served[served[:100]] += 1
         choices = answer.choices
         if answer.texts == len(choices) and self.config.sampling.mode != SamplingMode.LOGPROBS:
@@ -381,15 +382,6 @@ class Run:
                     self.counters.unusable[why] += 1
         self.counters.usable += usable
         self._put(request, entry)
-
-    def _same_model(self, served: str, asked: str) -> bool:
-        """:func:`same_model`, remembered: a run's answers name one or two models."""
-        known = self._served.get((served, asked))
-        if known is None:
-            known = self._served[served, asked] = same_model(served, asked)
-            if len(self._served) > 64:  # a server naming a new model each answer
-                self._served.clear()
-        return known
 
     def store_refusal(
         self, request: JudgeRequest, exc: TransportError, attempts: int, reason: str

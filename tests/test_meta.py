@@ -20,6 +20,7 @@ from conftest import ROOT, SUMMEVAL, StudyFiles, needs_summeval, run_cli
 from scipy import stats as sps
 
 from geval_async.errors import ConfigError
+from geval_async.judging.cache import JudgeCache
 from geval_async.meta import METHODS, meta_evaluate, system_level
 from geval_async.sim import SimServer
 
@@ -292,7 +293,14 @@ def test_meta_config_is_checked(tmp_path: Path) -> None:
     config = _write_config(tmp_path, human={"coh": "scores.coherance"})
     with pytest.raises(ConfigError, match=r"line 1, record '0': no field 'scores.coherance'"):
         meta_evaluate(config, {"x": tmp_path / "x.csv"}, use_cache=False)
-    result = run_cli("meta", str(_write_config(tmp_path)))
+    config = _write_config(tmp_path)
+    result = run_cli("meta", str(config))  # no cache folder yet: says to run the study first
+    assert result.returncode == 2
+    assert "no cache folder there" in result.stderr
+    assert f"run `geval-async run {config}` first" in result.stderr
+    with JudgeCache(tmp_path / "cache"):
+        pass  # a cache folder, empty
+    result = run_cli("meta", str(config))
     assert result.returncode == 2
     assert "holds no scores for this study" in result.stderr
 

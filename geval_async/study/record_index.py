@@ -75,12 +75,8 @@ class Names:
 
     __slots__ = ("_codes", "names")
 
-    def __init__(self, values: Iterable[str | None]) -> None:
-        found: dict[str | None, int] = {None: -1}
-        # The code of a name not met yet is how many were met before it (None is not one).
-        self._codes: array[int] = array("i", [found.setdefault(v, len(found) - 1) for v in values])
-        del found[None]
-        self.names = Texts.of(name for name in found if name is not None)
+    def __init__(self, codes: array[int], names: Texts) -> None:
+        self._codes, self.names = codes, names
 
     def __len__(self) -> int:
         return len(self._codes)

@@ -75,8 +75,11 @@ class _Pass:
         self.word = "line"  # what a record's number counts: "line" (JSONL) or "item"
         # Each id and its position (in file order: the ids), for the duplicates.
         self.seen: dict[str, int] = {}
-        self.groups: list[str | None] = []
-        self.conditions: list[str | None] = []
+        # Each record's group and condition as a code, the names in the order first met.
+        self.groups: array[int] = array("i")
+        self.conditions: array[int] = array("i")
+        self.group_codes: dict[str, int] = {}
+        self.condition_codes: dict[str, int] = {}
         self.lines: array[int] = array("q")
         self.offsets: array[int] = array("q")
         self.held: list[Record] | None = None
@@ -100,8 +103,11 @@ class _Pass:
         if self.condition_field:
             condition = self._key(number, item, self.condition_field, "condition", record_id)
         check_required(path, self._where(number), item, record_id, self.required)
-        self.groups.append(group)
-        self.conditions.append(condition)
+        if group is not None:
+            self.groups.append(self.group_codes.setdefault(group, len(self.group_codes)))
+        if condition is not None:
+            code = self.condition_codes.setdefault(condition, len(self.condition_codes))
+            self.conditions.append(code)
         self.lines.append(number)
         if at is None:  # a JSON array (or bare-CR lines): the records stay in memory
             self.held = [] if self.held is None else self.held
@@ -140,9 +146,10 @@ class _Pass:
             raise ConfigError(f"{self.path}: no records in the file")
         ids = Texts.of(self.seen)
         self.seen.clear()
-        groups = Names(self.groups) if self.group_field else None
-        conditions = Names(self.conditions) if self.condition_field else None
-        del self.groups[:], self.conditions[:]
+        groups = Names(self.groups, Texts.of(self.group_codes)) if self.group_field else None
+        conditions = (
+            Names(self.conditions, Texts.of(self.condition_codes)) if self.condition_field else None
+        )
         return RecordIndex(
             self.path, self.id_field, ids, groups, conditions, self.lines, self.offsets, self.held
         )
@@ -184,6 +191,7 @@ def _fill_lines(index: _Pass, handle: BinaryIO, number: int, offset: int) -> Non
     )
     required, seen = index.required, index.seen
     groups, conditions = index.groups.append, index.conditions.append
+    group_codes, condition_codes = index.group_codes, index.condition_codes
     lines, offsets = index.lines.append, index.offsets.append
     for line in handle:
         number += 1
@@ -196,8 +204,8 @@ def _fill_lines(index: _Pass, handle: BinaryIO, number: int, offset: int) -> Non
             item = _parsed(path, number, line)  # raises the one-line error
         if type(item) is dict:
             record_id = item.get(id_field)
-            group = item.get(group_field) if group_field else None
-            condition = item.get(condition_field) if condition_field else None
+            group: Any = item.get(group_field) if group_field else None
+            condition: Any = item.get(condition_field) if condition_field else None
             if (
                 type(record_id) is str
                 and record_id.strip()
@@ -208,8 +216,10 @@ def _fill_lines(index: _Pass, handle: BinaryIO, number: int, offset: int) -> Non
                 if record_id in seen:
                     check_new(number, record_id)  # raises the duplicate's error
                 seen[record_id] = len(seen)
-                groups(group)
-                conditions(condition)
+                if group_field:
+                    groups(group_codes.setdefault(group, len(group_codes)))
+                if condition_field:
+                    conditions(condition_codes.setdefault(condition, len(condition_codes)))
                 lines(number)
                 offsets(at)
                 continue

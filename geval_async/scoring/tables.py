@@ -267,10 +267,15 @@ def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[
         at = record[rows]
         shown = column_of[at] >= 0
         cells = row_of[at][shown] * width + column_of[at][shown]
-        scores = pd.Series(columns.score_column(rows)[shown])
-        means = scores.groupby(cells, sort=False).mean()
+        scores = columns.score_column(rows)[shown]
         values = np.full(len(groups) * width, np.nan)
-        values[means.index.to_numpy(dtype=np.int64)] = means.to_numpy(dtype=np.float64)
+        if not len(cells) or np.bincount(cells).max() == 1:
+            # One item a cell (a record per group and condition): its mean is its score, as
+            # pandas' is (a NaN, none), without grouping a million cells.
+            values[cells] = scores
+        else:
+            means = pd.Series(scores).groupby(cells, sort=False).mean()
+            values[means.index.to_numpy(dtype=np.int64)] = means.to_numpy(dtype=np.float64)
         table = pd.DataFrame(
             values.reshape(len(groups), width), index=pd.Index(groups), columns=pd.Index(conditions)
         )

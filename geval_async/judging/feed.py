@@ -18,7 +18,7 @@ from itertools import chain
 
 from ..study.config import EvalConfig
 from ..study.plan import JudgeItem, JudgeRequest, Study
-from .left import Left, LeftChunk, left_chunks
+from .left import Left, LeftChunk, collector_paused, left_chunks
 from .limits import RateLimits
 from .origin import ServerEntries
 from .progress import RunCounters
@@ -76,13 +76,14 @@ class Feed:
         chunks = left_chunks(
             self.study, self.entries, retry_failed=self.retry_failed, send_order=True
         )
-        for chunk in chunks:
-            if self.stop.is_set() or chunk.open:
-                # From here on the run writes: heads read in one pass would go stale, so the
-                # rest of the walk reads the cache a chunk at a time.
-                self.entries.cache.forget_heads()
-                return chain([chunk], chunks)
-            self._count(chunk)
+        with collector_paused():  # a synchronous walk, before anything is sent
+            for chunk in chunks:
+                if self.stop.is_set() or chunk.open:
+                    # From here on the run writes: heads read in one pass would go stale, so
+                    # the rest of the walk reads the cache a chunk at a time.
+                    self.entries.cache.forget_heads()
+                    return chain([chunk], chunks)
+                self._count(chunk)
         return None
 
     def _count(self, chunk: LeftChunk) -> None:

@@ -12,8 +12,10 @@ it reads the answers (:mod:`.read_model`).
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Container, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -29,6 +31,7 @@ __all__ = [
     "Left",
     "LeftChunk",
     "LeftTally",
+    "collector_paused",
     "coverage",
     "left_chunks",
     "left_of",
@@ -174,6 +177,27 @@ def _settle(
         chunk.open.append(index)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a walk decides the plan (as it was after).
+
+    A walk of a rerun makes a few container objects per item (each record's parsed fields,
+    the chunk's lists) that live until the chunk is decided: about 1,000 collections of the
+    youngest generation traverse them for a million items, 0.6 CPU s of a 13 s rerun. The walk
+    is synchronous and makes no reference cycles (its objects are freed by their counts), so
+    nothing is left for the collector to find but what an exception's traceback holds, which
+    it finds once the walk is over.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def what_is_left(
     study: Study,
     entries: ServerEntries,
@@ -256,11 +280,12 @@ def tally_left(
     at the first item whose first request that limit can never let through (``over``); with
     ``one_choice``, count requests as an endpoint that refuses n > 1 is sent them."""
     tally = LeftTally({c.name: Coverage() for c in study.criteria}, one_choice=one_choice)
-    for chunk in left_chunks(study, entries, retry_failed=retry_failed, in_batch=in_batch):
-        tally.over = chunk.plan.first_over(tpm)
-        if tally.over is not None:
-            break
-        tally.add(chunk)
+    with collector_paused():
+        for chunk in left_chunks(study, entries, retry_failed=retry_failed, in_batch=in_batch):
+            tally.over = chunk.plan.first_over(tpm)
+            if tally.over is not None:
+                break
+            tally.add(chunk)
     return tally
 
 

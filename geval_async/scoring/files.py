@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import ConfigError
+from .heap import give_back_freed_memory
 
 __all__ = ["Output", "write_atomic", "write_files"]
 
@@ -87,6 +88,7 @@ def write_files(outputs: Iterable[Output]) -> list[Path]:
         for number, output in enumerate(outputs):
             if output.write is not None:
                 staged[number] = _stage(output.path, output.write)
+                give_back_freed_memory()  # what rendering it left, before the next (.heap)
         return [
             staged.pop(i)() if i in staged else write_atomic(o.path, o.data)
             for i, o in enumerate(outputs)

@@ -153,8 +153,10 @@ def share_counts(scores: Iterable[ItemScore]) -> ShareCounts:
     order = pd.unique(item_key[answers > 0])  # the pairs in the order they first appear
     place = np.zeros(int(item_key.max()) + 1 if len(item_key) else 0, dtype=np.int32)
     place[order] = np.arange(len(order), dtype=np.int32)
-    where = np.repeat(place[item_key], answers)
+    where = place[item_key]  # per item; per answer below, unless each item has one answer
     del item_key
+    if not bool((answers == 1).all()):
+        where = np.repeat(where, answers)
     samples = np.bincount(where, minlength=len(order))
     reason = scores.reason.numbers()  # -1: valid
     by_reason = [

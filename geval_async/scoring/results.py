@@ -31,6 +31,7 @@ from ..study.file_names import file_name_text
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from .columns import ScoreColumns, collect_scores
+from .heap import give_back_freed_memory
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .scores import CriterionTally, ItemScore, score_items
 from .stats import Comparison
@@ -108,7 +109,9 @@ class StudyResults:
         """Per criterion, the mean weighted score per group and condition (no Average row):
         computed once, as every table, the composite and each test read them (from the
         columns, a criterion at a time: a million items' frame is never made for them)."""
-        return group_tables(self._columns, self.config)
+        tables = group_tables(self._columns, self.config)
+        give_back_freed_memory()  # the cells' arrays, before the outputs are written
+        return tables
 
     @cached_property
     def tallies(self) -> dict[str, CriterionTally]:
@@ -133,7 +136,9 @@ class StudyResults:
     # Counted from the answers' codes: `score` never needs their texts, nor a row per answer.
     @cached_property
     def _share_counts(self) -> ShareCounts:
-        return share_counts(self._columns)
+        counts = share_counts(self._columns)
+        give_back_freed_memory()  # the keys per answer
+        return counts
 
     @cached_property
     def _invalid_shares(self) -> pd.DataFrame:
@@ -246,6 +251,7 @@ def load_results(
     with open_answers(prepare_study(config)) as answers:
         study = answers.study  # with the generated steps read from the cache
         scores = collect_scores(study, score_items(study, answers))
+    give_back_freed_memory()  # what the pass over the answers left (see .heap)
     if answers.mixed:
         raise ConfigError(
             f"the cache {config.cache_path} holds answers of geval-async's simulated judge and "

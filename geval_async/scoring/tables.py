@@ -227,19 +227,52 @@ def group_tables(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> dict[
 
 
 def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[str, pd.DataFrame]:
-    """:func:`group_tables` of items held in columns: a criterion's rows at a time, each a
-    frame of its group, condition and score columns (and record ids when there are no
-    groups), grouped as the whole frame is; rows and columns ordered over every criterion."""
+    """:func:`group_tables` of items held in columns, read by code: each record's row and
+    column in the tables found once, then a criterion's scores grouped by one integer per
+    item (its cell) with pandas' own mean, so the numbers are those of the frame's groupby
+    (the same sums, in the same order), without a frame of names per criterion (a million
+    items' groups and conditions as objects, factorized again for every criterion, took
+    about 36 MB); rows and columns ordered over every criterion."""
     heads = _heads(columns)
     by_group = bool(heads["group"].notna().any())
     groups, conditions = _groups(heads), _conditions(config, heads) or ["all"]
-    names = SCORE_COLUMNS if not by_group else SCORE_COLUMNS[1:]
-    criterion_codes = columns.criterion.numbers()
+    present = columns.records_present()
+    # Per record code, the row of its group (else of the record) in the order they first
+    # appear (as _groups orders them), and the column of its condition (-1: none shown).
+    row_of = np.full(len(columns.record_ids), -1, dtype=np.int64)
+    rows_named = heads["group"] if by_group else heads["record_id"]
+    row_of[present] = pd.factorize(rows_named, use_na_sentinel=False)[0]
+    column = {condition: i for i, condition in enumerate(conditions)}
+    column_of = np.full(len(columns.record_ids), -1, dtype=np.int64)
+    column_of[present] = [
+        column.get("all" if pd.isna(condition) else condition, -1)
+        for condition in heads["condition"]
+    ]
+    record, criterion_codes, width = (
+        columns.record.numbers(),
+        columns.criterion.numbers(),
+        len(conditions),
+    )
     tables = {}
     for criterion in config.criteria:
         rows = np.flatnonzero(criterion_codes == columns.criteria.codes.get(criterion.name, -1))
-        means = _means(_long_from_columns(columns, rows, names), by_group)
-        tables[criterion.name] = _table(means, criterion.name, groups, conditions, config)
+        at = record[rows]
+        shown = column_of[at] >= 0
+        cells = row_of[at][shown] * width + column_of[at][shown]
+        scores = columns.score_column(rows)[shown]
+        values = np.full(len(groups) * width, np.nan)
+        if not len(cells) or np.bincount(cells).max() == 1:
+            # One item a cell (a record per group and condition): its mean is its score, as
+            # pandas' is (a NaN, none), without grouping a million cells.
+            values[cells] = scores
+        else:
+            means = pd.Series(scores).groupby(cells, sort=False).mean()
+            values[means.index.to_numpy(dtype=np.int64)] = means.to_numpy(dtype=np.float64)
+        table = pd.DataFrame(
+            values.reshape(len(groups), width), index=pd.Index(groups), columns=pd.Index(conditions)
+        )
+        table.index.name = config.data.group_field or "record"
+        tables[criterion.name] = table
     return tables
 
 

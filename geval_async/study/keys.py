@@ -19,7 +19,7 @@ editing one prompt file changes exactly the keys of that criterion. Keys of the 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -93,3 +93,51 @@ class KeyFrame:
             digest.update(after)
             add(_PREFIX + digest.hexdigest())
         return keys
+
+    def keys_filled(self, literals: Sequence[str], values: Sequence[Sequence[bytes]]) -> list[str]:
+        """:meth:`key` of each text ``literals[0] + values[0][i] + literals[1] + ... +
+        literals[-1]``, each of ``values`` a column already JSON-escaped (:func:`escaped`).
+
+        The text's JSON is the JSON of its pieces end to end (a JSON string escapes each
+        character alone), so the keys are those of the texts, made without the texts: each
+        record's field escaped once for every criterion that inserts it, the template's text
+        once for all (a rerun keys every item).
+        """
+        if not values or len(literals) != len(values) + 1:
+            raise ValueError("a literal before, between and after the values")
+        opening = self._before.copy()
+        opening.update(b'"' + escaped(literals[0]))
+        closing = [escaped(literal) for literal in literals[1:]]
+        closing[-1] += b'"' + self._after
+        start = opening.copy
+        keys: list[str] = []
+        add = keys.append
+        if len(values) == 1:
+            (column,), (last,) = values, closing
+            for value in column:
+                digest = start()
+                digest.update(value)
+                digest.update(last)
+                add(_PREFIX + digest.hexdigest())
+        elif len(values) == 2:
+            (first, second), (middle, last) = values, closing
+            for value, other in zip(first, second, strict=True):
+                digest = start()
+                digest.update(value)
+                digest.update(middle)
+                digest.update(other)
+                digest.update(last)
+                add(_PREFIX + digest.hexdigest())
+        else:
+            for row in zip(*values, strict=True):
+                digest = start()
+                for value, after in zip(row, closing, strict=True):
+                    digest.update(value)
+                    digest.update(after)
+                add(_PREFIX + digest.hexdigest())
+        return keys
+
+
+def escaped(text: str) -> bytes:
+    """``text`` as a JSON string writes it, without the quotes (UTF-8)."""
+    return orjson.dumps(text)[1:-1]

@@ -23,6 +23,7 @@ item until it is asked for. What a request holds, and how it is made, is :mod:`.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,7 +32,7 @@ from itertools import islice
 from ..errors import ConfigError
 from .config import EvalConfig
 from .criteria import Rubric
-from .keys import KeyFrame
+from .keys import KeyFrame, escaped
 from .prompts import field_text
 from .records import Record, Records
 from .requests import (
@@ -234,8 +235,9 @@ def _record_chunks(
             prompts = [_Prompt(JudgeItem(batch[0], c, r), config) for c, r in pairs]
         keys: list[str] = [""] * (len(batch) * count)
         tokens: list[int] = [0] * (len(batch) * count)
+        fields = _FieldColumns(batch)  # each field escaped once for every criterion
         for index, prompt in enumerate(prompts):
-            keys[index::count], tokens[index::count] = prompt.first_keys(batch, config)
+            keys[index::count], tokens[index::count] = prompt.first_keys(batch, config, fields)
         yield PlanChunk(config, batch, prompts, keys, tokens)
 
 
@@ -288,6 +290,32 @@ def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[Judge
 _join = "".join
 
 
+@dataclass(slots=True)
+class _FieldColumn:
+    """One field of a chunk's records as a template inserts it: each value's text JSON-escaped
+    (UTF-8, no quotes) and its length in characters."""
+
+    escaped: list[bytes]
+    lengths: list[int]
+
+
+class _FieldColumns:
+    """The fields of a chunk's records, each made into a :class:`_FieldColumn` once, for every
+    criterion that inserts it (three of issue 22's four insert the document)."""
+
+    def __init__(self, records: list[Record]) -> None:
+        self._records = records
+        self._made: dict[str, _FieldColumn] = {}
+
+    def column(self, name: str) -> _FieldColumn:
+        made = self._made.get(name)
+        if made is None:
+            values = [record.fields[name] for record in self._records]
+            texts = [value if type(value) is str else field_text(value) for value in values]
+            made = self._made[name] = _FieldColumn(list(map(escaped, texts)), list(map(len, texts)))
+        return made
+
+
 class _Prompt:
     """One criterion's (and rubric's) template, ready to be filled from many records, and
     the frame of its first requests' keys (None: keyed the slow way)."""
@@ -300,11 +328,16 @@ class _Prompt:
         fields = self.criterion.config.fields
         self._parts = list(template.parts)
         self._slots = [(i, fields[template.parts[i]]) for i in range(1, len(template.parts), 2)]
+        self._literals = self._parts[0::2]  # the template's text before, between and after
+        self._length = sum(map(len, self._literals))
         body = request_body(config, render_messages(item), 0, config.sampling.choices_per_item)
         self.frame = KeyFrame.around(body, 0)
 
-    def first_keys(self, records: list[Record], config: EvalConfig) -> tuple[list[str], list[int]]:
-        """The keys and token estimates of the first requests of ``records``' items."""
+    def first_keys(
+        self, records: list[Record], config: EvalConfig, fields: _FieldColumns | None = None
+    ) -> tuple[list[str], list[int]]:
+        """The keys and token estimates of the first requests of ``records``' items
+        (``fields``: theirs, escaped, shared by the chunk's criteria)."""
         frame = self.frame
         if frame is None:  # keyed the slow way
             requests = [
@@ -314,8 +347,18 @@ class _Prompt:
             return [r.key for r in requests], [r.est_tokens for r in requests]
         # A request's token estimate (_tokens) less its text's share: the same for every item.
         fixed = token_estimate(config, 0, 1, config.sampling.choices_per_item)
-        texts = list(map(self.text, records))
-        return frame.keys(texts), [fixed - (-len(t) // CHARS_PER_TOKEN) for t in texts]
+        if not self._slots:
+            texts = list(map(self.text, records))
+            return frame.keys(texts), [fixed - (-len(t) // CHARS_PER_TOKEN) for t in texts]
+        # The keys from the template's and the fields' escaped text, the texts never made.
+        fields = _FieldColumns(records) if fields is None else fields
+        columns = [fields.column(source) for _, source in self._slots]
+        keys = frame.keys_filled(self._literals, [column.escaped for column in columns])
+        lengths = columns[0].lengths
+        for column in columns[1:]:
+            lengths = list(map(operator.add, lengths, column.lengths))
+        base = self._length
+        return keys, [fixed - (-(base + length) // CHARS_PER_TOKEN) for length in lengths]
 
     def text(self, record: Record) -> str:
         """What :func:`render_text` gives for this criterion and ``record``."""

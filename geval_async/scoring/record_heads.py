@@ -57,7 +57,10 @@ class RecordHeads:
         """The conditions of the records named, in the order they first appear (no None)."""
         return [name for name in self.condition_names if name is not None]
 
-    def groups_under(self, condition: str) -> set[int]:
-        """The codes of the groups that have a record named under ``condition``."""
+    def groups_under(self, condition: str) -> np.ndarray:
+        """Per group (by code), whether it has a record named under ``condition`` (a flag a
+        group: a set of 125,000 groups' codes took 12 MB)."""
         codes = [k for k, name in enumerate(self.condition_names) if name == condition]
-        return set(np.unique(self.groups[np.isin(self.conditions, codes)]).tolist())
+        under = np.zeros(len(self.group_names), dtype=bool)
+        under[self.groups[np.isin(self.conditions, codes)]] = True
+        return under

@@ -374,7 +374,7 @@ def _paired_by_code(heads: RecordHeads, config: EvalConfig) -> bool:
     if len(config.stats.conditions) != 2 or not heads.by_group:
         return False
     groups_a, groups_b = (heads.groups_under(c) for c in config.stats.conditions)
-    return bool(groups_a) and groups_a == groups_b
+    return bool(groups_a.any()) and bool(np.array_equal(groups_a, groups_b))
 
 
 def conditions_present(scores: pd.DataFrame | ScoreColumns) -> set[Any]:

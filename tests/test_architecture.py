@@ -218,6 +218,7 @@ SCORING_TIERS = {
     # 1 the data: scores, readings, tables, tests, judge-vs-human pairs, rendered documents
     "columns": 1,  # item scores held as numbers in arrays (a million items in memory)
     "packed": 1,  # the columns' numbers, each as narrow as its values allow
+    "record_heads": 1,  # the records the items name, as codes (the group tables read them)
     "panel_columns": 1,  # a panel's pooled items' own numbers beside them
     "shares": 1,  # invalid samples counted per criterion and condition
     "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,

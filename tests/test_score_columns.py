@@ -21,7 +21,13 @@ from geval_async.scoring.columns import ScoreColumns
 from geval_async.scoring.readings import invalid_shares, samples_frame, share_differences
 from geval_async.scoring.results import StudyResults, load_results
 from geval_async.scoring.scores import ItemScore, score_items, tally
-from geval_async.scoring.tables import group_tables, long_frame, write_long_csv
+from geval_async.scoring.tables import (
+    conditions_present,
+    design_is_paired,
+    group_tables,
+    long_frame,
+    write_long_csv,
+)
 from geval_async.scoring.trust import consistency_frame, n_curve_frame
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
@@ -42,6 +48,10 @@ def _same_as_held(results: StudyResults, held: list[ItemScore]) -> None:
     assert "long" not in results.__dict__
     for name, table in group_tables(long_frame(held), results.config).items():
         pd.testing.assert_frame_equal(results.group_tables[name], table)
+    # The design and the conditions present, read from the records' codes, as from the frame.
+    frame = long_frame(held)
+    assert results.paired_design == design_is_paired(frame, results.config)
+    assert conditions_present(results.scores) == conditions_present(frame)
     assert "long" not in results.__dict__
     assert len(results.scores) == len(held)
     assert list(results.scores) == held

@@ -29,6 +29,7 @@ import pandas as pd
 from ..options import Reason, words
 from .columns import REASONS as REASON_LIST
 from .columns import ScoreColumns
+from .packed import first_appearance, first_codes
 from .scores import ItemScore
 from .shares import ShareCounts, ShareDifference
 
@@ -139,9 +140,8 @@ def share_counts(scores: Iterable[ItemScore]) -> ShareCounts:
     if not (isinstance(scores, ScoreColumns) and scores.simple):
         return ShareCounts.of(samples_frame(scores)[["criterion", "condition", "reason"]])
     # The records' conditions grouped as the frame's groupby groups them (None: "all").
-    codes, conditions = pd.factorize(
-        pd.Series(scores.record_conditions, dtype=object).fillna("all")
-    )
+    named = scores.record_conditions
+    codes, conditions = first_codes(("all" if c is None else c for c in named), len(named))
     width = max(len(conditions), 1)
     # Per item, its (criterion, condition) as one number; per answer, its item's (4 bytes
     # each unless there are billions of pairs: a million items' arrays are a few MB).
@@ -150,7 +150,7 @@ def share_counts(scores: Iterable[ItemScore]) -> ShareCounts:
     np.multiply(item_key, width, out=item_key)
     np.add(item_key, codes.astype(kind)[scores.record.numbers()], out=item_key)
     answers = scores.counts[0].numbers()
-    order = pd.unique(item_key[answers > 0])  # the pairs in the order they first appear
+    order = first_appearance(item_key[answers > 0])  # the pairs, as they first appear
     place = np.zeros(int(item_key.max()) + 1 if len(item_key) else 0, dtype=np.int32)
     place[order] = np.arange(len(order), dtype=np.int32)
     where = place[item_key]  # per item; per answer below, unless each item has one answer

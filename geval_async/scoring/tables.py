@@ -21,6 +21,7 @@ import pandas as pd
 from ..options import Normalization, StatTest, parse_option
 from ..study.config import EvalConfig
 from .columns import STATUSES, PanelColumns, ScoreColumns
+from .record_heads import RecordHeads
 from .scores import ItemScore, distribution_json
 from .stats import Comparison, adjust_fdr, paired, welch, wilcoxon
 
@@ -189,21 +190,12 @@ def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 20_00
 SCORE_COLUMNS = ["record_id", "group", "condition", "criterion", "score"]
 
 
-def _heads(columns: ScoreColumns) -> pd.DataFrame:
-    """The id, group and condition of the records the items name, once each, in the order
-    they first do: what the tables' row and column order and the design are read from."""
-    present = columns.records_present()
-    values = (columns.record_ids, columns.record_groups, columns.record_conditions)
-    heads = {}
-    for name, of_records in zip(("record_id", "group", "condition"), values, strict=True):
-        table = np.empty(len(of_records), dtype=object)
-        table[:] = of_records
-        heads[name] = table[present]
-    return pd.DataFrame(heads, columns=["record_id", "group", "condition"])
-
-
 def _conditions(config: EvalConfig, long: pd.DataFrame) -> list[str]:
-    seen = [c for c in pd.unique(long["condition"].dropna())]
+    return _ordered(config, list(pd.unique(long["condition"].dropna())))
+
+
+def _ordered(config: EvalConfig, seen: list[Any]) -> list[Any]:
+    """The conditions ``seen``: the compared ones first, in the config's order."""
     ordered = [c for c in config.stats.conditions if c in seen]
     return ordered + [c for c in seen if c not in ordered]
 
@@ -233,21 +225,21 @@ def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[
     (the same sums, in the same order), without a frame of names per criterion (a million
     items' groups and conditions as objects, factorized again for every criterion, took
     about 36 MB); rows and columns ordered over every criterion."""
-    heads = _heads(columns)
-    by_group = bool(heads["group"].notna().any())
-    groups, conditions = _groups(heads), _conditions(config, heads) or ["all"]
-    present = columns.records_present()
+    heads = RecordHeads.of(columns)
+    row_codes, groups = heads.rows(columns.record_ids)
+    conditions = _ordered(config, heads.conditions_seen()) or ["all"]
     # Per record code, the row of its group (else of the record) in the order they first
-    # appear (as _groups orders them), and the column of its condition (-1: none shown).
+    # appear, and the column of its condition (-1: none shown).
     row_of = np.full(len(columns.record_ids), -1, dtype=np.int64)
-    rows_named = heads["group"] if by_group else heads["record_id"]
-    row_of[present] = pd.factorize(rows_named, use_na_sentinel=False)[0]
+    row_of[heads.present] = row_codes
     column = {condition: i for i, condition in enumerate(conditions)}
+    named = [column.get("all" if name is None else name, -1) for name in heads.condition_names]
     column_of = np.full(len(columns.record_ids), -1, dtype=np.int64)
-    column_of[present] = [
-        column.get("all" if pd.isna(condition) else condition, -1)
-        for condition in heads["condition"]
-    ]
+    column_of[heads.present] = np.array(named, dtype=np.int64)[heads.conditions]
+    del row_codes, heads
+    # One index for every criterion's table (a row's name once, not once a table).
+    index = pd.Index(groups, name=config.data.group_field or "record")
+    header = pd.Index(conditions)
     record, criterion_codes, width = (
         columns.record.numbers(),
         columns.criterion.numbers(),
@@ -268,11 +260,9 @@ def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[
         else:
             means = pd.Series(scores).groupby(cells, sort=False).mean()
             values[means.index.to_numpy(dtype=np.int64)] = means.to_numpy(dtype=np.float64)
-        table = pd.DataFrame(
-            values.reshape(len(groups), width), index=pd.Index(groups), columns=pd.Index(conditions)
+        tables[criterion.name] = pd.DataFrame(
+            values.reshape(len(groups), width), index=index, columns=header
         )
-        table.index.name = config.data.group_field or "record"
-        tables[criterion.name] = table
     return tables
 
 
@@ -370,7 +360,7 @@ def _compare_table(
 def design_is_paired(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> bool:
     """Whether the same groups appear under both compared conditions (a within-group design)."""
     if isinstance(long, ScoreColumns):
-        long = _heads(long)
+        return _paired_by_code(RecordHeads.of(long), config)
     if len(config.stats.conditions) != 2 or long["group"].isna().all():
         return False
     a, b = config.stats.conditions
@@ -379,7 +369,16 @@ def design_is_paired(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> b
     return bool(groups_a) and groups_a == groups_b
 
 
+def _paired_by_code(heads: RecordHeads, config: EvalConfig) -> bool:
+    """:func:`design_is_paired` of the records' codes."""
+    if len(config.stats.conditions) != 2 or not heads.by_group:
+        return False
+    groups_a, groups_b = (heads.groups_under(c) for c in config.stats.conditions)
+    return bool(groups_a.any()) and bool(np.array_equal(groups_a, groups_b))
+
+
 def conditions_present(scores: pd.DataFrame | ScoreColumns) -> set[Any]:
     """The conditions the items' records have (None left out)."""
-    long = _heads(scores) if isinstance(scores, ScoreColumns) else scores
-    return set(long["condition"].dropna())
+    if isinstance(scores, ScoreColumns):
+        return set(RecordHeads.of(scores).conditions_seen())
+    return set(scores["condition"].dropna())

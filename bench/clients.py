@@ -2,7 +2,16 @@
 
 Every contender prints one JSON line at the end: its wall time for the work (imports and
 setup excluded), the CPU seconds that work took, the whole process's CPU seconds and peak RSS,
-and what it got back.
+and what it got back. ``geval`` (and its variants) and ``bare`` add where that CPU went
+(:class:`ThreadClocks`): ``threads``, the CPU seconds of each thread inside the clock by name
+(``MainThread`` is the event loop's, ``geval-writer`` the answer store's, ``asyncio_N`` the
+loop's default executor: the probe, name lookups), ``loop_cpu`` / ``writer_cpu`` /
+``other_cpu`` the same in three sums, and ``voluntary_switches`` / ``involuntary_switches``,
+the process's context switches inside the clock (``getrusage``: a thread that waits, a thread
+the kernel took the core from), with ``loop_voluntary_switches`` /
+``loop_involuntary_switches`` the loop thread's own; and the clock's start and end on
+``time.monotonic()`` (``started_monotonic``, ``ended_monotonic``), which the server's process
+reads too, so that benchmark 2 places the server's first and last arrival inside the run.
 
 * ``geval``      geval-async's library entry point, ``run_study`` inside ``asyncio.run``.
 * ``geval-nostore`` analysis only, not a product: ``geval`` with its two stores turned off
@@ -30,8 +39,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import resource
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -46,6 +57,71 @@ Spec = dict[str, Any]
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+class ThreadClocks:
+    """The CPU seconds of each thread and the context switches from now on (Linux).
+
+    Each thread's own ``getrusage(RUSAGE_THREAD)`` is read as it ends (``Thread.run`` wrapped
+    from now on, so a thread made earlier is not seen); the threads still alive at
+    :meth:`report` are read from ``/proc/self/task``; the calling thread (the loop's) is read
+    at both ends. Nothing runs per request.
+    """
+
+    def __init__(self) -> None:
+        self.ended: list[tuple[str, float]] = []
+        run = threading.Thread.run
+        ended = self.ended
+
+        def measured(thread: threading.Thread) -> None:
+            try:
+                run(thread)
+            finally:
+                usage = resource.getrusage(resource.RUSAGE_THREAD)
+                ended.append((thread.name, usage.ru_utime + usage.ru_stime))
+
+        threading.Thread.run = measured  # type: ignore[method-assign]
+        self._loop0 = resource.getrusage(resource.RUSAGE_THREAD)
+        self._process0 = resource.getrusage(resource.RUSAGE_SELF)
+        self.started_monotonic = time.monotonic()
+
+    def report(self) -> dict[str, Any]:
+        """What the threads spent since the clocks started (call it from the same thread)."""
+        ended_monotonic = time.monotonic()
+        loop = resource.getrusage(resource.RUSAGE_THREAD)
+        process = resource.getrusage(resource.RUSAGE_SELF)
+        threads: Counter[str] = Counter()
+        threads[threading.current_thread().name] = (
+            loop.ru_utime + loop.ru_stime - self._loop0.ru_utime - self._loop0.ru_stime
+        )
+        for name, cpu in self.ended:
+            threads[name] += cpu
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and thread.native_id is not None:
+                threads[thread.name] += _task_cpu(thread.native_id)
+        loop_name = threading.current_thread().name
+        return {
+            "started_monotonic": self.started_monotonic,
+            "ended_monotonic": ended_monotonic,
+            "threads": {name: round(cpu, 4) for name, cpu in threads.items()},
+            "loop_cpu": threads[loop_name],
+            "writer_cpu": threads["geval-writer"],
+            "other_cpu": sum(v for k, v in threads.items() if k not in (loop_name, "geval-writer")),
+            "voluntary_switches": process.ru_nvcsw - self._process0.ru_nvcsw,
+            "involuntary_switches": process.ru_nivcsw - self._process0.ru_nivcsw,
+            "loop_voluntary_switches": loop.ru_nvcsw - self._loop0.ru_nvcsw,
+            "loop_involuntary_switches": loop.ru_nivcsw - self._loop0.ru_nivcsw,
+        }
+
+
+def _task_cpu(native_id: int) -> float:
+    """CPU seconds of a live thread of this process, from /proc (0.0 where it cannot tell)."""
+    try:
+        stat = Path(f"/proc/self/task/{native_id}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _bodies(spec: Spec) -> list[bytes]:
@@ -81,18 +157,16 @@ def geval(spec: Spec) -> dict[str, Any]:
         concurrency=spec.get("concurrency", config.limits.concurrency),
     )
     config = replace(config, limits=limits)
-    # time.monotonic() too: on Linux the server in its own process reads the same clock, so a
-    # benchmark can place the server's first and last arrivals inside this run.
-    cpu0, t0, started = _cpu(), time.perf_counter(), time.monotonic()
+    clocks = ThreadClocks()
+    cpu0, t0 = _cpu(), time.perf_counter()
     study = prepare_study(config)
     with JudgeCache(config.cache_path) as cache:
         result = asyncio.run(run_study(study, cache, api_key=None))
-    wall, cpu, ended = time.perf_counter() - t0, _cpu() - cpu0, time.monotonic()
+    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
     total = result.counters.total()
     return {
+        **clocks.report(),
         "wall": wall,
-        "started_monotonic": started,
-        "ended_monotonic": ended,
         "run_elapsed": result.elapsed,
         "cpu": cpu,
         "sent": result.counters.requests_sent,
@@ -162,11 +236,14 @@ def bare(spec: Spec) -> dict[str, Any]:
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
 
+    clocks = ThreadClocks()
     cpu0, t0 = _cpu(), time.perf_counter()
     asyncio.run(main())
+    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
     return {
-        "wall": time.perf_counter() - t0,
-        "cpu": _cpu() - cpu0,
+        **clocks.report(),
+        "wall": wall,
+        "cpu": cpu,
         "sent": len(bodies),
         "statuses": dict(statuses),
         "failed": len(bodies) - statuses[200],

@@ -3,9 +3,9 @@
 Every contender prints one JSON line at the end: its wall time for the work (imports and
 setup excluded), the CPU seconds that work took, the whole process's CPU seconds and peak RSS,
 and what it got back. ``geval`` (and its variants) and ``bare`` add where that CPU went
-(:class:`ThreadClocks`): ``threads``, the CPU seconds of each thread inside the clock by name
+(bench/thread_clocks.py): ``threads``, the CPU seconds of each thread inside the clock by name
 (``MainThread`` is the event loop's, ``geval-writer`` the answer store's, ``asyncio_N`` the
-loop's default executor: the probe, name lookups), ``loop_cpu`` / ``writer_cpu`` /
+loop's default executor: a host name's lookup), ``loop_cpu`` / ``writer_cpu`` /
 ``other_cpu`` the same in three sums, and ``voluntary_switches`` / ``involuntary_switches``,
 the process's context switches inside the clock (``getrusage``: a thread that waits, a thread
 the kernel took the core from), with ``loop_voluntary_switches`` /
@@ -39,10 +39,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import resource
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -50,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from thread_clocks import ThreadClocks
 
 Spec = dict[str, Any]
 
@@ -57,71 +56,6 @@ Spec = dict[str, Any]
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-class ThreadClocks:
-    """The CPU seconds of each thread and the context switches from now on (Linux).
-
-    Each thread's own ``getrusage(RUSAGE_THREAD)`` is read as it ends (``Thread.run`` wrapped
-    from now on, so a thread made earlier is not seen); the threads still alive at
-    :meth:`report` are read from ``/proc/self/task``; the calling thread (the loop's) is read
-    at both ends. Nothing runs per request.
-    """
-
-    def __init__(self) -> None:
-        self.ended: list[tuple[str, float]] = []
-        run = threading.Thread.run
-        ended = self.ended
-
-        def measured(thread: threading.Thread) -> None:
-            try:
-                run(thread)
-            finally:
-                usage = resource.getrusage(resource.RUSAGE_THREAD)
-                ended.append((thread.name, usage.ru_utime + usage.ru_stime))
-
-        threading.Thread.run = measured  # type: ignore[method-assign]
-        self._loop0 = resource.getrusage(resource.RUSAGE_THREAD)
-        self._process0 = resource.getrusage(resource.RUSAGE_SELF)
-        self.started_monotonic = time.monotonic()
-
-    def report(self) -> dict[str, Any]:
-        """What the threads spent since the clocks started (call it from the same thread)."""
-        ended_monotonic = time.monotonic()
-        loop = resource.getrusage(resource.RUSAGE_THREAD)
-        process = resource.getrusage(resource.RUSAGE_SELF)
-        threads: Counter[str] = Counter()
-        threads[threading.current_thread().name] = (
-            loop.ru_utime + loop.ru_stime - self._loop0.ru_utime - self._loop0.ru_stime
-        )
-        for name, cpu in self.ended:
-            threads[name] += cpu
-        for thread in threading.enumerate():
-            if thread is not threading.current_thread() and thread.native_id is not None:
-                threads[thread.name] += _task_cpu(thread.native_id)
-        loop_name = threading.current_thread().name
-        return {
-            "started_monotonic": self.started_monotonic,
-            "ended_monotonic": ended_monotonic,
-            "threads": {name: round(cpu, 4) for name, cpu in threads.items()},
-            "loop_cpu": threads[loop_name],
-            "writer_cpu": threads["geval-writer"],
-            "other_cpu": sum(v for k, v in threads.items() if k not in (loop_name, "geval-writer")),
-            "voluntary_switches": process.ru_nvcsw - self._process0.ru_nvcsw,
-            "involuntary_switches": process.ru_nivcsw - self._process0.ru_nivcsw,
-            "loop_voluntary_switches": loop.ru_nvcsw - self._loop0.ru_nvcsw,
-            "loop_involuntary_switches": loop.ru_nivcsw - self._loop0.ru_nivcsw,
-        }
-
-
-def _task_cpu(native_id: int) -> float:
-    """CPU seconds of a live thread of this process, from /proc (0.0 where it cannot tell)."""
-    try:
-        stat = Path(f"/proc/self/task/{native_id}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _bodies(spec: Spec) -> list[bytes]:

@@ -19,14 +19,16 @@ fixed-body one; ``--contenders bare,geval,geval-nostore`` adds geval-async with 
 store and claims turned off (analysis only, see bench/clients.py).
 
 Where the client's CPU goes, in each row (and their medians in the summary), from the
-contender's own report (bench/clients.py, ``ThreadClocks``); per request, as ``cpu_ms_per_req``:
+contender's own report (bench/clients.py, bench/thread_clocks.py); per request, as
+``cpu_ms_per_req``:
 
 * ``loop_cpu_ms_per_req``: the event loop's thread (the main thread), aiohttp's parse included;
 * ``writer_cpu_ms_per_req``: the ``geval-writer`` thread (sqlite commits of answers and claims);
-* ``other_cpu_ms_per_req``: every other thread (the default executor: the probe, name lookups);
+* ``other_cpu_ms_per_req``: every other thread (the default executor: a host name's lookup;
+  before session 9, the server probe);
 * ``vcsw_per_req`` / ``ivcsw_per_req``: the process's voluntary context switches (a thread
   waits: an epoll with nothing ready, a thread hand-off) and involuntary ones (the kernel takes
-  the core, here mostly for the server) a request; ``loop_vcsw_per_req`` /
+  the core for another process) a request; ``loop_vcsw_per_req`` /
   ``loop_ivcsw_per_req`` the loop thread's own;
 * ``first_request_s``: seconds from the contender's clock start to the server's first arrival,
   and ``after_last_s`` from the server's last answer to the clock's end (both on

@@ -2,7 +2,16 @@
 
 Every contender prints one JSON line at the end: its wall time for the work (imports and
 setup excluded), the CPU seconds that work took, the whole process's CPU seconds and peak RSS,
-and what it got back.
+and what it got back. ``geval`` (and its variants) and ``bare`` add where that CPU went
+(bench/thread_clocks.py): ``threads``, the CPU seconds of each thread inside the clock by name
+(``MainThread`` is the event loop's, ``geval-writer`` the answer store's, ``asyncio_N`` the
+loop's default executor: a host name's lookup), ``loop_cpu`` / ``writer_cpu`` /
+``other_cpu`` the same in three sums, and ``voluntary_switches`` / ``involuntary_switches``,
+the process's context switches inside the clock (``getrusage``: a thread that waits, a thread
+the kernel took the core from), with ``loop_voluntary_switches`` /
+``loop_involuntary_switches`` the loop thread's own; and the clock's start and end on
+``time.monotonic()`` (``started_monotonic``, ``ended_monotonic``), which the server's process
+reads too, so that benchmark 2 places the server's first and last arrival inside the run.
 
 * ``geval``      geval-async's library entry point, ``run_study`` inside ``asyncio.run``.
 * ``geval-nostore`` analysis only, not a product: ``geval`` with its two stores turned off
@@ -39,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from thread_clocks import ThreadClocks
 
 Spec = dict[str, Any]
 
@@ -81,18 +91,16 @@ def geval(spec: Spec) -> dict[str, Any]:
         concurrency=spec.get("concurrency", config.limits.concurrency),
     )
     config = replace(config, limits=limits)
-    # time.monotonic() too: on Linux the server in its own process reads the same clock, so a
-    # benchmark can place the server's first and last arrivals inside this run.
-    cpu0, t0, started = _cpu(), time.perf_counter(), time.monotonic()
+    clocks = ThreadClocks()
+    cpu0, t0 = _cpu(), time.perf_counter()
     study = prepare_study(config)
     with JudgeCache(config.cache_path) as cache:
         result = asyncio.run(run_study(study, cache, api_key=None))
-    wall, cpu, ended = time.perf_counter() - t0, _cpu() - cpu0, time.monotonic()
+    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
     total = result.counters.total()
     return {
+        **clocks.report(),
         "wall": wall,
-        "started_monotonic": started,
-        "ended_monotonic": ended,
         "run_elapsed": result.elapsed,
         "cpu": cpu,
         "sent": result.counters.requests_sent,
@@ -162,11 +170,14 @@ def bare(spec: Spec) -> dict[str, Any]:
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
 
+    clocks = ThreadClocks()
     cpu0, t0 = _cpu(), time.perf_counter()
     asyncio.run(main())
+    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
     return {
-        "wall": time.perf_counter() - t0,
-        "cpu": _cpu() - cpu0,
+        **clocks.report(),
+        "wall": wall,
+        "cpu": cpu,
         "sent": len(bodies),
         "statuses": dict(statuses),
         "failed": len(bodies) - statuses[200],

@@ -17,6 +17,24 @@ Two more knobs answer "what bounds the ratio": ``--servers stub+250`` is the stu
 us of CPU on each request (``bench/stub.py --work-us``), a server a little less bare than the
 fixed-body one; ``--contenders bare,geval,geval-nostore`` adds geval-async with its answer
 store and claims turned off (analysis only, see bench/clients.py).
+
+Where the client's CPU goes, in each row (and their medians in the summary), from the
+contender's own report (bench/clients.py, bench/thread_clocks.py); per request, as
+``cpu_ms_per_req``:
+
+* ``loop_cpu_ms_per_req``: the event loop's thread (the main thread), aiohttp's parse included;
+* ``writer_cpu_ms_per_req``: the ``geval-writer`` thread (sqlite commits of answers and claims);
+* ``other_cpu_ms_per_req``: every other thread (the default executor: a host name's lookup;
+  before session 9, the server probe);
+* ``vcsw_per_req`` / ``ivcsw_per_req``: the process's voluntary context switches (a thread
+  waits: an epoll with nothing ready, a thread hand-off) and involuntary ones (the kernel takes
+  the core for another process) a request; ``loop_vcsw_per_req`` /
+  ``loop_ivcsw_per_req`` the loop thread's own;
+* ``first_request_s``: seconds from the contender's clock start to the server's first arrival,
+  and ``after_last_s`` from the server's last answer to the clock's end (both on
+  ``time.monotonic()``, which client and server processes share on Linux): the run's fixed
+  costs inside the clock (for geval: preparing the study, opening the cache, the probe,
+  claims, writer and connection setup; closing the writer, claims and capabilities).
 """
 
 from __future__ import annotations
@@ -87,14 +105,17 @@ def main() -> None:
                         rows.append(
                             _one(name, kind, workers, round_, study, bodies, folder, plan, trees)
                         )
-                        print(table([rows[-1]], list(rows[-1])), flush=True)
+                        shown = [c for c in rows[-1] if c != "threads"]
+                        print(table([rows[-1]], shown), flush=True)
 
     def median(name: str, kind: str, workers: int, column: str) -> float:
-        return statistics.median(
+        values = [
             r[column]
             for r in rows
             if (r["contender"], r["server"], r["workers"]) == (name, kind, workers)
-        )
+            and r[column] is not None
+        ]
+        return statistics.median(values) if values else None  # type: ignore[return-value]
 
     summary = []
     for kind in args.servers.split(","):
@@ -127,6 +148,9 @@ def main() -> None:
                         "bare_cpu_ms": median("bare", kind, workers, "cpu_ms_per_req"),
                         "cpu_ms": median(name, kind, workers, "cpu_ms_per_req"),
                         "server_cpu_ms": median("bare", kind, workers, "server_cpu_ms_per_req"),
+                        **{
+                            column: median(name, kind, workers, column) for column in _WHERE_COLUMNS
+                        },
                         "floor": floor,
                         "passed": geval / bare >= floor,
                     }
@@ -144,7 +168,11 @@ def main() -> None:
     ]
     print(table(rows, columns + ["maxrss_mb", "load_1m"]))
     print()
-    print(table(summary, [c for c in summary[0] if c != "ratio_per_round"]))
+    print(table(rows, ["round", "server", "workers", "contender", *_WHERE_COLUMNS]))
+    print()
+    print(table(summary, [c for c in summary[0] if c not in ("ratio_per_round", *_WHERE_COLUMNS)]))
+    print()
+    print(table(summary, ["server", "workers", "contender", *_WHERE_COLUMNS]))
     # The floor's run keeps its file; another choice of servers or contenders gets its own.
     default = (args.servers, args.contenders) == ("sim,stub", "bare,geval")
     path = save(
@@ -152,6 +180,38 @@ def main() -> None:
         {"settings": vars(args), "plan": plan, "runs": rows, "summary": summary},
     )
     print(f"wrote {path}")
+
+
+# Where the client's CPU and wall go (see the module's docstring), per row and in the summary.
+_WHERE_COLUMNS = (
+    "loop_cpu_ms_per_req",
+    "writer_cpu_ms_per_req",
+    "other_cpu_ms_per_req",
+    "vcsw_per_req",
+    "ivcsw_per_req",
+    "loop_vcsw_per_req",
+    "loop_ivcsw_per_req",
+    "first_request_s",
+    "after_last_s",
+)
+
+
+def _where(report: dict, stats: dict, requests: int) -> dict:  # type: ignore[type-arg]
+    """The columns of _WHERE_COLUMNS from a contender's report and the server's stats."""
+    timeline = stats.get("timeline") or {}
+    first, answered = timeline.get("first_arrival"), timeline.get("last_answered")
+    return {
+        "loop_cpu_ms_per_req": 1000 * report["loop_cpu"] / requests,
+        "writer_cpu_ms_per_req": 1000 * report["writer_cpu"] / requests,
+        "other_cpu_ms_per_req": 1000 * report["other_cpu"] / requests,
+        "vcsw_per_req": report["voluntary_switches"] / requests,
+        "ivcsw_per_req": report["involuntary_switches"] / requests,
+        "loop_vcsw_per_req": report["loop_voluntary_switches"] / requests,
+        "loop_ivcsw_per_req": report["loop_involuntary_switches"] / requests,
+        "first_request_s": None if first is None else first - report["started_monotonic"],
+        "after_last_s": None if answered is None else report["ended_monotonic"] - answered,
+        "threads": report["threads"],
+    }
 
 
 def _one(name, kind, workers, round_, study, bodies, folder, plan, trees):  # type: ignore[no-untyped-def]
@@ -186,6 +246,7 @@ def _one(name, kind, workers, round_, study, bodies, folder, plan, trees):  # ty
         "cpu_ms_per_req": 1000 * report["cpu"] / plan["requests"],
         "maxrss_mb": report["maxrss_mb"],
         "load_1m": round(os.getloadavg()[0], 2),  # the machine's, as the run ended
+        **_where(report, stats, plan["requests"]),
         # What the server spent on the same requests: when it is less than the client's own
         # CPU per request, the client is what bounds the rate, bare loop included.
         "server_cpu_ms_per_req": None

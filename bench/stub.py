@@ -17,7 +17,9 @@ request body and nothing else. Options add what real servers do to the headers:
   ``x-ratelimit-remaining-requests`` alone (remaining), or no rate headers (none, the default).
 
 ``GET /stats`` returns the counts, every 429's arrival time and the last admitted arrival,
-``{"received", "by_status", "limited_at", "last_at"}`` (seconds since the first request).
+``{"received", "by_status", "limited_at", "last_at"}`` (seconds since the first request), and
+``timeline``, the run on the server's ``time.monotonic()`` as the simulated judge gives it:
+``first_arrival``, ``last_admitted`` and ``last_answered`` (the last 200's answer made).
 
     python bench/stub.py [--port 0] [--rpm 600] [--tpm 150000] [--headers full] [--work-us 250]
 """
@@ -95,6 +97,7 @@ def make_app(
     started: list[float] = []
     limited_at: list[float] = []
     last_at = [0.0]
+    answered_at = [0.0]  # time.monotonic() of the last 200 made
     per_second = None if rpm is None else max(1, rpm // 60)
     tokens = None if tpm is None else TokenBucket(tpm)
 
@@ -143,6 +146,7 @@ def make_app(
         last_at[0] = now - started[0]
         if work_us:
             spend(work_us)
+        answered_at[0] = time.monotonic()
         return web.Response(body=BODY, content_type="application/json", headers=extra)
 
     async def stats(request: web.Request) -> web.Response:
@@ -152,6 +156,11 @@ def make_app(
                 "by_status": {str(k): v for k, v in counts.items()},
                 "limited_at": limited_at,
                 "last_at": last_at[0],
+                "timeline": {
+                    "first_arrival": started[0] if started else None,
+                    "last_admitted": started[0] + last_at[0] if started else None,
+                    "last_answered": answered_at[0] or None,
+                },
             }
         )
 

@@ -7,6 +7,8 @@ redirect, a model other than the one asked) and drives the real CLI in a subproc
 
 from __future__ import annotations
 
+import csv
+import gzip
 import json
 import signal
 import subprocess
@@ -261,16 +263,28 @@ def test_asked_waits_of_each_header_form() -> None:
     assert asked_wait({"x-ratelimit-reset-tokens": "-3s"}) is None
 
 
-def _flood(size: int, declared: bool) -> Respond:
+def _flood(size: int, declared: bool | str) -> Respond:
+    """Answers of about ``size`` bytes: with a Content-Length (True), chunked (False), or
+    gzipped with the compressed length declared ("gzip": 3 MB of text is 3 kB so)."""
+
     def respond(body: dict[str, Any], arrival: int) -> web.StreamResponse:
         content = "3 " + "x" * size
         payload = web.json_response(answer(body, content)).body
         assert isinstance(payload, bytes)
+        if declared == "gzip":
+            return _gzipped(payload)
         if declared:
             return web.Response(body=payload, content_type="application/json")
         return _Chunked(payload)
 
     return respond
+
+
+def _gzipped(payload: bytes) -> web.Response:
+    """``payload`` gzipped, as a server that compresses its answers sends it (whether asked
+    or not), its compressed length declared."""
+    body, headers = gzip.compress(payload), {"Content-Encoding": "gzip"}
+    return web.Response(body=body, content_type="application/json", headers=headers)
 
 
 class _Chunked(web.StreamResponse):
@@ -293,9 +307,11 @@ def _cache_bytes(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
-@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+@pytest.mark.parametrize(
+    "declared", [True, False, "gzip"], ids=["content-length", "chunked", "gzip"]
+)
 def test_an_answer_over_max_answer_bytes_is_refused_and_never_stored(
-    serve: Callable[[Respond], Stub], study: StudyFiles, declared: bool
+    serve: Callable[[Respond], Stub], study: StudyFiles, declared: bool | str
 ) -> None:
     stub = serve(_flood(3_000_000, declared))
     _configure(study, stub)
@@ -315,6 +331,22 @@ def test_an_answer_under_a_raised_max_answer_bytes_is_kept(
     _configure(study, stub, max_answer_bytes=100_000)
     result = run_study(study, "--limit", "1", "--retry-failed")
     assert result.returncode == 0, result.stderr
+
+
+def test_a_server_that_gzips_its_answers_is_read_and_scored(
+    serve: Callable[[Respond], Stub], study: StudyFiles
+) -> None:
+    stub = serve(lambda body, arrival: _gzipped(json.dumps(answer(body)).encode()))
+    _configure(study, stub)
+    result = run_study(study)
+    assert result.returncode == 0, result.stderr
+    scored = run_cli("score", str(study.config))
+    assert scored.returncode == 0, scored.stderr
+    # Every rating read from the stored bodies (decompressed as received): "3" each time.
+    with (study.output / "scores" / "t_long.csv").open() as table:
+        rows = list(csv.DictReader(table))
+    assert len(rows) == stub.received == 2 * study.n_records  # a row a record and criterion
+    assert {(row["score"], row["status"]) for row in rows} == {("3.0", "scored")}
 
 
 def test_a_redirect_stops_the_run_naming_where_it_points(

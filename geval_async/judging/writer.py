@@ -26,8 +26,8 @@ request, which resolves only after that request's answer (handed over before, wi
 :meth:`Writer.put`) is committed. So an answer is on disk before its item counts as done,
 before its worker sends anything else, and before its claim is let go, so before another
 process may ask for it again; a SIGKILL loses at most the answers of the group being
-committed, which were neither counted nor released (the claims of a dead process are taken
-over at once).
+committed or gathered (below), which were neither counted nor released (the claims of a
+dead process are taken over at once).
 
 The claims are let go a little later than the answers are written: with the next claims the
 run takes (the producer claims a batch of items as large as the pool of workers), or once

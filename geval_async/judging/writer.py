@@ -17,9 +17,10 @@ it, for at most 4 ms after its first answer; claims asked for (the producer wait
 send it at once. While the server has a queue, the wait costs no request: at ``stub+250``,
 16 in flight, groups grew from 3.9-4.1 answers to 6.3-6.5 and the writer thread's CPU fell
 from 0.19-0.21 to 0.14-0.19 ms a request, requests a second unchanged or higher
-(docs/benchmarks.md, "Session 9: the store"). A run slower than that (a real judge answers
-in tenths of a second) waits up to 4 ms a request, and a run with few requests out hardly at
-all.
+(docs/benchmarks.md, "Session 9: the store"). A group waits only while answers arrive less
+than 2 ms apart on average (more than 500 a second): a real judge answering 16 requests in
+flight in tenths of a second, 50-100 answers a second, would make each answer wait the whole
+4 ms for a group that hardly grows, so there every group goes at once, as before.
 
 The order is what makes it crash-safe. A worker waits for :meth:`Writer.release` of its
 request, which resolves only after that request's answer (handed over before, with
@@ -63,6 +64,10 @@ _LET_GO_AFTER = 0.5
 # A group of answers waits at most this long after its first answer for more to join it (see
 # the module's docstring).
 _GATHER = 0.004
+# ... and only while answers arrive closer together than this on average (an exponential
+# mean of the gaps between them): a judge answering a few times a second would make every
+# request wait the whole gathering time for a group that does not grow.
+_GATHER_GAP = _GATHER / 2  # two more answers, on average, within the gathering time
 
 
 @dataclass
@@ -96,6 +101,8 @@ class Writer:
         # waits for them (up to _GATHER). Without counters every group goes at once.
         self._counters = counters
         self._first = 0.0  # when the next group's first answer was handed over (loop time)
+        self._last = 0.0  # when the last answer was handed over
+        self._gap = 1.0  # the mean gap between answers handed over (seconds, exponential)
         self._gathering: asyncio.TimerHandle | None = None
         self._jobs: SimpleQueue[_Group | None] = SimpleQueue()
         self._thread: threading.Thread | None = None
@@ -112,8 +119,11 @@ class Writer:
     def put(self, entry: CachedResponse, *, overwrite: bool) -> None:
         """Store ``entry`` in the next commit (await :meth:`release` of its key to know)."""
         puts = self._next.puts
+        now = self._loop.time()
+        self._gap += 0.2 * (min(now - self._last, 1.0) - self._gap)
+        self._last = now
         if not puts:
-            self._first = self._loop.time()
+            self._first = now
         puts.append((entry, overwrite))
         if self._gathering is not None and not self._worth_waiting(puts):
             self._hurry()
@@ -183,8 +193,14 @@ class Writer:
             self._scheduled = False
 
     def _worth_waiting(self, puts: list[tuple[CachedResponse, bool]]) -> bool:
-        """Whether answers waiting to be written are fewer than the requests still out."""
-        return bool(puts) and self._counters is not None and len(puts) < self._counters.in_flight
+        """Whether answers waiting to be written are fewer than the requests still out, and
+        answers come fast enough for more to join within the gathering time."""
+        return (
+            bool(puts)
+            and self._counters is not None
+            and self._gap < _GATHER_GAP
+            and len(puts) < self._counters.in_flight
+        )
 
     def _start(self) -> None:
         self._scheduled = False

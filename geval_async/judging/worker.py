@@ -267,7 +267,7 @@ class Run:
                 self.limits.replied()
             self.history.answered = True
             self.limits.observe(answer.headers)
-            self.endpoint.observe(body, answer.parsed, answer.body)
+            self.endpoint.observe(body, answer.parsed)
             if self.budget is not None:
                 usage = answer.parsed.get("usage")
                 self.budget.settle(usage if isinstance(usage, dict) else None)

@@ -30,6 +30,7 @@ from ..errors import TransportError
 from ..options import ItemOutcome, SamplingMode
 from ..study.plan import JudgeRequest, Study, chunk_request
 from ..study.pricing import SharedCap
+from ..study.requests import Bodies
 from .budget import request_cost, run_budget
 from .cache import CachedResponse
 from .capabilities import load_capabilities
@@ -128,6 +129,8 @@ class Run:
             retries=limits.retries,
             max_wait=limits.max_wait,
         )
+        # Each request's body made as request.body makes it, its template made ready once.
+        self.bodies = Bodies(self.config)
         self.feed = Feed(
             study,
             self.entries,
@@ -245,7 +248,7 @@ class Run:
             self.counters.peak_in_flight = max(
                 self.counters.peak_in_flight, self.counters.in_flight
             )
-            body = self.endpoint.wire(request.body)
+            body = self.endpoint.wire(self.bodies.body(request))
             try:
                 answer = await self.transport.complete(body)
             except TransportError as exc:

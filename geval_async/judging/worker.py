@@ -383,15 +383,16 @@ class Run:
 
     def store_answer(self, request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> None:
         entry = answer_entry(request, answer, attempts)
-        counters = self.counters
-        tokens = entry.usage.get("total_tokens") if entry.usage else None
+        counters, usage = self.counters, entry.usage
+        tokens = usage.get("total_tokens") if usage else None
         counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
         if entry.simulated:
             counters.simulated = True
-        served = answer.parsed.get("model")
-        if isinstance(served, str) and not same_model(served, request.model):
+        parsed = answer.parsed
+        served = parsed.get("model")
+        if isinstance(served, str) and not same_model(served, entry.model):
             counters.served[served[:100]] += 1
-        choices = answer.choices
+        choices = parsed["choices"]
         if answer.texts == len(choices) and not self.logprobs:
             usable = answer.texts  # the usual answer: every choice holds text (transport.py)
         else:

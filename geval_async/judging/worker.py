@@ -18,9 +18,7 @@ still saved) and ``stopped`` holds the line to show. The CLI sets the event on C
 from __future__ import annotations
 
 import asyncio
-import functools
 import random
-import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -42,6 +40,7 @@ from .limits import RateLimits
 from .origin import ServerEntries
 from .progress import CriterionCounts, RunCounters
 from .refused_settings import answer_fact, ignored_logprobs, unusable_choice
+from .served import same_model
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -49,30 +48,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Run", "same_model"]
 
-# A dated snapshot's suffix: -2024-07-18, -20241022, -0613.
-_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
-
 # How often a worker looks for an answer another process is fetching (seconds).
 _CLAIM_POLL = 0.2
 
-# Read from the class, an enum's member is a lookup through its metaclass each time (0.1 us):
-# these are read a few times a request.
+# Read from its class, an enum's member is a lookup each time (0.1 us): read once here.
 _OK, _REJECTED, _FAILED = ItemOutcome.OK, ItemOutcome.REJECTED, ItemOutcome.FAILED
 _STOPPED = ItemOutcome.STOPPED
-
-
-@functools.lru_cache(maxsize=64)  # a run's answers name one or two models
-def same_model(served: str, asked: str) -> bool:
-    """Whether the model a server says it served is the one asked: the same name, or a dated
-    snapshot of it (``gpt-4o-mini-2024-07-18`` or ``gpt-4-0613`` for the name asked), with or
-    without a provider's folder (``meta-llama/llama-3-8b``). ``gpt-4o-mini`` is not ``gpt-4o``.
-    """
-    served, asked = served.strip().lower(), asked.strip().lower()
-    if "/" not in asked:
-        served = served.rsplit("/", 1)[-1]
-    return served == asked or (
-        served.startswith(asked) and _SNAPSHOT.fullmatch(served[len(asked) :]) is not None
-    )
 
 
 def _settings(body: dict[str, Any]) -> dict[str, Any]:
@@ -162,8 +143,7 @@ class Run:
     async def work(self) -> None:
         queue, criteria = self.feed.queue, self.counters.criteria
         while True:
-            # Taken at once when there is one (Feed.get's await, without its coroutine).
-            work = await queue.get() if queue.empty() else queue.get_nowait()
+            work = await queue.get() if queue.empty() else queue.get_nowait()  # no coroutine
             if work is None:
                 return
             if self.stop.is_set():
@@ -179,13 +159,12 @@ class Run:
                 criteria[work.item.criterion.name].failed += 1
 
     async def judge_item(self, work: ItemWork) -> ItemOutcome:
-        requests = work.requests
-        if not requests:
-            return _OK
-        request = requests[0]
-        outcome, received = await self.fetch_claimed(request, (work.claimed, work.stored))
-        pending = requests[1:]
-        while True:
+        pending = list(work.requests)
+        claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
+        while pending:
+            request = pending.pop(0)
+            outcome, received = await self.fetch_claimed(request, claim)
+            claim = None  # a later chunk is claimed by the worker
             if outcome is not _OK:
                 return outcome
             if received < request.n:
@@ -193,11 +172,7 @@ class Run:
                 # ignores n): the rest is the chunk that starts where this one ended, which an
                 # earlier run may have stored already (fetch_claimed then reads it).
                 pending = [chunk_request(request, request.draw + received, self.config)]
-            if not pending:
-                return _OK
-            request = pending.pop(0)
-            # A later chunk is claimed by the worker.
-            outcome, received = await self.fetch_claimed(request, None)
+        return _OK
 
     async def fetch_claimed(
         self, request: JudgeRequest, claim: tuple[float | None, bool] | None

@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from geval_async.errors import ConfigError
 from geval_async.judging.limits import (
@@ -265,6 +266,38 @@ def test_limits_learned_from_headers_pace_what_follows() -> None:
     # 120 a minute, paced a little below (LEARNED_SHARE), is about 2 a second: 21 requests,
     # the first at once, take ~10.3 s.
     assert virtual_seconds == pytest.approx(20 / (2 * LEARNED_SHARE), abs=CATCH_UP_SECONDS * 20)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        # As aiohttp hands them over: looked up without regard to case, the last one counts.
+        CIMultiDictProxy(
+            CIMultiDict(
+                [
+                    ("Content-Type", "application/json"),
+                    ("X-RateLimit-Limit-Requests", "6000"),
+                    ("X-RateLimit-Limit-Requests", "120"),
+                    ("x-ratelimit-limit-TOKENS", "1e9"),
+                ]
+            )
+        ),
+        {"Content-Type": "application/json", "X-RateLimit-Limit-Requests": "120"},
+    ],
+    ids=["aiohttp", "dict"],
+)
+def test_limits_are_learned_from_headers_spelt_in_any_case(headers: Any) -> None:
+    async def main() -> tuple[float, dict[str, float]]:
+        limits = RateLimits(rpm=None, tpm=None)
+        limits.observe(headers)
+        start = now()
+        for _ in range(11):
+            await limits.acquire(10)
+        return now() - start, limits.learned
+
+    virtual_seconds, learned = run_virtual(main)
+    assert learned["requests"] == 120
+    assert virtual_seconds == pytest.approx(10 / (2 * LEARNED_SHARE), abs=CATCH_UP_SECONDS * 10)
 
 
 def test_a_configured_limit_below_the_servers_holds() -> None:

@@ -73,25 +73,29 @@ class Capabilities:
             return True
         return False
 
-    def observe(
-        self, sent: Mapping[str, Any], parsed: Mapping[str, Any], raw: bytes | None = None
-    ) -> None:
-        """Learn from a 200 answer to ``sent`` (``raw``: its body as received, when known)."""
+    def observe(self, sent: Mapping[str, Any], parsed: Mapping[str, Any]) -> None:
+        """Learn from a 200 answer to ``sent``."""
         choices = parsed.get("choices") or []
-        self.max_n = max(self.max_n, len(choices))
+        if len(choices) > self.max_n:
+            self.max_n = len(choices)
         if sent.get("logprobs"):
             self.logprobs = any(isinstance(c.get("logprobs"), dict) for c in choices)
-        # A body that never spells "reasoning (nor escapes a character) has no reasoning key:
-        # one search in C instead of a look into each of its choices.
-        plain = raw is not None and b'"reasoning' not in raw and b"\\u" not in raw
-        shows = not plain and (
-            reasoning_tokens(parsed) > 0
-            or any(
-                (c.get("message") or {}).get("reasoning_content")
-                or (c.get("message") or {}).get("reasoning")
-                for c in choices
-            )
-        )
+        if self.reasoning:
+            return  # shown once is enough: nothing below could take it back
+        # A look into each choice's message for the reasoning keys, a lookup or two each:
+        # searching the raw body for them (and for the escapes that could spell them) was
+        # 4.4 us of the loop's CPU a 2 kB answer, this is about 1 (docs/benchmarks.md, 2).
+        shows = reasoning_tokens(parsed) > 0
+        if not shows:
+            for choice in choices:
+                message = choice.get("message")
+                if (
+                    type(message) is dict
+                    and ("reasoning_content" in message or "reasoning" in message)
+                    and (message.get("reasoning_content") or message.get("reasoning"))
+                ):
+                    shows = True
+                    break
         if shows:
             self.reasoning = True
         elif self.reasoning is None:

@@ -104,10 +104,10 @@ class Feed:
             if self.stop.is_set():
                 break
             self._count(chunk)
-            for state in chunk.unsettled():
+            for item, requests in chunk.to_send():
                 if self.stop.is_set():
                     break
-                await self._enqueue(ItemWork(state.item, state.to_send))
+                await self._enqueue(ItemWork(item, requests))
         await self._enqueue(None)
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
         # task group cancels the workers, and waiting here for room in a full queue nobody
@@ -131,5 +131,9 @@ class Feed:
         claimed = await self.writer.claim_many([w.requests[0].key for w in batch])
         for item_work, (held, stored) in zip(batch, claimed, strict=True):
             item_work.claimed, item_work.stored = (now if held else None), stored
+        queue = self.queue
         for item_work in batch:
-            await self.queue.put(item_work)
+            if queue.full():
+                await queue.put(item_work)
+            else:
+                queue.put_nowait(item_work)  # as put() does when there is room: no coroutine

@@ -26,6 +26,8 @@ from .coverage import Coverage, ItemState, item_state
 from .origin import Heads, ServerEntries
 from .stored_steps import require_steps
 
+_TO_SEND = Left.TO_SEND  # an enum's member read from its class is a lookup each time
+
 __all__ = [
     "ItemLeft",
     "Left",
@@ -107,6 +109,21 @@ class LeftChunk:
     def unsettled(self) -> list[ItemLeft]:
         """The items the cache neither answers nor refuses, in order."""
         return [self.state(index) for index in self.open]
+
+    def to_send(self) -> list[tuple[JudgeItem, list[JudgeRequest]]]:
+        """Each of :meth:`unsettled`'s items with its :attr:`~ItemLeft.to_send`, without the
+        :class:`ItemLeft` and the :class:`ItemState` a run's feed does not read."""
+        out: list[tuple[JudgeItem, list[JudgeRequest]]] = []
+        lefts, walked, request = self.lefts, self.walked, self.plan.request
+        for index in self.open:
+            send = lefts[index] is _TO_SEND
+            state = walked.get(index)
+            if state is not None:
+                out.append((state.item, state.missing if send else []))
+            else:
+                first = request(index)
+                out.append((first.item, [first] if send else []))
+        return out
 
 
 def left_chunks(

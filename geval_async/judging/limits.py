@@ -49,11 +49,19 @@ import asyncio
 import math
 from collections.abc import Callable, Mapping
 
+from multidict import CIMultiDict, CIMultiDictProxy
+
 from ..errors import ConfigError
 from .pacer import Pacer
 
 _HEADER_PREFIX = "x-ratelimit-"
 _KINDS = ("requests", "tokens")
+# Header mappings that look names up without regard to case (aiohttp's), and the headers
+# observe() reads.
+_CASE_FREE = (CIMultiDictProxy, CIMultiDict)
+_READ = tuple(
+    f"{_HEADER_PREFIX}{part}-{kind}" for part in ("limit", "remaining") for kind in _KINDS
+)
 _FLOOR_WORDS = {"requests": "one request", "tokens": "the tokens of one request"}
 
 #: Seconds of tokens kept for a request that the requests limit held back: a short prompt
@@ -162,7 +170,10 @@ class RateLimits:
         """Whether a request of ``tokens`` may go at once, without :meth:`acquire`: no limit
         configured or learned, the run open and not paused (then it is counted as acquire
         would count it). Spares the usual unlimited run a coroutine or two a request."""
-        if self.buckets or not self.opened.is_set() or self.cooldown.remaining > 0:
+        if self.buckets or not self.opened.is_set():
+            return False
+        cooldown = self.cooldown
+        if cooldown.until and cooldown.remaining > 0:  # 0.0: the run was never paused
             return False
         if tokens > self.largest:
             self.largest = tokens
@@ -290,9 +301,18 @@ class RateLimits:
         """
         self.opened.set()  # a reply: the run opens up, paced by what it says
         found: dict[str, str] = {}
-        for name, value in headers.items():
-            if name[:12].lower() == _HEADER_PREFIX:
-                found[name.lower()] = value
+        if isinstance(headers, _CASE_FREE):
+            # As aiohttp hands them over (looked up without regard to case): the four names
+            # read below, each the last of its kind as the loop below keeps it, instead of a
+            # look at every header of every answer (1 us an answer; 0.3 without rate headers).
+            for name in _READ:
+                values = headers.getall(name, None)
+                if values:
+                    found[name] = values[-1]
+        else:
+            for name, value in headers.items():
+                if name[:12].lower() == _HEADER_PREFIX:
+                    found[name.lower()] = value
         if not found:
             return
         for kind in _KINDS:

@@ -18,9 +18,7 @@ still saved) and ``stopped`` holds the line to show. The CLI sets the event on C
 from __future__ import annotations
 
 import asyncio
-import functools
 import random
-import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -30,6 +28,7 @@ from ..errors import TransportError
 from ..options import ItemOutcome, SamplingMode
 from ..study.plan import JudgeRequest, Study, chunk_request
 from ..study.pricing import SharedCap
+from ..study.requests import Bodies
 from .budget import request_cost, run_budget
 from .cache import CachedResponse
 from .capabilities import load_capabilities
@@ -41,6 +40,7 @@ from .limits import RateLimits
 from .origin import ServerEntries
 from .progress import CriterionCounts, RunCounters
 from .refused_settings import answer_fact, ignored_logprobs, unusable_choice
+from .served import same_model
 from .writer import Writer
 
 if TYPE_CHECKING:
@@ -48,25 +48,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Run", "same_model"]
 
-# A dated snapshot's suffix: -2024-07-18, -20241022, -0613.
-_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
-
 # How often a worker looks for an answer another process is fetching (seconds).
 _CLAIM_POLL = 0.2
 
-
-@functools.lru_cache(maxsize=64)  # a run's answers name one or two models
-def same_model(served: str, asked: str) -> bool:
-    """Whether the model a server says it served is the one asked: the same name, or a dated
-    snapshot of it (``gpt-4o-mini-2024-07-18`` or ``gpt-4-0613`` for the name asked), with or
-    without a provider's folder (``meta-llama/llama-3-8b``). ``gpt-4o-mini`` is not ``gpt-4o``.
-    """
-    served, asked = served.strip().lower(), asked.strip().lower()
-    if "/" not in asked:
-        served = served.rsplit("/", 1)[-1]
-    return served == asked or (
-        served.startswith(asked) and _SNAPSHOT.fullmatch(served[len(asked) :]) is not None
-    )
+# Read from its class, an enum's member is a lookup each time (0.1 us): read once here.
+_OK, _REJECTED, _FAILED = ItemOutcome.OK, ItemOutcome.REJECTED, ItemOutcome.FAILED
+_STOPPED = ItemOutcome.STOPPED
 
 
 def _settings(body: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +115,9 @@ class Run:
             retries=limits.retries,
             max_wait=limits.max_wait,
         )
+        # Each request's body made as request.body makes it, its template made ready once.
+        self.bodies = Bodies(self.config)
+        self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
         self.feed = Feed(
             study,
             self.entries,
@@ -151,19 +141,22 @@ class Run:
     # --- workers -------------------------------------------------------------------------
 
     async def work(self) -> None:
-        while (work := await self.feed.get()) is not None:
+        queue, criteria = self.feed.queue, self.counters.criteria
+        while True:
+            work = await queue.get() if queue.empty() else queue.get_nowait()  # no coroutine
+            if work is None:
+                return
             if self.stop.is_set():
                 if work.claimed is not None:
                     self.writer.release(work.requests[0].key)
                 continue  # drain without sending: the item stays missing
             outcome = await self.judge_item(work)
-            counts = self.counters.criteria[work.item.criterion.name]
-            if outcome == ItemOutcome.OK:
-                counts.answered += 1
-            elif outcome == ItemOutcome.REJECTED:
-                counts.rejected += 1
-            elif outcome == ItemOutcome.FAILED:
-                counts.failed += 1
+            if outcome is _OK:
+                criteria[work.item.criterion.name].answered += 1
+            elif outcome is _REJECTED:
+                criteria[work.item.criterion.name].rejected += 1
+            elif outcome is _FAILED:
+                criteria[work.item.criterion.name].failed += 1
 
     async def judge_item(self, work: ItemWork) -> ItemOutcome:
         pending = list(work.requests)
@@ -172,14 +165,14 @@ class Run:
             request = pending.pop(0)
             outcome, received = await self.fetch_claimed(request, claim)
             claim = None  # a later chunk is claimed by the worker
-            if outcome != ItemOutcome.OK:
+            if outcome is not _OK:
                 return outcome
             if received < request.n:
                 # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp, which
                 # ignores n): the rest is the chunk that starts where this one ended, which an
                 # earlier run may have stored already (fetch_claimed then reads it).
                 pending = [chunk_request(request, request.draw + received, self.config)]
-        return ItemOutcome.OK
+        return _OK
 
     async def fetch_claimed(
         self, request: JudgeRequest, claim: tuple[float | None, bool] | None
@@ -213,7 +206,7 @@ class Run:
             # The holder may have stored the answer just before it let go of the claim.
             entry = self.cached(request) if stored else None
             if entry is not None:
-                outcome = (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
+                outcome = (_OK if entry.ok else _REJECTED), entry.received
             else:
                 outcome = await self.fetch(request)
         finally:
@@ -225,27 +218,27 @@ class Run:
     async def fetch(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
         """Send one request until it is answered, refused or out of retries."""
         attempts = transient = limited = 0
+        limits, counters, budget = self.limits, self.counters, self.budget
         while True:
-            if not self.limits.clear(request.est_tokens):
-                await self.limits.acquire(request.est_tokens)
+            if not limits.clear(request.est_tokens):
+                await limits.acquire(request.est_tokens)
             if self.stop.is_set():
-                return ItemOutcome.STOPPED, 0
-            one = self.endpoint.one_choice  # each request asks for one answer: charged so
-            cost = (
-                0.0 if self.budget is None else request_cost(self.budget, request, one_choice=one)
-            )
-            if self.budget is not None and not self.budget.charge(cost):
-                self.stop.set()  # the reason is written at the end, with the final estimate
-                return ItemOutcome.STOPPED, 0
+                return _STOPPED, 0
+            cost = 0.0
+            if budget is not None:
+                # Each request asks for one answer from an endpoint that refuses n > 1: charged so.
+                cost = request_cost(budget, request, one_choice=self.endpoint.one_choice)
+                if not budget.charge(cost):
+                    self.stop.set()  # the reason is written at the end, with the final estimate
+                    return _STOPPED, 0
             attempts += 1
             if attempts > 1:  # the first attempt follows the claim at once
                 self.claims.renew(request.key)
-            self.counters.requests_sent += 1
-            self.counters.in_flight += 1
-            self.counters.peak_in_flight = max(
-                self.counters.peak_in_flight, self.counters.in_flight
-            )
-            body = self.endpoint.wire(request.body)
+            counters.requests_sent += 1
+            counters.in_flight += 1
+            if counters.in_flight > counters.peak_in_flight:
+                counters.peak_in_flight = counters.in_flight
+            body = self.endpoint.wire(self.bodies.body(request))
             try:
                 answer = await self.transport.complete(body)
             except TransportError as exc:
@@ -263,20 +256,23 @@ class Run:
                     return outcome, 0
                 continue
             finally:
-                self.counters.in_flight -= 1
-                self.limits.replied()
+                counters.in_flight -= 1
+                limits.replied()
             self.history.answered = True
-            self.limits.observe(answer.headers)
-            self.endpoint.observe(body, answer.parsed, answer.body)
-            if self.budget is not None:
-                usage = answer.parsed.get("usage")
-                self.budget.settle(usage if isinstance(usage, dict) else None)
-            if body.get("logprobs") and self.endpoint.logprobs is False:
+            limits.observe(answer.headers)
+            parsed = answer.parsed
+            self.endpoint.observe(body, parsed)
+            if budget is not None:
+                usage = parsed.get("usage")
+                budget.settle(usage if isinstance(usage, dict) else None)
+            if self.logprobs and body.get("logprobs") and self.endpoint.logprobs is False:
                 # Ignored, not refused: every answer would come without them. Not stored (a
                 # samples-mode run asks under other keys).
                 self.halt(ignored_logprobs(_settings(body)))
-                return ItemOutcome.STOPPED, 0
-            spent = answer_fact(answer.parsed)
+                return _STOPPED, 0
+            # Only an answer of empty choices cut off by max_tokens can be spent on reasoning:
+            # the usual one, every choice holding text, needs no look (transport.py counts them).
+            spent = None if answer.texts else answer_fact(parsed)
             if spent is None:
                 self.history.content_seen = True
             elif (
@@ -285,9 +281,9 @@ class Run:
                 # Billed, but not stored: with the same settings every answer would be empty
                 # again, and a rerun with a larger max_tokens asks under other keys anyway.
                 self.halt(decision.message)
-                return ItemOutcome.STOPPED, 0
+                return _STOPPED, 0
             self.store_answer(request, answer, attempts)
-            return ItemOutcome.OK, len(answer.choices)
+            return _OK, len(parsed["choices"])
 
     def halt(self, line: str) -> None:
         """Stop the run (the one way): no more dispatching, and ``line`` is what it says."""
@@ -362,17 +358,20 @@ class Run:
 
     def store_answer(self, request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> None:
         entry = answer_entry(request, answer, attempts)
-        tokens = entry.usage.get("total_tokens") if entry.usage else None
-        self.counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
-        self.counters.simulated |= entry.simulated
-        served = answer.parsed.get("model")
-        if isinstance(served, str) and not same_model(served, request.model):
-            self.counters.served[served[:100]] += 1
-        choices = answer.choices
-        if answer.texts == len(choices) and self.config.sampling.mode != SamplingMode.LOGPROBS:
+        counters, usage = self.counters, entry.usage
+        tokens = usage.get("total_tokens") if usage else None
+        counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
+        if entry.simulated:
+            counters.simulated = True
+        parsed = answer.parsed
+        served = parsed.get("model")
+        if isinstance(served, str) and not same_model(served, entry.model):
+            counters.served[served[:100]] += 1
+        choices = parsed["choices"]
+        if answer.texts == len(choices) and not self.logprobs:
             usable = answer.texts  # the usual answer: every choice holds text (transport.py)
         else:
-            logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
+            logprobs = self.logprobs
             usable = 0
             for choice in choices:  # each a dict with a message dict (transport.py)
                 why = unusable_choice(choice, logprobs=logprobs)
@@ -390,9 +389,9 @@ class Run:
         self._put(request, refusal_entry(request, exc, attempts, reason))
 
     def _put(self, request: JudgeRequest, entry: CachedResponse) -> None:
-        overwrite = (
-            self.retry_failed
-            or request.key in self.cache.corrupted
-            or request.key in self.entries.hidden
+        overwrite = self.retry_failed or (
+            # Both empty unless the walk found damaged entries or another server's.
+            bool(self.cache.corrupted or self.entries.hidden)
+            and (request.key in self.cache.corrupted or request.key in self.entries.hidden)
         )
         self.writer.put(entry, overwrite=overwrite)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import islice
 
@@ -40,6 +40,7 @@ from .requests import (
     JudgeItem,
     JudgeRequest,
     PlannedCriterion,
+    PromptText,
     chunk_request,
     first_request,
     render_messages,
@@ -152,6 +153,10 @@ class PlanChunk:
     keys: list[str]
     tokens: list[int]  # each first request's est_tokens
     where: list[int] | None = None  # the items' places in records x prompts (None: all)
+    n: int = field(init=False)  # each first request's n (choices_per_item: read once)
+
+    def __post_init__(self) -> None:
+        self.n = self.config.sampling.choices_per_item
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -165,9 +170,8 @@ class PlanChunk:
 
     def request(self, index: int) -> JudgeRequest:
         """The first request of the ``index``-th item, as :func:`first_request` makes it."""
-        n = self.config.sampling.choices_per_item
         item = self.item(index)
-        return JudgeRequest(item, 0, n, self.keys[index], self.tokens[index], self.config)
+        return JudgeRequest(item, 0, self.n, self.keys[index], self.tokens[index], self.config)
 
     def requests(self) -> list[JudgeRequest]:
         return [self.request(index) for index in range(len(self.keys))]
@@ -287,9 +291,6 @@ def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[Judge
     return requests
 
 
-_join = "".join
-
-
 @dataclass(slots=True)
 class _FieldColumn:
     """One field of a chunk's records as a template inserts it: each value's text JSON-escaped
@@ -322,16 +323,13 @@ class _Prompt:
 
     def __init__(self, item: JudgeItem, config: EvalConfig) -> None:
         self.criterion, self.rubric = item.criterion, item.rubric
-        template = self.criterion.template
-        if self.rubric is not None:
-            template = template.fill({"rubric": self.rubric.text})  # as render_text does
-        fields = self.criterion.config.fields
-        self._parts = list(template.parts)
-        self._slots = [(i, fields[template.parts[i]]) for i in range(1, len(template.parts), 2)]
-        self._literals = self._parts[0::2]  # the template's text before, between and after
+        self._text = PromptText(self.criterion, self.rubric)
+        self._slots = self._text.slots
+        self._literals = self._text.parts[0::2]  # the template's text before, between and after
         self._length = sum(map(len, self._literals))
         body = request_body(config, render_messages(item), 0, config.sampling.choices_per_item)
         self.frame = KeyFrame.around(body, 0)
+        self.text = self._text.text  # what render_text gives for this criterion and a record
 
     def first_keys(
         self, records: list[Record], config: EvalConfig, fields: _FieldColumns | None = None
@@ -359,11 +357,3 @@ class _Prompt:
             lengths = list(map(operator.add, lengths, column.lengths))
         base = self._length
         return keys, [fixed - (-(base + length) // CHARS_PER_TOKEN) for length in lengths]
-
-    def text(self, record: Record) -> str:
-        """What :func:`render_text` gives for this criterion and ``record``."""
-        parts, fields = self._parts.copy(), record.fields
-        for index, source in self._slots:
-            value = fields[source]
-            parts[index] = value if type(value) is str else field_text(value)
-        return _join(parts)

@@ -16,7 +16,7 @@ from .config import CriterionConfig, EvalConfig
 from .criteria import Rubric
 from .definition import Steps
 from .keys import request_key
-from .prompts import Template
+from .prompts import Template, field_text
 from .records import Record
 
 # Per-message framing tokens providers add; the estimate only needs to be close and stable.
@@ -110,6 +110,58 @@ def render_text(item: JudgeItem) -> str:
     if item.rubric is not None:
         values["rubric"] = item.rubric.text
     return criterion.template.render(values)
+
+
+_join = "".join
+
+
+class PromptText:
+    """One criterion's (and rubric's) template with its rubric filled in, ready to be filled
+    from many records: what :func:`render_text` gives, without a mapping of values a record."""
+
+    def __init__(self, criterion: PlannedCriterion, rubric: Rubric | None) -> None:
+        self.criterion, self.rubric = criterion, rubric
+        template = criterion.template
+        if rubric is not None:
+            template = template.fill({"rubric": rubric.text})  # as render_text does
+        fields = criterion.config.fields
+        self.parts = list(template.parts)
+        # (place in parts, record field) of each placeholder left
+        self.slots = [(i, fields[template.parts[i]]) for i in range(1, len(template.parts), 2)]
+
+    def text(self, record: Record) -> str:
+        """What :func:`render_text` gives for this criterion and ``record``."""
+        parts, fields = self.parts.copy(), record.fields
+        for index, source in self.slots:
+            value = fields[source]
+            parts[index] = value if type(value) is str else field_text(value)
+        return _join(parts)
+
+
+class Bodies:
+    """The bodies of one study's requests as sent (:attr:`JudgeRequest.body`), for a run that
+    sends many: each criterion's template made ready once (:class:`PromptText`), and the
+    sampling part of the body once for each draw and n. Nothing is kept per request."""
+
+    def __init__(self, config: EvalConfig) -> None:
+        self.config = config
+        self._texts: dict[tuple[int, int], PromptText] = {}
+        self._settings: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def body(self, request: JudgeRequest) -> dict[str, Any]:
+        """``request.body``, made faster."""
+        item = request.item
+        criterion, rubric = item.criterion, item.rubric
+        text = self._texts.get((id(criterion), id(rubric)))
+        if text is None or text.criterion is not criterion or text.rubric is not rubric:
+            text = self._texts[id(criterion), id(rubric)] = PromptText(criterion, rubric)
+        draw, n = request.draw, request.n
+        settings = self._settings.get((draw, n))
+        if settings is None:
+            settings = self._settings[draw, n] = request_body(self.config, [], draw, n)
+        body = settings.copy()  # "messages" keeps its place, second, as request_body puts it
+        body["messages"] = [{"role": criterion.config.role, "content": text.text(item.record)}]
+        return body
 
 
 def make_request(item: JudgeItem, config: EvalConfig, draw: int, n: int) -> JudgeRequest:

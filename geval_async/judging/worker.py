@@ -125,6 +125,7 @@ class Run:
             judge.url,
             judge.api_key_env,
             self.config.judge_entry,
+            self.config.sampling_entry,
             retries=limits.retries,
             max_wait=limits.max_wait,
         )
@@ -274,7 +275,7 @@ class Run:
             if body.get("logprobs") and self.endpoint.logprobs is False:
                 # Ignored, not refused: every answer would come without them. Not stored (a
                 # samples-mode run asks under other keys).
-                self.halt(ignored_logprobs(_settings(body)))
+                self.halt(ignored_logprobs(_settings(body), self.history.sampling))
                 return ItemOutcome.STOPPED, 0
             spent = answer_fact(answer.parsed)
             if spent is None:

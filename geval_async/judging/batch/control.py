@@ -325,6 +325,7 @@ class BatchControl:
             simulated=simulated,
             capabilities=self.capabilities,
             judge=self.study.config.judge_entry,
+            sampling=self.study.config.sampling_entry,
         )
 
     async def cancel(self) -> list[BatchRecord]:

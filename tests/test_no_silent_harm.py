@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, PlainJudge, StudyFiles, judge_study, run_cli, run_study
+from conftest import ROOT, PlainJudge, StudyFiles, judge_study, run_cli, run_study, start_process
 
 from geval_async.sim import SimServer
 
@@ -146,16 +146,11 @@ def test_a_composite_on_a_subset_names_the_missing_criteria(judged: StudyFiles) 
 
 
 def test_a_closed_pipe_ends_cleanly_with_the_report_written(judged: StudyFiles) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "geval_async", "report", str(judged.config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-    )
+    process = start_process("report", str(judged.config))
     assert process.stdout is not None
     process.stdout.close()  # `| head` that has read enough
     _, stderr = process.communicate(timeout=120)
-    assert "BrokenPipe" not in stderr.decode() and "Traceback" not in stderr.decode()
+    assert "BrokenPipe" not in stderr and "Traceback" not in stderr
     assert process.returncode == 0
     assert (judged.output / "t_report.md").is_file()
 

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import pandas as pd
 
@@ -113,11 +113,14 @@ def _other_test(results: StudyResults) -> str | None:
 def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     """Per-criterion tables, the long table and the raw exports."""
     decimals = f"%.{DECIMALS}f"
+
+    def table_csv(criterion: str, out: BinaryIO) -> None:
+        out.write(csv_bytes(results.table(criterion), float_format=decimals))
+
+    # Each table rendered as it is written, one at a time: their text (8 MB at a million
+    # items, more while pandas renders it) is not held while the long table is written.
     outputs = [
-        Output(
-            output_path(results, "scores", f"{c.name}.csv"),
-            csv_bytes(results.table(c.name), float_format=decimals),
-        )
+        Output(output_path(results, "scores", f"{c.name}.csv"), write=partial(table_csv, c.name))
         for c in results.study.criteria
     ]
     if isinstance(results, PanelStudyResults):

@@ -55,7 +55,7 @@ from .panel_results import PanelResults, PanelStudyResults
 from .plots import n_curve_plot
 from .report import comparison_section, markdown_report, trust_section, write_raw_document
 from .stats import comparisons_frame
-from .tables import COMPOSITE, write_long_csv
+from .tables import COMPOSITE, standard_errors, write_long_csv
 
 if TYPE_CHECKING:
     from .results import StudyResults
@@ -263,8 +263,10 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         text += "\n".join(section) + "\n"
     plot = f"plots/{results.prefix}_n_curve.png" if options.plots else None
     if not isinstance(results, PanelStudyResults):
+        # The long table's two columns the section reads, not the whole frame.
+        errors = standard_errors(results.scores)
         text += trust_section(
-            results.long, results.consistency, results.n_curve, results.config.sampling.mode, plot
+            errors, results.consistency, results.n_curve, results.config.sampling.mode, plot
         )
     else:
         # A one-judge report names its judge on its third line; the panel's names them all.

@@ -100,23 +100,24 @@ NOT_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")
 ANSWER_BODY = '{"choices":[{"index":0,"message":{"role":"assistant","content":"4"}}]}'
 
 
-def cached_answer(key: str, body: str = ANSWER_BODY, latency_ms: float = 2.0) -> CachedResponse:
-    """One stored answer of the judge's, as the cache's own tests write and read it."""
-    return CachedResponse(
-        key=key,
-        status=EntryStatus.OK,
-        http_status=200,
-        body=body,
-        time=1.0,
-        latency_ms=latency_ms,
-        attempts=1,
-        n=1,
-        draw=0,
-        model="judge",
-        record_id="r1",
-        criterion="clarity",
-        received=1,
-    )
+def cached_answer(
+    key: str, body: str = ANSWER_BODY, latency_ms: float = 2.0, **fields: Any
+) -> CachedResponse:
+    """One stored answer of the judge's, as the cache's own tests write and read it;
+    ``fields``: other values of :class:`CachedResponse`'s fields (a refusal's status, n)."""
+    entry: dict[str, Any] = {
+        "status": EntryStatus.OK,
+        "http_status": 200,
+        "time": 1.0,
+        "attempts": 1,
+        "n": 1,
+        "draw": 0,
+        "model": "judge",
+        "record_id": "r1",
+        "criterion": "clarity",
+        "received": 1,
+    }
+    return CachedResponse(key=key, body=body, latency_ms=latency_ms, **{**entry, **fields})
 
 
 @contextlib.contextmanager

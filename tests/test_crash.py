@@ -10,10 +10,8 @@ explained by an answer that was in flight at a kill (answered but not yet in the
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 import subprocess
-import sys
 import time
 import urllib.request
 from collections import Counter
@@ -22,7 +20,15 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROMPT_A, PROMPT_B, ROOT, StudyFiles, cache_snapshot, write_records
+from conftest import (
+    PROMPT_A,
+    PROMPT_B,
+    StudyFiles,
+    cache_snapshot,
+    run_process,
+    start_process,
+    write_records,
+)
 
 from geval_async.judging.cache import JudgeCache
 from geval_async.judging.read_model import StudyAnswers
@@ -68,14 +74,8 @@ def _digest_to_key(study: Study) -> dict[str, str]:
     return out
 
 
-def _start(config: Path, cache: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "geval_async", "run", str(config), "--quiet", "--cache", str(cache)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
-    )
+def _start(config: Path, cache: Path) -> subprocess.Popen[str]:
+    return start_process("run", str(config), "--quiet", "--cache", str(cache))
 
 
 def _settle(server: SimServer) -> None:
@@ -138,13 +138,12 @@ def test_twenty_sigkills_then_resume_match_an_uninterrupted_run(tmp_path: Path) 
             deadline = time.monotonic() + 120
             while len(server.stats.answered) < target:
                 if process.poll() is not None:
-                    pytest.fail(f"the run ended before its kill: {process.stderr.read().decode()}")  # type: ignore[union-attr]
+                    pytest.fail(f"the run ended before its kill: {process.communicate()[1]}")
                 assert time.monotonic() < deadline, "the run made no progress"
                 time.sleep(0.001)
             sim_in_flight = server.stats.in_flight
             process.kill()
-            process.wait()
-            process.stderr.close()  # type: ignore[union-attr]
+            process.communicate()  # its pipes read to their end and closed
             _settle(server)
             if kills:
                 kills[-1].duplicates = _duplicates(server.stats.answered)
@@ -173,13 +172,7 @@ def test_twenty_sigkills_then_resume_match_an_uninterrupted_run(tmp_path: Path) 
             assert len(in_flight) <= CONCURRENCY, kills[-1]
             assert 0 < len(stored) < total, kills[-1]
 
-        final = subprocess.run(
-            [sys.executable, "-m", "geval_async", "run", str(files.config), "--quiet"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        final = run_process("run", str(files.config), "--quiet", timeout=300)
         assert final.returncode == 0, final.stdout + final.stderr
         answered = server.stats.answered
         kills[-1].duplicates = _duplicates(answered)
@@ -216,21 +209,8 @@ def test_twenty_sigkills_then_resume_match_an_uninterrupted_run(tmp_path: Path) 
             reference_server.base_url,
             limits={"concurrency": CONCURRENCY, "retries": 4, "timeout": 30},
         )
-        reference = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "geval_async",
-                "run",
-                str(files.config),
-                "--quiet",
-                "--cache",
-                str(reference_cache),
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
+        reference = run_process(
+            "run", str(files.config), "--quiet", "--cache", str(reference_cache), timeout=300
         )
         assert reference.returncode == 0, reference.stdout + reference.stderr
         assert sum(reference_server.stats.answered.values()) == total

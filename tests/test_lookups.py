@@ -12,10 +12,11 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import diskcache
 import orjson
-from conftest import StudyFiles, run_cli, run_study, summary_row
+from conftest import StudyFiles, cached_answer, run_cli, run_study, summary_row
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.judging.head_table import HeadTable
@@ -28,23 +29,10 @@ from geval_async.study.prepare import prepare_study
 
 
 def _entry(key: str, *, ok: bool = True, body: str = '{"choices": [{}, {}]}') -> CachedResponse:
-    return CachedResponse(
-        key=key,
-        status=EntryStatus.OK if ok else EntryStatus.REJECTED,
-        http_status=200 if ok else 400,
-        body=body,
-        time=1.0,
-        latency_ms=2.0,
-        attempts=1,
-        n=2,
-        draw=0,
-        model="m",
-        record_id="r",
-        criterion="c",
-        received=2 if ok else 0,
-        error=None if ok else "refused",
-        simulated=True,
-    )
+    fields: dict[str, Any] = {"n": 2, "model": "m", "record_id": "r", "criterion": "c"}
+    if not ok:
+        fields.update(status=EntryStatus.REJECTED, http_status=400, error="refused")
+    return cached_answer(key, body, received=2 if ok else 0, simulated=True, **fields)
 
 
 def _set_value(folder: Path, key: str, value: bytes) -> None:

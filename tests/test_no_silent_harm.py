@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, PlainJudge, StudyFiles, judge_study, run_cli, run_study
+from conftest import ROOT, PlainJudge, StudyFiles, judge_study, run_cli, run_study, start_process
 
 from geval_async.sim import SimServer
 
@@ -56,13 +56,16 @@ def test_unknown_host_stops_the_run_naming_the_url(study: StudyFiles) -> None:
 
 def test_a_quiet_run_says_it_is_retrying(sim: SimServer, study: StudyFiles) -> None:
     sim.settings.error_503 = 1.0
-    study.write_config(sim.base_url, limits={"retries": 3, "backoff": 2.0})
-    # Four items, each retried for at least 7 s: longer than a progress interval (5 s).
-    result = run_study(study, "--limit", "2")  # --quiet
+    study.write_config(sim.base_url, limits={"retries": 2, "backoff": 0.5})
+    # Two items, each retried for 1.5 s or so: said at the first retry, not 5 s later.
+    result = run_study(study, "--limit", "1")  # --quiet
     assert result.returncode == 1
     retrying = [line for line in result.stderr.splitlines() if line.startswith("retrying:")]
     assert retrying, result.stderr
-    assert "(last: http 503)" in retrying[-1]
+    assert "(last: http 503)" in retrying[0]
+    # Not a line a retry (4 of them): the next comes 5 s after the first at the earliest.
+    assert "retries: http 503 4," in result.stdout
+    assert len(retrying) < 4, result.stderr
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -143,16 +146,11 @@ def test_a_composite_on_a_subset_names_the_missing_criteria(judged: StudyFiles) 
 
 
 def test_a_closed_pipe_ends_cleanly_with_the_report_written(judged: StudyFiles) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "geval_async", "report", str(judged.config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-    )
+    process = start_process("report", str(judged.config))
     assert process.stdout is not None
     process.stdout.close()  # `| head` that has read enough
     _, stderr = process.communicate(timeout=120)
-    assert "BrokenPipe" not in stderr.decode() and "Traceback" not in stderr.decode()
+    assert "BrokenPipe" not in stderr and "Traceback" not in stderr
     assert process.returncode == 0
     assert (judged.output / "t_report.md").is_file()
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import StudyFiles, run_cli
+from conftest import StudyFiles, cached_answer, run_cli
 
 import geval_async as ga
-from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.cache import JudgeCache
 from geval_async.options import EntryStatus, StatTest, words
 
 
@@ -37,19 +37,8 @@ def test_a_config_with_an_unknown_test_names_the_words(study: StudyFiles) -> Non
 
 
 def test_cache_entries_keep_their_stored_status_words(study: StudyFiles) -> None:
-    entry = CachedResponse(
-        key="g1-x",
-        status=EntryStatus.REJECTED,
-        http_status=400,
-        body="{}",
-        time=0.0,
-        latency_ms=0.0,
-        attempts=1,
-        n=1,
-        draw=0,
-        model="m",
-        record_id="r",
-        criterion="c",
+    entry = cached_answer(
+        "g1-x", "{}", 0.0, status=EntryStatus.REJECTED, http_status=400, time=0.0, received=0
     )
     # An entry written before the words became StrEnums reads back, and one written now
     # stores the same bytes.

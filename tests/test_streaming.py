@@ -76,6 +76,23 @@ def test_a_record_is_read_by_its_offset(study: StudyFiles) -> None:
     assert records.conditions[:2] == ["A", "B"]
 
 
+def test_a_reader_reads_records_by_offset_through_one_open_file(study: StudyFiles) -> None:
+    records = load_records(study.records, group_field="user", condition_field="condition")
+    tail = records[2:]
+    with tail.reader() as reader:
+        # Out of order and again: each the record iteration gives at that position.
+        assert [reader[i] for i in (3, 0, 3, len(tail) - 1)] == [
+            tail[3], tail[0], tail[3], tail[-1]
+        ]  # fmt: skip
+        with pytest.raises(IndexError):
+            reader[len(tail)]
+        rows = [json.loads(line) for line in study.records.read_text().splitlines()]
+        rows.reverse()
+        study.records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        with pytest.raises(ConfigError, match="records file changed"):
+            reader[1]
+
+
 def test_records_changed_under_the_study_is_one_clear_error(study: StudyFiles) -> None:
     records = load_records(study.records, group_field="user", condition_field="condition")
     rows = [json.loads(line) for line in study.records.read_text().splitlines()]

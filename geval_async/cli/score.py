@@ -204,12 +204,7 @@ def cmd_ttest(args: argparse.Namespace) -> int:
     _two_conditions(results)
     kinds = ["tests", "plots"] if args.plots else ["tests"]
     paths = write_outputs(results, kinds, test=args.test, plots=args.plots)
-    _coverage_note(results)
-    _panel_note(results)
-    _subset_note(results)
-    print_tests(results, args.test)
-    _print_paths(paths)
-    return 0
+    return _end_with_tests(results, args.test, paths)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -222,9 +217,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         human = human_comparison(results)
     paths = write_outputs(results, test=args.test, plots=args.plots, html=args.html, human=human)
+    return _end_with_tests(results, args.test, paths)
+
+
+def _end_with_tests(results: StudyResults, test: str | None, paths: list[Path]) -> int:
+    """How ``ttest`` and ``report`` end: the notes on what was scored, the tests, the files."""
     _coverage_note(results)
     _panel_note(results)
     _subset_note(results)
-    print_tests(results, args.test)
+    print_tests(results, test)
     _print_paths(paths)
     return 0

@@ -25,7 +25,7 @@ import math
 import re
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -38,6 +38,7 @@ from .refused_settings import (
     reasoning_exhausted,
     refused_setting,
     sent_token_parameter,
+    study_sampling,
 )
 from .server_waits import asked_wait
 
@@ -97,6 +98,7 @@ class History:
     url: str
     key_env: str
     judge: str = "[judge]"  # the table that sets the judge (EvalConfig.judge_entry)
+    sampling: Callable[[str], str] = study_sampling  # a key's table (EvalConfig.sampling_entry)
     retries: int = 1 << 30  # transient retries allowed per request
     answered: bool = False  # the endpoint has sent a complete HTTP answer this run
     unreachable: int = 0  # connection failures no retry fixes, while nothing has answered
@@ -279,7 +281,8 @@ def _decide(
             if history is not None and history.content_seen:
                 # Other answers fit the budget: this one is a cut-off answer, scored as such.
                 return Decision(Action.KEEP, label)
-            return Decision(Action.STOP, label, reasoning_exhausted(sent))
+            entry = history.sampling if history is not None else study_sampling
+            return Decision(Action.STOP, label, reasoning_exhausted(sent, entry))
         return _backoff(label, history, attempt)
     token = sent_token_parameter(fact, sent)
     if token is not None:
@@ -290,7 +293,7 @@ def _decide(
         return Decision(Action.TOKEN_PARAMETER, "token parameter", detail)
     if n > 1 and fact.refuses_n:
         return Decision(Action.ONE_CHOICE, "n refused", detail)
-    refused = refused_setting(fact, sent, history.judge if history is not None else "[judge]")
+    refused = refused_setting(fact, sent, *((history.judge, history.sampling) if history else ()))
     if refused is not None:
         return Decision(Action.STOP, label, refused)
     if status == 429:

@@ -119,6 +119,16 @@ class LegacyAnswers:
     keys: list[str] = field(default_factory=list)
     refusal: CachedResponse | None = None
 
+    def take(self, key: str, entry: CachedResponse) -> bool:
+        """Add ``entry``, found under ``key``; whether it is an answer (a refusal is kept as
+        the item's, the first one found, and ends its draws)."""
+        self.keys.append(key)
+        if not entry.ok:
+            self.refusal = self.refusal or entry
+            return False
+        self.entries.append(entry)
+        return True
+
 
 def legacy_answers(first: JudgeRequest, cache: JudgeCache, sizes: tuple[int, ...]) -> LegacyAnswers:
     """What the cache holds for an item under old keys, for each n in ``sizes``."""
@@ -127,26 +137,16 @@ def legacy_answers(first: JudgeRequest, cache: JudgeCache, sizes: tuple[int, ...
     for size in sizes:
         key = legacy_key({**first.body, "n": size}, 0)
         entry = cache.get(key)
-        if entry is None:
+        if entry is None or not found.take(key, entry):
             continue
-        found.keys.append(key)
-        if not entry.ok:
-            found.refusal = found.refusal or entry
-            continue
-        found.entries.append(entry)
         for draw in range(1, size - entry.received + 1):
             body = {**first.body, "n": 1}
             if seed is not None:
                 body["seed"] = seed + draw
             key = legacy_key(body, draw)
             further = cache.get(key)
-            if further is None:
+            if further is None or not found.take(key, further):
                 break
-            found.keys.append(key)
-            if not further.ok:
-                found.refusal = found.refusal or further
-                break
-            found.entries.append(further)
     return found
 
 

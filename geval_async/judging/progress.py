@@ -9,10 +9,14 @@ caller every few seconds; the command line renders them (:mod:`geval_async.cli.p
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+# How often a quiet run looks for new retries: the first is said within this, not an interval.
+RETRY_LOOK = 0.25
 
 
 @dataclass
@@ -155,13 +159,19 @@ async def report_progress(
     on_retries: Callable[[RunCounters], None] | None,
     interval: float,
 ) -> None:
-    """Every ``interval`` seconds: the counters to ``on_progress``, or (quiet) to
-    ``on_retries`` when the retries grew."""
-    reported = 0
-    while True:
-        await asyncio.sleep(interval)
-        if on_progress is not None:
+    """Every ``interval`` seconds, the counters to ``on_progress``; or (quiet) to
+    ``on_retries`` when the retries grew: at the first retry (within :data:`RETRY_LOOK`
+    seconds), then not more often than every ``interval`` seconds."""
+    if on_progress is not None:
+        while True:
+            await asyncio.sleep(interval)
             on_progress(counters)
-        elif on_retries is not None and counters.retried > reported:
-            reported = counters.retried
+    if on_retries is None:
+        return
+    clock = asyncio.get_running_loop().time
+    reported, said = 0, -math.inf
+    while True:
+        await asyncio.sleep(RETRY_LOOK)
+        if counters.retried > reported and clock() - said >= interval:
+            reported, said = counters.retried, clock()
             on_retries(counters)

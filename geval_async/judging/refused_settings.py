@@ -23,7 +23,7 @@ while no answer of the run has had content.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import FailureFact
@@ -37,6 +37,7 @@ __all__ = [
     "reasoning_tokens",
     "refused_setting",
     "sent_token_parameter",
+    "study_sampling",
     "unusable_choice",
 ]
 
@@ -61,6 +62,13 @@ _UNSUPPORTED = ("unsupported_parameter", "unsupported_value")
 _DEFAULT = re.compile(r"\bdefault \(([^()]{1,20})\)")
 
 
+def study_sampling(key: str) -> str:
+    """Where a one-judge study sets its sampling keys: ``[sampling]``. The messages below take
+    a panel judge's :meth:`~geval_async.study.settings.EvalConfig.sampling_entry` in its place,
+    which names that judge's own ``[judges.sampling]`` for the keys it sets."""
+    return "[sampling]"
+
+
 def sent_token_parameter(fact: FailureFact, sent: Mapping[str, Any]) -> str | None:
     """The other spelling of the token budget, when the answer refuses the one that was sent
     (400 ``unsupported_parameter`` with ``param: max_tokens``); None otherwise."""
@@ -72,11 +80,15 @@ def sent_token_parameter(fact: FailureFact, sent: Mapping[str, Any]) -> str | No
 
 
 def refused_setting(
-    fact: FailureFact, sent: Mapping[str, Any], judge: str = "[judge]"
+    fact: FailureFact,
+    sent: Mapping[str, Any],
+    judge: str = "[judge]",
+    sampling: Callable[[str], str] = study_sampling,
 ) -> str | None:
     """The line that stops a run whose every request carries a setting the endpoint refuses,
     or None when the failure is particular to one request; ``judge``: the table that sets
-    the judge (a panel judge's ``[[judges]] name = "gpt"``, :attr:`EvalConfig.judge_entry`)."""
+    the judge (a panel judge's ``[[judges]] name = "gpt"``, :attr:`EvalConfig.judge_entry`);
+    ``sampling``: the table that sets a sampling key (:func:`study_sampling`)."""
     model = sent.get("model", "the judge model")
     if fact.responses_only:
         return (
@@ -87,7 +99,8 @@ def refused_setting(
     if logprobs and (fact.refuses_logprobs or fact.param in ("logprobs", "top_logprobs")):
         reason = fact.code or f"HTTP {fact.status}"
         return (
-            f'[sampling] mode = "logprobs" is refused by {model} ({reason}: {fact.message}): '
+            f'{sampling("mode")} mode = "logprobs" is refused by {model} ({reason}: '
+            f"{fact.message}): "
             'set mode = "samples" (G-Eval\'s logprobs mode needs a model that returns logprobs)'
         )
     if fact.status not in (400, 403, 404, 422) or fact.code not in _UNSUPPORTED:
@@ -100,7 +113,7 @@ def refused_setting(
             f"of geval-async sends it; check {judge} base_url and model"
         )
     value = '"logprobs"' if key == "mode" else _toml(sent.get(fact.param))
-    return f"[sampling] {key} = {value} is refused by {model} ({reason}): {_advice(key, fact)}"
+    return f"{sampling(key)} {key} = {value} is refused by {model} ({reason}): {_advice(key, fact)}"
 
 
 def _advice(key: str, fact: FailureFact) -> str:
@@ -151,13 +164,17 @@ def answer_fact(parsed: Mapping[str, Any]) -> FailureFact | None:
     return FailureFact(status=200, code=REASONING_EXHAUSTED)
 
 
-def ignored_logprobs(sent: Mapping[str, Any]) -> str:
+def ignored_logprobs(
+    sent: Mapping[str, Any], sampling: Callable[[str], str] = study_sampling
+) -> str:
     """The line that stops a logprobs-mode run whose answer came without logprobs: the endpoint
-    ignores them (Anthropic's OpenAI-compatible one does), so no answer could be scored."""
+    ignores them (Anthropic's OpenAI-compatible one does), so no answer could be scored;
+    ``sampling``: the table that sets a sampling key (:func:`study_sampling`)."""
     model = sent.get("model", "the judge model")
     return (
-        f'[sampling] mode = "logprobs": {model} answered without logprobs (the endpoint ignores '
-        'them): set mode = "samples" (G-Eval\'s logprobs mode needs a model that returns logprobs)'
+        f'{sampling("mode")} mode = "logprobs": {model} answered without logprobs (the endpoint '
+        'ignores them): set mode = "samples" (G-Eval\'s logprobs mode needs a model that returns '
+        "logprobs)"
     )
 
 
@@ -176,11 +193,17 @@ def unusable_choice(choice: Mapping[str, Any], *, logprobs: bool) -> str | None:
     return None
 
 
-def reasoning_exhausted(sent: Mapping[str, Any]) -> str:
-    """The line that stops a run whose first answers were all reasoning and no rating."""
+def reasoning_exhausted(
+    sent: Mapping[str, Any], sampling: Callable[[str], str] = study_sampling
+) -> str:
+    """The line that stops a run whose first answers were all reasoning and no rating;
+    ``sampling``: the table that sets a sampling key (:func:`study_sampling`)."""
     budget = next((sent[p] for p in TOKEN_PARAMETERS if p in sent), None)
     spent = f"max_tokens ({budget})" if budget is not None else "max_tokens"
+    effort = sampling("reasoning_effort")
+    effort = "" if effort == sampling("max_tokens") else f"{effort} "  # named where it differs
     return (
         f"the judge spent all of {spent} on reasoning and gave no rating: raise "
-        "[sampling] max_tokens (for example to 2000) or lower reasoning_effort"
+        f"{sampling('max_tokens')} max_tokens (for example to 2000) or lower "
+        f"{effort}reasoning_effort"
     )

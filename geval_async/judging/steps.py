@@ -57,7 +57,13 @@ async def generate_steps(
     config = study.config
     budget = run_budget(config, entries.cache.directory, shared=cap)
     judge = config.judge
-    history = History(judge.url, judge.api_key_env, config.judge_entry, config.limits.retries)
+    history = History(
+        judge.url,
+        judge.api_key_env,
+        config.judge_entry,
+        config.sampling_entry,
+        retries=config.limits.retries,
+    )
     sent = 0
     try:
         async with Transport(

@@ -112,6 +112,7 @@ class Run:
             judge.url,
             judge.api_key_env,
             self.config.judge_entry,
+            self.config.sampling_entry,
             retries=limits.retries,
             max_wait=limits.max_wait,
         )
@@ -268,7 +269,7 @@ class Run:
             if self.logprobs and body.get("logprobs") and self.endpoint.logprobs is False:
                 # Ignored, not refused: every answer would come without them. Not stored (a
                 # samples-mode run asks under other keys).
-                self.halt(ignored_logprobs(_settings(body)))
+                self.halt(ignored_logprobs(_settings(body), self.history.sampling))
                 return _STOPPED, 0
             # Only an answer of empty choices cut off by max_tokens can be spent on reasoning:
             # the usual one, every choice holding text, needs no look (transport.py counts them).

@@ -195,33 +195,28 @@ def system_level(pairs: pd.DataFrame, judge: str, criterion: str) -> list[Correl
     # Rounded so that means equal in exact arithmetic tie for the rank correlations, whatever
     # order the floating-point sums ran in (0.1 + 0.2 + 0.3 != 0.6 + 0 + 0).
     means = scored.groupby("condition", sort=False)[["human", "judge"]].mean().round(_DIGITS)
-    gaps = _gaps(pairs)
-    return [
-        Correlation(
-            judge,
-            criterion,
-            "system",
-            method,
-            correlation(means["human"], means["judge"], method),
-            n=len(means),
-            **gaps,
-        )
-        for method in METHODS
-    ]
+    return _points_level(pairs, judge, criterion, "system", means)
 
 
 def dataset_level(pairs: pd.DataFrame, judge: str, criterion: str) -> list[Correlation]:
     """Every scored item pooled."""
-    scored = _scored(pairs)
+    return _points_level(pairs, judge, criterion, "dataset", _scored(pairs))
+
+
+def _points_level(
+    pairs: pd.DataFrame, judge: str, criterion: str, level: str, points: pd.DataFrame
+) -> list[Correlation]:
+    """The correlations of ``points``' human and judge columns (a row a point of ``level``),
+    by each method, with the gaps of ``pairs``."""
     gaps = _gaps(pairs)
     return [
         Correlation(
             judge,
             criterion,
-            "dataset",
+            level,
             method,
-            correlation(scored["human"], scored["judge"], method),
-            n=len(scored),
+            correlation(points["human"], points["judge"], method),
+            n=len(points),
             **gaps,
         )
         for method in METHODS

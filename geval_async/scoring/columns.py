@@ -335,7 +335,8 @@ class ScoreColumns(Sequence[ItemScore]):
 def collect_scores(study: Study, scores: Iterable[ItemScore]) -> ScoreColumns:
     """Hold ``scores`` (as :func:`~.scores.score_items` yields them) in columns."""
     records = study.records
-    ids, groups, conditions = list(records.ids), list(records.groups), list(records.conditions)
+    # Each a new list, made from the index when asked for: ours to extend (no copy).
+    ids, groups, conditions = records.ids, records.groups, records.conditions
     columns = ScoreColumns(ids, groups, conditions)
     # Items come in the plan's order: each names the record of the one before or the next
     # (the first again at a criterion's start), so a map of every id (about 70 bytes a record)

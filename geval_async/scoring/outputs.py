@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import pandas as pd
 
@@ -55,7 +55,7 @@ from .panel_results import PanelResults, PanelStudyResults
 from .plots import n_curve_plot
 from .report import comparison_section, markdown_report, trust_section, write_raw_document
 from .stats import comparisons_frame
-from .tables import COMPOSITE, write_long_csv
+from .tables import COMPOSITE, standard_errors, write_long_csv
 
 if TYPE_CHECKING:
     from .results import StudyResults
@@ -113,11 +113,14 @@ def _other_test(results: StudyResults) -> str | None:
 def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     """Per-criterion tables, the long table and the raw exports."""
     decimals = f"%.{DECIMALS}f"
+
+    def table_csv(criterion: str, out: BinaryIO) -> None:
+        out.write(csv_bytes(results.table(criterion), float_format=decimals))
+
+    # Each table rendered as it is written, one at a time: their text (8 MB at a million
+    # items, more while pandas renders it) is not held while the long table is written.
     outputs = [
-        Output(
-            output_path(results, "scores", f"{c.name}.csv"),
-            csv_bytes(results.table(c.name), float_format=decimals),
-        )
+        Output(output_path(results, "scores", f"{c.name}.csv"), write=partial(table_csv, c.name))
         for c in results.study.criteria
     ]
     if isinstance(results, PanelStudyResults):
@@ -260,8 +263,10 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         text += "\n".join(section) + "\n"
     plot = f"plots/{results.prefix}_n_curve.png" if options.plots else None
     if not isinstance(results, PanelStudyResults):
+        # The long table's two columns the section reads, not the whole frame.
+        errors = standard_errors(results.scores)
         text += trust_section(
-            results.long, results.consistency, results.n_curve, results.config.sampling.mode, plot
+            errors, results.consistency, results.n_curve, results.config.sampling.mode, plot
         )
     else:
         # A one-judge report names its judge on its third line; the panel's names them all.

@@ -30,7 +30,17 @@ def write_raw_document(
     large study are rendered as they are written, never all held (the records are read
     again from the file by offset). The bytes are those of the whole document dumped with
     ``orjson.OPT_INDENT_2``."""
-    records = _RecordLookup(study)
+    with _RecordLookup(study) as records:
+        _write_raw_items(out, study, criterion, scores, records)
+
+
+def _write_raw_items(
+    out: BinaryIO,
+    study: Study,
+    criterion: str,
+    scores: Iterable[ItemScore],
+    records: _RecordLookup,
+) -> None:
     criteria = {c.name: c for c in study.criteria}
     head = {
         "criterion": criterion,
@@ -57,7 +67,8 @@ def write_raw_document(
             "status": score.status,
         }
         if score.parts:
-            entry["rubrics"] = [_raw_item(p, records, criteria) for p in score.parts]
+            # Each part is an item of the same record: at the same position.
+            entry["rubrics"] = [_raw_item(p, records, criteria, position) for p in score.parts]
             if score.outcome is not None:
                 entry["judged"] = score.outcome.judged
                 entry["probability"] = score.outcome.probability
@@ -75,21 +86,28 @@ def write_raw_document(
 
 class _RecordLookup:
     """A study's records by id (or by position), each read from the file when asked for (not
-    all held)."""
+    all held), through one open handle; ``with`` closes it."""
 
     def __init__(self, study: Study) -> None:
         self._records = study.records
+        self._reader = study.records.reader()
         self._positions: dict[str, int] | None = None  # made at the first look-up by id
 
     def find(self, record_id: str, position: int | None = None) -> Record:
         """The record ``record_id``, read at ``position`` when that is where it is."""
-        if position is not None and position < len(self._records):
-            record = self._records[position]
+        if position is not None and position < len(self._reader):
+            record = self._reader[position]
             if record.id == record_id:
                 return record
         if self._positions is None:
             self._positions = {key: i for i, key in enumerate(self._records.ids)}
-        return self._records[self._positions[record_id]]
+        return self._reader[self._positions[record_id]]
+
+    def __enter__(self) -> _RecordLookup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._reader.close()
 
 
 def _raw_item(

@@ -33,6 +33,7 @@ from ..study.prepare import prepare_study
 from .columns import ScoreColumns, collect_scores
 from .heap import give_back_freed_memory
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
+from .record_heads import RecordHeads
 from .scores import CriterionTally, ItemScore, score_items
 from .stats import Comparison
 from .tables import (
@@ -105,11 +106,17 @@ class StudyResults:
         return n_curve_frame(self.study, self.scores)
 
     @cached_property
+    def _heads(self) -> RecordHeads:
+        # The records the items name, by code, made once: the tables, the design and the
+        # comparisons read them (each made them again: a dict of 125,000 groups each time).
+        return RecordHeads.of(self._columns)
+
+    @cached_property
     def group_tables(self) -> dict[str, pd.DataFrame]:
         """Per criterion, the mean weighted score per group and condition (no Average row):
         computed once, as every table, the composite and each test read them (from the
         columns, a criterion at a time: a million items' frame is never made for them)."""
-        tables = group_tables(self._columns, self.config)
+        tables = group_tables(self._columns, self.config, self._heads)
         give_back_freed_memory()  # the cells' arrays, before the outputs are written
         return tables
 
@@ -194,7 +201,9 @@ class StudyResults:
     @cached_property
     def paired_design(self) -> bool:
         """Whether the same groups appear under both compared conditions."""
-        return design_is_paired(self._columns, self.config)
+        paired = design_is_paired(self._columns, self.config, self._heads)
+        give_back_freed_memory()  # as after the tables: `report` asks for both
+        return paired
 
     def summary_test(self, test: StatTest | str | None = None) -> StatTest:
         """The test of the summary: ``test``, else the one ``[stats] test`` names, else (none
@@ -223,7 +232,7 @@ class StudyResults:
                 f"{self.config.source}: [stats] conditions must name the two conditions to "
                 'compare, e.g. conditions = ["A", "B"]'
             )
-        present = conditions_present(self._columns)
+        present = conditions_present(self._columns, self._heads)
         for condition in self.config.stats.conditions:
             if condition not in present:
                 raise ConfigError(

@@ -119,26 +119,7 @@ def welch(
 
     ``df`` is the Welch-Satterthwaite approximation; ``alpha`` sets the g interval.
     """
-    x, y, notes = _drop_missing(a, b, paired=False)
-    n1, n2 = len(x), len(y)
-    statistic = p = df = _NAN
-    if n1 < 2 or n2 < 2:
-        notes.append("fewer than 2 values on a side")
-    elif _constant(x) and _constant(y):
-        notes.append("no variance on either side")
-    else:
-        # scipy warns about "catastrophic cancellation" for any constant sample, though Welch
-        # is well defined when only one side is constant.
-        result, caught = _quietly(
-            sps.ttest_ind, x, y, equal_var=False, expected=_constant(x) or _constant(y)
-        )
-        statistic, p = float(result.statistic), float(result.pvalue)
-        va, vb = x.var(ddof=1) / n1, y.var(ddof=1) / n2
-        df = float((va + vb) ** 2 / (va**2 / (n1 - 1) + vb**2 / (n2 - 1)))
-        notes += caught
-    return _comparison(
-        criterion, cond_a, cond_b, x, y, StatTest.WELCH, statistic, df, p, alpha, notes
-    )
+    return _compare(StatTest.WELCH, _welch_t, criterion, (a, b), (cond_a, cond_b), alpha)
 
 
 def paired(
@@ -157,22 +138,7 @@ def paired(
     Raises:
         ConfigError: ``a`` and ``b`` differ in length.
     """
-    x, y, notes = _drop_missing(a, b, paired=True)
-    n = len(x)
-    statistic = p = _NAN
-    df: float = n - 1
-    if n < 2:
-        notes.append("fewer than 2 pairs")
-        df = _NAN
-    elif _constant(x - y):
-        notes.append("the differences have no variance")
-    else:
-        result, caught = _quietly(sps.ttest_rel, x, y)
-        statistic, p = float(result.statistic), float(result.pvalue)
-        notes += caught
-    return _comparison(
-        criterion, cond_a, cond_b, x, y, StatTest.PAIRED_T, statistic, df, p, alpha, notes
-    )
+    return _compare(StatTest.PAIRED_T, _paired_t, criterion, (a, b), (cond_a, cond_b), alpha)
 
 
 def wilcoxon(
@@ -191,23 +157,59 @@ def wilcoxon(
     Raises:
         ConfigError: ``a`` and ``b`` differ in length.
     """
-    x, y, notes = _drop_missing(a, b, paired=True)
-    statistic = p = _NAN
+    return _compare(StatTest.WILCOXON, _signed_rank, criterion, (a, b), (cond_a, cond_b), alpha)
+
+
+# A test's statistic, df and p of the values left once the missing ones are dropped; it adds
+# to the notes why a result is NaN and what scipy warned of.
+_Statistic = Callable[[np.ndarray, np.ndarray, list[str]], tuple[float, float | None, float]]
+
+
+def _welch_t(x: np.ndarray, y: np.ndarray, notes: list[str]) -> tuple[float, float, float]:
+    n1, n2 = len(x), len(y)
+    if n1 < 2 or n2 < 2:
+        notes.append("fewer than 2 values on a side")
+        return _NAN, _NAN, _NAN
+    if _constant(x) and _constant(y):
+        notes.append("no variance on either side")
+        return _NAN, _NAN, _NAN
+    # scipy warns about "catastrophic cancellation" for any constant sample, though Welch
+    # is well defined when only one side is constant.
+    result, caught = _quietly(
+        sps.ttest_ind, x, y, equal_var=False, expected=_constant(x) or _constant(y)
+    )
+    va, vb = x.var(ddof=1) / n1, y.var(ddof=1) / n2
+    df = float((va + vb) ** 2 / (va**2 / (n1 - 1) + vb**2 / (n2 - 1)))
+    notes += caught
+    return float(result.statistic), df, float(result.pvalue)
+
+
+def _paired_t(x: np.ndarray, y: np.ndarray, notes: list[str]) -> tuple[float, float, float]:
+    n = len(x)
+    if n < 2:
+        notes.append("fewer than 2 pairs")
+        return _NAN, _NAN, _NAN
+    if _constant(x - y):
+        notes.append("the differences have no variance")
+        return _NAN, n - 1, _NAN
+    result, caught = _quietly(sps.ttest_rel, x, y)
+    notes += caught
+    return float(result.statistic), n - 1, float(result.pvalue)
+
+
+def _signed_rank(x: np.ndarray, y: np.ndarray, notes: list[str]) -> tuple[float, None, float]:
     if len(x) < 2:
         notes.append("fewer than 2 pairs")
-    elif not np.any(x - y):
-        statistic, p = 0.0, 1.0
+        return _NAN, None, _NAN
+    if not np.any(x - y):
         notes.append("all differences are zero: p set to 1")
-    else:
-        flips, caught = _quietly(_signed_rank_flips, x - y)
-        if flips is None:
-            result, caught = _quietly(sps.wilcoxon, x, y)
-            flips = float(result.statistic), float(result.pvalue)
-        statistic, p = flips
-        notes += caught
-    return _comparison(
-        criterion, cond_a, cond_b, x, y, StatTest.WILCOXON, statistic, None, p, alpha, notes
-    )
+        return 0.0, None, 1.0
+    flips, caught = _quietly(_signed_rank_flips, x - y)
+    if flips is None:
+        result, caught = _quietly(sps.wilcoxon, x, y)
+        flips = float(result.statistic), float(result.pvalue)
+    notes += caught
+    return flips[0], None, flips[1]
 
 
 #: Up to this many pairs, scipy's ``wilcoxon`` tests tied or zero differences by an exact
@@ -352,24 +354,23 @@ def _quietly(
     return result, messages
 
 
-def _comparison(
-    criterion: str,
-    cond_a: str,
-    cond_b: str,
-    x: np.ndarray,
-    y: np.ndarray,
+def _compare(
     test: StatTest,
-    statistic: float,
-    df: float | None,
-    p: float,
+    statistic: _Statistic,
+    criterion: str,
+    samples: tuple[Sample, Sample],
+    conditions: tuple[str, str],
     alpha: float,
-    notes: list[str],
 ) -> Comparison:
+    """The frame of the three tests: the missing values dropped (pairwise for the paired
+    tests), the test's statistic, the samples' means and sds, Hedges' g and the notes."""
+    x, y, notes = _drop_missing(*samples, paired=test != StatTest.WELCH)
+    value, df, p = statistic(x, y, notes)
     g, low, high = hedges_g(x, y, alpha)
     return Comparison(
         criterion=criterion,
-        condition_a=cond_a,
-        condition_b=cond_b,
+        condition_a=conditions[0],
+        condition_b=conditions[1],
         n_a=len(x),
         n_b=len(y),
         mean_a=float(x.mean()) if len(x) else _NAN,
@@ -377,7 +378,7 @@ def _comparison(
         sd_a=float(x.std(ddof=1)) if len(x) > 1 else _NAN,
         sd_b=float(y.std(ddof=1)) if len(y) > 1 else _NAN,
         test=test,
-        statistic=statistic,
+        statistic=value,
         df=df,
         p=p,
         p_adj=None,

@@ -68,6 +68,14 @@ def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=LONG_COLUMNS)
 
 
+def standard_errors(scores: Iterable[ItemScore]) -> pd.DataFrame:
+    """The long table's ``criterion`` and ``se`` columns alone (the reports' mean SE per
+    criterion), not its ids, statuses and distributions (190 MB at a million items)."""
+    if isinstance(scores, ScoreColumns):
+        return _long_from_columns(scores, names=["criterion", "se"])
+    return long_frame(scores)[["criterion", "se"]]
+
+
 def long_columns(columns: ScoreColumns) -> list[str]:
     """The long table's columns: a panel's add its flags after ``status``."""
     if columns.panel is None:
@@ -205,12 +213,15 @@ def _groups(long: pd.DataFrame) -> list[str]:
     return list(pd.unique(column))
 
 
-def group_tables(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> dict[str, pd.DataFrame]:
+def group_tables(
+    long: pd.DataFrame | ScoreColumns, config: EvalConfig, heads: RecordHeads | None = None
+) -> dict[str, pd.DataFrame]:
     """Per criterion (keyed by name), the mean weighted score per group (rows) and condition
     (columns), without the Average row; from the long table (or its score columns), or from
-    items held in columns, a criterion's rows at a time (a million items' frame never held)."""
+    items held in columns, a criterion's rows at a time (a million items' frame never held);
+    ``heads``: the columns' records by code, when the caller holds them."""
     if isinstance(long, ScoreColumns):
-        return _group_tables_of_columns(long, config)
+        return _group_tables_of_columns(long, config, heads or RecordHeads.of(long))
     # One grouping for every criterion: the tables of a study come from one pass over it (by
     # columns, not a copy of the long table).
     means = _means(long, bool(long["group"].notna().any()))
@@ -218,14 +229,15 @@ def group_tables(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> dict[
     return {c.name: _table(means, c.name, groups, conditions, config) for c in config.criteria}
 
 
-def _group_tables_of_columns(columns: ScoreColumns, config: EvalConfig) -> dict[str, pd.DataFrame]:
+def _group_tables_of_columns(
+    columns: ScoreColumns, config: EvalConfig, heads: RecordHeads
+) -> dict[str, pd.DataFrame]:
     """:func:`group_tables` of items held in columns, read by code: each record's row and
     column in the tables found once, then a criterion's scores grouped by one integer per
     item (its cell) with pandas' own mean, so the numbers are those of the frame's groupby
     (the same sums, in the same order), without a frame of names per criterion (a million
     items' groups and conditions as objects, factorized again for every criterion, took
     about 36 MB); rows and columns ordered over every criterion."""
-    heads = RecordHeads.of(columns)
     row_codes, groups = heads.rows(columns.record_ids)
     conditions = _ordered(config, heads.conditions_seen()) or ["all"]
     # Per record code, the row of its group (else of the record) in the order they first
@@ -357,10 +369,12 @@ def _compare_table(
     raise ValueError(f"not a test: {test!r}")
 
 
-def design_is_paired(long: pd.DataFrame | ScoreColumns, config: EvalConfig) -> bool:
-    """Whether the same groups appear under both compared conditions (a within-group design)."""
+def design_is_paired(
+    long: pd.DataFrame | ScoreColumns, config: EvalConfig, heads: RecordHeads | None = None
+) -> bool:
+    """Whether the same groups appear under both compared conditions (a paired design)."""
     if isinstance(long, ScoreColumns):
-        return _paired_by_code(RecordHeads.of(long), config)
+        return _paired_by_code(heads or RecordHeads.of(long), config)
     if len(config.stats.conditions) != 2 or long["group"].isna().all():
         return False
     a, b = config.stats.conditions
@@ -377,8 +391,10 @@ def _paired_by_code(heads: RecordHeads, config: EvalConfig) -> bool:
     return bool(groups_a.any()) and bool(np.array_equal(groups_a, groups_b))
 
 
-def conditions_present(scores: pd.DataFrame | ScoreColumns) -> set[Any]:
-    """The conditions the items' records have (None left out)."""
+def conditions_present(
+    scores: pd.DataFrame | ScoreColumns, heads: RecordHeads | None = None
+) -> set[Any]:
+    """The conditions the items' records have (None left out); ``heads``: as for the tables."""
     if isinstance(scores, ScoreColumns):
-        return set(RecordHeads.of(scores).conditions_seen())
+        return set((heads or RecordHeads.of(scores)).conditions_seen())
     return set(scores["condition"].dropna())

@@ -68,7 +68,7 @@ def choose_judges(
     return replace(
         panel,
         judges=tuple(
-            PanelJudge(name=j.name, judge=m.judge, sampling=m.sampling, limits=m.limits)
+            PanelJudge(j.name, m.judge, m.sampling, m.limits, own_sampling=m.judge_sampling)
             for j, m in zip(config.judges, members, strict=True)
         ),
     )

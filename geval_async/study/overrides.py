@@ -154,6 +154,8 @@ def read_overrides(
             patch["provider"] = Provider.OPENAI  # a base URL is the OpenAI form's
         table = {**_table(config, section), **patch}
         config = _READ[section](config, TableReader(origin, section, table, SECTION_KEYS[section]))
+        if section == "sampling":  # the key is the flag's now, not a panel judge's own table's
+            config = replace(config, judge_sampling=config.judge_sampling - {key})
     return config
 
 

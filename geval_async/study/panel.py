@@ -80,6 +80,7 @@ def parse_judges(
                         source, f"{where}.limits", {**limits, **own_limits}, SECTION_KEYS["limits"]
                     )
                 ),
+                own_sampling=frozenset(own_sampling),
             )
         )
     _check_distinct(source, judges)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO, overload
+from typing import BinaryIO, Self, overload
 
 import orjson
 
@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from .record_index import Record, RecordIndex, make_record
 from .record_pass import index_records
 
-__all__ = ["Record", "Records", "load_records"]
+__all__ = ["Record", "RecordReader", "Records", "load_records"]
 
 
 class Records(Sequence[Record]):
@@ -86,6 +86,11 @@ class Records(Sequence[Record]):
     def __iter__(self) -> Iterator[Record]:
         return self._read(self._start, self._stop)
 
+    def reader(self) -> RecordReader:
+        """A reader of these records by position with the file opened once (``records[i]``
+        opens it for each record)."""
+        return RecordReader(self._index, self._start, self._stop)
+
     def __repr__(self) -> str:
         return f"<Records {self._index.path} [{self._start}:{self._stop}]>"
 
@@ -100,6 +105,46 @@ class Records(Sequence[Record]):
             raise _changed(index.path) from exc
         with handle:
             yield from _reread(index, handle, start, stop)
+
+
+class RecordReader:
+    """Records read by position, one at a time, through one open handle of the file: a raw
+    export reads each of its items' records (``records[i]`` would open the file a million
+    times). ``with`` closes it; :meth:`Records.reader` makes one."""
+
+    __slots__ = ("_handle", "_index", "_start", "_stop")
+
+    def __init__(self, index: RecordIndex, start: int, stop: int) -> None:
+        self._index, self._start, self._stop = index, start, stop
+        self._handle: BinaryIO | None = None  # opened at the first record read
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def __getitem__(self, position: int) -> Record:
+        if not 0 <= position < len(self):
+            raise IndexError("record index out of range")
+        index, at = self._index, self._start + position
+        if index.held is not None:
+            return index.held[at]
+        if self._handle is None:
+            try:
+                self._handle = index.path.open("rb")
+            except OSError as exc:
+                raise _changed(index.path) from exc
+        return next(_reread(index, self._handle, at, at + 1))
+
+    def close(self) -> None:
+        """Close the file (a record read later opens it again)."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 _BLOCK = 4096  # records whose ids and names are made at once as a pass reads them again

@@ -201,6 +201,7 @@ class PanelJudge:
     judge: JudgeConfig
     sampling: SamplingConfig
     limits: LimitsConfig
+    own_sampling: frozenset[str] = frozenset()  # the keys its own [judges.sampling] sets
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,8 @@ class EvalConfig:
     # The name of the ``[[judges]]`` table a one-judge study was taken from (:meth:`for_judge`),
     # so that its messages name that table; None for a config's own ``[judge]``.
     judge_name: str | None = None
+    # The sampling keys that judge's own ``[judges.sampling]`` sets (:meth:`sampling_entry`).
+    judge_sampling: frozenset[str] = frozenset()
 
     @property
     def is_panel(self) -> bool:
@@ -275,6 +278,7 @@ class EvalConfig:
                     panel=PanelConfig(),
                     output=replace(self.output, prefix=f"{self.output.prefix}-judge-{name}"),
                     judge_name=name,
+                    judge_sampling=member.own_sampling,
                 )
         known = ", ".join(self.judge_names) or "none: it has one [judge]"
         raise ConfigError(f"{self.source}: no judge named {name!r} (the config's judges: {known})")
@@ -300,6 +304,13 @@ class EvalConfig:
         """The table that sets this study's judge, as messages name it: ``[judge]``, or a
         panel judge's ``[[judges]] name = "gpt"`` (its one-judge study, :meth:`for_judge`)."""
         return "[judge]" if self.judge_name is None else f'[[judges]] name = "{self.judge_name}"'
+
+    def sampling_entry(self, key: str) -> str:
+        """The table that sets the sampling key ``key``, as messages name it: ``[sampling]``,
+        or ``[[judges]] name = "gpt" [judges.sampling]`` where that judge's own table sets it."""
+        if key in self.judge_sampling:
+            return f"{self.judge_entry} [judges.sampling]"
+        return "[sampling]"
 
     @property
     def api_key_entry(self) -> str:

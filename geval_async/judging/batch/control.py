@@ -15,7 +15,7 @@ module makes a handful of calls per batch.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...study.plan import JudgeRequest, Study
@@ -232,13 +232,8 @@ class BatchControl:
     async def poll(self) -> list[BatchRecord]:
         """Ask for the status of every live batch; returns their records."""
         records = [r for r in self.ledger.live() if r.state == SUBMITTED]
-        for record in records:
-            if record.ended:
-                continue
-            async with provider_call(f"asking for batch {record.batch_id}", self.key_entry):
-                batch = await self.client.batches.retrieve(str(record.batch_id))
-            _update(record, batch)
-            self.ledger.save(record)
+        asked = [r for r in records if not r.ended]
+        await self._ask(asked, "asking for", self.client.batches.retrieve)
         return records
 
     # --- collect, cancel -----------------------------------------------------------------
@@ -325,19 +320,29 @@ class BatchControl:
             simulated=simulated,
             capabilities=self.capabilities,
             judge=self.study.config.judge_entry,
+            sampling=self.study.config.sampling_entry,
         )
 
     async def cancel(self) -> list[BatchRecord]:
         """Ask the provider to cancel every live batch; returns their records."""
         records = await self.poll()
+        asked = [r for r in records if not r.ended and r.status != "cancelling"]
+        await self._ask(asked, "cancelling", self.client.batches.cancel)
+        return records
+
+    async def _ask(
+        self,
+        records: list[BatchRecord],
+        doing: str,
+        call: Callable[[str], Awaitable[Batch]],
+    ) -> None:
+        """``call`` the provider for each batch of ``records`` (``doing``: what its error
+        says was being done), each record updated from the answer and saved at once."""
         for record in records:
-            if record.ended or record.status == "cancelling":
-                continue
-            async with provider_call(f"cancelling batch {record.batch_id}", self.key_entry):
-                batch = await self.client.batches.cancel(str(record.batch_id))
+            async with provider_call(f"{doing} batch {record.batch_id}", self.key_entry):
+                batch = await call(str(record.batch_id))
             _update(record, batch)
             self.ledger.save(record)
-        return records
 
     async def wait(
         self,

@@ -73,6 +73,11 @@ def import_outputs(study: Study, source: Path) -> tuple[Stored, dict[str, Covera
         requests = requests_by_key(study, entries, {line.custom_id for line in parsed})
         config = study.config
         stored = store_lines(
-            parsed, requests, cache, url=endpoint(config.judge), judge=config.judge_entry
+            parsed,
+            requests,
+            cache,
+            url=endpoint(config.judge),
+            judge=config.judge_entry,
+            sampling=config.sampling_entry,
         )
         return stored, coverage(study, entries, Ledger(cache.directory).live_keys())

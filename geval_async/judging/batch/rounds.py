@@ -24,13 +24,13 @@ from .store import Stored
 
 @dataclass
 class BatchRun:
-    """What a batch run did: batches submitted and collected, what was stored."""
+    """What a batch run did: the batches collected, what was stored, what the budget held
+    back (each submit's batches go to ``on_submitted`` as they are made; the requests too
+    large for the queue are :attr:`BatchControl.too_large`)."""
 
-    submitted: list[BatchRecord] = field(default_factory=list)
     collected: list[BatchRecord] = field(default_factory=list)
     stored: Stored = field(default_factory=Stored)
     held_back: int = 0  # by the budget, at the last submit
-    too_large: int = 0  # requests larger than the whole queue limit (left for an online run)
 
 
 async def run_batches(
@@ -57,8 +57,6 @@ async def run_batches(
     while True:
         if submit:
             records, run.held_back = await control.submit(claims, budget=budget())
-            run.submitted += records
-            run.too_large = control.too_large
             if on_submitted is not None:
                 on_submitted(records, run.held_back)
         requeued, resend = run.stored.requeued, run.stored.resend

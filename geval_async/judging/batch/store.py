@@ -18,7 +18,7 @@ The lines of one pass are written in one transaction, as the online writer does
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ...errors import TransportError
@@ -30,7 +30,7 @@ from ..coverage import item_states
 from ..entries import answer_entry, refusal_entry
 from ..failures import Action, Decision, History, decide
 from ..origin import EntrySource
-from ..refused_settings import TOKEN_PARAMETERS
+from ..refused_settings import TOKEN_PARAMETERS, study_sampling
 from .files import OutputLine
 
 _SIMULATED = {"x-geval-simulated": "true"}
@@ -109,6 +109,7 @@ def store_lines(
     simulated: bool = False,
     capabilities: Capabilities | None = None,
     judge: str = "[judge]",
+    sampling: Callable[[str], str] = study_sampling,
 ) -> Stored:
     """Store each line under its ``custom_id``; lines of unknown ids are counted, not stored.
 
@@ -122,13 +123,15 @@ def store_lines(
             that teaches it something (the budget's name, n = 1) updates it.
         judge: the table that sets the judge, as a refusal's line names it
             (:attr:`~geval_async.study.settings.EvalConfig.judge_entry`).
+        sampling: the table that sets a sampling key, likewise
+            (:meth:`~geval_async.study.settings.EvalConfig.sampling_entry`).
     """
     from ..transport import read_response  # here: a run that only reads never loads aiohttp
 
     stored = Stored()
     headers = _SIMULATED if simulated else {}
     ready: dict[str, tuple[CachedResponse, str]] = {}
-    history = History(url, "the API key variable", judge)
+    history = History(url, "the API key variable", judge, sampling)
     for line in lines:
         request = requests.get(line.custom_id)
         if request is None:

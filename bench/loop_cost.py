@@ -165,11 +165,11 @@ def main() -> None:
     parser.add_argument("--workers", default="16", help="workers (in flight), e.g. 16,64")
     parser.add_argument(
         "--baseline",
-        metavar="NAME=FOLDER",
+        metavar="[NAME=]FOLDER",
         action="append",
         default=[],
         help="the same harness against the geval_async package in FOLDER, rounds alternating; "
-        "may be given more than once",
+        "may be given more than once, each with its own NAME (default: baseline)",
     )
     parser.add_argument("--save-as", help="the results file under bench/results/ (none if unset)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -182,8 +182,12 @@ def main() -> None:
     trees = {THIS_TREE: str(ROOT)}
     for baseline in args.baseline:
         name, _, folder = baseline.rpartition("=")
-        if not name or not (Path(folder) / "geval_async").is_dir():
-            sys.exit(f"loop_cost: --baseline {baseline}: give NAME=FOLDER, FOLDER/geval_async")
+        name = name or "baseline"
+        if name in trees or not (Path(folder) / "geval_async" / "__init__.py").is_file():
+            parser.error(
+                f"--baseline {baseline}: give NAME=FOLDER, a NAME of its own and a FOLDER that "
+                "holds a geval_async package"
+            )
         trees[name] = str(Path(folder).resolve())
     criteria = ("coh", "con", "flu", "rel")
     rows = []

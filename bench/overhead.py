@@ -18,6 +18,16 @@ us of CPU on each request (``bench/stub.py --work-us``), a server a little less 
 fixed-body one; ``--contenders bare,geval,geval-nostore`` adds geval-async with its answer
 store and claims turned off (analysis only, see bench/clients.py).
 
+Before and after in one run: ``--baseline NAME=FOLDER`` (FOLDER holding another tree's
+``geval_async``, e.g. ``git archive REV geval_async | tar -x -C FOLDER``) adds the contender
+``geval-NAME``, geval run by the same bench/clients.py with that tree's package on its
+``PYTHONPATH``; with ``geval-nostore`` among the contenders it adds ``geval-nostore-NAME`` too,
+that tree's loop without its stores. They take their turns with the others, alternating, and the
+floor is still computed against ``bare`` only:
+
+    .venv/bin/python bench/overhead.py --servers stub+250 --workers 16,64 \
+        --contenders bare,geval,geval-nostore --baseline base=/tmp/base9
+
 Where the client's CPU goes, in each row (and their medians in the summary), from the
 contender's own report (bench/clients.py, bench/thread_clocks.py); per request, as
 ``cpu_ms_per_req``:
@@ -72,7 +82,8 @@ def main() -> None:
         default=[],
         help="adds the contender geval-baseline (geval-NAME): geval with the geval_async package "
         "found in FOLDER (e.g. `git archive REV geval_async | tar -x -C FOLDER`), a before/after "
-        "comparison in one run; may be given more than once, each with its own NAME",
+        "comparison in one run, and geval-nostore-NAME when geval-nostore is a contender; may be "
+        "given more than once, each with its own NAME",
     )
     parser.add_argument(
         "--save-as",
@@ -84,10 +95,12 @@ def main() -> None:
         args.requests, args.rounds = 2_000, 1
     criteria = ("coh", "con", "flu", "rel")
     contenders = args.contenders.split(",")
-    trees = {}  # contender -> the folder of its geval_async
+    trees = {}  # contender -> (the folder of its geval_async, the client it runs)
     for baseline in args.baseline:
         label, _, tree = baseline.rpartition("=")
-        trees[f"geval-{label or 'baseline'}"] = tree
+        trees[f"geval-{label or 'baseline'}"] = (tree, "geval")
+        if "geval-nostore" in contenders:
+            trees[f"geval-nostore-{label or 'baseline'}"] = (tree, "geval-nostore")
     contenders += list(trees)
     records = -(-args.requests // len(criteria))
 
@@ -225,8 +238,9 @@ def _one(name, kind, workers, round_, study, bodies, folder, plan, trees):  # ty
         }
         server_cpu = judge.cpu_seconds()
         if name in trees:
-            env = {"PYTHONPATH": trees[name], "PYTHONDONTWRITEBYTECODE": "1"}
-            report = run_child(client("geval", **spec), env=env).report()
+            tree, kind_of_client = trees[name]
+            env = {"PYTHONPATH": tree, "PYTHONDONTWRITEBYTECODE": "1"}
+            report = run_child(client(kind_of_client, **spec), env=env).report()
         else:
             report = run_child(client(name, **spec)).report()
         stats = judge.stats()

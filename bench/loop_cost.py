@@ -1,0 +1,248 @@
+"""The event loop's own code a request: ``Run``'s feed and workers, without network or threads.
+
+What the loop's thread runs for each request besides aiohttp and the stores: the real
+``judging.worker.Run`` (its feed walking the plan, queueing and claiming; its workers judging
+each item: limits, budget, the body made, the answer checked and made into an entry), over the
+bench study (``--requests``, 4 criteria, n = 10), with two parts replaced by ones that answer at
+once: a transport whose every request returns the stub's fixed 10-choice body (bench/stub.py,
+parsed as the real transport parses it, ``transport._answer``) after one ``asyncio.sleep(0)``,
+and a writer that takes every claim and drops every entry. **Analysis only**, like
+``geval-nostore`` (bench/clients.py): not a run a user can make, and no figure of a real run; it
+isolates the part of a request's CPU that is our code on the loop, where a real run's figure is
+shared with aiohttp, the writer thread and the server on the same cores.
+
+Each round is a fresh process that prepares the study and opens an empty cache (outside the
+clock), then times the feed and workers (``time.process_time``) until every request has been
+answered once; the figure is CPU microseconds a request, best and median of the rounds.
+
+``--baseline NAME=FOLDER`` runs the same harness against the ``geval_async`` package found in
+FOLDER (e.g. ``git archive REV geval_async | tar -x -C FOLDER``) on the child's ``PYTHONPATH``,
+the trees taking turns, who goes first alternating by round, so that before/after comes from one
+command:
+
+    .venv/bin/python bench/loop_cost.py [--requests 8000] [--rounds 7] [--workers 16,64]
+        [--baseline base=/tmp/base9] [--save-as loop_cost]
+
+The harness touches ``Run(study, entries, stop=, retry_failed=, backoff=)``, ``run.feed``
+(``first_work``, ``produce``, ``writer``), ``run.work``, ``run.transport`` / ``run.claims`` /
+``run.writer`` and the writer's ``claim`` / ``claim_many`` / ``put`` / ``release`` / ``close``:
+the same in the tree session 9 started from (01de49a) and after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import PYTHON, ROOT, run_child, save, table, workdir, write_study
+
+THIS_TREE = "this"
+
+
+# --- the child: one round in one tree ---------------------------------------------------------
+
+
+def _measure(config_path: str, cache: str, workers: int) -> dict[str, Any]:
+    """Run the feed and workers once over the study; CPU seconds of setup and of the work."""
+    from multidict import CIMultiDict, CIMultiDictProxy
+    from stub import BODY
+
+    from geval_async.judging import transport
+    from geval_async.judging.cache import JudgeCache
+    from geval_async.judging.claims import Claims
+    from geval_async.judging.origin import ServerEntries
+    from geval_async.judging.worker import Run
+    from geval_async.study.config import load_config
+    from geval_async.study.prepare import prepare_study
+
+    raw = BODY if isinstance(BODY, bytes) else BODY.encode()
+    headers = CIMultiDictProxy(
+        CIMultiDict(
+            {
+                "Content-Type": "application/json; charset=utf-8",
+                "Content-Length": str(len(raw)),
+                "Date": "Tue, 01 Dec 2026 21:00:00 GMT",
+                "Server": "Python/3.11 aiohttp/3.9.5",
+            }
+        )
+    )
+
+    class InstantTransport:
+        """Every request answered with the stub's body, after one turn of the loop."""
+
+        def __init__(self) -> None:
+            self.answer = transport._answer(200, raw, headers, 1.0)
+
+        async def complete(self, body: Any) -> Any:
+            await asyncio.sleep(0)
+            return self.answer
+
+    class InstantWriter:
+        """Every claim taken, every entry counted and dropped: no sqlite, no thread."""
+
+        def __init__(self) -> None:
+            self.loop = asyncio.get_running_loop()
+            self.puts = 0
+
+        def put(self, entry: Any, *, overwrite: bool) -> None:
+            self.puts += 1
+
+        def release(self, key: str) -> asyncio.Future[None]:
+            done: asyncio.Future[None] = self.loop.create_future()
+            done.set_result(None)
+            return done
+
+        async def claim_many(self, keys: list[str]) -> list[tuple[bool, bool]]:
+            return [(True, False)] * len(keys)
+
+        async def claim(self, key: str) -> tuple[bool, bool]:
+            return (True, False)
+
+        def close(self) -> None:
+            pass
+
+    config = load_config(Path(config_path))
+    config = replace(config, limits=replace(config.limits, concurrency=workers))
+    study = prepare_study(config)
+
+    async def one() -> dict[str, Any]:
+        with JudgeCache(Path(cache)) as judge_cache:
+            entries = ServerEntries(judge_cache, None)
+            started = time.process_time()
+            run = Run(study, entries, stop=asyncio.Event(), retry_failed=False, backoff=0.1)
+            chunks = run.feed.first_work()
+            with Claims(judge_cache.directory, 60.0) as claims:
+                writer = InstantWriter()
+                run.transport, run.claims = InstantTransport(), claims  # type: ignore[assignment]
+                run.writer = run.feed.writer = writer  # type: ignore[assignment]
+                ready = time.process_time()
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(run.feed.produce(chunks or ()))
+                    for _ in range(workers):
+                        group.create_task(run.work())
+                done = time.process_time()
+            total = run.counters.total()
+            return {
+                "setup_s": ready - started,
+                "work_s": done - ready,
+                "answers": writer.puts,
+                "failed": total.failed + total.rejected,
+            }
+
+    return asyncio.run(one())
+
+
+# --- the parent: rounds, trees alternating ----------------------------------------------------
+
+
+def _round(tree: str, config: Path, cache: Path, workers: int) -> dict[str, Any]:
+    command = [
+        PYTHON,
+        str(Path(__file__).resolve()),
+        "--child",
+        json.dumps({"config": str(config), "cache": str(cache), "workers": workers}),
+    ]
+    child = run_child(command, env={"PYTHONPATH": tree, "PYTHONDONTWRITEBYTECODE": "1"})
+    if child.returncode != 0:
+        sys.exit(f"loop_cost: the round against {tree} failed:\n{child.stderr[-2000:]}")
+    return json.loads(child.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=8_000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--workers", default="16", help="workers (in flight), e.g. 16,64")
+    parser.add_argument(
+        "--baseline",
+        metavar="[NAME=]FOLDER",
+        action="append",
+        default=[],
+        help="the same harness against the geval_async package in FOLDER, rounds alternating; "
+        "may be given more than once, each with its own NAME (default: baseline)",
+    )
+    parser.add_argument("--save-as", help="the results file under bench/results/ (none if unset)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        spec = json.loads(args.child)
+        print(json.dumps(_measure(spec["config"], spec["cache"], spec["workers"])), flush=True)
+        return
+
+    trees = {THIS_TREE: str(ROOT)}
+    for baseline in args.baseline:
+        name, _, folder = baseline.rpartition("=")
+        name = name or "baseline"
+        if name in trees or not (Path(folder) / "geval_async" / "__init__.py").is_file():
+            parser.error(
+                f"--baseline {baseline}: give NAME=FOLDER, a NAME of its own and a FOLDER that "
+                "holds a geval_async package"
+            )
+        trees[name] = str(Path(folder).resolve())
+    criteria = ("coh", "con", "flu", "rel")
+    rows = []
+    with workdir("loop-cost") as folder:
+        study = write_study(folder / "study", -(-args.requests // len(criteria)), criteria=criteria)
+        requests = study.requests
+        for round_ in range(args.rounds):
+            for workers in (int(w) for w in args.workers.split(",")):
+                names = list(trees) if round_ % 2 == 0 else list(trees)[::-1]
+                for name in names:
+                    cache = folder / f"cache-{name}-{workers}-{round_}"
+                    result = _round(trees[name], study.config, cache, workers)
+                    if result["answers"] != requests or result["failed"]:
+                        sys.exit(f"loop_cost: {name} answered {result} of {requests} requests")
+                    rows.append(
+                        {
+                            "round": round_,
+                            "workers": workers,
+                            "tree": name,
+                            "setup_us_per_req": 1e6 * result["setup_s"] / requests,
+                            "cpu_us_per_req": 1e6 * result["work_s"] / requests,
+                            "load_1m": round(os.getloadavg()[0], 2),
+                        }
+                    )
+                    print(table([rows[-1]], list(rows[-1])), flush=True)
+
+    summary = []
+    for workers in (int(w) for w in args.workers.split(",")):
+        mine = [
+            r["cpu_us_per_req"] for r in rows if (r["tree"], r["workers"]) == (THIS_TREE, workers)
+        ]
+        for name in trees:
+            cpu = [
+                r["cpu_us_per_req"] for r in rows if (r["tree"], r["workers"]) == (name, workers)
+            ]
+            summary.append(
+                {
+                    "workers": workers,
+                    "tree": name,
+                    "best_us_per_req": min(cpu),
+                    "median_us_per_req": statistics.median(cpu),
+                    "median_minus_this": statistics.median(cpu) - statistics.median(mine),
+                    "rounds": " ".join(f"{c:.1f}" for c in cpu),
+                }
+            )
+    print()
+    print(table(rows, list(rows[0])))
+    print()
+    print(table(summary, list(summary[0])))
+    if args.save_as:
+        settings = {**vars(args), "trees": trees}
+        print(
+            f"wrote {save(args.save_as, {'settings': settings, 'runs': rows, 'summary': summary})}"
+        )
+
+
+if __name__ == "__main__":
+    main()

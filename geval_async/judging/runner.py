@@ -52,9 +52,9 @@ async def run_study(
         retry_failed: ask again for requests the cache holds as refused.
         on_progress: called with the run's counters every ``progress_interval`` seconds and
             once at the end (the command line renders them as its progress line).
-        on_retries: without ``on_progress``, called with the counters every
-            ``progress_interval`` seconds in which requests were retried, so that even a
-            quiet run says that it is retrying.
+        on_retries: without ``on_progress``, called with the counters when requests were
+            retried: at the first retry, then not more often than every ``progress_interval``
+            seconds, so that even a quiet run says at once that it is retrying.
         on_warning: called with a line, at once, when the server says something the run
             sets aside or that will make it slow (a learned limit no account has); the lines
             are in the result's ``warnings`` too.

@@ -456,6 +456,23 @@ def _rss_mb(pid: int) -> float | None:
     return None
 
 
+def baseline_trees(parser: Any, values: Sequence[str]) -> dict[str, str]:
+    """The ``--baseline [NAME=]FOLDER`` options of a benchmark: NAME (default ``baseline``) ->
+    the folder holding that tree's ``geval_async`` package, resolved; a NAME given twice or a
+    folder without the package is a usage error (``parser.error``: exit 2)."""
+    trees: dict[str, str] = {}
+    for value in values:
+        name, _, folder = value.rpartition("=")
+        name = name or "baseline"
+        if name in trees or not (Path(folder) / "geval_async" / "__init__.py").is_file():
+            parser.error(
+                f"--baseline {value}: give NAME=FOLDER, a NAME of its own and a FOLDER that "
+                "holds a geval_async package"
+            )
+        trees[name] = str(Path(folder).resolve())
+    return trees
+
+
 def run_child(
     args: Sequence[str],
     *,

@@ -44,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PYTHON, ROOT, run_child, save, table, workdir, write_study
+from common import PYTHON, ROOT, baseline_trees, run_child, save, table, workdir, write_study
 
 THIS_TREE = "this"
 
@@ -179,16 +179,10 @@ def main() -> None:
         print(json.dumps(_measure(spec["config"], spec["cache"], spec["workers"])), flush=True)
         return
 
-    trees = {THIS_TREE: str(ROOT)}
-    for baseline in args.baseline:
-        name, _, folder = baseline.rpartition("=")
-        name = name or "baseline"
-        if name in trees or not (Path(folder) / "geval_async" / "__init__.py").is_file():
-            parser.error(
-                f"--baseline {baseline}: give NAME=FOLDER, a NAME of its own and a FOLDER that "
-                "holds a geval_async package"
-            )
-        trees[name] = str(Path(folder).resolve())
+    baselines = baseline_trees(parser, args.baseline)
+    if THIS_TREE in baselines:
+        parser.error(f"--baseline: the NAME {THIS_TREE!r} is this tree's")
+    trees = {THIS_TREE: str(ROOT), **baselines}
     criteria = ("coh", "con", "flu", "rel")
     rows = []
     with workdir("loop-cost") as folder:

@@ -57,7 +57,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import client, plan_bodies, run_child, save, server, table, workdir, write_study
+from common import (
+    baseline_trees,
+    client,
+    plan_bodies,
+    run_child,
+    save,
+    server,
+    table,
+    workdir,
+    write_study,
+)
 
 FLOOR = 0.85  # issue 8's, against the free servers
 WORKING_SERVER_FLOOR = 0.90  # issue 22's, against a stub that spends CPU a request (stub+W)
@@ -96,11 +106,10 @@ def main() -> None:
     criteria = ("coh", "con", "flu", "rel")
     contenders = args.contenders.split(",")
     trees = {}  # contender -> (the folder of its geval_async, the client it runs)
-    for baseline in args.baseline:
-        label, _, tree = baseline.rpartition("=")
-        trees[f"geval-{label or 'baseline'}"] = (tree, "geval")
+    for label, tree in baseline_trees(parser, args.baseline).items():
+        trees[f"geval-{label}"] = (tree, "geval")
         if "geval-nostore" in contenders:
-            trees[f"geval-nostore-{label or 'baseline'}"] = (tree, "geval-nostore")
+            trees[f"geval-nostore-{label}"] = (tree, "geval-nostore")
     contenders += list(trees)
     records = -(-args.requests // len(criteria))
 

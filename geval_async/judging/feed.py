@@ -60,13 +60,11 @@ class Feed:
         self.retry_failed = retry_failed
         self.config: EvalConfig = study.config
         self.workers = self.config.limits.concurrency
+        # What the workers take (worker.Run.work): the next item to judge, or None when there
+        # is none left (one None per worker).
         self.queue: asyncio.Queue[ItemWork | None] = asyncio.Queue(maxsize=2 * self.workers)
         # Items claimed together, in one transaction: as many as there are workers.
         self._ahead: list[ItemWork] = []
-
-    async def get(self) -> ItemWork | None:
-        """The next item to judge; None when there is none left (one None per worker)."""
-        return await self.queue.get()
 
     def first_work(self) -> Iterator[LeftChunk] | None:
         """Count what the cache settles up to the first chunk of items with something

@@ -83,7 +83,7 @@ class Writer:
         self._loop = asyncio.get_running_loop()
         self._journal: Journal | None = None  # opened with the first answer
         self._turn: list[Record] = []  # this turn's answers, not journaled yet
-        self._waiting: list[asyncio.Future[None]] = []  # releases waiting for them
+        self._waiting: list[tuple[str, asyncio.Future[None]]] = []  # releases waiting for them
         self._flushing = False
         self._next = _Group()  # journaled, not handed to the thread yet; claims asked for
         # Set off by the next group's first answer: when it has waited _FOLD_AFTER, ripe.
@@ -123,13 +123,14 @@ class Writer:
         CacheError of the journal or the cache if either could not be written.
         """
         done: asyncio.Future[None] = self._loop.create_future()
-        self._next.releases.append(key)
-        if self._error is not None:
-            _fail(done, self._error)
-        elif self._turn:
-            self._waiting.append(done)
+        if self._turn:  # with this turn's answers: let go only after they are stored
+            self._waiting.append((key, done))
         else:
-            done.set_result(None)
+            self._next.releases.append(key)
+            if self._error is not None:
+                _fail(done, self._error)
+            else:
+                done.set_result(None)
         return done
 
     async def claim(self, key: str) -> tuple[bool, bool]:
@@ -195,7 +196,10 @@ class Writer:
                 group.segment = segment
                 if len(group.puts) >= _FOLD_ROWS:
                     self._schedule()
-        for done in waiting:
+        # Let go with the group their answers are in (or, when those failed, anyway: nobody
+        # should wait for an answer not coming).
+        self._next.releases += [key for key, _ in waiting]
+        for _, done in waiting:
             if self._error is None:
                 done.set_result(None)
             else:

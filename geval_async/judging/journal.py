@@ -17,8 +17,8 @@ that died: whoever opens the cache folder to write next (:class:`~.cache.JudgeCa
 answers into the cache first, and deletes it; before that they are invisible to a reader
 (``status``, ``score``), which finds those items missing and the resumed run finds them stored.
 
-A record is ``<key length (u16), value length (u32), crc32 of key and value (u32),
-replace (u8)>``, the key, and the entry's bytes as the cache stores them (:mod:`.stored`). A
+A record is ``<key length (u16), value length (u32), crc32 of the key (u32), replace (u8)>``,
+the key, and the entry's bytes as the cache stores them (:mod:`.stored`, checksummed). A
 record cut short (the disk filled up mid-write) or damaged ends the segment's reading: what
 follows it was never counted as stored. The journal is as durable as the cache's own commits
 (sqlite's ``synchronous = NORMAL``): a process killed loses nothing written, a power cut may.
@@ -35,6 +35,8 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+
+from .stored import intact
 
 __all__ = ["Journal", "Record", "fold_orphans"]
 
@@ -56,8 +58,8 @@ def encode(records: Sequence[Record]) -> bytes:
     parts: list[bytes] = []
     for key, value, replace in records:
         raw = key.encode()
-        crc = zlib.crc32(value, zlib.crc32(raw))
-        parts += (_HEAD.pack(len(raw), len(value), crc, replace), raw, value)
+        # The key's checksum: the entry carries its own (checked when read back, below).
+        parts += (_HEAD.pack(len(raw), len(value), zlib.crc32(raw), replace), raw, value)
     return b"".join(parts)
 
 
@@ -72,7 +74,7 @@ def decode(data: bytes) -> Iterator[Record]:
         if at > end:
             return
         raw, value = bytes(view[key_at:value_at]), bytes(view[value_at:at])
-        if zlib.crc32(value, zlib.crc32(raw)) != crc:
+        if zlib.crc32(raw) != crc or not intact(value):
             return
         yield raw.decode(), value, bool(replace)
 

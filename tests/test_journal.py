@@ -28,7 +28,11 @@ _WRITER = textwrap.dedent(
     from geval_async.judging.journal import Journal
     from geval_async.judging.stored import CachedResponse
 
+    from geval_async.judging.claims import Claims
+
     folder, count = Path(sys.argv[1]), int(sys.argv[2])
+    claims = Claims(folder, 60.0)  # held as a run holds its requests' claims
+    claims.claim_many([f"g2-{i:04d}" for i in range(count)])
     journal = Journal(folder)
     sample = CachedResponse.decode(Path(sys.argv[3]).read_bytes())
     for i in range(count):
@@ -110,3 +114,22 @@ def test_a_finished_run_leaves_no_journal(sim: SimServer, study: StudyFiles) -> 
     assert sorted(p.name for p in (study.cache / "journal").iterdir()) == [], "all deleted"
     with JudgeCache(study.cache, create=False) as cache:
         assert len(list(cache.keys())) == len(sim.stats.answered), "every answer in the table"
+
+
+async def test_a_claim_taken_over_from_a_killed_run_finds_its_journaled_answer(
+    tmp_path: Path,
+) -> None:
+    """Another run, already going when the first was killed, takes over the dead run's claims
+    at once; the answers that run had journaled are stored first, so they are not asked again."""
+    from geval_async.judging.claims import Claims
+    from geval_async.judging.writer import Writer
+
+    folder = tmp_path / "cache"
+    JudgeCache(folder).close()
+    with JudgeCache(folder) as cache, Claims(folder, 60.0) as claims:  # open before the kill
+        _killed_writer(folder, 3, tmp_path)
+        writer = Writer(cache, claims)
+        found = await writer.claim_many(["g2-0000", "g2-0001", "g2-0002", "g2-9999"])
+        writer.close()
+        assert found == [(True, True)] * 3 + [(True, False)], "taken over, and found stored"
+        assert cache.get("g2-0001") is not None

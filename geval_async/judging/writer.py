@@ -40,7 +40,7 @@ from typing import Any
 from .cache import CachedResponse, JudgeCache
 from .cache_errors import RESUME, cache_errors
 from .claims import Claims
-from .journal import Journal, Record
+from .journal import Journal, Record, fold_orphans
 
 Claimed = list[tuple[bool, bool]]
 
@@ -275,6 +275,10 @@ class Writer:
                 self._let_go_at = time.monotonic()
                 taken = self.claims.settle(release, wanted)
             held = [key for key, took in zip(wanted, taken, strict=True) if took]
+            if self.claims.took_over:  # a dead run's claims: its journal's answers first
+                self.claims.took_over = False
+                with cache_errors(self.cache.directory, "cannot write to the cache", RESUME):
+                    fold_orphans(self.cache.directory, self.cache.put_records)
             stored = self.cache.stored(held) if held else set()
         except Exception as exc:  # noqa: BLE001
             group.error = error or exc

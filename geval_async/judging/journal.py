@@ -1,13 +1,13 @@
 """The answers' journal: each answer on disk the moment it arrives, before diskcache has it.
 
 A run's answers go into the cache (diskcache's sqlite table) in large groups, off the event
-loop (:mod:`.writer`), because a sqlite commit costs much the same for 2 rows as for 100 and
-a worker that waited for each one sent nothing meanwhile (at ``stub+250``, 16 in flight, that
-wait alone cost 0.15 of the client's requests a second: docs/benchmarks.md section 2,
-"Session 10: the journal"). What makes an answer safe the moment it arrives is this file
-instead: the loop appends every answer of its turn to the run's journal in one ``write``
-(a few microseconds into the page cache), and only then does the answer's item count as done
-or its worker send anything else. So a SIGKILL still costs at most the requests in flight.
+loop (:mod:`.writer`), because a sqlite commit costs much the same for 2 rows as for 100, and
+a worker that waited for its answer's commit sent nothing meanwhile (docs/benchmarks.md
+section 2, "Session 10: the journal", has what that wait cost). What makes an answer safe the
+moment it arrives is this file instead: the loop appends every answer of its turn to the run's
+journal in one ``writev`` (a few microseconds into the page cache), and only then does the
+answer's item count as done or its worker send anything else. So a SIGKILL still costs at
+most the requests in flight.
 
 The journal is ``<cache>/journal/``: one lock file a writer (``<token>.lock``, held with
 ``flock`` while its process lives) and that writer's segments (``<token>-<number>.journal``,

@@ -26,7 +26,6 @@ __all__ = ["ClaimTable"]
 
 # sqlite's default limit on the parameters of one statement is 32,766 (999 before 3.32).
 _CHUNK = 900
-_PAIRS = _CHUNK // 3  # up to three parameters a row
 
 
 class ClaimTable:
@@ -94,30 +93,11 @@ class ClaimTable:
 
     def put(self, rows: Iterable[tuple[str, bytes]]) -> None:
         """Store each ``(key, holder)``, replacing the key's holder if it has one."""
-        self._each_pairs("INSERT OR REPLACE INTO claim (key, holder) VALUES {pairs}", rows)
+        self._db.executemany("INSERT OR REPLACE INTO claim (key, holder) VALUES (?, ?)", rows)
 
     def delete_if(self, rows: Iterable[tuple[str, bytes]]) -> None:
         """Delete each ``(key, holder)`` row whose stored holder is still exactly ``holder``."""
-        # The keys first, so that sqlite finds the rows through the key's index.
-        self._each_pairs(
-            "DELETE FROM claim WHERE key IN ({keys}) AND (key, holder) IN (VALUES {pairs})", rows
-        )
-
-    def _each_pairs(self, statement: str, rows: Iterable[tuple[str, bytes]]) -> None:
-        """``statement`` with ``{pairs}`` as ``(?, ?), ...``: one statement for up to
-        ``_PAIRS`` rows, where ``executemany`` is a step for each, and each step a hand-back
-        of the GIL that the event loop's thread holds most of the time (the writer's thread
-        lets go of 16-512 claims at a time)."""
-        rows = list(rows)
-        for start in range(0, len(rows), _PAIRS):
-            chunk = rows[start : start + _PAIRS]
-            keys = "{keys}" in statement
-            self._db.execute(
-                statement.format(
-                    keys=",".join("?" * len(chunk)), pairs=",".join(["(?, ?)"] * len(chunk))
-                ),
-                ([key for key, _ in chunk] if keys else []) + [v for row in chunk for v in row],
-            )
+        self._db.executemany("DELETE FROM claim WHERE key = ? AND holder = ?", rows)
 
     def delete(self, keys: Iterable[str]) -> None:
         self._db.executemany("DELETE FROM claim WHERE key = ?", ((key,) for key in keys))

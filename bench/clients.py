@@ -119,6 +119,13 @@ def geval_nostore(spec: Spec) -> dict[str, Any]:
     from geval_async.judging.cache import JudgeCache
     from geval_async.judging.claims import Claims
 
+    try:  # since session 10 answers go to a journal first, then in groups to the table
+        from geval_async.judging.journal import Journal
+
+        Journal.append = lambda self, records: 0  # type: ignore[method-assign]
+        JudgeCache.put_records = lambda self, records: [True] * len(records)  # type: ignore[method-assign]
+    except ImportError:
+        pass
     JudgeCache.put_many = lambda self, entries: [True] * len(entries)  # type: ignore[method-assign]
     JudgeCache.stored = lambda self, keys: set()  # type: ignore[method-assign]
     Claims.settle = lambda self, release, claim: [True] * len(claim)  # type: ignore[method-assign]

@@ -52,7 +52,7 @@ THIS_TREE = "this"
 # --- the child: one round in one tree ---------------------------------------------------------
 
 
-def _measure(config_path: str, cache: str, workers: int) -> dict[str, Any]:
+def _measure(config_path: str, cache: str, workers: int, stores: bool) -> dict[str, Any]:
     """Run the feed and workers once over the study; CPU seconds of setup and of the work."""
     from multidict import CIMultiDict, CIMultiDictProxy
     from stub import BODY
@@ -122,20 +122,24 @@ def _measure(config_path: str, cache: str, workers: int) -> dict[str, Any]:
             run = Run(study, entries, stop=asyncio.Event(), retry_failed=False, backoff=0.1)
             chunks = run.feed.first_work()
             with Claims(judge_cache.directory, 60.0) as claims:
-                writer = InstantWriter()
-                run.transport, run.claims = InstantTransport(), claims  # type: ignore[assignment]
-                run.writer = run.feed.writer = writer  # type: ignore[assignment]
-                ready = time.process_time()
+                if stores:  # the tree's own writer: journal, cache, claims, its thread
+                    run.connect(InstantTransport(), claims)  # type: ignore[arg-type]
+                else:
+                    run.writer = run.feed.writer = InstantWriter()  # type: ignore[assignment]
+                    run.transport, run.claims = InstantTransport(), claims  # type: ignore[assignment]
+                ready, loop_ready = time.process_time(), time.thread_time()
                 async with asyncio.TaskGroup() as group:
                     group.create_task(run.feed.produce(chunks or ()))
                     for _ in range(workers):
                         group.create_task(run.work())
-                done = time.process_time()
+                run.writer.close()
+                done, loop_done = time.process_time(), time.thread_time()
             total = run.counters.total()
             return {
                 "setup_s": ready - started,
                 "work_s": done - ready,
-                "answers": writer.puts,
+                "loop_s": loop_done - loop_ready,  # the loop's thread alone
+                "answers": total.answered,
                 "failed": total.failed + total.rejected,
             }
 
@@ -145,13 +149,9 @@ def _measure(config_path: str, cache: str, workers: int) -> dict[str, Any]:
 # --- the parent: rounds, trees alternating ----------------------------------------------------
 
 
-def _round(tree: str, config: Path, cache: Path, workers: int) -> dict[str, Any]:
-    command = [
-        PYTHON,
-        str(Path(__file__).resolve()),
-        "--child",
-        json.dumps({"config": str(config), "cache": str(cache), "workers": workers}),
-    ]
+def _round(tree: str, config: Path, cache: Path, workers: int, stores: bool) -> dict[str, Any]:
+    spec = {"config": str(config), "cache": str(cache), "workers": workers, "stores": stores}
+    command = [PYTHON, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
     child = run_child(command, env={"PYTHONPATH": tree, "PYTHONDONTWRITEBYTECODE": "1"})
     if child.returncode != 0:
         sys.exit(f"loop_cost: the round against {tree} failed:\n{child.stderr[-2000:]}")
@@ -171,12 +171,19 @@ def main() -> None:
         help="the same harness against the geval_async package in FOLDER, rounds alternating; "
         "may be given more than once, each with its own NAME (default: baseline)",
     )
+    parser.add_argument(
+        "--stores",
+        action="store_true",
+        help="with each tree's own writer (journal, cache, claims and the writer's thread; the "
+        "process's CPU, all threads): what storing adds to the loop's own code",
+    )
     parser.add_argument("--save-as", help="the results file under bench/results/ (none if unset)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         spec = json.loads(args.child)
-        print(json.dumps(_measure(spec["config"], spec["cache"], spec["workers"])), flush=True)
+        measured = _measure(spec["config"], spec["cache"], spec["workers"], spec["stores"])
+        print(json.dumps(measured), flush=True)
         return
 
     baselines = baseline_trees(parser, args.baseline)
@@ -193,7 +200,7 @@ def main() -> None:
                 names = list(trees) if round_ % 2 == 0 else list(trees)[::-1]
                 for name in names:
                     cache = folder / f"cache-{name}-{workers}-{round_}"
-                    result = _round(trees[name], study.config, cache, workers)
+                    result = _round(trees[name], study.config, cache, workers, args.stores)
                     if result["answers"] != requests or result["failed"]:
                         sys.exit(f"loop_cost: {name} answered {result} of {requests} requests")
                     rows.append(
@@ -203,6 +210,7 @@ def main() -> None:
                             "tree": name,
                             "setup_us_per_req": 1e6 * result["setup_s"] / requests,
                             "cpu_us_per_req": 1e6 * result["work_s"] / requests,
+                            "loop_us_per_req": 1e6 * result["loop_s"] / requests,
                             "load_1m": round(os.getloadavg()[0], 2),
                         }
                     )

@@ -524,11 +524,17 @@ def keys_by_digest(study: StudyFiles) -> dict[str, str]:
 
 
 def cache_snapshot(path: Path) -> dict[str, bytes]:
-    """Every key and stored value of a cache folder (to compare before/after)."""
+    """Every key and stored value of a cache folder (to compare before/after), the answers
+    of a killed run's journal included: opened as any later command opens it, which folds
+    them into the table first (geval_async/judging/journal.py)."""
     import diskcache
+
+    from geval_async.judging.cache import JudgeCache
 
     if not path.exists():
         return {}
+    if any((path / "journal").glob("*.lock")):
+        JudgeCache(path).close()
     with diskcache.Cache(str(path)) as cache:
         return {key: cache[key] for key in cache.iterkeys()}
 

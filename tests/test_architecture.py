@@ -193,7 +193,7 @@ JUDGING_TIERS = {
     # 0 storage: an entry's bytes, our reader of the rows, our writer of new ones, the form, the
     # errors, the claims' table, the ledger's one path
     "stored": 0, "rows": 0, "schema": 0, "cache_errors": 0, "claim_table": 0, "live_batches": 0,
-    "answer_table": 0,
+    "answer_table": 0, "journal": 0,
     "cache_folder": 0,  # is this a cache folder? (the readers' check)
     "head_table": 0,  # every entry's head from one pass, in sorted arrays of digests
     "cache": 1,

@@ -29,6 +29,7 @@ import diskcache
 from ..errors import CacheError
 from .answer_table import AnswerTable
 from .cache_errors import RESUME, cache_errors
+from .journal import Record, fold_orphans
 from .rows import CacheRows
 from .schema import check_form, mark_current
 from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, decode_heads
@@ -129,6 +130,8 @@ class JudgeCache:
             )
             if not marked:  # new, or checked above: in the current form
                 mark_current(self.directory)
+            # The answers of a run that died before they reached the table (:mod:`.journal`).
+            fold_orphans(self.directory, self.put_records)
 
     def _checked_before_writing(self) -> bool:
         """Check the folder's form with our reader, before diskcache writes its settings;
@@ -318,39 +321,36 @@ class JudgeCache:
             return self._answers.present(keys)
 
     def put(self, entry: CachedResponse, *, overwrite: bool = False) -> bool:
-        """Store an entry; returns False when another writer stored this key first.
-
-        ``overwrite`` replaces an existing entry (``--retry-failed`` replacing a refusal).
-        """
+        """Store an entry (``overwrite``: replace one, as ``--retry-failed`` replaces a
+        refusal); False when another writer stored this key first."""
         return self.put_many([(entry, overwrite)])[0]
 
     def put_many(self, entries: Sequence[tuple[CachedResponse, bool]]) -> list[bool]:
-        """Store ``(entry, overwrite)`` pairs; every one is on disk when this returns.
+        """Store ``(entry, overwrite)`` pairs: :meth:`put_records` of their bytes."""
+        return self.put_records([(e.key, e.encode(), overwrite) for e, overwrite in entries])
 
-        Returns, for each, whether it was stored (False: another writer, or an earlier pair,
+    def put_records(self, records: Sequence[Record]) -> list[bool]:
+        """Store ``(key, entry's bytes, overwrite)`` records, on disk when this returns.
+
+        Returns, for each, whether it was stored (False: another writer, or an earlier record,
         stored that key first). A group's new keys are written in one transaction of our own
-        (:mod:`.answer_table`); a pair that replaces an entry, and a key that turned out to be
-        stored, go through diskcache's ``transact()``, after it.
+        (:mod:`.answer_table`); a record that replaces an entry, and a key that turned out to
+        be stored, go through diskcache's ``transact()``, after it.
         """
         cache = self._require()
         with cache_errors(self.directory, "cannot write to the cache", RESUME):
-            values = [entry.encode() for entry, _ in entries]
-            if any(overwrite for _, overwrite in entries):
-                done = [False] * len(entries)  # in order: a replacement may precede an add
+            if any(overwrite for _, _, overwrite in records):
+                done = [False] * len(records)  # in order: a replacement may precede an add
             else:
                 if self._answers is None:
                     self._answers = AnswerTable(self.directory)
-                done = self._answers.add_new(
-                    [(entry.key, value) for (entry, _), value in zip(entries, values, strict=True)]
-                )
+                done = self._answers.add_new([(key, value) for key, value, _ in records])
             if all(done):
                 return done
             with cache.transact():
-                for index, ((entry, overwrite), value) in enumerate(
-                    zip(entries, values, strict=True)
-                ):
+                for index, (key, value, overwrite) in enumerate(records):
                     if not done[index]:
-                        done[index] = self._put(cache, entry.key, value, overwrite)
+                        done[index] = self._put(cache, key, value, overwrite)
             return done
 
     def keys(self, prefix: str = "") -> Iterator[str]:

@@ -85,6 +85,9 @@ class Claims:
         # The claims this run holds, with the value stored for each: letting go deletes a row
         # only while it still holds exactly that value (nobody took it over meanwhile).
         self._held: dict[str, bytes] = {}
+        # Set when a claim of a run that died (or lapsed) is taken over: that run's last
+        # answers may be in its journal still (:mod:`.journal`; the writer folds it then).
+        self.took_over = False
         self.directory = Path(cache_directory) / "claims"
         with self._errors():
             self._table = ClaimTable(self.directory)
@@ -129,6 +132,7 @@ class Claims:
             holder = _holder_of(stored[key])
             if holder is not None and not self._lapsed(holder):
                 return False  # a live claim; else a lapsed one (or a dead process's) taken over
+            self.took_over = True
         taken[key] = self._held[key] = claim
         return True
 

@@ -120,8 +120,8 @@ async def run_study(
                         raise ours.exceptions[0] from None
                     raise
                 finally:
-                    # Normally empty (each worker waited for its writes); after a cancellation,
-                    # the answers handed over but not yet committed are stored here.
+                    # The answers journaled but not yet in the cache are stored here (each
+                    # worker waited for its answer's journal write, not for the cache).
                     run.writer.close()
                     record_spend(cache.directory, study.config, run.budget)
                     judge = study.config.judge
@@ -134,6 +134,8 @@ async def run_study(
                         await asyncio.wait([reporter])
                         if on_progress is not None:
                             on_progress(run.counters)
+                if run.writer.error is not None:  # the last answers did not reach the cache
+                    raise run.writer.error
     stopped = run.stopped
     if stopped is None and run.budget is not None and run.budget.refused:
         stopped = run.budget.reached()

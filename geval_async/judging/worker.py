@@ -130,7 +130,7 @@ class Run:
 
     def connect(self, transport: Transport, claims: Claims) -> None:
         self.transport, self.claims = transport, claims
-        self.writer = self.feed.writer = Writer(self.cache, claims, counters=self.counters)
+        self.writer = self.feed.writer = Writer(self.cache, claims)
 
     def cached(self, request: JudgeRequest) -> CachedResponse | None:
         """The usable cache entry of a request (a refusal counts unless --retry-failed)."""

@@ -1,43 +1,29 @@
-"""Write-behind for the hot path: answers and claims committed in groups, off the event loop.
+"""Write-behind for the hot path: answers journaled on the loop, stored in groups off it.
 
-At thousands of answers a second, one sqlite transaction per answer (plus one to take and one
-to let go of its claim) was most of the client's time, and while the loop waited on a commit
-no request went out. The :class:`Writer` collects what the workers hand it and commits it in a
-thread of its own: the answers in one cache transaction, then the claims to let go and to take
-in one claims transaction (:mod:`.rows`: a few statements for the whole group). While one
-group commits, the loop goes on sending and receiving, and the next group collects: the
-slower the disk, the larger the groups (group commit). sqlite lets go of the GIL while it
-writes, and diskcache gives each thread its own connection.
+At thousands of answers a second, a sqlite commit per answer (plus one to take and one to let
+go of its claim) was most of the client's time, and a worker that waited for its answer's
+commit sent nothing meanwhile. So the :class:`Writer` keeps two things apart:
 
-A commit costs much the same for 2 answers as for 10 (its statements, the pages every commit
-writes: diskcache's count, the table's inner pages; the thread's wake-up and the loop's): in
-one thread, 128 CPU us an answer in groups of 2, 95-108 in groups of 4, 81 in 8, 66-70 in 16.
-So a young group waits for more answers while more requests are out than answers wait for
-it, for at most 4 ms after its first answer; claims asked for (the producer waits for them)
-send it at once. While the server has a queue, the wait costs no request: at ``stub+250``,
-16 in flight, groups grew from 3.9-4.1 answers to 6.3-6.5 and the writer thread's CPU fell
-from 0.19-0.21 to 0.14-0.19 ms a request, requests a second unchanged or higher
-(docs/benchmarks.md, "Session 9: the store"). A group waits only while answers arrive less
-than 2 ms apart on average (more than 500 a second): a real judge answering 16 requests in
-flight in tenths of a second, 50-100 answers a second, would make each answer wait the whole
-4 ms for a group that hardly grows, so there every group goes at once, as before.
+* **safe**: the answers that arrive in one turn of the loop are appended to the run's journal
+  (:mod:`.journal`) in one ``write``, at the end of that turn; a worker's :meth:`Writer.release`
+  resolves then, so its item counts as done and it sends its next request only once its answer
+  is on disk. A SIGKILL loses at most the requests in flight, as before.
+* **stored**: a thread of the writer's own folds the journaled answers into the cache (one
+  ``INSERT`` of up to 256 rows, :mod:`.answer_table`) once 256 have gathered or the oldest has
+  waited 0.1 s, and then lets go of their claims (:mod:`.claims`): another process that waits
+  for one of those answers finds it in the cache when it finds the claim gone. A commit costs
+  much the same for 6 rows as for 200 (44 against 25 CPU us a row, ``bench/writes.py``), and
+  each one's hand-backs of the GIL cost the loop's thread a wait.
 
-The order is what makes it crash-safe. A worker waits for :meth:`Writer.release` of its
-request, which resolves only after that request's answer (handed over before, with
-:meth:`Writer.put`) is committed. So an answer is on disk before its item counts as done,
-before its worker sends anything else, and before its claim is let go, so before another
-process may ask for it again; a SIGKILL loses at most the answers of the group being
-committed or gathered (below), which were neither counted nor released (the claims of a
-dead process are taken over at once).
+The claims the producer asks for (:meth:`Writer.claim_many`: it waits for them) go to the
+thread at once, alone when no fold is due. The claims of answers stored are let go with the
+next claims taken, or once half a second or 512 keys have gathered, and when the run ends
+(letting go at every fold would be a claims transaction more each time).
 
-The claims are let go a little later than the answers are written: with the next claims the
-run takes (the producer claims a batch of items as large as the pool of workers), or once
-half a second or 512 keys have gathered, and when the run ends. Letting go at every commit was
-a claims transaction for every group of answers (groups of 3-10 at ``stub+250``: 0.04-0.05 ms
-of the writer's CPU a request, docs/benchmarks.md "The answers' own grouped write"). Until
-then another process that wants one of those keys finds the claim held, and finds the answer
-in the cache when it looks again (:mod:`.worker`, every 0.2 s), as it does now whenever it
-asks while the answer is being written.
+Between a journal write and its fold, the answers are in the journal only: this run does not
+read them back (its claims keep anyone from asking for them, itself included), and a run that
+died before folding them leaves them for the next writer of the folder (:mod:`.journal`).
+sqlite lets go of the GIL while it writes, and diskcache gives each thread its own connection.
 """
 
 from __future__ import annotations
@@ -52,31 +38,30 @@ from queue import SimpleQueue
 from typing import Any
 
 from .cache import CachedResponse, JudgeCache
+from .cache_errors import RESUME, cache_errors
 from .claims import Claims
-from .progress import RunCounters
+from .journal import Journal, Record, fold_orphans
 
 Claimed = list[tuple[bool, bool]]
 
-# Claims of answers written are let go with the next claims taken, or at the latest when this
+# Claims of answers stored are let go with the next claims taken, or at the latest when this
 # many have gathered or this many seconds have passed since the last letting go.
 _LET_GO_KEYS = 512
 _LET_GO_AFTER = 0.5
-# A group of answers waits at most this long after its first answer for more to join it (see
-# the module's docstring).
-_GATHER = 0.004
-# ... and only while answers arrive closer together than this on average (an exponential
-# mean of the gaps between them): a judge answering a few times a second would make every
-# request wait the whole gathering time for a group that does not grow.
-_GATHER_GAP = _GATHER / 2  # two more answers, on average, within the gathering time
+# Journaled answers are folded into the cache once this many have gathered, or once the
+# oldest has waited this long (see the module's docstring).
+_FOLD_ROWS = 256
+_FOLD_AFTER = 0.1
 
 
 @dataclass
 class _Group:
-    """What one commit writes, and who waits for it."""
+    """What one turn of the thread writes, and who waits for it."""
 
-    puts: list[tuple[CachedResponse, bool]] = field(default_factory=list)
-    releases: list[tuple[str, asyncio.Future[None]]] = field(default_factory=list)
+    puts: list[Record] = field(default_factory=list)
+    releases: list[str] = field(default_factory=list)  # claims to let go once puts are in
     claims: list[tuple[list[str], asyncio.Future[Claimed]]] = field(default_factory=list)
+    segment: int = 0  # the journal's segment of the last of puts
     # Filled by the commit:
     error: BaseException | None = None
     claimed: list[Claimed] = field(default_factory=list)
@@ -87,58 +72,65 @@ class _Group:
 
 
 class Writer:
-    """Batches cache puts, claim releases and claims; one per run, made inside the loop.
+    """Journals and stores answers, lets go of and takes claims; one per run, made inside
+    the loop.
 
-    Use :meth:`close` when the run ends: it commits what is left and stops the thread.
+    Use :meth:`close` when the run ends: it stores what is left and stops the thread.
     """
 
-    def __init__(
-        self, cache: JudgeCache, claims: Claims, *, counters: RunCounters | None = None
-    ) -> None:
+    def __init__(self, cache: JudgeCache, claims: Claims) -> None:
         self.cache, self.claims = cache, claims
         self._loop = asyncio.get_running_loop()
-        # The run's requests in flight: while more are out than answers wait, a young group
-        # waits for them (up to _GATHER). Without counters every group goes at once.
-        self._counters = counters
-        self._first = 0.0  # when the next group's first answer was handed over (loop time)
-        self._last = 0.0  # when the last answer was handed over
-        self._gap = 1.0  # the mean gap between answers handed over (seconds, exponential)
-        self._gathering: asyncio.TimerHandle | None = None
+        self._journal: Journal | None = None  # opened with the first answer
+        self._turn: list[Record] = []  # this turn's answers, not journaled yet
+        self._waiting: list[tuple[str, asyncio.Future[None]]] = []  # releases waiting for them
+        self._flushing = False
+        self._next = _Group()  # journaled, not handed to the thread yet; claims asked for
+        # Set off by the next group's first answer: when it has waited _FOLD_AFTER, ripe.
+        self._timer: asyncio.TimerHandle | None = None
+        self._ripe = False
         self._jobs: SimpleQueue[_Group | None] = SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._next = _Group()
         self._scheduled = False
-        self._busy: _Group | None = None  # the group being committed in the thread
+        self._busy: _Group | None = None  # the group the thread is writing
         self._closed = False
         self._error: BaseException | None = None
-        # The writer thread's: claims whose answers are committed, not let go yet, and when
+        # The writer thread's: claims whose answers are stored, not let go yet, and when
         # claims were last let go.
         self._letting_go: list[str] = []
         self._let_go_at = time.monotonic()
 
+    @property
+    def error(self) -> BaseException | None:
+        """The first error writing the journal or the cache (then the run stops)."""
+        return self._error
+
     def put(self, entry: CachedResponse, *, overwrite: bool) -> None:
-        """Store ``entry`` in the next commit (await :meth:`release` of its key to know)."""
-        puts = self._next.puts
-        now = self._loop.time()
-        self._gap += 0.2 * (min(now - self._last, 1.0) - self._gap)
-        self._last = now
-        if not puts:
-            self._first = now
-        puts.append((entry, overwrite))
-        if self._gathering is not None and not self._worth_waiting(puts):
-            self._hurry()
-        self._schedule()
+        """Journal ``entry`` at the end of this turn (await :meth:`release` of its key to
+        know), and store it with a later group."""
+        self._turn.append((entry.key, entry.encode(), overwrite))
+        if not self._flushing:
+            self._flushing = True
+            # call_soon runs after every callback already due in this turn: the workers woken
+            # by the answers that arrived together all hand theirs over before the write.
+            self._loop.call_soon(self._flush)
 
     def release(self, key: str) -> asyncio.Future[None]:
-        """Let go of the claim on ``key`` once everything put before is committed (then, or
-        with the next claims taken; see the module's docstring).
+        """Let go of the claim on ``key`` once everything put before is stored (with the next
+        claims taken, or soon after; see the module's docstring).
 
-        The future resolves when everything put before is committed, and raises the commit's
-        CacheError if the answers could not be written.
+        The future resolves when everything put before is journaled, and raises the
+        CacheError of the journal or the cache if either could not be written.
         """
         done: asyncio.Future[None] = self._loop.create_future()
-        self._next.releases.append((key, done))
-        self._schedule()
+        if self._turn:  # with this turn's answers: let go only after they are stored
+            self._waiting.append((key, done))
+        else:
+            self._next.releases.append(key)
+            if self._error is not None:
+                _fail(done, self._error)
+            else:
+                done.set_result(None)
         return done
 
     async def claim(self, key: str) -> tuple[bool, bool]:
@@ -146,29 +138,31 @@ class Writer:
         return (await self.claim_many([key]))[0]
 
     async def claim_many(self, keys: Sequence[str]) -> Claimed:
-        """Claim ``keys`` (see :meth:`Claims.claim`) with the next commit.
+        """Claim ``keys`` (see :meth:`Claims.claim`) in the thread's next turn.
 
         Returns, for each, whether the claim was taken, and whether the cache holds an entry
         under the key by then (a holder may have stored the answer just before it let go).
         """
         taken: asyncio.Future[Claimed] = self._loop.create_future()
         self._next.claims.append((list(keys), taken))
-        if self._gathering is not None:
-            self._hurry()  # the producer waits for its claims: the group goes now
         self._schedule()
         return await taken
 
     def close(self) -> None:
-        """Commit everything handed over so far and stop the thread (the run has ended).
+        """Journal and store everything handed over so far and stop the thread (the run has
+        ended); :attr:`error` says whether all of it reached the cache.
 
-        Waits for a commit under way; what was handed over after it is committed here.
+        Waits for a group under way; what was handed over after it is stored here. The
+        journal is deleted once its answers are all in the cache, else kept for the next run.
         """
         self._closed = True
-        self._hurry()
+        self._flush()
+        if self._timer is not None:
+            self._timer.cancel()
         if self._thread is not None:
             self._jobs.put(None)
             self._thread.join()
-        if self._busy is not None:  # committed, but its waiters not told yet
+        if self._busy is not None:  # written, but its waiters not told yet
             self._done(self._busy)
         group, self._next = self._next, _Group()
         if group:
@@ -177,44 +171,66 @@ class Writer:
         if self._letting_go:
             keys, self._letting_go = self._letting_go, []
             self.claims.release_many(keys)
+        if self._journal is not None:
+            self._journal.close(folded=self._error is None)
+            self._journal = None
+
+    def _flush(self) -> None:
+        """Journal this turn's answers, then tell the workers waiting for them (the loop's)."""
+        self._flushing = False
+        records, self._turn = self._turn, []
+        waiting, self._waiting = self._waiting, []
+        if records and self._error is None:
+            try:
+                with cache_errors(self.cache.directory, "cannot write to the cache", RESUME):
+                    if self._journal is None:
+                        self._journal = Journal(self.cache.directory)
+                    segment = self._journal.append(records)
+            except Exception as exc:  # noqa: BLE001 - handed to every waiter
+                self._error = exc
+            else:
+                group = self._next
+                if not group.puts:
+                    self._timer = self._loop.call_later(_FOLD_AFTER, self._due)
+                group.puts += records
+                group.segment = segment
+                if len(group.puts) >= _FOLD_ROWS:
+                    self._schedule()
+        # Let go with the group their answers are in (or, when those failed, anyway: nobody
+        # should wait for an answer not coming).
+        self._next.releases += [key for key, _ in waiting]
+        for _, done in waiting:
+            if self._error is None:
+                done.set_result(None)
+            else:
+                _fail(done, self._error)
+
+    def _due(self) -> None:
+        self._timer, self._ripe = None, True
+        self._schedule()
 
     def _schedule(self) -> None:
-        # call_soon runs after every callback already due in this turn: the workers woken by
-        # the answers that arrived together all hand over their writes before the commit.
         if not self._scheduled and self._busy is None and not self._closed:
             self._scheduled = True
             self._loop.call_soon(self._start)
 
-    def _hurry(self) -> None:
-        """Hand the next group over without waiting out its gathering time."""
-        if self._gathering is not None:
-            self._gathering.cancel()
-            self._gathering = None
-            self._scheduled = False
-
-    def _worth_waiting(self, puts: list[tuple[CachedResponse, bool]]) -> bool:
-        """Whether answers waiting to be written are fewer than the requests still out, and
-        answers come fast enough for more to join within the gathering time."""
-        return (
-            bool(puts)
-            and self._counters is not None
-            and self._gap < _GATHER_GAP
-            and len(puts) < self._counters.in_flight
-        )
-
     def _start(self) -> None:
+        """Hand the thread its next turn: the journaled answers when a fold is due, and the
+        claims asked for."""
         self._scheduled = False
-        self._gathering = None
-        if self._busy is not None or self._closed or not self._next:
+        if self._busy is not None or self._closed:
             return
         group = self._next
-        if not group.claims and self._worth_waiting(group.puts):
-            due = self._first + _GATHER
-            if self._loop.time() < due:  # young, and more answers coming than waiting
-                self._scheduled = True
-                self._gathering = self._loop.call_at(due, self._start)
-                return
-        self._next = _Group()
+        if group.puts and (self._ripe or len(group.puts) >= _FOLD_ROWS):
+            self._next, self._ripe = _Group(), False
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        elif group.claims:
+            claims, group.claims = group.claims, []
+            group = _Group(claims=claims)
+        else:
+            return
         self._busy = group
         if self._thread is None:
             self._thread = threading.Thread(target=self._serve, name="geval-writer", daemon=True)
@@ -222,7 +238,7 @@ class Writer:
         self._jobs.put(group)
 
     def _serve(self) -> None:
-        """The writer's thread: commit each group, then tell the loop."""
+        """The writer's thread: write each group, then tell the loop."""
         while (group := self._jobs.get()) is not None:
             self._commit(group)
             # A closed loop raises RuntimeError: close() tells the waiters then.
@@ -235,20 +251,22 @@ class Writer:
         self._busy = None
         self._settle(group)
         if self._next:
-            self._schedule()
+            self._schedule()  # what came meanwhile, if it is due (_start decides)
 
     def _commit(self, group: _Group) -> None:
         """Write one group (in the writer's thread: sqlite only, nothing of asyncio)."""
-        # A failed commit fails every later waiter too: nothing after it is known to be stored.
+        # A failed write fails every later waiter too: nothing after it is known to be stored.
         error = self._error
         if group.puts and error is None:
             try:
-                self.cache.put_many(group.puts)
-            except Exception as exc:  # noqa: BLE001 - handed to every waiter of this group
+                self.cache.put_records(group.puts)
+                if self._journal is not None:  # what is before the group's segment is in
+                    self._journal.forget(group.segment)
+            except Exception as exc:  # noqa: BLE001 - handed to every later waiter
                 error = self._error = exc
         # One claims transaction: let go (even when the write failed: nobody should wait on
         # an answer not coming), then take; when there is nothing to take, only now and then.
-        self._letting_go += [key for key, _ in group.releases]
+        self._letting_go += group.releases
         wanted = [key for keys, _ in group.claims for key in keys]
         try:
             taken: list[bool] = []
@@ -257,6 +275,10 @@ class Writer:
                 self._let_go_at = time.monotonic()
                 taken = self.claims.settle(release, wanted)
             held = [key for key, took in zip(wanted, taken, strict=True) if took]
+            if self.claims.took_over:  # a dead run's claims: its journal's answers first
+                self.claims.took_over = False
+                with cache_errors(self.cache.directory, "cannot write to the cache", RESUME):
+                    fold_orphans(self.cache.directory, self.cache.put_records)
             stored = self.cache.stored(held) if held else set()
         except Exception as exc:  # noqa: BLE001
             group.error = error or exc
@@ -272,22 +294,20 @@ class Writer:
         )
 
     def _settle(self, group: _Group) -> None:
-        """Hand the group's outcome to its waiters (on the loop).
+        """Hand the group's claims to their waiters (on the loop).
 
         The claims of a waiter cancelled meanwhile are let go here, on the loop's thread.
-        That never meets a commit of the writer's thread: a group is settled by
-        :meth:`_done`, which the thread asks for once it has finished committing that group,
-        and the next group is handed to it only after (``_busy`` holds until then); or by
-        :meth:`close`, after the thread has ended. The claims' table is also used under a
-        lock (:mod:`.claim_table`), so a worker's ``renew`` meanwhile waits its turn.
+        That never meets a write of the writer's thread: a group is settled by :meth:`_done`,
+        which the thread asks for once it has finished writing that group, and the next group
+        is handed to it only after (``_busy`` holds until then); or by :meth:`close`, after
+        the thread has ended. The claims' table is also used under a lock
+        (:mod:`.claim_table`), so a worker's ``renew`` meanwhile waits its turn.
         ``tests/test_claims.py`` checks that those claims are let go.
         """
         group.settled = True
-        for _, done in group.releases:
-            _settle(done, group.error, None)
         for index, (keys, future) in enumerate(group.claims):
             if index >= len(group.claimed):
-                _settle(future, group.error or RuntimeError("claims not written"), None)
+                _fail(future, group.error or RuntimeError("claims not written"))
             elif future.done():
                 # Its worker is gone (cancelled): do not keep the claims.
                 held = [k for k, (t, _) in zip(keys, group.claimed[index], strict=True) if t]
@@ -297,11 +317,8 @@ class Writer:
                 future.set_result(group.claimed[index])
 
 
-def _settle(future: asyncio.Future[Any], error: BaseException | None, result: Any) -> None:
+def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
     if future.done():
-        return
-    if error is None:
-        future.set_result(result)
         return
     future.set_exception(error)
     # Whoever awaits it still gets the error; a waiter that was cancelled meanwhile does not

@@ -105,9 +105,11 @@ class JudgeAnswer:
     parsed: dict[str, Any]
     headers: Mapping[str, str]
     latency_ms: float
-    # How many choices hold text (a str content, not blank): read in the one pass over them
-    # that checks the answer, so that counting the usable ones needs no second pass.
+    # How many choices hold text (a str content, not blank), and whether a message shows
+    # reasoning (a non-empty ``reasoning_content`` or ``reasoning``): read in the one pass
+    # over them that checks the answer, so that neither needs a second pass.
     texts: int = 0
+    reasoned: bool = False
 
     @property
     def choices(self) -> list[dict[str, Any]]:
@@ -256,6 +258,7 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
         raise Transient("the response has no choices", body=raw, fact=_malformed(status))
     filtered = True
     texts = 0
+    reasoned = False
     for choice in choices:
         message = choice.get("message") if type(choice) is dict else None
         if type(message) is not dict:
@@ -264,6 +267,10 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
         content = message.get("content")
         if type(content) is str and content and not content.isspace():
             texts += 1
+        if ("reasoning_content" in message or "reasoning" in message) and (
+            message.get("reasoning_content") or message.get("reasoning")
+        ):
+            reasoned = True
     if filtered:
         raise Rejected(
             "the answer was withheld by the content filter",
@@ -271,7 +278,7 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
             headers=headers,
             fact=FailureFact(status=status, code="content_filter"),
         )
-    return JudgeAnswer(status, raw, parsed, headers, latency_ms, texts)
+    return JudgeAnswer(status, raw, parsed, headers, latency_ms, texts, reasoned)
 
 
 def _malformed(status: int) -> FailureFact:

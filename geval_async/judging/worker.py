@@ -262,7 +262,7 @@ class Run:
             self.history.answered = True
             limits.observe(answer.headers)
             parsed = answer.parsed
-            self.endpoint.observe(body, parsed)
+            self.endpoint.observe(body, answer)
             if budget is not None:
                 usage = parsed.get("usage")
                 budget.settle(usage if isinstance(usage, dict) else None)

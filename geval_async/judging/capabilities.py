@@ -47,8 +47,11 @@ class Capabilities:
     logprobs: bool | None = None  # None: not asked yet
     reasoning: bool | None = None
 
-    def wire(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """``body`` as this endpoint wants it sent."""
+    def wire(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as this endpoint wants it sent: ``body`` itself when it is already (the
+        usual endpoint), else a copy spelt anew."""
+        if self.token_parameter == "max_tokens" and not self.one_choice:
+            return body
         sent = dict(body)
         if self.token_parameter != "max_tokens" and "max_tokens" in sent:
             sent[self.token_parameter] = sent.pop("max_tokens")

@@ -35,7 +35,7 @@ from .capabilities import load_capabilities
 from .claims import Claims
 from .entries import answer_entry, refusal_entry
 from .failures import Action, Decision, History, decide
-from .feed import Feed, ItemWork
+from .feed import Feed
 from .limits import RateLimits
 from .origin import ServerEntries
 from .progress import CriterionCounts, RunCounters
@@ -142,7 +142,8 @@ class Run:
     # --- workers -------------------------------------------------------------------------
 
     async def work(self) -> None:
-        queue, criteria = self.feed.queue, self.counters.criteria
+        """Judge the feed's items until it has none left."""
+        queue, criteria, config = self.feed.queue, self.counters.criteria, self.config
         while True:
             work = await queue.get() if queue.empty() else queue.get_nowait()  # no coroutine
             if work is None:
@@ -151,29 +152,28 @@ class Run:
                 if work.claimed is not None:
                     self.writer.release(work.requests[0].key)
                 continue  # drain without sending: the item stays missing
-            outcome = await self.judge_item(work)
+            # The item's requests in turn, here rather than in a coroutine of their own: one
+            # made and awaited an item, and one more frame each time the request's task resumes.
+            outcome = _OK
+            pending = work.requests
+            claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
+            while pending:
+                request, pending = pending[0], pending[1:]
+                outcome, received = await self.fetch_claimed(request, claim)
+                claim = None  # a later chunk is claimed by the worker
+                if outcome is not _OK:
+                    break
+                if received < request.n:
+                    # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp,
+                    # which ignores n): the rest is the chunk that starts where this one ended,
+                    # which an earlier run may have stored already (fetch_claimed then reads it).
+                    pending = [chunk_request(request, request.draw + received, config)]
             if outcome is _OK:
                 criteria[work.item.criterion.name].answered += 1
             elif outcome is _REJECTED:
                 criteria[work.item.criterion.name].rejected += 1
             elif outcome is _FAILED:
                 criteria[work.item.criterion.name].failed += 1
-
-    async def judge_item(self, work: ItemWork) -> ItemOutcome:
-        pending = list(work.requests)
-        claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
-        while pending:
-            request = pending.pop(0)
-            outcome, received = await self.fetch_claimed(request, claim)
-            claim = None  # a later chunk is claimed by the worker
-            if outcome is not _OK:
-                return outcome
-            if received < request.n:
-                # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp, which
-                # ignores n): the rest is the chunk that starts where this one ended, which an
-                # earlier run may have stored already (fetch_claimed then reads it).
-                pending = [chunk_request(request, request.draw + received, self.config)]
-        return _OK
 
     async def fetch_claimed(
         self, request: JudgeRequest, claim: tuple[float | None, bool] | None

@@ -49,7 +49,7 @@ def answer_entry(request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> C
             "http_status": answer.status,
             "body": answer.body.decode("utf-8", "replace"),
             "time": time.time(),
-            "latency_ms": round(answer.latency_ms, 3),
+            "latency_ms": answer.latency_ms,  # to the microsecond (transport.py)
             "attempts": attempts,
             "n": request.n,
             "draw": request.draw,

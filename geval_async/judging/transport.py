@@ -104,7 +104,7 @@ class JudgeAnswer:
     body: bytes
     parsed: dict[str, Any]
     headers: Mapping[str, str]
-    latency_ms: float
+    latency_ms: float  # the attempt's time to the microsecond, as stored
     # How many choices hold text (a str content, not blank), and whether a message shows
     # reasoning (a non-empty ``reasoning_content`` or ``reasoning``): read in the one pass
     # over them that checks the answer, so that neither needs a second pass.
@@ -176,7 +176,7 @@ class Transport:
         assert task is not None
         cancelling = task.cancelling()
         deadlines = self._deadlines
-        started = time.perf_counter()
+        started = time.perf_counter_ns()
         deadlines.start(task)
         try:
             try:
@@ -213,7 +213,9 @@ class Transport:
         except (aiohttp.ClientError, OSError) as exc:
             fact = FailureFact(connection=connection_kind(exc))
             raise Transient(f"{fact.connection} ({type(exc).__name__}: {exc})", fact=fact) from exc
-        latency_ms = (time.perf_counter() - started) * 1000.0
+        # To the microsecond as stored, from integer nanoseconds: round(ms, 3) of a float
+        # formats and parses a decimal string (3,300 instructions, a third of an entry's).
+        latency_ms = (time.perf_counter_ns() - started + 500) // 1000 / 1000
         if raw is None:
             limit = self._max_answer_bytes
             if status != 200:  # an error body only gives its first words to the message

@@ -262,10 +262,16 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
     texts = 0
     reasoned = False
     for choice in choices:
-        message = choice.get("message") if type(choice) is dict else None
+        # Indexed, not .get(): a method call each is dearer, and a choice that is no object
+        # (or has no message) fails the same way.
+        try:
+            message = choice["message"]
+        except (KeyError, TypeError):
+            message = None
         if type(message) is not dict:
             raise Transient("a response choice has no message", body=raw, fact=_malformed(status))
-        filtered = filtered and choice.get("finish_reason") == "content_filter"
+        if filtered:  # until a choice that was not withheld
+            filtered = choice.get("finish_reason") == "content_filter"
         content = message.get("content")
         if type(content) is str and content and not content.isspace():
             texts += 1

@@ -119,6 +119,7 @@ class Run:
         # Each request's body made as request.body makes it, its template made ready once.
         self.bodies = Bodies(self.config)
         self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
+        self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?
         self.feed = Feed(
             study,
             self.entries,
@@ -152,10 +153,9 @@ class Run:
                 if work.claimed is not None:
                     self.writer.release(work.requests[0].key)
                 continue  # drain without sending: the item stays missing
-            # The item's requests in turn, here rather than in a coroutine of their own: one
-            # made and awaited an item, and one more frame each time the request's task resumes.
-            outcome = _OK
-            pending = work.requests
+            # The item's requests in turn, here rather than in a coroutine of their own (one
+            # made an item, and a frame more each time the task resumes).
+            outcome, pending = _OK, work.requests
             claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
             while pending:
                 request, pending = pending[0], pending[1:]
@@ -166,7 +166,7 @@ class Run:
                 if received < request.n:
                     # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp,
                     # which ignores n): the rest is the chunk that starts where this one ended,
-                    # which an earlier run may have stored already (fetch_claimed then reads it).
+                    # an earlier run may have stored it (fetch_claimed then reads it).
                     pending = [chunk_request(request, request.draw + received, config)]
             if outcome is _OK:
                 criteria[work.item.criterion.name].answered += 1
@@ -362,12 +362,14 @@ class Run:
         counters, usage = self.counters, entry.usage
         tokens = usage.get("total_tokens") if usage else None
         counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
-        if entry.simulated:
-            counters.simulated = True
+        counters.simulated = counters.simulated or entry.simulated
         parsed = answer.parsed
         served = parsed.get("model")
-        if isinstance(served, str) and not same_model(served, entry.model):
-            counters.served[served[:100]] += 1
+        if isinstance(served, str):  # a run's answers name a model or two: the last one's kept
+            if served != self._served[0]:
+                self._served = (served, same_model(served, entry.model))
+            if not self._served[1]:
+                counters.served[served[:100]] += 1
         choices = parsed["choices"]
         if answer.texts == len(choices) and not self.logprobs:
             usable = answer.texts  # the usual answer: every choice holds text (transport.py)

@@ -169,11 +169,11 @@ class Run:
                     # an earlier run may have stored it (fetch_claimed then reads it).
                     pending = [chunk_request(request, request.draw + received, config)]
             if outcome is _OK:
-                criteria[work.item.criterion.name].answered += 1
+                criteria[work.item.criterion.config.name].answered += 1
             elif outcome is _REJECTED:
-                criteria[work.item.criterion.name].rejected += 1
+                criteria[work.item.criterion.config.name].rejected += 1
             elif outcome is _FAILED:
-                criteria[work.item.criterion.name].failed += 1
+                criteria[work.item.criterion.config.name].failed += 1
 
     async def fetch_claimed(
         self, request: JudgeRequest, claim: tuple[float | None, bool] | None

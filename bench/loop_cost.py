@@ -15,13 +15,21 @@ Each round is a fresh process that prepares the study and opens an empty cache (
 clock), then times the feed and workers (``time.process_time``) until every request has been
 answered once; the figure is CPU microseconds a request, best and median of the rounds.
 
+``--callgrind`` runs each round's child under valgrind's callgrind, instrumented only while the
+feed and workers run (``callgrind_control -i on`` / ``off`` from the child, half a second's pause
+after each so that the switch has taken), and adds ``instructions_per_req``: the instructions
+executed, whatever else the machine runs (on two shared cores the CPU time of the same tree
+spreads 1.5x; the count of the same tree repeats within 0.01 %). It includes the switch-off's own
+``subprocess.run`` (the same fixed count for every tree) and is 50x slower: 4,000 requests take
+about 20 s a round, and one round a tree says as much as many.
+
 ``--baseline NAME=FOLDER`` runs the same harness against the ``geval_async`` package found in
 FOLDER (e.g. ``git archive REV geval_async | tar -x -C FOLDER``) on the child's ``PYTHONPATH``,
 the trees taking turns, who goes first alternating by round, so that before/after comes from one
 command:
 
     .venv/bin/python bench/loop_cost.py [--requests 8000] [--rounds 7] [--workers 16,64]
-        [--baseline base=/tmp/base9] [--save-as loop_cost]
+        [--baseline base=/tmp/base9] [--callgrind] [--save-as loop_cost]
 
 The harness touches ``Run(study, entries, stop=, retry_failed=, backoff=)``, ``run.feed``
 (``first_work``, ``produce``, ``writer``), ``run.work``, ``run.transport`` / ``run.claims`` /
@@ -35,7 +43,9 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -47,6 +57,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, ROOT, baseline_trees, run_child, save, table, workdir, write_study
 
 THIS_TREE = "this"
+CALLGRIND = "GEVAL_BENCH_CALLGRIND"  # set in a child run under callgrind
+
+
+def _instrument(state: str) -> None:
+    """Switch callgrind's instrumentation of this process ``on`` or ``off`` (when under it)."""
+    if os.environ.get(CALLGRIND):
+        subprocess.run(
+            ["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True
+        )
+        time.sleep(0.5)  # the switch takes when valgrind next looks for commands
 
 
 # --- the child: one round in one tree ---------------------------------------------------------
@@ -127,6 +147,7 @@ def _measure(config_path: str, cache: str, workers: int, stores: bool) -> dict[s
                 else:
                     run.writer = run.feed.writer = InstantWriter()  # type: ignore[assignment]
                     run.transport, run.claims = InstantTransport(), claims  # type: ignore[assignment]
+                _instrument("on")
                 ready, loop_ready = time.process_time(), time.thread_time()
                 async with asyncio.TaskGroup() as group:
                     group.create_task(run.feed.produce(chunks or ()))
@@ -134,6 +155,7 @@ def _measure(config_path: str, cache: str, workers: int, stores: bool) -> dict[s
                         group.create_task(run.work())
                 run.writer.close()
                 done, loop_done = time.process_time(), time.thread_time()
+                _instrument("off")
             total = run.counters.total()
             return {
                 "setup_s": ready - started,
@@ -149,13 +171,26 @@ def _measure(config_path: str, cache: str, workers: int, stores: bool) -> dict[s
 # --- the parent: rounds, trees alternating ----------------------------------------------------
 
 
-def _round(tree: str, config: Path, cache: Path, workers: int, stores: bool) -> dict[str, Any]:
+def _round(
+    tree: str, config: Path, cache: Path, workers: int, stores: bool, callgrind: bool
+) -> dict[str, Any]:
     spec = {"config": str(config), "cache": str(cache), "workers": workers, "stores": stores}
     command = [PYTHON, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
-    child = run_child(command, env={"PYTHONPATH": tree, "PYTHONDONTWRITEBYTECODE": "1"})
+    env = {"PYTHONPATH": tree, "PYTHONDONTWRITEBYTECODE": "1"}
+    if callgrind:
+        valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+        command = [*valgrind, "--callgrind-out-file=/dev/null", *command]
+        env.update({CALLGRIND: "1", "PYTHONHASHSEED": "0"})
+    child = run_child(command, env=env)
     if child.returncode != 0:
         sys.exit(f"loop_cost: the round against {tree} failed:\n{child.stderr[-2000:]}")
-    return json.loads(child.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    result: dict[str, Any] = json.loads(child.stdout.strip().splitlines()[-1])
+    if callgrind:
+        collected = re.search(r"Collected : (\d+)", child.stderr)
+        if collected is None:
+            sys.exit(f"loop_cost: no instruction count from callgrind:\n{child.stderr[-2000:]}")
+        result["instructions"] = int(collected.group(1))
+    return result
 
 
 def main() -> None:
@@ -176,6 +211,11 @@ def main() -> None:
         action="store_true",
         help="with each tree's own writer (journal, cache, claims and the writer's thread; the "
         "process's CPU, all threads): what storing adds to the loop's own code",
+    )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="each round under valgrind's callgrind: instructions a request of the timed work",
     )
     parser.add_argument("--save-as", help="the results file under bench/results/ (none if unset)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -200,7 +240,9 @@ def main() -> None:
                 names = list(trees) if round_ % 2 == 0 else list(trees)[::-1]
                 for name in names:
                     cache = folder / f"cache-{name}-{workers}-{round_}"
-                    result = _round(trees[name], study.config, cache, workers, args.stores)
+                    result = _round(
+                        trees[name], study.config, cache, workers, args.stores, args.callgrind
+                    )
                     if result["answers"] != requests or result["failed"]:
                         sys.exit(f"loop_cost: {name} answered {result} of {requests} requests")
                     rows.append(
@@ -214,6 +256,8 @@ def main() -> None:
                             "load_1m": round(os.getloadavg()[0], 2),
                         }
                     )
+                    if args.callgrind:
+                        rows[-1]["instructions_per_req"] = result["instructions"] // requests
                     print(table([rows[-1]], list(rows[-1])), flush=True)
 
     summary = []
@@ -235,6 +279,13 @@ def main() -> None:
                     "rounds": " ".join(f"{c:.1f}" for c in cpu),
                 }
             )
+            if args.callgrind:
+                counts = [
+                    r["instructions_per_req"]
+                    for r in rows
+                    if (r["tree"], r["workers"]) == (name, workers)
+                ]
+                summary[-1]["median_instructions_per_req"] = statistics.median(counts)
     print()
     print(table(rows, list(rows[0])))
     print()

@@ -279,3 +279,19 @@ def test_identical_requests_are_sent_once(sim: SimServer, study: StudyFiles) -> 
     assert sim.stats.received == 2, "one request per criterion, whatever the number of copies"
     total = _total_row(result.stdout)
     assert total["items"] == 12 and total["missing"] == 0 and total["failed"] == 0
+
+
+def test_each_answer_stores_its_latency_to_the_microsecond(study: StudyFiles) -> None:
+    from geval_async.judging.stored import CachedResponse
+    from geval_async.sim import SimSettings
+
+    with SimServer(SimSettings(latency_ms=30)) as server:
+        study.write_config(server.base_url)
+        result = run_study(study)
+        assert result.returncode == 0, result.stderr
+    entries = [CachedResponse.decode(raw) for raw in cache_snapshot(study.cache).values()]
+    assert len(entries) == 2 * study.n_records
+    for entry in entries:
+        # The simulated judge waits about 30 ms: the time the attempt took, in ms, to 3 places.
+        assert 5.0 < entry.latency_ms < 60_000.0
+        assert entry.latency_ms == round(entry.latency_ms, 3)

@@ -210,7 +210,7 @@ def test_an_answer_entry_is_the_one_the_dataclass_makes(study: StudyFiles) -> No
         b'{"model":"m","choices":[{"message":{"content":"4"}},{"message":{"content":"2"}}],'
         b'"usage":{"total_tokens":9}}'
     )
-    answer = _answer(200, raw, {"x-geval-simulated": "true"}, 12.34567)
+    answer = _answer(200, raw, {"x-geval-simulated": "true"}, 12.346)
     entry = answer_entry(request, answer, attempts=2)
     expected = CachedResponse(
         key=request.key,

@@ -150,6 +150,6 @@ def request_cost(budget: Budget, request: JudgeRequest, *, one_choice: bool = Fa
     """The most a request can cost: its prompt estimate plus max_tokens x n completion; with
     ``one_choice`` (the endpoint refuses n > 1: the request is sent asking for one answer),
     max_tokens x 1."""
-    completion = request.max_completion_tokens
-    sent = request.config.sampling.max_tokens if one_choice else completion
-    return budget.cost(request.est_tokens - completion, sent)
+    max_tokens = request.config.sampling.max_tokens
+    completion = max_tokens * request.n  # request.max_completion_tokens, without the property
+    return budget.cost(request.est_tokens - completion, max_tokens if one_choice else completion)

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -28,6 +28,9 @@ import orjson
 from ..errors import CacheError
 from .failures import Action
 from .refused_settings import TOKEN_PARAMETERS, reasoning_tokens
+
+if TYPE_CHECKING:
+    from .transport import JudgeAnswer
 
 __all__ = ["ENDPOINTS", "Capabilities", "load_capabilities", "save_capabilities"]
 
@@ -44,8 +47,11 @@ class Capabilities:
     logprobs: bool | None = None  # None: not asked yet
     reasoning: bool | None = None
 
-    def wire(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """``body`` as this endpoint wants it sent."""
+    def wire(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as this endpoint wants it sent: ``body`` itself when it is already (the
+        usual endpoint), else a copy spelt anew."""
+        if self.token_parameter == "max_tokens" and not self.one_choice:
+            return body
         sent = dict(body)
         if self.token_parameter != "max_tokens" and "max_tokens" in sent:
             sent[self.token_parameter] = sent.pop("max_tokens")
@@ -73,30 +79,19 @@ class Capabilities:
             return True
         return False
 
-    def observe(self, sent: Mapping[str, Any], parsed: Mapping[str, Any]) -> None:
+    def observe(self, sent: Mapping[str, Any], answer: JudgeAnswer) -> None:
         """Learn from a 200 answer to ``sent``."""
-        choices = parsed.get("choices") or []
+        choices = answer.parsed["choices"]  # a list of dicts, each with a message (transport.py)
         if len(choices) > self.max_n:
             self.max_n = len(choices)
         if sent.get("logprobs"):
             self.logprobs = any(isinstance(c.get("logprobs"), dict) for c in choices)
         if self.reasoning:
             return  # shown once is enough: nothing below could take it back
-        # A look into each choice's message for the reasoning keys, a lookup or two each:
-        # searching the raw body for them (and for the escapes that could spell them) was
-        # 4.4 us of the loop's CPU a 2 kB answer, this is about 1 (docs/benchmarks.md, 2).
-        shows = reasoning_tokens(parsed) > 0
-        if not shows:
-            for choice in choices:
-                message = choice.get("message")
-                if (
-                    type(message) is dict
-                    and ("reasoning_content" in message or "reasoning" in message)
-                    and (message.get("reasoning_content") or message.get("reasoning"))
-                ):
-                    shows = True
-                    break
-        if shows:
+        # The messages were looked into for the reasoning keys as the answer was checked
+        # (transport.py's one pass over its choices): searching the raw body for them was 4.4
+        # us of the loop's CPU a 2 kB answer, a pass of its own here about 1.
+        if answer.reasoned or reasoning_tokens(answer.parsed) > 0:
             self.reasoning = True
         elif self.reasoning is None:
             self.reasoning = False

@@ -49,17 +49,18 @@ def answer_entry(request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> C
             "http_status": answer.status,
             "body": answer.body.decode("utf-8", "replace"),
             "time": time.time(),
-            "latency_ms": round(answer.latency_ms, 3),
+            "latency_ms": answer.latency_ms,  # to the microsecond (transport.py)
             "attempts": attempts,
             "n": request.n,
             "draw": request.draw,
-            "model": request.model,
+            # request.model, criterion.name and answer.simulated, without their properties
+            "model": request.config.judge.model,
             "record_id": item.record.id,
-            "criterion": item.criterion.name,
+            "criterion": item.criterion.config.name,
             "received": len(answer.parsed["choices"]),
             "usage": usage if isinstance(usage, dict) else None,
             "error": None,
-            "simulated": answer.simulated,
+            "simulated": answer.headers.get("x-geval-simulated", "") == "true",
             "v": ENTRY_VERSION,
         },
     )

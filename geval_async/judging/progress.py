@@ -109,9 +109,10 @@ class RunCounters:
         second = int(time.monotonic())
         self.tokens += tokens
         recent = self._recent
-        if recent and recent[-1][0] == second:
-            recent[-1][1] += 1
-            recent[-1][2] += tokens
+        last = recent[-1] if recent else None
+        if last is not None and last[0] == second:
+            last[1] += 1
+            last[2] += tokens
         else:
             recent.append([second, 1, tokens])
             # A one-minute window gives rates a user can compare with their RPM/TPM limits.

@@ -35,7 +35,7 @@ from .capabilities import load_capabilities
 from .claims import Claims
 from .entries import answer_entry, refusal_entry
 from .failures import Action, Decision, History, decide
-from .feed import Feed, ItemWork
+from .feed import Feed
 from .limits import RateLimits
 from .origin import ServerEntries
 from .progress import CriterionCounts, RunCounters
@@ -119,6 +119,7 @@ class Run:
         # Each request's body made as request.body makes it, its template made ready once.
         self.bodies = Bodies(self.config)
         self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
+        self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?
         self.feed = Feed(
             study,
             self.entries,
@@ -142,7 +143,8 @@ class Run:
     # --- workers -------------------------------------------------------------------------
 
     async def work(self) -> None:
-        queue, criteria = self.feed.queue, self.counters.criteria
+        """Judge the feed's items until it has none left."""
+        queue, criteria, config = self.feed.queue, self.counters.criteria, self.config
         while True:
             work = await queue.get() if queue.empty() else queue.get_nowait()  # no coroutine
             if work is None:
@@ -151,29 +153,27 @@ class Run:
                 if work.claimed is not None:
                     self.writer.release(work.requests[0].key)
                 continue  # drain without sending: the item stays missing
-            outcome = await self.judge_item(work)
+            # The item's requests in turn, here rather than in a coroutine of their own (one
+            # made an item, and a frame more each time the task resumes).
+            outcome, pending = _OK, work.requests
+            claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
+            while pending:
+                request, pending = pending[0], pending[1:]
+                outcome, received = await self.fetch_claimed(request, claim)
+                claim = None  # a later chunk is claimed by the worker
+                if outcome is not _OK:
+                    break
+                if received < request.n:
+                    # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp,
+                    # which ignores n): the rest is the chunk that starts where this one ended,
+                    # an earlier run may have stored it (fetch_claimed then reads it).
+                    pending = [chunk_request(request, request.draw + received, config)]
             if outcome is _OK:
-                criteria[work.item.criterion.name].answered += 1
+                criteria[work.item.criterion.config.name].answered += 1
             elif outcome is _REJECTED:
-                criteria[work.item.criterion.name].rejected += 1
+                criteria[work.item.criterion.config.name].rejected += 1
             elif outcome is _FAILED:
-                criteria[work.item.criterion.name].failed += 1
-
-    async def judge_item(self, work: ItemWork) -> ItemOutcome:
-        pending = list(work.requests)
-        claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
-        while pending:
-            request = pending.pop(0)
-            outcome, received = await self.fetch_claimed(request, claim)
-            claim = None  # a later chunk is claimed by the worker
-            if outcome is not _OK:
-                return outcome
-            if received < request.n:
-                # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp, which
-                # ignores n): the rest is the chunk that starts where this one ended, which an
-                # earlier run may have stored already (fetch_claimed then reads it).
-                pending = [chunk_request(request, request.draw + received, self.config)]
-        return _OK
+                criteria[work.item.criterion.config.name].failed += 1
 
     async def fetch_claimed(
         self, request: JudgeRequest, claim: tuple[float | None, bool] | None
@@ -262,7 +262,7 @@ class Run:
             self.history.answered = True
             limits.observe(answer.headers)
             parsed = answer.parsed
-            self.endpoint.observe(body, parsed)
+            self.endpoint.observe(body, answer)
             if budget is not None:
                 usage = parsed.get("usage")
                 budget.settle(usage if isinstance(usage, dict) else None)
@@ -362,12 +362,14 @@ class Run:
         counters, usage = self.counters, entry.usage
         tokens = usage.get("total_tokens") if usage else None
         counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
-        if entry.simulated:
-            counters.simulated = True
+        counters.simulated = counters.simulated or entry.simulated
         parsed = answer.parsed
         served = parsed.get("model")
-        if isinstance(served, str) and not same_model(served, entry.model):
-            counters.served[served[:100]] += 1
+        if isinstance(served, str):  # a run's answers name a model or two: the last one's kept
+            if served != self._served[0]:
+                self._served = (served, same_model(served, entry.model))
+            if not self._served[1]:
+                counters.served[served[:100]] += 1
         choices = parsed["choices"]
         if answer.texts == len(choices) and not self.logprobs:
             usable = answer.texts  # the usual answer: every choice holds text (transport.py)

@@ -9,7 +9,7 @@ OpenAI's models, as OpenAI and Azure OpenAI charge for their Batch API.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # model prefix -> (input, output) USD per 1M tokens. The longest matching prefix wins.
 PRICES: dict[str, tuple[float, float]] = {
@@ -103,15 +103,25 @@ def billed_cost(
 ) -> float | None:
     """USD of one answer from the usage the server reported (prompt, of it cached, and
     completion tokens, reasoning included); None when the usage gives no token counts."""
+    tokens = _billed_tokens(usage)
+    if tokens is None:
+        return None
+    uncached, cached, completion = tokens
+    price_in, price_out = price
+    cached_in = price_in if cached_price is None else cached_price
+    return (uncached * price_in + cached * cached_in + completion * price_out) / 1e6
+
+
+def _billed_tokens(usage: Mapping[str, object]) -> tuple[int, int, int] | None:
+    """The prompt's uncached and cached tokens and the completion's (reasoning included) the
+    usage reports; None when it gives no token counts."""
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     if not isinstance(prompt, int) or not isinstance(completion, int):
         return None
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     cached = min(cached, prompt) if isinstance(cached, int) and cached > 0 else 0
-    price_in, price_out = price
-    cached_in = price_in if cached_price is None else cached_price
-    return ((prompt - cached) * price_in + cached * cached_in + completion * price_out) / 1e6
+    return prompt - cached, cached, completion
 
 
 def estimate_cost(
@@ -163,8 +173,10 @@ class Budget:
     refused: bool = False  # a request was held back because of the cap
     before: float = 0.0  # estimated spend of the study's earlier runs
     cached_price: float | None = None  # USD per 1M cached prompt tokens (None: input price)
-    billed: float = 0.0  # what the answers' usage says they cost
     unbilled: int = 0  # answers whose usage gave no token counts (kept at their estimate)
+    # What the answers' usage reported, in tokens (the prompt's uncached and cached parts,
+    # the completion): priced when read (:attr:`billed`), not summed in USD an answer.
+    billed_tokens: list[int] = field(default_factory=lambda: [0, 0, 0])
     # A panel's cap, shared with the other judges' budgets (None: this budget's own cap).
     shared: SharedCap | None = None
 
@@ -201,11 +213,24 @@ class Budget:
         never passes it whatever the answers turn out to cost; the spend a user is shown is
         this one.
         """
-        billed = None if usage is None else billed_cost(usage, self.price, self.cached_price)
-        if billed is None:
+        # As billed_cost reads the usage, its tokens added up instead of its USD rounded
+        # (round(x, 12) an answer was 0.5 us of the loop's CPU, docs/benchmarks.md section 2).
+        tokens = _billed_tokens(usage) if usage is not None else None
+        if tokens is None:
             self.unbilled += 1
         else:
-            self.billed = round(self.billed + billed, 12)
+            total = self.billed_tokens
+            total[0] += tokens[0]
+            total[1] += tokens[1]
+            total[2] += tokens[2]
+
+    @property
+    def billed(self) -> float:
+        """What the answers' usage says they cost (USD)."""
+        uncached, cached, completion = self.billed_tokens
+        price_in, price_out = self.price
+        cached_in = price_in if self.cached_price is None else self.cached_price
+        return round((uncached * price_in + cached * cached_in + completion * price_out) / 1e6, 12)
 
     @property
     def left(self) -> float:

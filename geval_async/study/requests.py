@@ -121,6 +121,7 @@ class PromptText:
 
     def __init__(self, criterion: PlannedCriterion, rubric: Rubric | None) -> None:
         self.criterion, self.rubric = criterion, rubric
+        self.role = criterion.config.role
         template = criterion.template
         if rubric is not None:
             template = template.fill({"rubric": rubric.text})  # as render_text does
@@ -147,21 +148,32 @@ class Bodies:
         self.config = config
         self._texts: dict[tuple[int, int], PromptText] = {}
         self._settings: dict[tuple[int, int], dict[str, Any]] = {}
+        # Both of a criterion, rubric, draw and n, found with one lookup.
+        self._made: dict[tuple[int, int, int, int], tuple[PromptText, dict[str, Any]]] = {}
 
     def body(self, request: JudgeRequest) -> dict[str, Any]:
         """``request.body``, made faster."""
         item = request.item
         criterion, rubric = item.criterion, item.rubric
+        made = self._made.get((id(criterion), id(rubric), request.draw, request.n))
+        if made is None or made[0].criterion is not criterion or made[0].rubric is not rubric:
+            made = self._make(criterion, rubric, request.draw, request.n)
+        text, settings = made
+        body = settings.copy()  # "messages" keeps its place, second, as request_body puts it
+        body["messages"] = [{"role": text.role, "content": text.text(item.record)}]
+        return body
+
+    def _make(
+        self, criterion: PlannedCriterion, rubric: Rubric | None, draw: int, n: int
+    ) -> tuple[PromptText, dict[str, Any]]:
         text = self._texts.get((id(criterion), id(rubric)))
         if text is None or text.criterion is not criterion or text.rubric is not rubric:
             text = self._texts[id(criterion), id(rubric)] = PromptText(criterion, rubric)
-        draw, n = request.draw, request.n
         settings = self._settings.get((draw, n))
         if settings is None:
             settings = self._settings[draw, n] = request_body(self.config, [], draw, n)
-        body = settings.copy()  # "messages" keeps its place, second, as request_body puts it
-        body["messages"] = [{"role": criterion.config.role, "content": text.text(item.record)}]
-        return body
+        made = self._made[id(criterion), id(rubric), draw, n] = (text, settings)
+        return made
 
 
 def make_request(item: JudgeItem, config: EvalConfig, draw: int, n: int) -> JudgeRequest:

@@ -4,7 +4,7 @@ The write half of the client's hot path (benchmark 2), on its own: real cache fo
 with a 2.5 kB body like the stub's answers, CPU and wall microseconds per entry for each group
 size (the writer commits whatever answers arrived together as one group).
 
-    .venv/bin/python bench/writes.py [--quick] [--entries 8000]
+    .venv/bin/python bench/writes.py [--quick] [--entries 8000] [--groups 1,6,25]
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=8_000)
     parser.add_argument("--quick", action="store_true", help="1,000 entries")
+    parser.add_argument("--groups", default="1,6,25", help="group sizes, e.g. 6,25,256")
     args = parser.parse_args()
     if args.quick:
         args.entries = 1_000
@@ -61,7 +62,12 @@ def main() -> None:
     rows = [
         {"group": row["group"], "entries": row["entries"], "body_bytes": len(BODY), **row}
         for row in cost_by_group(
-            (1, 6, 25), len(entries), "entry", JudgeCache, put_all, plural="entries"
+            [int(g) for g in args.groups.split(",")],
+            len(entries),
+            "entry",
+            JudgeCache,
+            put_all,
+            plural="entries",
         )
     ]
     print(table(rows, list(rows[0])))

@@ -26,6 +26,7 @@ follows it was never counted as stored. The journal is as durable as the cache's
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -95,7 +96,10 @@ class Journal:
         # Locked before it has its name: a folder reader never finds it unlocked.
         hidden = self.folder / f".{self._token}.lock"
         self._lock_fd = os.open(hidden, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        # A file system without flock (some network and FUSE mounts): the journal still
+        # keeps the answers; no other process can tell it is orphaned (see fold_orphans).
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         os.replace(hidden, self.folder / f"{self._token}.lock")
         self._guard = threading.Lock()  # the segments: the loop opens them, the thread deletes
         self._segments: list[int] = []
@@ -177,8 +181,8 @@ def fold_orphans(cache_directory: Path, store: Callable[[list[Record]], object])
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue  # a live run's
+            except OSError:
+                continue  # a live run's (or, without flock, nobody can tell: left as it is)
             folded += _fold(folder, lock.name.removesuffix(".lock"), store)
             lock.unlink(missing_ok=True)
         finally:

@@ -12,8 +12,9 @@ commit sent nothing meanwhile. So the :class:`Writer` keeps two things apart:
   ``INSERT`` of up to 256 rows, :mod:`.answer_table`) once 256 have gathered or the oldest has
   waited 0.1 s, and then lets go of their claims (:mod:`.claims`): another process that waits
   for one of those answers finds it in the cache when it finds the claim gone. A commit costs
-  much the same for 6 rows as for 200 (44 against 25 CPU us a row, ``bench/writes.py``), and
-  each one's hand-backs of the GIL cost the loop's thread a wait.
+  something whatever its size: a row 44 CPU us in groups of 6, 25 in groups of 256
+  (``bench/writes.py --groups 6,256``; 58 and 44 on a busier machine), and each commit's
+  hand-backs of the GIL cost the loop's thread a wait.
 
 The claims the producer asks for (:meth:`Writer.claim_many`: it waits for them) go to the
 thread at once, alone when no fold is due. The claims of answers stored are let go with the

@@ -17,6 +17,8 @@ reads too, so that benchmark 2 places the server's first and last arrival inside
 * ``geval-nostore`` analysis only, not a product: ``geval`` with its two stores turned off
                  (answers not written, claims always granted, nothing released), to show
                  what the rest of the client costs.
+* ``geval-nofold`` analysis only: ``geval`` with its answers journaled and its claims taken
+                 and let go, but no answer written to the cache's table (since session 10).
 * ``bare``       the floor: a bare aiohttp loop POSTing the same pre-encoded bodies with the same
                  number of workers, reading each answer and nothing else.
 * ``sequential`` the original G-Eval loop, re-implemented: one request at a time with the
@@ -130,6 +132,15 @@ def geval_nostore(spec: Spec) -> dict[str, Any]:
     JudgeCache.stored = lambda self, keys: set()  # type: ignore[method-assign]
     Claims.settle = lambda self, release, claim: [True] * len(claim)  # type: ignore[method-assign]
     Claims.release_many = lambda self, keys: None  # type: ignore[method-assign]
+    return geval(spec)
+
+
+def geval_nofold(spec: Spec) -> dict[str, Any]:
+    """``geval`` with its answers journaled but never folded into the cache's table (claims
+    as usual): what the table's inserts cost the run, analysis only (the answers are lost)."""
+    from geval_async.judging.cache import JudgeCache
+
+    JudgeCache.put_records = lambda self, records: [True] * len(records)  # type: ignore[method-assign]
     return geval(spec)
 
 
@@ -365,6 +376,7 @@ CONTENDERS: dict[str, Callable[[Spec], dict[str, Any]]] = {
     "paced": paced,
     "geval": geval,
     "geval-nostore": geval_nostore,
+    "geval-nofold": geval_nofold,
     "bare": bare,
     "sequential": sequential,
     "gather": gather,

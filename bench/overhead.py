@@ -105,6 +105,8 @@ def main() -> None:
         args.requests, args.rounds = 2_000, 1
     criteria = ("coh", "con", "flu", "rel")
     contenders = args.contenders.split(",")
+    if "bare" not in contenders:
+        parser.error("--contenders: include bare, the loop every ratio is measured against")
     trees = {}  # contender -> (the folder of its geval_async, the client it runs)
     for label, tree in baseline_trees(parser, args.baseline).items():
         trees[f"geval-{label}"] = (tree, "geval")

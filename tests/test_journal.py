@@ -133,3 +133,18 @@ async def test_a_claim_taken_over_from_a_killed_run_finds_its_journaled_answer(
         writer.close()
         assert found == [(True, True)] * 3 + [(True, False)], "taken over, and found stored"
         assert cache.get("g2-0001") is not None
+
+
+def test_status_and_dry_run_say_what_a_killed_runs_journal_holds(
+    sim: SimServer, study: StudyFiles, tmp_path: Path
+) -> None:
+    study.write_config(sim.base_url)
+    JudgeCache(study.cache).close()
+    _killed_writer(study.cache, 5, tmp_path)
+    for command in (["status"], ["run", "--dry-run"]):
+        shown = run_process(*command[:1], str(study.config), *command[1:])
+        assert shown.returncode == 0, shown.stderr
+        assert "note: 5 answers of a run that was stopped before storing them" in shown.stdout
+    JudgeCache(study.cache).close()  # a writer's open stores them
+    after = run_process("status", str(study.config))
+    assert "answers of a run that was stopped" not in after.stdout

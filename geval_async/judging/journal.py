@@ -39,7 +39,7 @@ from pathlib import Path
 
 from .stored import intact
 
-__all__ = ["Journal", "Record", "fold_orphans"]
+__all__ = ["Journal", "Record", "fold_orphans", "orphaned_answers"]
 
 # (key, the entry's bytes as stored, whether it replaces what the key holds)
 Record = tuple[str, bytes, bool]
@@ -205,3 +205,27 @@ def _fold(folder: Path, token: str, store: Callable[[list[Record]], object]) -> 
     for _, path in segments:  # only once all of them are in the cache
         path.unlink(missing_ok=True)
     return folded
+
+
+def orphaned_answers(cache_directory: Path) -> int:
+    """How many answers journals of runs that are gone hold (not in the table until the
+    folder is next opened to write); read only: for ``status`` and ``run --dry-run``."""
+    folder = _folder(cache_directory)
+    count = 0
+    for lock in sorted(folder.glob("[!.]*.lock")):
+        try:
+            fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            try:  # shared, and let go at once: a folder's writer folds it meanwhile, or next
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a live run's
+            token = lock.name.removesuffix(".lock")
+            for path in folder.glob(f"{token}-*.journal"):
+                with contextlib.suppress(OSError):
+                    count += sum(1 for _ in decode(path.read_bytes()))
+        finally:
+            os.close(fd)
+    return count

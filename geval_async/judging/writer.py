@@ -23,7 +23,8 @@ next claims taken, or once half a second or 512 keys have gathered, and when the
 
 Between a journal write and its fold, the answers are in the journal only: this run does not
 read them back (its claims keep anyone from asking for them, itself included), and a run that
-died before folding them leaves them for the next writer of the folder (:mod:`.journal`).
+died before folding them leaves them for the next writer of the folder (:mod:`.journal`), or
+for a run that takes over its claims (:meth:`Writer._commit` folds that journal first).
 sqlite lets go of the GIL while it writes, and diskcache gives each thread its own connection.
 """
 

@@ -27,7 +27,6 @@ follows it was never counted as stored. The journal is as durable as the cache's
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import secrets
@@ -39,6 +38,11 @@ from pathlib import Path
 
 from .stored import intact
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: journals work unlocked, and orphans are left, not folded
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = ["Journal", "Record", "fold_orphans", "orphaned_answers"]
 
 # (key, the entry's bytes as stored, whether it replaces what the key holds)
@@ -48,6 +52,14 @@ _HEAD = struct.Struct("<HIIB")
 _SEGMENT_BYTES = 8 * 2**20
 _FOLD_ROWS = 512  # records stored together when a dead run's journal is folded
 _SEGMENT = re.compile(r"(?P<token>[0-9a-f-]+)-(?P<number>\d{6})\.journal")
+
+
+def _flock(fd: int, *, exclusive: bool, wait: bool) -> None:
+    """``flock`` the file; OSError when it is held elsewhere (and not ``wait``), or cannot be."""
+    if fcntl is None:
+        raise OSError("no flock here")
+    flags = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    fcntl.flock(fd, flags if wait else flags | fcntl.LOCK_NB)
 
 
 def _folder(cache_directory: Path) -> Path:
@@ -99,7 +111,7 @@ class Journal:
         # A file system without flock (some network and FUSE mounts): the journal still
         # keeps the answers; no other process can tell it is orphaned (see fold_orphans).
         with contextlib.suppress(OSError):
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            _flock(self._lock_fd, exclusive=True, wait=True)
         os.replace(hidden, self.folder / f"{self._token}.lock")
         self._guard = threading.Lock()  # the segments: the loop opens them, the thread deletes
         self._segments: list[int] = []
@@ -180,7 +192,7 @@ def fold_orphans(cache_directory: Path, store: Callable[[list[Record]], object])
             continue  # folded by another process just now
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _flock(fd, exclusive=True, wait=False)
             except OSError:
                 continue  # a live run's (or, without flock, nobody can tell: left as it is)
             folded += _fold(folder, lock.name.removesuffix(".lock"), store)
@@ -219,7 +231,7 @@ def orphaned_answers(cache_directory: Path) -> int:
             continue
         try:
             try:  # shared, and let go at once: a folder's writer folds it meanwhile, or next
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                _flock(fd, exclusive=False, wait=False)
             except OSError:
                 continue  # a live run's
             token = lock.name.removesuffix(".lock")

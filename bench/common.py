@@ -456,6 +456,14 @@ def _rss_mb(pid: int) -> float | None:
     return None
 
 
+def add_baseline(parser: Any, help: str) -> None:
+    """The ``--baseline [NAME=]FOLDER`` option (any number of them), read by
+    :func:`baseline_trees`."""
+    parser.add_argument(
+        "--baseline", metavar="[NAME=]FOLDER", action="append", default=[], help=help
+    )
+
+
 def baseline_trees(parser: Any, values: Sequence[str]) -> dict[str, str]:
     """The ``--baseline [NAME=]FOLDER`` options of a benchmark: NAME (default ``baseline``) ->
     the folder holding that tree's ``geval_async`` package, resolved; a NAME given twice or a

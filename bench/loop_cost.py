@@ -54,7 +54,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PYTHON, ROOT, baseline_trees, run_child, save, table, workdir, write_study
+from common import (
+    PYTHON,
+    ROOT,
+    add_baseline,
+    baseline_trees,
+    run_child,
+    save,
+    table,
+    workdir,
+    write_study,
+)
 
 THIS_TREE = "this"
 CALLGRIND = "GEVAL_BENCH_CALLGRIND"  # set in a child run under callgrind
@@ -198,12 +208,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=8_000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--workers", default="16", help="workers (in flight), e.g. 16,64")
-    parser.add_argument(
-        "--baseline",
-        metavar="[NAME=]FOLDER",
-        action="append",
-        default=[],
-        help="the same harness against the geval_async package in FOLDER, rounds alternating; "
+    add_baseline(
+        parser,
+        "the same harness against the geval_async package in FOLDER, rounds alternating; "
         "may be given more than once, each with its own NAME (default: baseline)",
     )
     parser.add_argument(

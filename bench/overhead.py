@@ -58,6 +58,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (
+    add_baseline,
     baseline_trees,
     client,
     plan_bodies,
@@ -85,12 +86,9 @@ def main() -> None:
         help="bare, geval, and geval-nostore (analysis: geval with its stores turned off)",
     )
     parser.add_argument("--quick", action="store_true", help="2,000 requests, one round")
-    parser.add_argument(
-        "--baseline",
-        metavar="[NAME=]FOLDER",
-        action="append",
-        default=[],
-        help="adds the contender geval-baseline (geval-NAME): geval with the geval_async package "
+    add_baseline(
+        parser,
+        "adds the contender geval-baseline (geval-NAME): geval with the geval_async package "
         "found in FOLDER (e.g. `git archive REV geval_async | tar -x -C FOLDER`), a before/after "
         "comparison in one run, and geval-nostore-NAME when geval-nostore is a contender; may be "
         "given more than once, each with its own NAME",

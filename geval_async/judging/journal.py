@@ -177,67 +177,59 @@ def fold_orphans(cache_directory: Path, store: Callable[[list[Record]], object])
     A journal whose lock another process holds is that process's, and is left alone.
     Raises OSError (or what ``store`` raises): the journal is then kept, whole.
     """
-    folder = _folder(cache_directory)
-    try:
-        locks = sorted(folder.glob("*.lock"))
-    except OSError:
-        return 0
     folded = 0
-    for lock in locks:
-        if lock.name.startswith("."):
-            continue  # a journal being made (locked, then named)
-        try:
-            fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            continue  # folded by another process just now
-        try:
-            try:
-                _flock(fd, exclusive=True, wait=False)
-            except OSError:
-                continue  # a live run's (or, without flock, nobody can tell: left as it is)
-            folded += _fold(folder, lock.name.removesuffix(".lock"), store)
-            lock.unlink(missing_ok=True)
-        finally:
-            os.close(fd)
-    return folded
-
-
-def _fold(folder: Path, token: str, store: Callable[[list[Record]], object]) -> int:
-    segments = sorted(
-        (int(m["number"]), path)
-        for path in folder.glob(f"{token}-*.journal")
-        if (m := _SEGMENT.fullmatch(path.name)) and m["token"] == token
-    )
-    folded = 0
-    for _, path in segments:
-        records = list(decode(path.read_bytes()))
-        for start in range(0, len(records), _FOLD_ROWS):
-            store(records[start : start + _FOLD_ROWS])
-        folded += len(records)
-    for _, path in segments:  # only once all of them are in the cache
-        path.unlink(missing_ok=True)
+    for lock, segments in _orphans(_folder(cache_directory), exclusive=True):
+        for path in segments:
+            records = list(decode(path.read_bytes()))
+            for start in range(0, len(records), _FOLD_ROWS):
+                store(records[start : start + _FOLD_ROWS])
+            folded += len(records)
+        for path in segments:  # only once all of them are in the cache
+            path.unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
     return folded
 
 
 def orphaned_answers(cache_directory: Path) -> int:
     """How many answers journals of runs that are gone hold (not in the table until the
     folder is next opened to write); read only: for ``status`` and ``run --dry-run``."""
-    folder = _folder(cache_directory)
     count = 0
-    for lock in sorted(folder.glob("[!.]*.lock")):
+    # Locked shared, and let go at once: a writer of the folder folds it then, or next time.
+    # A journal this process may not read is not counted (the count is a note's).
+    with contextlib.suppress(OSError):
+        for _, segments in _orphans(_folder(cache_directory), exclusive=False):
+            for path in segments:
+                count += sum(1 for _ in decode(path.read_bytes()))
+    return count
+
+
+def _orphans(folder: Path, *, exclusive: bool) -> Iterator[tuple[Path, list[Path]]]:
+    """Each journal of a process that is gone: its lock file and its segments in order,
+    the lock held (``exclusive`` or shared) while the caller works on it.
+
+    A journal whose lock another process holds is that process's (or, without flock, nobody
+    can tell): skipped, as is a lock being made (hidden: locked, then named).
+    """
+    try:
+        locks = sorted(folder.glob("[!.]*.lock"))
+    except OSError:
+        return
+    for lock in locks:
         try:
             fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            continue
+        except FileNotFoundError:
+            continue  # folded by another process just now
         try:
-            try:  # shared, and let go at once: a folder's writer folds it meanwhile, or next
-                _flock(fd, exclusive=False, wait=False)
+            try:
+                _flock(fd, exclusive=exclusive, wait=False)
             except OSError:
-                continue  # a live run's
+                continue
             token = lock.name.removesuffix(".lock")
-            for path in folder.glob(f"{token}-*.journal"):
-                with contextlib.suppress(OSError):
-                    count += sum(1 for _ in decode(path.read_bytes()))
+            found = (
+                (int(m["number"]), path)
+                for path in folder.glob(f"{token}-*.journal")
+                if (m := _SEGMENT.fullmatch(path.name)) and m["token"] == token
+            )
+            yield lock, [path for _, path in sorted(found)]
         finally:
             os.close(fd)
-    return count

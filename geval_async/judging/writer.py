@@ -5,7 +5,7 @@ go of its claim) was most of the client's time, and a worker that waited for its
 commit sent nothing meanwhile. So the :class:`Writer` keeps two things apart:
 
 * **safe**: the answers that arrive in one turn of the loop are appended to the run's journal
-  (:mod:`.journal`) in one ``write``, at the end of that turn; a worker's :meth:`Writer.release`
+  (:mod:`.journal`) in one ``writev``, at the end of that turn; a worker's :meth:`Writer.release`
   resolves then, so its item counts as done and it sends its next request only once its answer
   is on disk. A SIGKILL loses at most the requests in flight, as before.
 * **stored**: a thread of the writer's own folds the journaled answers into the cache (one
@@ -86,7 +86,6 @@ class Writer:
         self._journal: Journal | None = None  # opened with the first answer
         self._turn: list[Record] = []  # this turn's answers, not journaled yet
         self._waiting: list[tuple[str, asyncio.Future[None]]] = []  # releases waiting for them
-        self._flushing = False
         self._next = _Group()  # journaled, not handed to the thread yet; claims asked for
         # Set off by the next group's first answer: when it has waited _FOLD_AFTER, ripe.
         self._timer: asyncio.TimerHandle | None = None
@@ -110,12 +109,11 @@ class Writer:
     def put(self, entry: CachedResponse, *, overwrite: bool) -> None:
         """Journal ``entry`` at the end of this turn (await :meth:`release` of its key to
         know), and store it with a later group."""
-        self._turn.append((entry.key, entry.encode(), overwrite))
-        if not self._flushing:
-            self._flushing = True
+        if not self._turn:  # the turn's first answer: its write is due at the turn's end
             # call_soon runs after every callback already due in this turn: the workers woken
             # by the answers that arrived together all hand theirs over before the write.
             self._loop.call_soon(self._flush)
+        self._turn.append((entry.key, entry.encode(), overwrite))
 
     def release(self, key: str) -> asyncio.Future[None]:
         """Let go of the claim on ``key`` once everything put before is stored (with the next
@@ -179,7 +177,6 @@ class Writer:
 
     def _flush(self) -> None:
         """Journal this turn's answers, then tell the workers waiting for them (the loop's)."""
-        self._flushing = False
         records, self._turn = self._turn, []
         waiting, self._waiting = self._waiting, []
         if records and self._error is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from ..study.config import EvalConfig
-from ..study.plan import JudgeItem, JudgeRequest, Study
+from ..study.plan import ChunkSizes, JudgeItem, JudgeRequest, Study
 from .left import Left, LeftChunk, collector_paused, left_chunks
 from .limits import RateLimits
 from .origin import ServerEntries
@@ -27,6 +27,11 @@ from .writer import Writer
 __all__ = ["Feed", "ItemWork"]
 
 _CLAIM_BATCH = 64
+# Items in the walk's first chunk, and in each chunk made once the run sends (the walk of a
+# rerun grows to 2,048): a chunk is made on the loop in one go, about 5 us an item, while
+# the workers' answers wait (study.plan.ChunkSizes).
+_FIRST_CHUNK = 64
+_SENDING_CHUNK = 256
 
 
 @dataclass
@@ -76,15 +81,17 @@ class Feed:
         missing; the chunks from that one on, or None when there is nothing to send (then the
         run opens no transport and no claims)."""
         # A live batch job's requests are left to the worker, which finds the batch's claim.
+        sizes = ChunkSizes(first=_FIRST_CHUNK)
         chunks = left_chunks(
-            self.study, self.entries, retry_failed=self.retry_failed, send_order=True
+            self.study, self.entries, retry_failed=self.retry_failed, send_order=True, chunk=sizes
         )
         with collector_paused():  # a synchronous walk, before anything is sent
             for chunk in chunks:
                 if self.stop.is_set() or chunk.open:
                     # From here on the run writes: heads read in one pass would go stale, so
-                    # the rest of the walk reads the cache a chunk at a time.
+                    # the rest of the walk reads the cache a chunk at a time, in small chunks.
                     self.entries.cache.forget_heads()
+                    sizes.most = _SENDING_CHUNK
                     return chain([chunk], chunks)
                 self._count(chunk)
         return None
@@ -112,6 +119,7 @@ class Feed:
                     break
                 await self._enqueue(ItemWork(item, requests))
         await self._enqueue(None)
+        self.writer.wind_down()  # what is left is in the queue or in flight
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
         # task group cancels the workers, and waiting here for room in a full queue nobody
         # drains any more would hang the run.

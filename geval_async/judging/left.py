@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..options import Left
-from ..study.plan import JudgeItem, JudgeRequest, PlanChunk, Study, plan_chunks
+from ..study.plan import ChunkSizes, JudgeItem, JudgeRequest, PlanChunk, Study, plan_chunks
 from .cache import EntryHead
 from .coverage import Coverage, ItemState, item_state
 from .origin import Heads, ServerEntries
@@ -133,12 +133,13 @@ def left_chunks(
     retry_failed: bool = False,
     in_batch: Container[str] = frozenset(),
     send_order: bool = False,
-    chunk: int = 2048,
+    chunk: int | ChunkSizes = 2048,
 ) -> Iterator[LeftChunk]:
-    """Every item of the plan, where it stands, about ``chunk`` items at a time (arguments
-    as :func:`what_is_left`). A cache not much larger than the plan is read in one pass at
-    the first chunk (:meth:`~.cache.JudgeCache.scan_heads`), a larger one a chunk of keys at
-    a time; an item whose first chunk came back short has its later chunks walked alone."""
+    """Every item of the plan, where it stands, about ``chunk`` items at a time (or as
+    :class:`~geval_async.study.plan.ChunkSizes` says; other arguments as
+    :func:`what_is_left`). A cache not much larger than the plan is read in one pass at the
+    first chunk (:meth:`~.cache.JudgeCache.scan_heads`), a larger one a chunk of keys at a
+    time; an item whose first chunk came back short has its later chunks walked alone."""
     study = require_steps(study, entries) if study.pending_steps else study
     config = study.config
     chains = Heads(entries)

@@ -51,6 +51,7 @@ from .shard import Share
 
 # The plan's requests are made in .requests; imported from here too, where they always were.
 __all__ = [
+    "ChunkSizes",
     "JudgeItem",
     "JudgeRequest",
     "PlanChunk",
@@ -190,9 +191,34 @@ class PlanChunk:
         return [names[place % len(names)] for place in self.where]
 
 
-def plan_chunks(study: Study, *, send: bool = False, chunk: int = 2048) -> Iterator[PlanChunk]:
+@dataclass
+class ChunkSizes:
+    """How many items each next chunk of a walk holds: ``first``, then twice the last, up to
+    ``most`` (read anew for every chunk, so that the walker may lower it as it goes).
+
+    A run's feed walks with a small first chunk and lowers ``most`` once it sends
+    (:mod:`geval_async.judging.feed`): a chunk is made on the event loop in one go (about
+    5 us an item, rendering and hashing), so a first chunk of 2,048 items kept the first
+    request back some 10 ms, and one made while requests are in flight keeps their answers
+    waiting as long, which leaves the server idle once its queue is done.
+    """
+
+    most: int = 2048
+    first: int | None = None
+
+    def take(self, last: int | None) -> int:
+        """The next chunk's size, after a chunk of ``last`` items (None: the first)."""
+        if last is None:
+            return min(self.first or self.most, self.most)
+        return min(2 * last, self.most)
+
+
+def plan_chunks(
+    study: Study, *, send: bool = False, chunk: int | ChunkSizes = 2048
+) -> Iterator[PlanChunk]:
     """Every item of the plan (in plan order, or in send order) with its first request's key,
-    about ``chunk`` items at a time; with a shard, of its items only."""
+    about ``chunk`` items at a time (or as many as :class:`ChunkSizes` says for each chunk);
+    with a shard, of its items only."""
     share = study.share
     for part in _chunks(study, send=send, chunk=chunk):
         if share is not None:
@@ -204,7 +230,7 @@ def plan_chunks(study: Study, *, send: bool = False, chunk: int = 2048) -> Itera
             yield part
 
 
-def _chunks(study: Study, *, send: bool, chunk: int) -> Iterator[PlanChunk]:
+def _chunks(study: Study, *, send: bool, chunk: int | ChunkSizes) -> Iterator[PlanChunk]:
     _check_steps(study)
     config = study.config
     pairs = [(criterion, rubric) for criterion in study.criteria for rubric in criterion.rubrics]
@@ -217,24 +243,27 @@ def _chunks(study: Study, *, send: bool, chunk: int) -> Iterator[PlanChunk]:
     # by tokens with requests to spare; interleaved, both limits can be used at once.
     # (Provider prompt caches keep a prefix for minutes, so each criterion's instructions
     # stay cached as they alternate.)
+    sizes = chunk if isinstance(chunk, ChunkSizes) else ChunkSizes(chunk)
     if send:
-        yield from _record_chunks(study, pairs, max(1, chunk // len(pairs)), config)
+        yield from _record_chunks(study, pairs, sizes, config)
     else:
         for pair in pairs:
-            yield from _record_chunks(study, [pair], chunk, config)
+            yield from _record_chunks(study, [pair], sizes, config)
 
 
 def _record_chunks(
     study: Study,
     pairs: list[tuple[PlannedCriterion, Rubric | None]],
-    size: int,
+    sizes: ChunkSizes,
     config: EvalConfig,
 ) -> Iterator[PlanChunk]:
-    """Chunks of ``size`` records x ``pairs``: each pair's keys made in one loop."""
+    """Chunks of records x ``pairs``, about as many items as ``sizes`` says for each: each
+    pair's keys made in one loop."""
     records = iter(study.selected_records)
     prompts: list[_Prompt] | None = None
     count = len(pairs)
-    while batch := list(islice(records, size)):
+    items: int | None = None
+    while batch := list(islice(records, max(1, (items := sizes.take(items)) // count))):
         if prompts is None:
             prompts = [_Prompt(JudgeItem(batch[0], c, r), config) for c, r in pairs]
         keys: list[str] = [""] * (len(batch) * count)

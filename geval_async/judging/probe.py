@@ -7,7 +7,7 @@ on the loop (no key is sent): a run whose answers are all in the cache never loa
 whose import is a sizeable part of such a rerun, and no thread is started for it. The
 standard library's ``http.client`` in a thread (``asyncio.to_thread``) was 6-15 ms of a run's
 start and 7 ms of its CPU, and its thread cost another 2-5 ms to join when the loop closed;
-on the loop it is 2-3 ms and 1.5-2 ms of CPU (docs/benchmarks.md, section 2, "Session 9").
+on the loop it is 2-3 ms and 1.5-2 ms of CPU (docs/benchmarks-history.md, section 2, "Session 9").
 Only the response's head is read, then the connection is closed.
 """
 

@@ -13,7 +13,7 @@ Each attempt has ``[limits] timeout`` seconds. The deadlines are kept by one wat
 (:class:`_Deadlines`) instead of an ``asyncio.timeout`` each attempt: a timer handle made,
 pushed onto the loop's heap and cancelled for every request was 6-10 us of the loop's CPU a
 request, and the cancelled handles of the last ``timeout`` seconds stayed in that heap
-(docs/benchmarks.md, section 2, "The client's own CPU"). The watch looks every
+(docs/benchmarks-history.md, section 2, "The client's own CPU"). The watch looks every
 :data:`_TICKS`-th of the timeout (at most every :data:`_MAX_TICK` s), so an attempt gives up
 within that much after its deadline; it is cancelled as ``asyncio.timeout`` cancels it, and
 the cancellation becomes the attempt's timeout only when the watch made it (a Ctrl-C's or the

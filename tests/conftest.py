@@ -19,6 +19,7 @@ import io
 import json
 import os
 import pickle
+import random
 import re
 import shutil
 import subprocess
@@ -98,6 +99,13 @@ NOT_PASSED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEVAL_DEBUG")
 
 
 ANSWER_BODY = '{"choices":[{"index":0,"message":{"role":"assistant","content":"4"}}]}'
+
+
+def incompressible(size: int) -> str:
+    """``size`` characters of text that deflate hardly shortens (hex of random bytes): a body
+    that stays over diskcache's 32 kB when its entry is stored deflated (judging/stored.py),
+    so that diskcache keeps it in a file of its own."""
+    return random.Random(size).randbytes(size // 2 + 1).hex()[:size]
 
 
 def cached_answer(

@@ -16,7 +16,7 @@ from typing import Any
 
 import diskcache
 import orjson
-from conftest import StudyFiles, cached_answer, run_cli, run_study, summary_row
+from conftest import StudyFiles, cached_answer, incompressible, run_cli, run_study, summary_row
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.judging.head_table import HeadTable
@@ -52,7 +52,7 @@ def _cache_of_every_kind(folder: Path) -> list[str]:
     _set_value(folder, "g2-damaged", bytes(damaged))
     # With its default of 32 kB (a cache written before geval-async raised it), diskcache
     # keeps a large value in a file next to the table, not in the row.
-    long_body = orjson.dumps({"choices": [{}, {}], "pad": "x" * 40_000}).decode()
+    long_body = orjson.dumps({"choices": [{}, {}], "pad": incompressible(80_000)}).decode()
     with diskcache.Cache(str(folder), disk_min_file_size=2**15) as raw:
         raw.set("g2-file", _entry("g2-file", body=long_body).encode())
     assert list(folder.rglob("*.val")), "the value is kept in a file"

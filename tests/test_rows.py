@@ -18,7 +18,7 @@ from pathlib import Path
 
 import diskcache
 from conftest import ANSWER_BODY as BODY
-from conftest import cached_answer
+from conftest import cached_answer, incompressible
 
 from geval_async.judging.cache import CachedResponse, JudgeCache
 from geval_async.judging.claims import Claims
@@ -31,7 +31,7 @@ def _entry(key: str, body: str = BODY) -> CachedResponse:
 
 def test_bulk_rows_read_back_through_plain_diskcache(tmp_path: Path) -> None:
     entries = [_entry(f"g2-{i:04d}") for i in range(1_000)]  # more than one IN (...) chunk
-    big = _entry("g2-big", BODY[:-2] + "," + '"pad":"' + "x" * 100_000 + '"}]}')
+    big = _entry("g2-big", BODY[:-2] + "," + '"pad":"' + incompressible(100_000) + '"}]}')
     with JudgeCache(tmp_path) as cache:
         assert cache.put_many([(e, False) for e in [*entries, big]]) == [True] * 1_001
     with diskcache.Cache(str(tmp_path)) as plain:
@@ -74,7 +74,8 @@ def test_claims_in_one_batch_respect_other_runs_and_repeats(tmp_path: Path) -> N
 
 def test_our_reader_reads_what_diskcache_wrote(tmp_path: Path) -> None:
     entries = {f"g2-{i:04d}": _entry(f"g2-{i:04d}").encode() for i in range(1_000)}
-    large = _entry("g2-large", BODY[:-2] + "," + '"pad":"' + "x" * 40_000 + '"}]}').encode()
+    pad = incompressible(80_000)
+    large = _entry("g2-large", BODY[:-2] + "," + '"pad":"' + pad + '"}]}').encode()
     with diskcache.Cache(str(tmp_path), disk_min_file_size=2**15) as plain:
         for key, value in entries.items():
             assert plain.add(key, value)

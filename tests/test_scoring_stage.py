@@ -10,6 +10,7 @@ import csv
 import json
 import re
 import shutil
+import zlib
 from pathlib import Path
 
 import diskcache
@@ -45,10 +46,13 @@ def _independent_scores(cache_path: Path) -> dict[tuple[str, str], float]:
     with diskcache.Cache(str(cache_path)) as cache:
         for key in cache.iterkeys():
             # As geval_async/judging/stored.py lays an entry out: a mark, a 10-byte header,
-            # the metadata's JSON on one line, then the response body as received.
+            # the metadata's JSON on one line, then the response body as received (entry2)
+            # or deflated (entry3).
             mark, rest = cache[key][:8], cache[key][8 + 10 :]
-            assert mark == b"\x00entry2\n"
+            assert mark in (b"\x00entry2\n", b"\x00entry3\n")
             meta, raw_body = rest.split(b"\n", 1)
+            if mark == b"\x00entry3\n":
+                raw_body = zlib.decompress(raw_body, -zlib.MAX_WBITS)
             entry, body = json.loads(meta), json.loads(raw_body)
             for choice in body["choices"]:
                 match = re.search(r"\d+", choice["message"]["content"])

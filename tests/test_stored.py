@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import sqlite3
+import zlib
 from pathlib import Path
 
 import orjson
@@ -17,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from geval_async.judging.cache import CachedResponse
-from geval_async.judging.stored import PACKED, decode_head
+from geval_async.judging.stored import DEFLATED, MARKS, PACKED, decode_head
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer
 
@@ -57,6 +58,25 @@ def _names(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if not p.name.endswith(("-wal", "-shm")))
 
 
+def _unpacked(value: bytes) -> tuple[bytes, bool]:
+    """An entry with its body as received (inflated when stored deflated), checksum as stored;
+    and whether it was stored deflated."""
+    end = value.index(b"\n", 18) + 1  # mark, checksum, header, then the metadata's line
+    if value.startswith(DEFLATED):
+        body = zlib.decompress(value[end:], -zlib.MAX_WBITS)
+        return PACKED + value[len(PACKED) : end] + body, True
+    return value, False
+
+
+def _packed(value: bytes, deflated: bool) -> bytes:
+    """:func:`_unpacked`'s entry stored again as it was (its checksum kept as it is)."""
+    if not deflated:
+        return value
+    end = value.index(b"\n", 18) + 1
+    body = zlib.compress(value[end:], 1, -zlib.MAX_WBITS)
+    return DEFLATED + value[len(PACKED) : end] + body
+
+
 def test_a_cache_written_before_is_refused_until_migrated(
     sim: SimServer, study: StudyFiles
 ) -> None:
@@ -64,14 +84,14 @@ def test_a_cache_written_before_is_refused_until_migrated(
     assert run_study(study).returncode == 0
     sent = sim.stats.received
     packed = cache_snapshot(study.cache)
-    assert all(value.startswith(PACKED) for value in packed.values())
+    assert all(value.startswith(MARKS) for value in packed.values())
     scores = _scores(study)
 
     _written_before(
         study.cache, {k: _old_form(CachedResponse.decode(v)) for k, v in packed.items()}
     )
     old = cache_snapshot(study.cache)
-    assert not any(value.startswith(PACKED) for value in old.values())
+    assert not any(value.startswith(MARKS) for value in old.values())
     files = _names(study.cache)
     outputs = _files(study.output)
     for command in (["run"], ["status"], ["score"], ["answers"]):
@@ -88,7 +108,7 @@ def test_a_cache_written_before_is_refused_until_migrated(
     migrated = run_cli("cache", "migrate", str(study.config))
     assert migrated.returncode == 0, migrated.stderr
     assert f"repacked {len(old)} entries" in migrated.stdout
-    assert all(value.startswith(PACKED) for value in cache_snapshot(study.cache).values())
+    assert all(value.startswith(MARKS) for value in cache_snapshot(study.cache).values())
     status = run_cli("status", str(study.config))
     assert "corrupted" not in status.stdout
     assert summary_row(status.stdout)["answered"] == study.n_records * 2
@@ -117,7 +137,7 @@ def test_a_damaged_body_in_an_old_entry_is_found_and_fetched_again(
     assert "1 corrupted cache entries" in result.stdout, result.stdout
     assert sim.stats.received == sent + 1
     stored = cache_snapshot(study.cache)[key]
-    assert stored.startswith(PACKED), "the answer fetched again is stored in the packed form"
+    assert stored.startswith(MARKS), "the answer fetched again is stored in the packed form"
     assert CachedResponse.decode(stored).choices() == CachedResponse.decode(value).choices()
 
 
@@ -129,16 +149,16 @@ def test_a_changed_rating_in_a_stored_body_is_found_by_its_checksum(
     study.write_config(sim.base_url)
     assert run_study(study).returncode == 0
     sent = sim.stats.received
-    before = cache_snapshot(study.cache)
-    key, value = next(
-        (k, v) for k, v in sorted(before.items()) if re.search(rb'"content": "\D*[1-5]', v)
+    before = {k: _unpacked(v) for k, v in sorted(cache_snapshot(study.cache).items())}
+    key, (value, deflated) = next(
+        (k, v) for k, v in before.items() if re.search(rb'"content": "\D*[1-5]', v[0])
     )
     digit = re.search(rb'"content": "\D*([1-5])', value)
     assert digit is not None
     at = digit.start(1)
     changed = value[:at] + (b"2" if value[at : at + 1] != b"2" else b"3") + value[at + 1 :]
     orjson.loads(changed[changed.index(b"\n", 18) + 1 :])  # the body still parses
-    _store(study.cache, {key: changed})
+    _store(study.cache, {key: _packed(changed, deflated)})
 
     status = run_cli("status", str(study.config))
     assert "1 corrupted cache entries" in status.stdout, status.stdout
@@ -146,7 +166,7 @@ def test_a_changed_rating_in_a_stored_body_is_found_by_its_checksum(
     assert result.returncode == 0, result.stdout + result.stderr
     assert sim.stats.received == sent + 1, "exactly the changed entry is fetched again"
     after = CachedResponse.decode(cache_snapshot(study.cache)[key])
-    assert after.choices() == CachedResponse.decode(value).choices()
+    assert after.choices() == CachedResponse.decode(_packed(value, deflated)).choices()
 
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
@@ -156,7 +176,12 @@ _entries = st.builds(
     status=st.sampled_from(list(EntryStatus)),
     http_status=st.integers(0, 599),
     body=st.one_of(
-        _text, st.lists(_text, max_size=3).map(lambda t: orjson.dumps({"choices": t}).decode())
+        _text,
+        st.lists(_text, max_size=3).map(lambda t: orjson.dumps({"choices": t}).decode()),
+        # Many alike choices, as a judge's n answers are: a body that is stored deflated.
+        st.tuples(_text, st.integers(2, 40)).map(
+            lambda t: orjson.dumps({"choices": [t[0]] * t[1]}).decode()
+        ),
     ),
     time=st.floats(0, 2e9),
     latency_ms=st.floats(0, 1e6),
@@ -178,6 +203,27 @@ def test_an_entry_reads_back_as_written(entry: CachedResponse) -> None:
     raw = entry.encode()
     assert CachedResponse.decode(raw) == entry
     assert decode_head(raw) == entry.head
+    unpacked, deflated = _unpacked(raw)
+    assert unpacked.endswith(b"\n" + entry.body.encode())
+    # The body deflated only when that makes it smaller: never stored larger than received.
+    assert deflated == (len(raw) < len(unpacked))
+    assert len(raw) <= len(unpacked)
+
+
+def test_a_run_stores_each_answer_deflated_and_reads_it_back_byte_for_byte(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    assert run_study(study).returncode == 0
+    stored = cache_snapshot(study.cache)
+    bodies = {key: _unpacked(value)[0] for key, value in stored.items()}
+    assert stored and all(value.startswith(DEFLATED) for value in stored.values())
+    for key, value in stored.items():
+        body = CachedResponse.decode(value).body.encode()
+        assert bodies[key].endswith(b"\n" + body), "inflated, the body is the entry's own"
+    # What the cache holds: entries well smaller than with their bodies as received (these
+    # small answers, n = 3, about 0.64 of it; 10 choices of 2.4 kB about 0.2).
+    assert sum(map(len, stored.values())) < 0.75 * sum(map(len, bodies.values()))
 
 
 @given(_entries, st.data())

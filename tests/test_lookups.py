@@ -24,7 +24,14 @@ from geval_async.judging.rows import CacheRows
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
-from geval_async.study.plan import first_request, first_requests, plan_chunks, plan_items
+from geval_async.study.plan import (
+    ChunkSizes,
+    first_request,
+    first_requests,
+    plan_chunks,
+    plan_items,
+    planned_requests,
+)
 from geval_async.study.prepare import prepare_study
 
 
@@ -313,3 +320,26 @@ def test_first_requests_made_in_bulk_are_each_the_first_request(tmp_path: Path) 
         ] == by_record
     assert [r.body for r in bulk] == [r.body for r in one_by_one]
     assert "(3 turns)" in bulk[0].body["messages"][0]["content"]
+
+
+def test_a_walk_in_chunks_that_grow_and_shrink_makes_the_same_requests(study: StudyFiles) -> None:
+    # A run's feed starts its walk with a small chunk (its first request goes out before a
+    # whole chunk of 2,048 is keyed) and makes smaller chunks once it sends (feed.py): the
+    # requests, their keys and their order are those of the fixed chunks.
+    plan = prepare_study(load_config(study.write_config("http://127.0.0.1:9/v1")))
+    fixed = [(r.item.record.id, r.item.criterion.name, r.key) for r in planned_requests(plan)]
+    fixed_sent = [
+        (r.item.record.id, r.item.criterion.name, r.key)
+        for part in plan_chunks(plan, send=True)
+        for r in part.requests()
+    ]
+    assert sorted(fixed) == sorted(fixed_sent) and len(fixed) == 48  # 24 records x 2
+    sizes = ChunkSizes(most=8, first=2)
+    counts, sent = [], []
+    for part in plan_chunks(plan, send=True, chunk=sizes):
+        counts.append(len(part))
+        sent += [(r.item.record.id, r.item.criterion.name, r.key) for r in part.requests()]
+        if len(counts) == 4:
+            sizes.most = 4  # as the feed lowers it once the run sends
+    assert counts == [2, 4, 8, 8, 4, 4, 4, 4, 4, 4, 2]
+    assert sent == fixed_sent

@@ -15,6 +15,7 @@ import platform
 import random
 import re
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -488,42 +489,55 @@ def run_child(
     env: dict[str, str] | None = None,
     rss_every: float | None = None,
 ) -> ChildRun:
-    """Run a command; its own wall time, CPU seconds and peak RSS (os.wait4 on its pid).
+    """Run a command; its own wall time, CPU seconds and peak RSS (``os.wait4`` on its pid).
 
-    With ``rss_every`` the child's resident set is sampled that often (``rss_samples``).
+    The command is started by ``bench/launch.py``, a fresh interpreter it is forked from:
+    spawned from this process, its peak RSS would count this process's memory too (see
+    there). With ``rss_every`` the command's resident set is sampled that often
+    (``rss_samples``).
     """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            list(args), cwd=ROOT, stdout=out, stderr=err, env={**os.environ, **(env or {})}
+        read_end, write_end = os.pipe()
+        launcher = subprocess.Popen(
+            [PYTHON, "-S", str(BENCH / "launch.py"), str(write_end), *args],
+            cwd=ROOT,
+            stdout=out,
+            stderr=err,
+            env={**os.environ, **(env or {})},
+            pass_fds=(write_end,),
         )
-        deadline = started + timeout
-        samples: list[tuple[float, float]] = []
-        next_sample = started
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            now = time.perf_counter()
-            if now > deadline:
-                process.kill()
-                pid, status, usage = os.wait4(process.pid, 0)
-                break
-            if rss_every is not None and now >= next_sample:
-                rss = _rss_mb(process.pid)
-                if rss is not None:
-                    samples.append((round(now - started, 2), round(rss, 1)))
-                next_sample = now + rss_every
-            time.sleep(0.02)
-        wall = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
+        os.close(write_end)
+        with os.fdopen(read_end) as reports:
+            forked = reports.readline()
+            if not forked:
+                launcher.wait()
+                err.seek(0)
+                raise RuntimeError(f"bench/launch.py failed: {err.read()}")
+            pid = json.loads(forked)["pid"]
+            started = time.perf_counter()
+            deadline = started + timeout
+            samples: list[tuple[float, float]] = []
+            next_sample = started
+            while launcher.poll() is None:
+                now = time.perf_counter()
+                if now > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    launcher.wait()
+                    break
+                if rss_every is not None and now >= next_sample:
+                    rss = _rss_mb(pid)
+                    if rss is not None:
+                        samples.append((round(now - started, 2), round(rss, 1)))
+                    next_sample = now + rss_every
+                time.sleep(0.02)
+            ended = json.loads(reports.readline())
         out.seek(0)
         err.seek(0)
         return ChildRun(
-            process.returncode,
-            wall,
-            usage.ru_utime + usage.ru_stime,
-            usage.ru_maxrss / 1024,
+            os.waitstatus_to_exitcode(ended["status"]),
+            ended["wall"],
+            ended["cpu"],
+            ended["maxrss_kb"] / 1024,
             out.read(),
             err.read(),
             samples,

@@ -8,12 +8,12 @@ and then the response body's bytes as received, deflated when that makes them sm
 
 The mark says which (``entry3``: the body as raw DEFLATE, zlib level 1); both are the current
 form, and a reader restores the body's exact bytes. An answer of 2.2-2.4 kB deflates to a
-third or less of itself (the stub's 10 choices: 2,246 -> 274 bytes, 9.5 us), and a row that
-small is far cheaper to insert: 10 against 28 CPU us a row in groups of 256, the key index's
-pages included; in a run at ``stub+250`` the writer's thread spent 0.034 against 0.045-0.048 ms
-a request, and the loop's thread no more (the journal's write is as much smaller as the
-deflate costs; docs/benchmarks.md section 2, "Session 11"). A refusal's few bytes stay as
-they are.
+third or less of itself (the stub's 10 choices: 2,246 -> 274 bytes, 7.6-9.5 us), and a row
+that small is far cheaper to insert: an answer encoded and stored 22 against 32 CPU us in
+groups of 256 (``bench/writes.py --groups 6,256``); in a run at ``stub+250`` the writer's
+thread spent 0.034-0.040 against 0.047-0.053 ms a request, and the loop's thread no more (the
+journal's write is as much smaller as the deflate costs; docs/benchmarks.md section 2,
+"Session 11"). A refusal's few bytes stay as they are.
 
 The CRC-32 covers everything after itself, so a damaged entry (a cut or changed body, a
 changed byte anywhere) is found without parsing the body, and the header repeats what a

@@ -262,8 +262,12 @@ def _record_chunks(
     records = iter(study.selected_records)
     prompts: list[_Prompt] | None = None
     count = len(pairs)
-    items: int | None = None
-    while batch := list(islice(records, max(1, (items := sizes.take(items)) // count))):
+    items: int | None = None  # the last chunk's size, in items
+    while True:
+        items = sizes.take(items)
+        batch = list(islice(records, max(1, items // count)))
+        if not batch:
+            return
         if prompts is None:
             prompts = [_Prompt(JudgeItem(batch[0], c, r), config) for c, r in pairs]
         keys: list[str] = [""] * (len(batch) * count)

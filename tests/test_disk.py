@@ -258,3 +258,27 @@ def test_damaged_entries_are_reported_treated_as_missing_and_fetched_again(
     clean = run_process("status", str(study.config))
     assert "corrupted" not in clean.stdout
     assert clean.stdout.split("total")[1].split()[3] == "0", clean.stdout
+
+
+def test_a_full_disk_at_the_run_s_end_leaves_no_half_written_endpoints_file(
+    tmp_path: Path, mount_tmpfs: Callable[[Path, str], None]
+) -> None:
+    # The run saves what the endpoint showed (endpoints.json) after its last answer is
+    # stored; on a disk that is full by then it says so in one line and what to do, and
+    # leaves no temporary file behind.
+    from geval_async.errors import CacheError
+    from geval_async.judging.capabilities import Capabilities, save_capabilities
+
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "64k")
+    with contextlib.suppress(OSError), (disk / "filler").open("wb") as filler:
+        while True:
+            filler.write(b"x" * 4096)
+            filler.flush()
+    before = sorted(p.name for p in disk.iterdir())
+    with pytest.raises(CacheError) as raised:
+        save_capabilities(disk, "http://127.0.0.1:9/v1", "judge", Capabilities())
+    message = str(raised.value)
+    assert "\n" not in message and str(disk) in message and "endpoints.json" in message
+    assert "run again to resume" in message
+    assert sorted(p.name for p in disk.iterdir()) == before, "no temporary file left"

@@ -15,6 +15,7 @@ key (the URL and model only).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Mapping
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..errors import CacheError
+from .cache_errors import RESUME
 from .failures import Action
 from .refused_settings import TOKEN_PARAMETERS, reasoning_tokens
 
@@ -151,7 +153,11 @@ def save_capabilities(cache_dir: Path, url: str, model: str, caps: Capabilities)
             out.write(orjson.dumps(table, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
         os.replace(temporary, Path(cache_dir) / ENDPOINTS)
     except OSError as exc:
-        raise CacheError(f"{cache_dir}: cannot write {ENDPOINTS} ({exc.strerror})") from exc
+        with contextlib.suppress(OSError):  # nothing half-written left behind (a full disk)
+            temporary.unlink()
+        raise CacheError(
+            f"{cache_dir}: cannot write {ENDPOINTS} ({exc.strerror}); {RESUME}"
+        ) from exc
 
 
 def endpoint_summaries(cache_dir: Path) -> list[str]:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import geval_async as ga
-from geval_async.judging.server_waits import parse_duration, retry_after
+from geval_async.judging.wire.server_waits import parse_duration, retry_after
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
 from geval_async.study.keys import KeyFrame, canonical_json, request_key

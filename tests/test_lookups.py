@@ -18,9 +18,9 @@ import diskcache
 import orjson
 from conftest import StudyFiles, cached_answer, incompressible, run_cli, run_study, summary_row
 
-from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.head_table import HeadTable
-from geval_async.judging.rows import CacheRows
+from geval_async.judging.store.cache import CachedResponse, JudgeCache
+from geval_async.judging.store.head_table import HeadTable
+from geval_async.judging.store.rows import CacheRows
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config

@@ -2,7 +2,7 @@
 held as one object per item: the same items in the same order, the same long table, samples,
 invalid shares, tallies, self-consistency and n curve, and the same output files.
 
-The reference is computed here from :func:`~geval_async.scoring.scores.score_items` kept in
+The reference is computed here from :func:`~geval_async.scoring.scores.scores.score_items` kept in
 a plain list, as the scoring stage held them before it used columns.
 """
 
@@ -16,19 +16,19 @@ import pandas as pd
 import pytest
 from conftest import StudyFiles, run_study
 
-from geval_async.judging.read_model import open_answers
-from geval_async.scoring.columns import ScoreColumns
-from geval_async.scoring.readings import invalid_shares, samples_frame, share_differences
-from geval_async.scoring.results import StudyResults, load_results
-from geval_async.scoring.scores import ItemScore, score_items, tally
-from geval_async.scoring.tables import (
+from geval_async.judging.store.read_model import open_answers
+from geval_async.scoring.scores.columns import ScoreColumns
+from geval_async.scoring.scores.readings import invalid_shares, samples_frame, share_differences
+from geval_async.scoring.scores.results import StudyResults, load_results
+from geval_async.scoring.scores.scores import ItemScore, score_items, tally
+from geval_async.scoring.scores.tables import (
     conditions_present,
     design_is_paired,
     group_tables,
     long_frame,
     write_long_csv,
 )
-from geval_async.scoring.trust import consistency_frame, n_curve_frame
+from geval_async.scoring.scores.trust import consistency_frame, n_curve_frame
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.prepare import prepare_study
@@ -143,7 +143,7 @@ def test_rubric_and_option_criteria_in_columns(tmp_path: Path, mode: str) -> Non
 def _raw(results: StudyResults) -> dict[str, bytes]:
     """Per criterion, the raw export as ``score`` writes it, from the columns; the same bytes
     from the items held in a list."""
-    from geval_async.scoring.report import write_raw_document
+    from geval_async.scoring.output.report import write_raw_document
 
     documents = {}
     for criterion in results.study.criteria:
@@ -164,8 +164,8 @@ async def test_a_panels_pooled_scores_in_columns_with_their_flags(study: StudyFi
 
     from test_panel_scores import judge_all, write_panel
 
-    from geval_async.scoring.panel import pool_items
-    from geval_async.scoring.panel_results import load_panel
+    from geval_async.scoring.panel.pooled import pool_items
+    from geval_async.scoring.panel.results import load_panel
 
     settings = [SimSettings(seed=0), SimSettings(seed=1), SimSettings(seed=2, invalid_answers=0.8)]
     with ExitStack() as stack:

@@ -7,13 +7,13 @@ index, but not ``n``, the chunk's size, which is stored in the entry instead (``
 ``received``). Samples are independent, so the first k of a chunk of 20 are k samples of the
 same request: a study that raises n from 5 to 20 keeps its 5 and asks for 15 from draw 5 on, one
 that lowers it reads the first samples of what is there, and two runs with different n that
-reach the same draw ask for it once (:mod:`geval_async.judging.claims`).
+reach the same draw ask for it once (:mod:`geval_async.judging.store.claims`).
 
 What cannot change the answer stays out of the key: the API key, the base URL, concurrency,
 retries and timeouts. So the same study run against the same model reuses every answer, and
 editing one prompt file changes exactly the keys of that criterion. Keys of the earlier scheme
 (``g1``, where n was part of the key) are moved to these once by ``geval-async cache migrate``
-(:mod:`geval_async.judging.legacy`).
+(:mod:`geval_async.judging.store.migrations`).
 """
 
 from __future__ import annotations

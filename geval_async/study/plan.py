@@ -79,7 +79,7 @@ class Study:
     @property
     def pending_steps(self) -> tuple[PlannedCriterion, ...]:
         """The criteria whose generated steps are not read yet: no item of them can be
-        rendered until they are (:func:`~geval_async.study.steps.with_steps`)."""
+        rendered until they are (:func:`~geval_async.study.evaluation_steps.with_steps`)."""
         return tuple(c for c in self.criteria if c.steps_pending)
 
     @property
@@ -197,7 +197,7 @@ class ChunkSizes:
     ``most`` (read anew for every chunk, so that the walker may lower it as it goes).
 
     A run's feed walks with a small first chunk and lowers ``most`` once it sends
-    (:mod:`geval_async.judging.feed`): a chunk is made on the event loop in one go (about
+    (:mod:`geval_async.judging.run.feed`): a chunk is made on the event loop in one go (about
     5 us an item, rendering and hashing), so a first chunk of 2,048 items kept the first
     request back some 10 ms, and one made while requests are in flight keeps their answers
     waiting as long, which leaves the server idle once its queue is done.

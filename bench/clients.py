@@ -17,8 +17,8 @@ reads too, so that benchmark 2 places the server's first and last arrival inside
 * ``geval-nostore`` analysis only, not a product: ``geval`` with its two stores turned off
                  (answers not written, claims always granted, nothing released), to show
                  what the rest of the client costs.
-* ``geval-nofold`` analysis only: ``geval`` with its answers journaled and its claims taken
-                 and let go, but no answer written to the cache's table (since session 10).
+* ``geval-nofold`` analysis only: ``geval`` with its claims taken and let go, but no answer
+                 written to the cache.
 * ``bare``       the floor: a bare aiohttp loop POSTing the same pre-encoded bodies with the same
                  number of workers, reading each answer and nothing else.
 * ``sequential`` the original G-Eval loop, re-implemented: one request at a time with the
@@ -122,13 +122,7 @@ def geval_nostore(spec: Spec) -> dict[str, Any]:
     from geval_async.judging.store.cache import JudgeCache
     from geval_async.judging.store.claims import Claims
 
-    try:  # since session 10 answers go to a journal first, then in groups to the table
-        from geval_async.judging.store.journal import Journal
-
-        Journal.append = lambda self, records: 0  # type: ignore[method-assign]
-        JudgeCache.put_records = lambda self, records: [True] * len(records)  # type: ignore[method-assign]
-    except ImportError:
-        pass
+    JudgeCache.put_records = lambda self, records, stop=None: [True] * len(records)  # type: ignore[method-assign]
     JudgeCache.put_many = lambda self, entries: [True] * len(entries)  # type: ignore[method-assign]
     JudgeCache.stored = lambda self, keys: set()  # type: ignore[method-assign]
     Claims.settle = lambda self, release, claim: [True] * len(claim)  # type: ignore[method-assign]
@@ -137,11 +131,11 @@ def geval_nostore(spec: Spec) -> dict[str, Any]:
 
 
 def geval_nofold(spec: Spec) -> dict[str, Any]:
-    """``geval`` with its answers journaled but never folded into the cache's table (claims
-    as usual): what the table's inserts cost the run, analysis only (the answers are lost)."""
+    """``geval`` with its answers never stored (claims as usual): what storing costs the run,
+    analysis only (the answers are lost)."""
     from geval_async.judging.store.cache import JudgeCache
 
-    JudgeCache.put_records = lambda self, records: [True] * len(records)  # type: ignore[method-assign]
+    JudgeCache.put_records = lambda self, records, stop=None: [True] * len(records)  # type: ignore[method-assign]
     return geval(spec)
 
 

@@ -152,7 +152,7 @@ def _measure(config_path: str, cache: str, workers: int, stores: bool) -> dict[s
             run = Run(study, entries, stop=asyncio.Event(), retry_failed=False, backoff=0.1)
             chunks = run.feed.first_work()
             with Claims(judge_cache.directory, 60.0) as claims:
-                if stores:  # the tree's own writer: journal, cache, claims, its thread
+                if stores:  # the tree's own writer: cache, claims, its thread
                     run.connect(InstantTransport(), claims)  # type: ignore[arg-type]
                 else:
                     run.writer = run.feed.writer = InstantWriter()  # type: ignore[assignment]
@@ -216,7 +216,7 @@ def main() -> None:
     parser.add_argument(
         "--stores",
         action="store_true",
-        help="with each tree's own writer (journal, cache, claims and the writer's thread; the "
+        help="with each tree's own writer (cache, claims and the writer's thread; the "
         "process's CPU, all threads): what storing adds to the loop's own code",
     )
     parser.add_argument(

@@ -532,17 +532,12 @@ def keys_by_digest(study: StudyFiles) -> dict[str, str]:
 
 
 def cache_snapshot(path: Path) -> dict[str, bytes]:
-    """Every key and stored value of a cache folder (to compare before/after), the answers
-    of a killed run's journal included: opened as any later command opens it, which folds
-    them into the table first (geval_async/judging/store/journal.py)."""
+    """Every key and stored value of a cache folder (to compare before/after), read through a
+    plain diskcache."""
     import diskcache
-
-    from geval_async.judging.store.cache import JudgeCache
 
     if not path.exists():
         return {}
-    if any((path / "journal").glob("*.lock")):
-        JudgeCache(path).close()
     with diskcache.Cache(str(path)) as cache:
         return {key: cache[key] for key in cache.iterkeys()}
 

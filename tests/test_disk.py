@@ -182,9 +182,8 @@ def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
 ) -> None:
     disk = study.root / "disk"
     mount_tmpfs(disk, "600k")  # room for the empty cache, its claims folder and a few answers
-    # More answers than fit, even in the run's journal (geval_async/judging/store/journal.py),
-    # though
-    # each is stored deflated (judging/store/stored.py: some 600 bytes with its metadata).
+    # More answers than fit, though each is stored deflated (judging/store/stored.py: some
+    # 600 bytes with its metadata).
     study.n_records = write_records(study.records, 300)
     study.write_config(sim.base_url, cache={"path": "disk/cache"}, limits={"concurrency": 4})
     result = run_process("run", str(study.config), "--quiet")

@@ -1,10 +1,8 @@
-"""How a run looks its plan up: one pass over a cache the plan covers, keyed batches otherwise.
+"""How a run looks its plan up: each key of the plan, through the cache's ``get``.
 
-A rerun reads the head of every entry of its plan. When the cache holds not much more than
-the plan, it reads the whole table in one pass (``JudgeCache.scan_heads``); in a big, shared
-cache it asks for the plan's keys in batches. Both must find the same: answers, refusals,
-damaged entries (fetched again), entries kept in a file, another server's answers (read as
-missing), absent keys. Real cache folders, the real CLI.
+A rerun reads the head of every entry of its plan; a writer and a read-only reader must find
+the same: answers, refusals, damaged entries and values kept in a file (fetched again),
+another server's answers (read as missing), absent keys. Real cache folders, the real CLI.
 """
 
 from __future__ import annotations
@@ -19,8 +17,6 @@ import orjson
 from conftest import StudyFiles, cached_answer, incompressible, run_cli, run_study, summary_row
 
 from geval_async.judging.store.cache import CachedResponse, JudgeCache
-from geval_async.judging.store.head_table import HeadTable
-from geval_async.judging.store.rows import CacheRows
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
@@ -74,104 +70,21 @@ def _lookups(cache: JudgeCache, keys: list[str]) -> dict[str, tuple[bool, int] |
     return found
 
 
-def test_one_pass_and_keyed_batches_find_the_same_entries(tmp_path: Path) -> None:
+def test_a_writer_and_a_reader_find_the_same_entries(tmp_path: Path) -> None:
     folder = tmp_path / "cache"
     keys = _cache_of_every_kind(folder)
     expected = {
         "g2-answered": (True, 2),
         "g2-refused": (False, 0),
         "g2-damaged": None,
-        "g2-file": (True, 2),
+        "g2-file": None,  # a value in a file is never read: damaged, asked again
         "g2-absent": None,
     }
     for create in (True, False):  # a run's cache, and a read-only one (status)
-        with JudgeCache(folder, create=create) as whole:
-            assert whole.scan_heads(planned=len(keys)), "4 entries for 5 lookups: one pass"
-            assert _lookups(whole, keys) == expected
-            assert whole.corrupted == {"g2-damaged"}
-        with JudgeCache(folder, create=create) as batched:
-            assert not batched.scan_heads(planned=1), "4 entries for 1 lookup: batches"
-            batched.prefetch(keys)
-            assert _lookups(batched, keys) == expected
-            assert batched.corrupted == {"g2-damaged"}
-
-
-def _heads(cache: JudgeCache, keys: list[str]) -> list[tuple[bool, int, bool] | None]:
-    return [None if h is None else (h.ok, h.received, h.simulated) for h in cache.heads(keys)]
-
-
-def test_one_pass_holds_every_key_exactly(tmp_path: Path) -> None:
-    # A large cache's pass keeps keys as digests in sorted arrays, one per kind of head,
-    # searched by their first 8 bytes: keys sharing those, a key in capitals, heads of several
-    # kinds and damage must read as the keyed batches read them.
-    shared = "ab" * 8
-    keys = {
-        "answered": f"g2-{shared}{'1' * 48}",
-        "twin": f"g2-{shared}{'2' * 48}",  # the same first 8 bytes, and one choice of two
-        "refused": f"g2-{'0' * 64}",
-        "real server": f"g2-{'f' * 64}",
-        "damaged": f"g2-{'c' * 64}",
-        "capitals": f"g2-{'D' * 64}",
-    }
-    folder = tmp_path / "cache"
-    with JudgeCache(folder) as cache:
-        for name, key in keys.items():
-            entry = _entry(key, ok=name != "refused")
-            if name == "twin":
-                entry = dataclasses.replace(entry, received=1)
-            if name == "real server":
-                entry = dataclasses.replace(entry, simulated=False)
-            assert cache.put(entry)
-    damaged = bytearray(_entry(keys["damaged"]).encode())
-    damaged[-3] ^= 1
-    _set_value(folder, keys["damaged"], bytes(damaged))
-    asked = [
-        *keys.values(),
-        f"g2-{shared}{'3' * 48}",  # absent, with the first 8 bytes of two stored keys
-        f"g2-{'d' * 64}",  # absent: only its capitals are stored
-        "g2-short",
-    ]
-    expected = [
-        (True, 2, True),
-        (True, 1, True),
-        (False, 0, True),
-        (True, 2, False),
-        None,
-        (True, 2, True),
-        None,
-        None,
-        None,
-    ]
-    # A large cache's pass (above 150,000 rows) keeps them in the arrays, read here from this
-    # small one through the same reader.
-    rows = CacheRows(folder)
-    table = HeadTable.read(rows.scan())
-    rows.close()
-    assert table.unread == {keys["damaged"]}
-    as_found = [None if h is None else (h.ok, h.received, h.simulated) for h in table.find(asked)]
-    assert as_found == expected  # the damaged entry too: None, left to head() to judge
-    assert [table.get(key) for key in asked] == table.find(asked)
-    with JudgeCache(folder, create=False) as whole:
-        assert whole.scan_heads(planned=len(asked))
-        assert _heads(whole, asked) == expected
-        assert _heads(whole, asked[::-1]) == expected[::-1]
-        assert [whole.head(key) for key in asked] == whole.heads(asked)
-        assert whole.corrupted == {keys["damaged"]}
-    with JudgeCache(folder, create=False) as batched:
-        assert not batched.scan_heads(planned=1)
-        assert _heads(batched, asked) == expected
-        assert batched.corrupted == {keys["damaged"]}
-
-
-def test_after_forget_heads_lookups_see_new_entries(tmp_path: Path) -> None:
-    with JudgeCache(tmp_path / "cache") as cache:
-        assert cache.scan_heads(planned=10)
-        assert cache.head("g2-new") is None
-        cache.forget_heads()  # as a run does before it writes
-        cache.put(_entry("g2-new"))
-        cache.prefetch(["g2-new"])
-        head = cache.head("g2-new")
-        assert head is not None and head.ok
+        with JudgeCache(folder, create=create) as cache:
+            assert _lookups(cache, keys) == expected
+            assert cache.heads(keys) == [cache.head(key) for key in keys]
+            assert cache.corrupted == {"g2-damaged", "g2-file"}
 
 
 def _first_keys(study: StudyFiles) -> dict[tuple[str, str], str]:

@@ -39,7 +39,7 @@ from .progress import render_progress, render_retries
 from .score import add_score_commands
 from .sim import CommandParser, add_sim_command, sim_setting_names
 from .steps import add_steps_command
-from .summary import budget_left, coverage_table, dry_run, orphan_note, run_summary
+from .summary import budget_left, coverage_table, dry_run, run_summary
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -129,7 +129,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(coverage_table(status.coverage))
     shard = study.config.shard
     print(f"cache: {study.config.cache_path}" + (f" (shard {shard})" if shard else ""))
-    orphan_note(study.config.cache_path)
     if status.corrupted:
         print(f"{status.corrupted} corrupted cache entries were found and count as missing")
     if status.mixed:

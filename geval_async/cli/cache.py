@@ -206,6 +206,17 @@ def cmd_migrate(config: Any) -> int:
                 f"judge {name}: moved {migration.moved} entries of {config.source} from the old "
                 "keys to the new ones"
             )
+    folded, dropped = sum(d.folded for d in done), sum(d.dropped for d in done)
+    if folded or dropped:
+        print(
+            f"stored {folded} answers a stopped run had kept in the folder's journal"
+            + (
+                f"; {dropped} journal files ended in a damaged record: the answers after it "
+                "are asked again by the next run"
+                if dropped
+                else ""
+            )
+        )
     left = done[-1].left  # after every judge's entries were moved
     if left:
         print(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..judging.run.budget import StudyBudget
 from ..judging.run.estimate import RunEstimate
@@ -131,20 +130,6 @@ class DryRunEstimate:
     cost: float | None
 
 
-def orphan_note(cache: Path) -> None:
-    """Say so when a run that was stopped hard left answers in the cache's journal: counted as
-    missing here, and stored (not asked again) by the next run."""
-    from ..judging.store.journal import orphaned_answers
-
-    waiting = orphaned_answers(cache)
-    if waiting:
-        print(
-            f"note: {waiting} answers of a run that was stopped before storing them wait in "
-            f"{cache / 'journal'}; counted as missing here, the next run stores them without "
-            "asking again"
-        )
-
-
 def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
     """Print what a run would send, cost and take (``run --dry-run``), as counted by the
     run's rules (:func:`geval_async.judging.run.estimate.estimate_run`)."""
@@ -192,7 +177,6 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
         + _batch_cost(config, prompt_tokens, completion_tokens)
     )
     print(expected_duration(requests, tokens, config.limits.rpm, config.limits.tpm))
-    orphan_note(config.cache_path)
     print("dry run: nothing was sent")
     return DryRunEstimate(requests, tokens, cost)
 

@@ -97,14 +97,6 @@ class Study:
             counts[item.criterion.name] += 1
         return counts
 
-    @property
-    def planned(self) -> int:
-        """About how many first requests the plan looks up (exact without ``--shard``): a
-        cache not much larger is read whole (:meth:`~.cache.JudgeCache.scan_heads`)."""
-        items = len(self.selected_records) * sum(len(c.rubrics) for c in self.criteria)
-        shard = self.config.shard
-        return items if shard is None else -(-items // shard.count)
-
     @cached_property
     def share(self) -> Share | None:
         """With ``--shard``, the part of the plan this shard holds, cut once from every

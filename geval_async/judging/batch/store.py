@@ -175,8 +175,6 @@ def store_lines(
         # A stored refusal gives way to an answer (as --retry-failed would).
         puts.append((entry, existing is not None and (outcome == "answered" or other)))
         counted.append(outcome)
-    # Heads read whole by an earlier walk (a submit's) would go stale: the next walk reads anew.
-    cache.forget_heads()
     for outcome, put in zip(counted, cache.put_many(puts), strict=True):
         if put:
             setattr(stored, outcome, getattr(stored, outcome) + 1)

@@ -88,9 +88,7 @@ class Feed:
         with collector_paused():  # a synchronous walk, before anything is sent
             for chunk in chunks:
                 if self.stop.is_set() or chunk.open:
-                    # From here on the run writes: heads read in one pass would go stale, so
-                    # the rest of the walk reads the cache a chunk at a time, in small chunks.
-                    self.entries.cache.forget_heads()
+                    # From here on the run sends: the rest of the walk goes in small chunks.
                     sizes.most = _SENDING_CHUNK
                     return chain([chunk], chunks)
                 self._count(chunk)
@@ -119,7 +117,6 @@ class Feed:
                     break
                 await self._enqueue(ItemWork(item, requests))
         await self._enqueue(None)
-        self.writer.wind_down()  # what is left is in the queue or in flight
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
         # task group cancels the workers, and waiting here for room in a full queue nobody
         # drains any more would hang the run.

@@ -120,8 +120,7 @@ async def run_study(
                         raise ours.exceptions[0] from None
                     raise
                 finally:
-                    # The answers journaled but not yet in the cache are stored here (each
-                    # worker waited for its answer's journal write, not for the cache).
+                    # The answers handed over but not stored yet are stored here.
                     run.writer.close()
                     record_spend(cache.directory, study.config, run.budget)
                     judge = study.config.judge

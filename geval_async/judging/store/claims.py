@@ -2,21 +2,28 @@
 
 Two runs of the same plan on one cache (two terminals, two notebook kernels, a job array)
 would otherwise both send every request neither has stored yet. Before a worker sends a
-request it claims the request's key, atomically, in a small table of its own next to the
-answers (``<cache>/claims/claims.db``, :mod:`.claim_table`). A key another live process holds
-is not sent: the worker waits for that process's answer to appear in the cache instead. A
-claim names its process and host and lapses after a time-to-live that each attempt renews,
-so the claims of a killed run never block the run that resumes it: a claim whose process is
-gone on this host is taken over at once, and one from another host after it lapses.
+request it claims the request's key, atomically, in a second diskcache next to the answers
+(``<cache>/claims/``, read and written as the answers are, through :class:`~.disk.EntryDisk`):
+``add`` with ``expire`` takes a key nobody holds, and a claim that lapsed is read and replaced
+inside the same ``transact()``. A key another live process holds is not sent: the worker
+waits for that process's answer to appear in the cache instead. A claim names its process
+and host and lapses after a time-to-live that each attempt renews, so the claims of a killed
+run never block the run that resumes it: a claim whose process is gone on this host is taken
+over at once, and one from another host after it lapses.
 
 The same claims make one run send a request once even when two items render the very same
 request (identical records): the second waits for the first's answer.
 
 A claim is only ever changed by its holder: ``renew`` and ``release`` first check, in one
-transaction, that the stored claim is still this run's. A run that stalled past the
-time-to-live, whose claim another process then took over, must not extend or delete the new
-holder's claim (that would let a third process send the request again). Each claim carries
-its own expiry, read against an injectable clock, so tests can move time instead of sleeping.
+``transact()``, that the stored claim is still this run's (a compare-and-release). A run that
+stalled past the time-to-live, whose claim another process then took over, must not extend or
+delete the new holder's claim (that would let a third process send the request again). Each
+claim carries its own expiry, read against an injectable clock, so tests can move time instead
+of sleeping; diskcache's own expiry (the same time-to-live) lets ``expire`` sweep the lapsed
+ones away.
+
+The claims are short-lived coordination, not results: a claims folder that cannot be read
+(damaged) is reported with the one thing to do, deleting it once no run uses it.
 
 A batch job (:mod:`geval_async.judging.batch`) claims its requests too, for as long as the batch
 lives rather than for a time-to-live: its claims name the batch, not a process, and hold while
@@ -29,19 +36,25 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import sqlite3
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import diskcache
 import orjson
 
-from .claim_table import ClaimTable
+from ...errors import CacheError
+from .disk import EntryDisk
 from .folder import RESUME, cache_errors
+from .locks import LOCK_SLICE, wait_for_lock
 
 __all__ = ["Claims"]
 
+_T = TypeVar("_T")
 _HOST = socket.gethostname()
 
 
@@ -81,15 +94,28 @@ class Claims:
         self.ttl, self.clock = ttl, clock
         # "run" tells this run's claims from those of another run in the same process.
         self._owner = {"pid": os.getpid(), "host": _HOST, "run": secrets.token_hex(8)}
-        # The claims this run holds, with the value stored for each: letting go deletes a row
-        # only while it still holds exactly that value (nobody took it over meanwhile).
+        # The claims this run holds, with the value stored for each: letting go deletes a
+        # claim only while it still holds exactly that value (nobody took it over meanwhile).
+        # Used by the event loop's thread and the writer's thread.
         self._held: dict[str, bytes] = {}
-        # Set when a claim of a run that died (or lapsed) is taken over: that run's last
-        # answers may be in its journal still (:mod:`.journal`; the writer folds it then).
-        self.took_over = False
+        self._guard = threading.Lock()
         self.directory = Path(cache_directory) / "claims"
         with self._errors():
-            self._table = ClaimTable(self.directory)
+            self._store = wait_for_lock(self.directory, self._open)
+
+    def _open(self) -> diskcache.Cache:
+        return diskcache.Cache(
+            str(self.directory),
+            disk=EntryDisk,
+            eviction_policy="none",
+            statistics=False,
+            tag_index=False,
+            size_limit=2**62,
+            cull_limit=0,
+            timeout=LOCK_SLICE,
+            # Claims are coordination, not results: a crash loses at most claims, which lapse.
+            sqlite_synchronous=0,
+        )
 
     def __enter__(self) -> Claims:
         return self
@@ -98,13 +124,17 @@ class Claims:
         self.close()
 
     def close(self) -> None:
-        self.release_many(list(self._held))
-        self._table.close()
+        with self._guard:
+            held = list(self._held)
+        self.release_many(held)
+        with self._errors():
+            self._store.expire()  # the lapsed claims of runs gone
+            self._store.close()
 
     def __len__(self) -> int:
         """How many claims the folder holds, of any run or batch."""
         with self._errors():
-            return len(self._table)
+            return len(self._store)
 
     def claim(self, key: str) -> bool:
         """Claim ``key`` for this run; False when another live claim holds it."""
@@ -114,26 +144,13 @@ class Claims:
         """Claim several keys in one transaction (one commit); whether each was taken."""
         return self.settle([], keys)
 
-    def _take_many(self, keys: Sequence[str]) -> list[bool]:
-        stored = self._table.holders(keys)
-        claim = self._claim()
-        taken: dict[str, bytes] = {}
-        done = [self._take(key, stored, claim, taken) for key in keys]
-        self._table.put(taken.items())
-        return done
-
-    def _take(
-        self, key: str, stored: dict[str, bytes], claim: bytes, taken: dict[str, bytes]
-    ) -> bool:
-        if key in self._held:
-            return False  # this run is already asking (an identical request)
-        if key in stored:
-            holder = _holder_of(stored[key])
-            if holder is not None and not self._lapsed(holder):
-                return False  # a live claim; else a lapsed one (or a dead process's) taken over
-            self.took_over = True
-        taken[key] = self._held[key] = claim
-        return True
+    def holds(self, key: str) -> bool:
+        """Whether this run still holds the claim on ``key`` (a stalled run's was taken over)."""
+        with self._errors():
+            raw = self._store.get(key)
+        with self._guard:
+            mine = self._held.get(key)
+        return mine is not None and raw == mine
 
     def renew(self, key: str) -> bool:
         """Extend this run's claim on ``key`` by the time-to-live (once per attempt).
@@ -141,15 +158,23 @@ class Claims:
         Returns False, and changes nothing, when the claim is no longer this run's: it lapsed
         and another process took it over (or released it with the answer stored).
         """
-        with self._errors(), self._table.transact():
-            mine = self._is_mine(self._holder(key))
-            if mine:
+
+        def renew() -> bytes | None:
+            store = self._store
+            with store.transact():
+                if not self._is_mine(_holder_of(store.get(key))):
+                    return None
                 claim = self._claim()
-                self._table.put([(key, claim)])
+                store.set(key, claim, expire=self.ttl)
+                return claim
+
+        claim = self._locked(renew)
+        with self._guard:
+            if claim is None:
+                self._held.pop(key, None)
+            else:
                 self._held[key] = claim
-        if not mine:
-            self._held.pop(key, None)
-        return mine
+        return claim is not None
 
     def release(self, key: str) -> None:
         """Give up the claim on ``key`` (its answer is stored, or this run gave up).
@@ -169,17 +194,45 @@ class Claims:
         """
         if not (release or claim):
             return []
-        with self._errors(), self._table.transact():
-            if release:
-                held = self._held
-                self._table.delete_if([(k, held.pop(k)) for k in release if k in held])
-            return self._take_many(claim) if claim else []
+        with self._guard:
+            letting_go = [(key, self._held[key]) for key in release if key in self._held]
+            held = set(self._held)
+        mine = self._claim()
+
+        def settle() -> list[str | None]:
+            store = self._store
+            with store.transact():
+                for key, value in letting_go:
+                    if store.get(key) == value:  # still this run's: compare, then release
+                        store.delete(key)
+                taking: set[str] = set()
+                return [self._take(store, key, mine, held, taking) for key in claim]
+
+        taken = self._locked(settle)
+        with self._guard:
+            for key, _ in letting_go:
+                self._held.pop(key, None)
+            for took in taken:
+                if took is not None:
+                    self._held[took] = mine
+        return [took is not None for took in taken]
+
+    def _take(
+        self, store: diskcache.Cache, key: str, claim: bytes, held: set[str], taken: set[str]
+    ) -> str | None:
+        """Claim ``key`` inside the transaction; the key when taken, None when it is held."""
+        if key in held or key in taken:
+            return None  # this run is already asking (an identical request)
+        if not store.add(key, claim, expire=self.ttl):
+            holder = _holder_of(store.get(key))
+            if holder is not None and not self._lapsed(holder):
+                return None  # a live claim; else a lapsed one (or a dead process's) taken over
+            store.set(key, claim, expire=self.ttl)
+        taken.add(key)
+        return key
 
     def _claim(self) -> bytes:
         return orjson.dumps({**self._owner, "until": self.clock() + self.ttl})
-
-    def _holder(self, key: str) -> dict[str, Any] | None:
-        return _holder_of(self._table.holder(key))
 
     def _is_mine(self, holder: dict[str, Any] | None) -> bool:
         return holder is not None and all(holder.get(k) == v for k, v in self._owner.items())
@@ -202,35 +255,65 @@ class Claims:
         Returns the keys claimed; a key a live run or another live batch holds is left out.
         """
         claim = orjson.dumps({"batch": batch})
-        claimed = []
-        with self._errors(), self._table.transact():
-            for key in keys:
-                holder = self._holder(key)
-                if holder is not None and not self._lapsed(holder):
-                    continue
-                self._table.put([(key, claim)])
-                claimed.append(key)
-        return claimed
+        keys = list(keys)
+
+        def take() -> list[str]:
+            store, claimed = self._store, []
+            with store.transact():
+                for key in keys:
+                    holder = _holder_of(store.get(key))
+                    if holder is not None and not self._lapsed(holder):
+                        continue
+                    store.set(key, claim)
+                    claimed.append(key)
+            return claimed
+
+        return self._locked(take)
 
     def release_batch(self, keys: Iterable[str], batch: str) -> None:
         """Give up the claims that batch ``batch`` holds on ``keys`` (the batch has ended)."""
         claim = orjson.dumps({"batch": batch})  # as claim_for_batch stored it
-        with self._errors(), self._table.transact():
-            self._table.delete_if((key, claim) for key in keys)
+        keys = list(keys)
+
+        def release() -> None:
+            store = self._store
+            with store.transact():
+                for key in keys:
+                    if store.get(key) == claim:
+                        store.delete(key)
+
+        self._locked(release)
 
     def batch_of(self, key: str) -> str | None:
         """The live batch that holds ``key``, or None."""
         with self._errors():
-            holder = self._holder(key)
+            holder = _holder_of(self._store.get(key))
         batch = None if holder is None else holder.get("batch")
         if batch is None or not is_live(self.directory.parent, str(batch)):
             return None
         return str(batch)
 
-    def _errors(self) -> AbstractContextManager[None]:
-        return cache_errors(
-            self.directory.parent, "cannot write to the cache's claims folder", RESUME
-        )
+    def _locked(self, attempt: Callable[[], _T]) -> _T:
+        with self._errors():
+            return wait_for_lock(self.directory, attempt)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            with cache_errors(
+                self.directory.parent, "cannot write to the cache's claims folder", RESUME
+            ):
+                yield
+        except CacheError as exc:
+            if isinstance(exc.__cause__, sqlite3.DatabaseError) and not isinstance(
+                exc.__cause__, sqlite3.OperationalError
+            ):
+                raise CacheError(
+                    f"{self.directory}: the claims folder is damaged ({exc.__cause__}); it "
+                    "holds only the claims of runs in flight: once no run uses this cache, "
+                    "delete that folder and run again"
+                ) from exc.__cause__
+            raise
 
 
 FOLDER = "batches"

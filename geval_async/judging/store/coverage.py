@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Generic, TypeVar
 
 from ...options import Left
@@ -94,16 +93,11 @@ def states_ahead(
     config: EvalConfig,
     *,
     retry_failed: bool = False,
-    chunk: int = 256,
 ) -> Iterator[ItemState[_E]]:
     """The state of each item (given by its first request,
-    :func:`~geval_async.study.plan.planned_requests`), in order, reading the cache a chunk of
-    items at a time."""
-    firsts = iter(firsts)
-    while ahead := list(islice(firsts, chunk)):
-        cache.prefetch([first.key for first in ahead])
-        for first in ahead:
-            yield item_state(first, cache, config, retry_failed=retry_failed)
+    :func:`~geval_async.study.plan.planned_requests`), in order."""
+    for first in firsts:
+        yield item_state(first, cache, config, retry_failed=retry_failed)
 
 
 @dataclass

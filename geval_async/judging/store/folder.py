@@ -8,7 +8,7 @@ the mark, or a ``cache.db`` copied alone) is checked when it is opened: one look
 index for the first scheme's keys (``g1-``) and one pass over the values for an entry stored
 as JSON (the form before packing; 1.4 s for 100,000 entries on a busy machine); a folder that
 holds neither is in the current form, and is marked when it may be written (so the check
-runs once).
+runs once). Both looks read through :mod:`.readonly`, before diskcache writes anything.
 
 A folder of the older form is moved once, by ``geval-async cache migrate CONFIG``
 (:mod:`.legacy`); every other command refuses it with one line naming the folder and that
@@ -26,24 +26,36 @@ from pathlib import Path
 import diskcache
 
 from ...errors import CacheError, ConfigError
-from .rows import CacheRows
+from .readonly import ReadOnlyCache
 
-__all__ = ["RESUME", "SCHEMA", "cache_errors", "check_form", "existing_cache", "mark_current"]
+__all__ = [
+    "RESUME",
+    "SCHEMA",
+    "cache_errors",
+    "check_form",
+    "check_is_cache",
+    "existing_cache",
+    "journal_segments",
+    "mark_current",
+]
 
 SCHEMA = 2
 _MARK = "schema"
 _TEXT = "geval-async cache schema {}\n"
 _OLD_KEYS = "g1-"
 _JSON_ENTRY = b"{"  # an entry stored as its JSON, before the packed form
+JOURNAL = "journal"  # where older runs kept answers before storing them
 
 
-def check_form(directory: Path, rows: CacheRows) -> bool:
+def check_form(directory: Path, rows: ReadOnlyCache) -> bool:
     """Whether the folder is in the current form and marked (False: current, not marked yet).
 
     Raises:
         CacheError: the folder holds entries of the older form, or was marked by a newer
             geval-async.
     """
+    if journal_segments(directory):
+        raise _old(directory, "answers of a stopped run in its journal (journal/)")
     marked = _marked(directory)
     if marked == SCHEMA:
         return True
@@ -52,11 +64,52 @@ def check_form(directory: Path, rows: CacheRows) -> bool:
             f"{directory}: this cache folder was written by a newer geval-async (cache schema "
             f"{marked}, this one reads {SCHEMA}); use that version, or upgrade"
         )
-    if rows.first_key(_OLD_KEYS) is not None:
+    keys = list(rows.iterkeys())
+    if any(key.startswith(_OLD_KEYS) for key in keys):
         raise _old(directory, "keys of the first scheme (g1-)")
-    if rows.first_value(_JSON_ENTRY) is not None:
-        raise _old(directory, "entries stored as JSON")
+    for key in keys:
+        value = rows.get(key)
+        if isinstance(value, bytes) and value.startswith(_JSON_ENTRY):
+            raise _old(directory, "entries stored as JSON")
     return False
+
+
+# What geval-async itself keeps in a cache folder besides diskcache's files: a folder holding
+# only these (or nothing) is taken as a cache; anything else is someone else's folder.
+_OURS = frozenset({_MARK, JOURNAL, "claims", "batches", "endpoints.json", "spend.jsonl"})
+
+
+def check_is_cache(directory: Path) -> None:
+    """Refuse a folder without a cache.db that holds files of its own (ConfigError): a path
+    given by mistake (a home folder, a data folder), which a run would fill with its files."""
+    try:
+        names = {path.name for path in directory.iterdir()}
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise ConfigError(
+            f"{directory}: a file, not a cache folder: check --cache (or [cache] path)"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"{directory}: cannot read the cache folder ({exc.strerror}); fix its permissions "
+            "or pass --cache with another folder"
+        ) from None
+    others = sorted(name for name in names if name not in _OURS and not name.startswith("."))
+    if others:
+        raise ConfigError(
+            f"{directory}: not a cache folder (it holds {others[0]!r} and no cache.db); "
+            "pass --cache with a new or empty folder"
+        )
+
+
+def journal_segments(directory: Path) -> list[Path]:
+    """The segments of the journals that runs of an older geval-async kept in the folder (the
+    answers they received before storing them), in the order written."""
+    try:
+        return sorted((directory / JOURNAL).glob("*.journal"))
+    except OSError:
+        return []
 
 
 def mark_current(directory: Path) -> None:

@@ -137,17 +137,12 @@ def left_chunks(
 ) -> Iterator[LeftChunk]:
     """Every item of the plan, where it stands, about ``chunk`` items at a time (or as
     :class:`~geval_async.study.plan.ChunkSizes` says; other arguments as
-    :func:`what_is_left`). A cache not much larger than the plan is read in one pass at the
-    first chunk (:meth:`~.cache.JudgeCache.scan_heads`), a larger one a chunk of keys at a
-    time; an item whose first chunk came back short has its later chunks walked alone."""
+    :func:`what_is_left`); an item whose first chunk came back short has its later chunks
+    walked alone."""
     study = require_steps(study, entries) if study.pending_steps else study
     config = study.config
     chains = Heads(entries)
-    scanned = False
     for part in plan_chunks(study, send=send_order, chunk=chunk):
-        if not scanned:
-            entries.scan_heads(study.planned)
-            scanned = True
         heads = entries.heads(part.keys)
         n = config.sampling.choices_per_item
         # Where draw 0 alone decides an item, as left_of decides it: refused, or answered

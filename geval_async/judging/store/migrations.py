@@ -1,29 +1,43 @@
-"""Moving a cache folder of the older form to the current one, once: ``cache migrate``.
+"""Moving a cache folder of an older form to the current one, once: ``cache migrate``.
 
-Two older forms exist (:mod:`.schema` tells them apart and refuses them everywhere else):
+The migrations are numbered and run in order (as simonw/llm keeps its own); :mod:`.folder`
+tells the older forms apart and refuses them everywhere else. Each moves an entry in one
+transaction that stores it in its new form and drops what it replaces, so a migrate that is
+interrupted (Ctrl-C, a kill, a full disk) and run again finishes the job and never counts an
+answer twice:
 
-* **entries stored as JSON** (the body an escaped string inside), before the packed form of
-  :mod:`.stored`: every such entry of the folder is repacked under its key;
-* **the first key scheme** (``g1``): until draws were keyed by their first sample
-  (:mod:`geval_async.study.keys`), a key held the item's total n: draw 0 asked for all n
-  answers, and a server that returned fewer was asked for the rest as draws 1, 2, ... with
-  ``n = 1`` each. Such answers were paid for, so they are moved to the new keys of a study
-  (:func:`migrate_study`), where raising n later adds to them. The old keys cannot be
-  recomputed without the n they were asked with, so the sizes are read from the old entries
-  themselves (:func:`legacy_sizes`); when an item was judged with several n (a pilot with 5,
-  the study with 10, each paid for), every chain is kept, smallest n first. Old entries of
-  other studies stay where they are (``cache stats`` counts them) until their own study is
-  migrated.
+1. **entries stored as JSON** (the body an escaped string inside), before the packed form of
+   :mod:`.stored`: every such entry of the folder is repacked under its key;
+2. **a journal** (``journal/``), where runs of an older geval-async kept the answers they had
+   received before storing them: its answers are stored (one group a transaction, each key
+   added once), then its files deleted. A record cut short or damaged ends its segment, and
+   the line says how many were dropped: those requests are asked again;
+3. **the first key scheme** (``g1``): until draws were keyed by their first sample
+   (:mod:`geval_async.study.keys`), a key held the item's total n: draw 0 asked for all n
+   answers, and a server that returned fewer was asked for the rest as draws 1, 2, ... with
+   ``n = 1`` each. Such answers were paid for, so they are moved to the new keys of a study
+   (:func:`migrate_study`), where raising n later adds to them: an item's new entries and the
+   deletion of its old keys in one transaction. The old keys cannot be recomputed without the
+   n they were asked with, so the sizes are read from the old entries themselves
+   (:func:`legacy_sizes`); when an item was judged with several n (a pilot with 5, the study
+   with 10, each paid for), every chain is kept, smallest n first. Old entries of other
+   studies stay where they are (``cache stats`` counts them) until their own study is
+   migrated.
 
 The folder is then marked as in the current form. Nothing on the read path knows these forms.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
-from collections.abc import Mapping
+import os
+import struct
+import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -32,10 +46,11 @@ from ...study.config import EvalConfig
 from ...study.keys import canonical_json
 from ...study.plan import JudgeRequest, Study, chunk_request, first_request, plan_items
 from ...study.prepare import prepare_study
-from .cache import CachedResponse, JudgeCache
-from .folder import cache_errors, existing_cache, mark_current
+from .cache import CachedResponse, JudgeCache, Record
+from .folder import JOURNAL, cache_errors, existing_cache, journal_segments, mark_current
+from .stored import intact
 
-__all__ = ["Migration", "legacy_key", "migrate_cache", "migrate_folder"]
+__all__ = ["MIGRATIONS", "Migration", "legacy_key", "migrate_cache", "migrate_folder"]
 
 LEGACY_VERSION = "g1"
 _JSON_ENTRY = b"{"
@@ -43,11 +58,14 @@ _JSON_ENTRY = b"{"
 
 @dataclass(frozen=True)
 class Migration:
-    """What ``cache migrate`` did: entries repacked, moved to new keys, and old ones left."""
+    """What ``cache migrate`` did for one study: entries repacked, a journal's answers stored
+    (and records dropped as damaged), entries moved to new keys, and old ones left."""
 
     repacked: int
     moved: int
     left: int  # entries under old keys that belong to no item of the study
+    folded: int = 0
+    dropped: int = 0
 
 
 def migrate_folder(config: EvalConfig) -> list[Migration]:
@@ -65,13 +83,38 @@ def migrate_folder(config: EvalConfig) -> list[Migration]:
 
 def migrate_cache(study: Study, cache: JudgeCache) -> Migration:
     """Move ``cache`` (opened with ``migrating=True``) to the current form for ``study``:
-    repack its JSON entries, move the study's old-key entries, then mark the folder."""
-    repacked = repack_entries(cache)
-    moved = migrate_study(study, cache)
-    left = sum(1 for _ in cache.keys(f"{LEGACY_VERSION}-"))
+    every migration in order (:data:`MIGRATIONS`), then mark the folder."""
+    done: dict[str, int] = {}
+    for migration in MIGRATIONS:
+        done.update(migration(study, cache))
+    done["left"] = sum(1 for _ in cache.keys(f"{LEGACY_VERSION}-"))
     with cache_errors(cache.directory, "cannot write to the cache folder"):
         mark_current(cache.directory)
-    return Migration(repacked, moved, left)
+    return Migration(**done)
+
+
+def m001_repack_json_entries(study: Study, cache: JudgeCache) -> dict[str, int]:
+    """1: entries stored as JSON, repacked under their keys."""
+    return {"repacked": repack_entries(cache)}
+
+
+def m002_store_journals(study: Study, cache: JudgeCache) -> dict[str, int]:
+    """2: the answers of journals older runs left, stored; the journals deleted."""
+    folded, dropped = fold_journal(cache)
+    return {"folded": folded, "dropped": dropped}
+
+
+def m003_first_key_scheme(study: Study, cache: JudgeCache) -> dict[str, int]:
+    """3: the study's entries under the first scheme's keys, moved to the new keys."""
+    return {"moved": migrate_study(study, cache)}
+
+
+# The migrations in the order they run; each may run again on a folder it has moved already.
+MIGRATIONS: tuple[Callable[[Study, JudgeCache], dict[str, int]], ...] = (
+    m001_repack_json_entries,
+    m002_store_journals,
+    m003_first_key_scheme,
+)
 
 
 def repack_entries(cache: JudgeCache) -> int:
@@ -88,9 +131,62 @@ def repack_entries(cache: JudgeCache) -> int:
         except (ValueError, TypeError):
             continue
         if entry.key == key:
-            cache.put(entry, overwrite=True)
+            cache.put(entry, overwrite=True)  # one key: replaced in one transaction
             repacked += 1
     return repacked
+
+
+_RECORD = struct.Struct("<HIIB")  # key length, value length, crc32 of the key, replace
+_FOLD_ROWS = 512  # a journal's records stored in one transaction
+
+
+def journal_records(data: bytes) -> tuple[list[Record], bool]:
+    """The records of a journal segment's bytes, up to the first one cut short or damaged;
+    and whether the segment was read whole."""
+    records: list[Record] = []
+    view, at, end = memoryview(data), 0, len(data)
+    while at + _RECORD.size <= end:
+        size, length, crc, replace_ = _RECORD.unpack_from(view, at)
+        key_at = at + _RECORD.size
+        value_at = key_at + size
+        if value_at + length > end:
+            return records, False
+        raw, value = bytes(view[key_at:value_at]), bytes(view[value_at : value_at + length])
+        if zlib.crc32(raw) != crc or not intact(value):
+            return records, False
+        try:
+            records.append((raw.decode(), value, bool(replace_)))
+        except UnicodeDecodeError:
+            return records, False
+        at = value_at + length
+    return records, at == end
+
+
+def fold_journal(cache: JudgeCache) -> tuple[int, int]:
+    """Store the answers of the journals older runs left in the folder, a group a transaction
+    (a key already stored keeps its entry), then delete the journals; (answers stored,
+    segments that ended in a damaged or cut record)."""
+    folded = damaged = 0
+    segments = journal_segments(cache.directory)
+    for segment in segments:
+        with cache_errors(cache.directory, "cannot read the cache's journal"):
+            records, whole = journal_records(segment.read_bytes())
+        damaged += not whole
+        for start in range(0, len(records), _FOLD_ROWS):
+            folded += sum(cache.put_records(records[start : start + _FOLD_ROWS]))
+    with cache_errors(cache.directory, "cannot delete the cache's journal"):
+        for segment in segments:  # only once all of them are stored
+            segment.unlink(missing_ok=True)
+        for lock in (cache.directory / JOURNAL).glob("*.lock"):
+            lock.unlink(missing_ok=True)
+        if segments or (cache.directory / JOURNAL).is_dir():
+            _remove_empty(cache.directory / JOURNAL)
+    return folded, damaged
+
+
+def _remove_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # something else is in it: left as it is
+        os.rmdir(folder)
 
 
 def legacy_key(body: Mapping[str, Any], draw: int) -> str:
@@ -171,15 +267,13 @@ def migrate_study(study: Study, cache: JudgeCache) -> int:
         entries = found.entries
         if not entries and found.refusal is not None and start == 0 and not blocked:
             entries = [found.refusal]
+        chain: list[CachedResponse] = []
         for entry in entries:
-            request = chunk_request(first, start, study.config)
-            # The first may land on a refusal (or damaged entry) of the new keys: it replaces it.
-            cache.put(_moved(entry, request), overwrite=blocked)
-            blocked = False
+            chain.append(_moved(entry, chunk_request(first, start, study.config)))
             start += entry.received
-            moved += 1
-        for key in found.keys:
-            cache.delete(key)
+        # The first may land on a refusal (or damaged entry) of the new keys: it replaces it.
+        cache.move(chain, found.keys, replace=blocked)
+        moved += len(chain)
     return moved
 
 

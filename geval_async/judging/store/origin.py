@@ -30,8 +30,6 @@ class EntrySource(Protocol[_E_co]):
 
     def keys(self, prefix: str = "") -> Iterator[str]: ...
 
-    def prefetch(self, keys: Sequence[str]) -> None: ...
-
 
 class ServerEntries:
     """The cache as a run against one server sees it.
@@ -49,9 +47,6 @@ class ServerEntries:
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         return self.cache.keys(prefix)
-
-    def prefetch(self, keys: Sequence[str]) -> None:
-        self.cache.prefetch(keys)
 
     def get(self, key: str) -> CachedResponse | None:
         return self._seen(key, self.cache.get(key))
@@ -76,9 +71,6 @@ class ServerEntries:
         self.origins.update(h.simulated for h in shown if h.ok)
         return found
 
-    def scan_heads(self, planned: int) -> bool:
-        return self.cache.scan_heads(planned)
-
     def _seen(self, key: str, entry: _E | None) -> _E | None:
         if entry is None:
             return None
@@ -92,9 +84,7 @@ class ServerEntries:
 
 class Heads:
     """A cache, or a server's view of one, read as entry heads: for walks that only decide
-    what is answered and what is missing (a run's lookups, ``status``). Whether the cache is
-    read whole first is the walk's call (:meth:`~.cache.JudgeCache.scan_heads`).
-    """
+    what is answered and what is missing (a run's lookups, ``status``)."""
 
     def __init__(self, source: JudgeCache | ServerEntries) -> None:
         self.source = source
@@ -102,6 +92,3 @@ class Heads:
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         return self.source.keys(prefix)
-
-    def prefetch(self, keys: Sequence[str]) -> None:
-        self.source.prefetch(keys)

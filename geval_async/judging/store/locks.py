@@ -1,0 +1,94 @@
+"""Waiting for another process's lock on a cache folder: in short slices, and saying whose.
+
+Two runs on one folder take turns at its write lock for a few milliseconds at a time. A
+process that holds it for long (a stalled run, a ``sqlite3`` shell left open in a
+transaction, a backup tool) would otherwise keep a run inside one long SQLite call, where
+neither Ctrl-C nor the end of the run can reach it. So SQLite waits at most ``LOCK_SLICE``
+seconds at a time and the loop here looks again: a Ctrl-C ends the wait at once, a caller's
+``stop`` ends it between slices, and after ``LOCK_PATIENCE`` seconds the wait ends with one
+line naming the processes that have the folder's database open.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import diskcache
+
+from ...errors import CacheError
+
+__all__ = ["LOCK_PATIENCE", "LOCK_SLICE", "lock_holders", "wait_for_lock"]
+
+_T = TypeVar("_T")
+
+LOCK_SLICE = 0.25  # seconds SQLite itself waits for a lock before the loop looks again
+LOCK_PATIENCE = 60.0  # seconds a folder's lock is waited for in all
+
+
+def _is_lock(exc: BaseException) -> bool:
+    if isinstance(exc, diskcache.Timeout):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc)
+    )
+
+
+def wait_for_lock(
+    folder: Path,
+    attempt: Callable[[], _T],
+    *,
+    stop: Callable[[], bool] | None = None,
+    patience: float = LOCK_PATIENCE,
+) -> _T:
+    """``attempt()``, tried again while another process holds a lock it needs.
+
+    Raises:
+        CacheError: the lock was still held after ``patience`` seconds, or ``stop()`` said
+            to give up; the line names the processes that have the database open.
+    """
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return attempt()
+        except (diskcache.Timeout, sqlite3.OperationalError) as exc:
+            if not _is_lock(exc):
+                raise
+            gave_up = stop is not None and stop()
+            if not gave_up and time.monotonic() < deadline:
+                continue
+            waited = "gave up waiting for" if gave_up else f"waited {patience:g} s for"
+            raise CacheError(
+                f"{folder}: {waited} the lock of its cache.db, held by another process "
+                f"({lock_holders(folder / 'cache.db')}); let that process finish or end it, "
+                "then run again (what was stored is kept)"
+            ) from exc
+
+
+def lock_holders(database: Path) -> str:
+    """Who has ``database`` (or its write-ahead log) open besides this process, as
+    ``pid 123 (geval-async run ...)``; read from /proc where there is one."""
+    names = {str(database), f"{database}-wal", f"{database}-shm"}
+    try:
+        names |= {os.path.realpath(name) for name in names}
+        pids = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return "a process this system does not name"
+    found = []
+    for pid in pids:
+        if int(pid) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if not any(os.readlink(f"/proc/{pid}/fd/{fd}") in names for fd in fds):
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue  # gone, or another user's: not ours to look at
+        found.append(f"pid {pid} ({command[:80]})")
+    return ", ".join(found) if found else "a process not visible from here"

@@ -5,9 +5,11 @@
 ``os.wait4``), then the same command again on the full cache (a rerun: every entry read,
 nothing sent). The resident set is sampled every 2 s to show whether it grows with the plan,
 and the RSS of a process that only imports the CLI is reported alongside (what the run itself
-adds is the difference).
+adds is the difference). ``--n 10`` asks ten answers in each request; ``--score`` then runs
+``score`` on the full cache too (its peak RSS and CPU seconds).
 
     .venv/bin/python bench/memory.py [--quick] [--records 100000] [--concurrency 64]
+        [--n 1] [--score]
 """
 
 from __future__ import annotations
@@ -28,13 +30,15 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--quick", action="store_true", help="5,000 records (20,000 requests)")
+    parser.add_argument("--n", type=int, default=1, help="answers asked in each request")
+    parser.add_argument("--score", action="store_true", help="then score the full cache")
     args = parser.parse_args()
     if args.quick:
         args.records = 5_000
 
     imports = run_child([PYTHON, "-c", "import geval_async.cli.app"])
     with workdir("memory") as folder, SimProcess() as sim:
-        study = write_study(folder / "study", args.records, n=1, max_tokens=2, tiny=True)
+        study = write_study(folder / "study", args.records, n=args.n, max_tokens=2, tiny=True)
         command = [
             PYTHON,
             "-m",
@@ -52,6 +56,10 @@ def main() -> None:
         rerun = run_child(command, timeout=7200)
         assert rerun.returncode == 0, rerun.stdout + rerun.stderr
         assert sim.stats()["received"] == stats["received"], "the rerun sent requests"
+        scored = None
+        if args.score:
+            scored = run_child([PYTHON, "-m", "geval_async", "score", str(study.config)])
+            assert scored.returncode == 0, scored.stdout + scored.stderr
         cache_mb = sum(p.stat().st_size for p in study.cache.rglob("*") if p.is_file()) / 2**20
     assert run.returncode == 0, run.stdout + run.stderr
     assert stats["received"] == study.requests, stats
@@ -74,8 +82,12 @@ def main() -> None:
         "run_adds_mb": run.maxrss_mb - imports.maxrss_mb,
         "rss_at_25_50_75_100pct": quarter,
         "cpu_s": run.cpu,
+        "cpu_ms_per_request": 1000 * run.cpu / study.requests,
+        "rerun_cpu_s": rerun.cpu,
         "cache_mb": round(cache_mb, 1),
     }
+    if scored is not None:
+        row |= {"score_peak_rss_mb": scored.maxrss_mb, "score_cpu_s": scored.cpu}
     print(table([row], [k for k in row if k != "rss_at_25_50_75_100pct"]))
     print(f"RSS at 25/50/75/100 % of the run (MB): {quarter}")
     path = save("memory", {"settings": vars(args), "result": row, "rss_samples": samples})

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PROMPT_A, PROMPT_B
+from conftest import PROMPT_A, PROMPT_B, cached_answer
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -472,3 +472,71 @@ def test_any_failure_maps_to_an_error_with_a_message(
             history = History("http://judge", "KEY", max_wait=120.0)
             decision = decide(error.fact, history)
             assert decision.action is not Action.PAUSE or wait <= 120.0, decision
+
+
+# --- cache folders: any row of diskcache's table ------------------------------------------------
+
+
+class _MakesFile:
+    """A pickle that creates the file it names when loaded (as any command could run)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (self.path, "w"))
+
+
+def _hostile_row(folder: Path) -> st.SearchStrategy[tuple[int, str | None, object]]:
+    """(mode, filename, value) of a row a damaged or hostile cache folder may hold: diskcache's
+    four modes and one it does not know, a file named absolutely, through ``../``, /dev/zero or
+    a FIFO, and values that are bytes, text, a pickle that runs code, or nothing."""
+    import pickle
+
+    outside = folder.parent / "outside.txt"
+    filenames = st.sampled_from(
+        [None, str(outside), "../outside.txt", "/dev/zero", str(folder.parent / "fifo")]
+    )
+    values = st.one_of(
+        st.none(),
+        st.binary(max_size=40),
+        st.text(max_size=20),
+        st.just(pickle.dumps(_MakesFile(str(folder.parent / "ran")))),
+    )
+    return st.tuples(st.integers(0, 5), filenames, values)
+
+
+@given(data=st.data())
+@settings(FUZZ, max_examples=60)
+def test_any_row_of_a_cache_folder_reads_as_an_entry_or_damage(data: st.DataObject) -> None:
+    import os
+    import sqlite3
+
+    from geval_async.judging.store.cache import JudgeCache
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "cache"
+        outside = Path(tmp) / "outside.txt"
+        outside.write_text("not the cache's")
+        os.mkfifo(Path(tmp) / "fifo")
+        entry = cached_answer("g2-a", '{"choices": [{}]}', received=1)
+        with JudgeCache(folder) as cache:
+            cache.put(entry)
+        mode, filename, value = data.draw(_hostile_row(folder))
+        with sqlite3.connect(folder / "cache.db") as db:
+            db.execute(
+                "UPDATE Cache SET mode = ?, filename = ?, value = ? WHERE key = 'g2-a'",
+                (mode, filename, value),
+            )
+        db.close()
+        for create in (False, True):  # status and score read it; a run replaces it
+            with JudgeCache(folder, create=create) as cache:
+                found = cache.get("g2-a")
+                assert found is None or found == entry
+                assert (found is None) == ("g2-a" in cache.corrupted)
+                assert list(cache.keys("g2-")) == ["g2-a"]
+                if create:
+                    assert cache.put(entry)  # the damaged row is replaced by the answer
+                    assert cache.get("g2-a") == entry
+        assert outside.read_text() == "not the cache's", "a row's file is never touched"
+        assert not (Path(tmp) / "ran").exists(), "a row's pickle is never loaded"

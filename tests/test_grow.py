@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -217,3 +218,31 @@ def test_old_answers_of_an_item_the_new_keys_answer_too_are_kept(
     assert grown.returncode == 0, grown.stderr
     assert sim.stats.samples == 2 * items, "the old answers make up the 5: nothing is asked"
     assert _keys(study.cache) == {"g2-"}
+
+
+def test_a_migrate_interrupted_mid_item_never_counts_an_answer_twice(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    _load_legacy(study, "samples_n3")
+    study.write_config(sim.base_url)
+    items = _items(study)
+    # The migrate fails (as a kill or Ctrl-C would stop it) the moment it drops one item's
+    # old key: a trigger in the folder's own database refuses that delete.
+    old_key = sorted(key for key in cache_snapshot(study.cache) if key.startswith("g1-"))[5]
+    with sqlite3.connect(study.cache / "cache.db") as db:
+        db.execute(
+            "CREATE TRIGGER interrupt BEFORE DELETE ON Cache WHEN OLD.key = ?"
+            " BEGIN SELECT RAISE(ABORT, 'interrupted'); END".replace("?", f"'{old_key}'")
+        )
+    db.close()
+    stopped = run_cli("cache", "migrate", str(study.config))
+    assert stopped.returncode != 0, stopped.stdout
+    with sqlite3.connect(study.cache / "cache.db") as db:
+        db.execute("DROP TRIGGER interrupt")
+    db.close()
+
+    again = run_cli("cache", "migrate", str(study.config))
+    assert again.returncode == 0, again.stderr
+    stats = run_cli("cache", "stats", str(study.cache))
+    assert f"{items} answers holding {3 * items} samples" in stats.stdout, stats.stdout
+    _same_as_legacy(_long_table(study), "samples_n3")

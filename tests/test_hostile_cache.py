@@ -140,3 +140,49 @@ def test_a_plain_diskcache_reads_every_answer_through_get(
             entry = CachedResponse.decode(plain.get(key))
             assert entry.key == key
             assert entry.choices(), key
+
+
+def test_a_key_that_does_not_decode_every_command_agrees_and_repair_removes_it(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    keys = _filled(sim, study)
+    damaged = keys[3].encode()[:-1] + b"\xff"  # one byte of the key turned to 0xff
+    with sqlite3.connect(study.cache / "cache.db") as db:
+        db.execute("UPDATE Cache SET key = CAST(? AS TEXT) WHERE key = ?", (damaged, keys[3]))
+    db.close()
+    received = sim.stats.received
+
+    status = run_process("status", str(study.config))
+    assert status.returncode == 0, status.stderr
+    assert _missing(status.stdout) == 1, status.stdout
+    verify = run_process("cache", "verify", str(study.cache))
+    assert verify.returncode == 1, verify.stdout + verify.stderr
+    assert "1 entries have a key that does not decode" in verify.stdout, verify.stdout
+    assert "cache verify --repair" in verify.stdout
+    rerun = run_process("run", str(study.config), "--quiet")
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert sim.stats.received == received + 1, "the one whose key was damaged is asked again"
+    assert _missing(run_process("status", str(study.config)).stdout) == 0
+
+    repair = run_process("cache", "verify", "--repair", str(study.cache))
+    assert repair.returncode == 0, repair.stdout + repair.stderr
+    clean = run_process("cache", "verify", str(study.cache))
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    again = run_process("run", str(study.config), "--quiet")
+    assert again.returncode == 0 and sim.stats.received == received + 1, again.stdout
+
+
+def test_verify_repair_removes_damaged_entries_so_a_run_asks_them_again(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    keys = _filled(sim, study)
+    _set_row(study.cache, keys[0], "value = ?", b"\x00not an entry")
+    _set_row(study.cache, keys[1], "mode = ?, value = ?", _PICKLE_MODE, b"\x80\x05junk")
+    received = sim.stats.received
+    repair = run_process("cache", "verify", "--repair", str(study.cache))
+    assert repair.returncode == 0, repair.stdout + repair.stderr
+    assert "2 of" in repair.stdout and "removed" in repair.stdout, repair.stdout
+    assert run_process("cache", "verify", str(study.cache)).returncode == 0
+    rerun = run_process("run", str(study.config), "--quiet")
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert sim.stats.received == received + 2

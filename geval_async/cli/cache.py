@@ -48,6 +48,11 @@ def add_cache_commands(
 
     verify = sub.add_parser("verify", help="check that every entry decodes and every body parses")
     verify.add_argument("cache", type=Path, help="a cache folder")
+    verify.add_argument(
+        "--repair",
+        action="store_true",
+        help="remove what cannot be read, so that the next run asks it again",
+    )
     verify.set_defaults(handler=cmd_verify)
 
     stats = sub.add_parser("stats", help="entries, size, answers and refusals by model/criterion")
@@ -126,16 +131,25 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..judging.store.maintenance import verify_cache
+    from ..judging.store.maintenance import repair_cache, verify_cache
 
-    entries, damaged = verify_cache(args.cache)
-    if not damaged:
-        print(f"{args.cache}: all {entries} entries decode and every answer body parses")
+    found = repair_cache(args.cache) if args.repair else verify_cache(args.cache)
+    if not (found.damaged or found.unnamed):
+        print(f"{args.cache}: all {found.entries} entries decode and every answer body parses")
         return EXIT_OK
-    print(f"{args.cache}: {len(damaged)} of {entries} entries are damaged:")
-    for damage in damaged:
-        print(f"  {damage.key}: {damage.problem}")
-    print("damaged entries count as missing: `geval-async run` asks for them again")
+    if found.damaged:
+        print(f"{args.cache}: {len(found.damaged)} of {found.entries} entries are damaged:")
+        for damage in found.damaged:
+            print(f"  {damage.key}: {damage.problem}")
+    if found.unnamed:
+        print(f"{args.cache}: {found.unnamed} entries have a key that does not decode")
+    if args.repair:
+        print("removed: `geval-async run` asks for them again")
+        return EXIT_OK
+    print(
+        "damaged entries count as missing: `geval-async run` asks for them again; "
+        f"`geval-async cache verify --repair {args.cache}` removes them"
+    )
     return EXIT_DAMAGED
 
 

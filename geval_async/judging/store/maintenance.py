@@ -8,6 +8,8 @@ of judge entries (``g1-``, ``g2-``) are touched; anything else in a folder is le
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,7 +22,8 @@ from ...study.evaluation_steps import steps_requests
 from ...study.plan import Study
 from .cache import CachedResponse, JudgeCache
 from .coverage import item_states
-from .folder import existing_cache
+from .folder import cache_errors, existing_cache
+from .locks import lock_holders
 
 ENTRY_PREFIXES = ("g1-", "g2-")
 
@@ -99,21 +102,79 @@ class Damage:
     problem: str
 
 
-def verify_cache(directory: Path) -> tuple[int, list[Damage]]:
-    """Decode every entry of a cache folder (read only) and parse every answer body; returns
-    (entries, damaged ones)."""
+@dataclass
+class Verified:
+    """What ``cache verify`` found: entries, the damaged ones, and keys that do not decode."""
+
+    entries: int
+    damaged: list[Damage]
+    unnamed: int  # rows whose key is not valid text: no command can name (or read) them
+
+
+def verify_cache(directory: Path) -> Verified:
+    """Decode every entry of a cache folder (read only) and parse every answer body."""
     damaged: list[Damage] = []
     with JudgeCache(existing_cache(directory), create=False) as cache:
         keys = entry_keys(cache)
         for key in keys:
             entry = cache.get(key)
             if entry is None:
-                damaged.append(Damage(key, "does not decode (damaged value or missing value file)"))
+                damaged.append(Damage(key, "does not decode (a damaged value, or not ours)"))
             elif entry.key != key:
                 damaged.append(Damage(key, f"holds the entry of another key ({entry.key})"))
             elif entry.ok and not entry.choices():
                 damaged.append(Damage(key, "its response body has no choices"))
-    return len(keys), damaged
+        return Verified(len(keys), damaged, cache.unnamed)
+
+
+def repair_cache(directory: Path) -> Verified:
+    """``cache verify --repair``: remove what :func:`verify_cache` finds damaged, so that a
+    run asks it again; what it found.
+
+    A damaged entry is deleted through diskcache. Rows whose key does not decode cannot be
+    named through diskcache at all: then the folder's readable entries are copied into a new
+    database and it takes the old one's place (refused while another process has the folder
+    open).
+    """
+    found = verify_cache(directory)
+    if found.unnamed:
+        rebuild_cache(Path(directory))
+    elif found.damaged:
+        with JudgeCache(Path(directory)) as cache:
+            for damage in found.damaged:
+                cache.delete(damage.key)
+    return found
+
+
+def rebuild_cache(directory: Path) -> None:
+    """Copy every readable entry of ``directory`` into a new database beside it, then put the
+    new one in the old one's place; the folder's other files stay as they are."""
+    database = directory / "cache.db"
+    holders = lock_holders(database)
+    if not holders.startswith("a process not visible"):
+        raise ConfigError(
+            f"{directory}: in use by {holders}; repair the folder once no run uses it"
+        )
+    fresh = directory.parent / f".{directory.name}.repair-{os.getpid()}"
+    shutil.rmtree(fresh, ignore_errors=True)
+    try:
+        with JudgeCache(directory, create=False) as source, JudgeCache(fresh) as into:
+            batch: list[tuple[CachedResponse, bool]] = []
+            for key in list(source.keys()):
+                entry = source.get(key)
+                if entry is not None and entry.key == key:
+                    batch.append((entry, False))
+                if len(batch) >= 512:
+                    into.put_many(batch)
+                    batch = []
+            into.put_many(batch)
+        with cache_errors(directory, "cannot replace the cache's database"):
+            for name in ("cache.db-wal", "cache.db-shm"):
+                (directory / name).unlink(missing_ok=True)
+            # One rename: the folder holds the old database or the new one, never neither.
+            os.replace(fresh / "cache.db", database)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
 
 
 @dataclass

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from conftest import ROOT
+import orjson
+from aiohttp import web
+from conftest import ROOT, PlainJudge, StudyFiles, cached_answer, run_cli
 
+from geval_async.judging.store.cache import JudgeCache
 from geval_async.judging.store.claims import Claims
 
 TTL = 10.0
@@ -135,3 +139,52 @@ async def test_a_claim_taken_for_a_waiter_cancelled_meanwhile_is_let_go(tmp_path
         assert second.claim(KEY), "the cancelled waiter's claim is let go"
         first.close()
         second.close()
+
+
+class _TakenOverJudge(PlainJudge):
+    """A judge that, while its first request is in flight, plays a second process: it stores
+    that request's answer in the cache and takes its claim over, then answers 500, so the run
+    that sent it retries a request another process has answered meanwhile."""
+
+    def __init__(self, cache: Path, keys: dict[str, str]) -> None:
+        super().__init__()
+        self.cache, self.keys = cache, keys  # the messages of a request (JSON) -> its key
+        self.by_key: dict[str, int] = {}
+
+    async def _complete(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        key = self.keys[orjson.dumps(body["messages"]).decode()]
+        self.by_key[key] = self.by_key.get(key, 0) + 1
+        if len(self.by_key) > 1 or self.by_key[key] > 1:
+            return await super()._complete(request)
+        choices = [{"index": i, "message": {"role": "assistant", "content": "3"}} for i in range(3)]
+        answer = cached_answer(
+            key, orjson.dumps({"choices": choices}).decode(), n=3, received=3, simulated=False
+        )
+        far = time.time() + 10**6  # the stalled run's claim has lapsed, for the second process
+        with JudgeCache(self.cache) as cache, Claims(self.cache, TTL, clock=lambda: far) as other:
+            assert other.claim(key), "the second process takes the claim over"
+            cache.put(answer)
+        return web.json_response({"error": {"message": "busy"}}, status=500)
+
+
+def test_a_retry_looks_in_the_cache_and_at_its_claim_before_sending_again(
+    study: StudyFiles,
+) -> None:
+    from geval_async.study.config import load_config
+    from geval_async.study.plan import first_request, plan_items
+    from geval_async.study.prepare import prepare_study
+
+    study.write_config("http://127.0.0.1:9/v1", limits={"backoff": 0.01, "concurrency": 1})
+    plan = prepare_study(load_config(study.config))
+    keys = {
+        orjson.dumps(first_request(item, plan.config).body["messages"]).decode(): first_request(
+            item, plan.config
+        ).key
+        for item in plan_items(plan)
+    }
+    with _TakenOverJudge(study.cache, keys) as judge:
+        study.write_config(judge.base_url, limits={"backoff": 0.01, "concurrency": 1})
+        result = run_cli("run", str(study.config), "--limit", "1", "--quiet")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert judge.by_key and set(judge.by_key.values()) == {1}, "no request was sent twice"

@@ -190,35 +190,42 @@ class Run:
             held = time.monotonic() - claim[0] < self.claims.ttl / 2 or self.claims.renew(
                 request.key
             )
-        while not held:
-            held, stored = await self.writer.claim(request.key)
-            if held:
-                break
-            if self.claims.batch_of(request.key) is not None:
-                # A live batch job is asking for it: its answer comes when the batch is collected.
-                self.counters.in_batch += 1
-                return ItemOutcome.IN_BATCH, 0
-            await self.sleep_unless_stopped(_CLAIM_POLL)
-            if self.stop.is_set():
-                return ItemOutcome.STOPPED, 0
-            entry = self.cached(request)
-            if entry is not None:
-                return (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
-        try:
-            # The holder may have stored the answer just before it let go of the claim.
-            entry = self.cached(request) if stored else None
-            if entry is not None:
-                outcome = (_OK if entry.ok else _REJECTED), entry.received
-            else:
-                outcome = await self.fetch(request)
-        finally:
-            # Let go once the answer is committed (writer.py), with the others of this turn.
-            written = self.writer.release(request.key)
-        await written  # the answer is on disk before the item counts as done
-        return outcome
+        while True:
+            while not held:
+                held, stored = await self.writer.claim(request.key)
+                if held:
+                    break
+                if self.claims.batch_of(request.key) is not None:
+                    # A live batch job is asking for it: its answer comes when the batch is
+                    # collected.
+                    self.counters.in_batch += 1
+                    return ItemOutcome.IN_BATCH, 0
+                await self.sleep_unless_stopped(_CLAIM_POLL)
+                if self.stop.is_set():
+                    return ItemOutcome.STOPPED, 0
+                entry = self.cached(request)
+                if entry is not None:
+                    return (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
+            try:
+                # The holder may have stored the answer just before it let go of the claim.
+                entry = self.cached(request) if stored else None
+                outcome: tuple[ItemOutcome, int] | None
+                if entry is not None:
+                    outcome = (_OK if entry.ok else _REJECTED), entry.received
+                else:
+                    outcome = await self.fetch(request)
+            finally:
+                # Let go once the answer is committed (writer.py), with the others of this turn.
+                written = self.writer.release(request.key)
+            await written  # the answer is on disk before the item counts as done
+            if outcome is not None:
+                return outcome
+            held = False  # another process took the claim over: wait for its answer
 
-    async def fetch(self, request: JudgeRequest) -> tuple[ItemOutcome, int]:
-        """Send one request until it is answered, refused or out of retries."""
+    async def fetch(self, request: JudgeRequest) -> tuple[ItemOutcome, int] | None:
+        """Send one request until it is answered, refused or out of retries; None when,
+        before a retry, the claim turned out to be another process's (it lapsed while this
+        run waited, and was taken over)."""
         attempts = transient = limited = 0
         limits, counters, budget = self.limits, self.counters, self.budget
         while True:
@@ -226,6 +233,14 @@ class Run:
                 await limits.acquire(request.est_tokens)
             if self.stop.is_set():
                 return _STOPPED, 0
+            if attempts:
+                # A retry comes a while after the claim: another process may have answered
+                # the request meanwhile, or taken over a claim that lapsed.
+                entry = self.cached(request)
+                if entry is not None:
+                    return (_OK if entry.ok else _REJECTED), entry.received
+                if not self.claims.renew(request.key):
+                    return None
             cost = 0.0
             if budget is not None:
                 # Each request asks for one answer from an endpoint that refuses n > 1: charged so.
@@ -234,8 +249,6 @@ class Run:
                     self.stop.set()  # the reason is written at the end, with the final estimate
                     return _STOPPED, 0
             attempts += 1
-            if attempts > 1:  # the first attempt follows the claim at once
-                self.claims.renew(request.key)
             counters.requests_sent += 1
             counters.in_flight += 1
             if counters.in_flight > counters.peak_in_flight:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
+import signal
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from conftest import (
     keys_by_digest,
     run_process,
     start_process,
+    wait_for,
     write_records,
 )
 
@@ -282,3 +286,72 @@ def test_a_full_disk_at_the_run_s_end_leaves_no_half_written_endpoints_file(
     assert "\n" not in message and str(disk) in message and "endpoints.json" in message
     assert "run again to resume" in message
     assert sorted(p.name for p in disk.iterdir()) == before, "no temporary file left"
+
+
+# --- another process's lock --------------------------------------------------------------------
+
+_HOLD_LOCK = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def _has_open(pid: int, path: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return False
+
+
+def test_ctrl_c_ends_a_wait_for_another_process_s_lock_at_once(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    assert run_process("run", str(study.config), "--quiet", "--limit", "2").returncode == 0
+    database = study.cache / "cache.db"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(database)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        run = start_process("run", str(study.config), "--quiet")
+        wait_for(lambda: _has_open(run.pid, database.resolve()), "the run opens cache.db", run)
+        run.send_signal(signal.SIGINT)
+        try:
+            _, stderr = run.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a second Ctrl-C quits at once
+            run.send_signal(signal.SIGINT)
+            _, stderr = run.communicate(timeout=15)  # not the minute the lock is waited for
+        assert run.returncode in (2, 130), stderr
+        assert "Traceback" not in stderr, stderr
+    finally:
+        holder.kill()
+        holder.communicate()
+
+
+def test_a_lock_held_too_long_names_the_process_holding_it(study: StudyFiles) -> None:
+    from geval_async.errors import CacheError
+    from geval_async.judging.store.cache import open_diskcache
+    from geval_async.judging.store.locks import wait_for_lock
+
+    with open_diskcache(study.cache) as cache:
+        holder = subprocess.Popen(
+            [sys.executable, "-c", _HOLD_LOCK, str(study.cache / "cache.db")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+            with pytest.raises(CacheError) as raised:
+                wait_for_lock(study.cache, lambda: cache.set("g2-k", b"v"), patience=0.5)
+            assert f"pid {holder.pid} (" in str(raised.value), raised.value
+            assert "held by another process" in str(raised.value)
+        finally:
+            holder.kill()
+            holder.communicate()

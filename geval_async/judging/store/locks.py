@@ -4,17 +4,26 @@ Two runs on one folder take turns at its write lock for a few milliseconds at a 
 process that holds it for long (a stalled run, a ``sqlite3`` shell left open in a
 transaction, a backup tool) would otherwise keep a run inside one long SQLite call, where
 neither Ctrl-C nor the end of the run can reach it. So SQLite waits at most ``LOCK_SLICE``
-seconds at a time and the loop here looks again: a Ctrl-C ends the wait at once, a caller's
-``stop`` ends it between slices, and after ``LOCK_PATIENCE`` seconds the wait ends with one
-line naming the processes that have the folder's database open.
+seconds at a time and the loop here looks again: a caller's ``stop`` ends the wait between
+slices, and after ``LOCK_PATIENCE`` seconds the wait ends with one line naming the processes
+that have the folder's database open. A wait of more than ``_SAY_AFTER`` seconds says so on
+stderr, with those processes, once.
+
+While the main thread waits, Ctrl-C raises KeyboardInterrupt at once: a run's event loop
+handles Ctrl-C itself, but cannot while its thread is held here, so the wait takes the signal
+over until it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sqlite3
+import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,6 +37,7 @@ _T = TypeVar("_T")
 
 LOCK_SLICE = 0.25  # seconds SQLite itself waits for a lock before the loop looks again
 LOCK_PATIENCE = 60.0  # seconds a folder's lock is waited for in all
+_SAY_AFTER = 2.0  # seconds of waiting before the wait is said on stderr
 
 
 def _is_lock(exc: BaseException) -> bool:
@@ -51,22 +61,47 @@ def wait_for_lock(
         CacheError: the lock was still held after ``patience`` seconds, or ``stop()`` said
             to give up; the line names the processes that have the database open.
     """
-    deadline = time.monotonic() + patience
-    while True:
-        try:
-            return attempt()
-        except (diskcache.Timeout, sqlite3.OperationalError) as exc:
-            if not _is_lock(exc):
-                raise
-            gave_up = stop is not None and stop()
-            if not gave_up and time.monotonic() < deadline:
-                continue
-            waited = "gave up waiting for" if gave_up else f"waited {patience:g} s for"
-            raise CacheError(
-                f"{folder}: {waited} the lock of its cache.db, held by another process "
-                f"({lock_holders(folder / 'cache.db')}); let that process finish or end it, "
-                "then run again (what was stored is kept)"
-            ) from exc
+    started = time.monotonic()
+    said = False
+    with _interruptible():
+        while True:
+            try:
+                return attempt()
+            except (diskcache.Timeout, sqlite3.OperationalError) as exc:
+                if not _is_lock(exc):
+                    raise
+                waited = time.monotonic() - started
+                gave_up = stop is not None and stop()
+                if not gave_up and waited < patience:
+                    if not said and waited >= _SAY_AFTER:
+                        said = True
+                        holders = lock_holders(folder / "cache.db")
+                        print(
+                            f"waiting for the lock of {folder / 'cache.db'}, held by another "
+                            f"process ({holders}); Ctrl-C to stop",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                    continue
+                how = "gave up waiting for" if gave_up else f"waited {patience:g} s for"
+                raise CacheError(
+                    f"{folder}: {how} the lock of its cache.db, held by another process "
+                    f"({lock_holders(folder / 'cache.db')}); let that process finish or end "
+                    "it, then run again (what was stored is kept)"
+                ) from exc
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt inside (in the main thread; elsewhere nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def lock_holders(database: Path) -> str:

@@ -15,6 +15,7 @@ import os
 import pickle
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import diskcache
@@ -186,3 +187,47 @@ def test_verify_repair_removes_damaged_entries_so_a_run_asks_them_again(
     rerun = run_process("run", str(study.config), "--quiet")
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert sim.stats.received == received + 2
+
+
+def _one_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def test_a_damaged_byte_in_the_database_s_schema_is_one_line(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    _filled(sim, study)
+    with sqlite3.connect(study.cache / "cache.db", isolation_level=None) as db:
+        name, sql = db.execute(
+            "SELECT name, sql FROM sqlite_master WHERE name = 'Settings_size_delete'"
+        ).fetchone()
+        damaged = bytearray(sql.encode())
+        damaged[len(damaged) // 2] = 0xFF
+        db.execute("PRAGMA writable_schema = ON")
+        db.execute(
+            "UPDATE sqlite_master SET sql = CAST(? AS TEXT) WHERE name = ?", (bytes(damaged), name)
+        )
+    db.close()
+    for command in ("status", "run"):
+        line = _one_line(run_process(command, str(study.config)))
+        assert str(study.cache) in line and "damaged" in line, line
+
+
+def test_a_damaged_claims_folder_is_one_line_naming_it(sim: SimServer, study: StudyFiles) -> None:
+    _filled(sim, study)
+    (study.cache / "claims" / "cache.db").write_bytes(b"not a database at all" * 100)
+    line = _one_line(run_process("run", str(study.config), "--n", "5", "--quiet"))
+    assert str(study.cache / "claims") in line and "delete that folder" in line, line
+
+
+def test_a_folder_that_is_not_a_cache_is_not_adopted(sim: SimServer, study: StudyFiles) -> None:
+    study.cache.mkdir()
+    (study.cache / "thesis.tex").write_text("\\documentclass{article}")
+    study.write_config(sim.base_url)
+    line = _one_line(run_process("run", str(study.config), "--quiet"))
+    assert "not a cache folder" in line and "thesis.tex" in line, line
+    assert sorted(path.name for path in study.cache.iterdir()) == ["thesis.tex"]
+    assert sim.stats.received == 0

@@ -305,11 +305,13 @@ class Claims:
             ):
                 yield
         except CacheError as exc:
-            if isinstance(exc.__cause__, sqlite3.DatabaseError) and not isinstance(
-                exc.__cause__, sqlite3.OperationalError
+            cause = exc.__cause__
+            if isinstance(cause, UnicodeDecodeError) or (
+                isinstance(cause, sqlite3.DatabaseError)
+                and not isinstance(cause, sqlite3.OperationalError)
             ):
                 raise CacheError(
-                    f"{self.directory}: the claims folder is damaged ({exc.__cause__}); it "
+                    f"{self.directory}: the claims folder is damaged ({cause}); it "
                     "holds only the claims of runs in flight: once no run uses this cache, "
                     "delete that folder and run again"
                 ) from exc.__cause__

@@ -141,12 +141,19 @@ RESUME = "free space or fix permissions, then run again to resume"
 @contextmanager
 def cache_errors(folder: Path, doing: str, remedy: str = "") -> Iterator[None]:
     """Turn an OSError, sqlite3.Error or diskcache.Timeout inside into a CacheError that reads
-    ``{folder}: {doing} ({error}); {remedy}``."""
+    ``{folder}: {doing} ({error}); {remedy}``. A database whose own structure is damaged (its
+    schema text, which sqlite's error then quotes in bytes that do not decode) says so."""
     try:
         yield
     except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
         tail = f"; {remedy}" if remedy else ""
         raise CacheError(f"{folder}: {doing} ({exc}){tail}") from exc
+    except UnicodeDecodeError as exc:
+        raise CacheError(
+            f"{folder}: {doing} (its database is damaged: "
+            f"{exc.object[: exc.start].decode(errors='replace')}...); restore the folder from "
+            "a copy, or move it aside and run again to ask its answers anew"
+        ) from exc
 
 
 def existing_cache(path: Path, source: Path | None = None) -> Path:

@@ -246,3 +246,43 @@ def test_a_migrate_interrupted_mid_item_never_counts_an_answer_twice(
     stats = run_cli("cache", "stats", str(study.cache))
     assert f"{items} answers holding {3 * items} samples" in stats.stdout, stats.stdout
     _same_as_legacy(_long_table(study), "samples_n3")
+
+
+def _journal_record(key: str, value: bytes) -> bytes:
+    """A record of the journal older runs kept (``<key length, value length, crc32 of the
+    key, replace>``, the key, the entry's bytes)."""
+    import struct
+    import zlib
+
+    raw = key.encode()
+    return struct.pack("<HIIB", len(raw), len(value), zlib.crc32(raw), 0) + raw + value
+
+
+def test_a_journal_left_by_an_older_run_is_stored_by_migrate_and_its_damage_said(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    study.write_config(sim.base_url)
+    assert run_study(study).returncode == 0
+    stored = cache_snapshot(study.cache)
+    moved = sorted(stored)[:6]  # answers the older run had journaled, not stored yet
+    with diskcache.Cache(str(study.cache)) as cache:
+        for key in moved:
+            del cache[key]
+    records = [_journal_record(key, stored[key]) for key in moved]
+    damaged = bytearray(records[3])
+    damaged[-5] ^= 1  # the fourth record's entry damaged: it and what follows are lost
+    records[3] = bytes(damaged)
+    (study.cache / "journal").mkdir()
+    (study.cache / "journal" / "41-aa-000000.journal").write_bytes(b"".join(records))
+    received = sim.stats.received
+
+    _refused(run_cli("status", str(study.config)), study)  # its lock file gone, or not
+    migrated = run_cli("cache", "migrate", str(study.config))
+    assert migrated.returncode == 0, migrated.stderr
+    assert "stored 3 answers a stopped run had kept" in migrated.stdout, migrated.stdout
+    assert "1 journal files ended in a damaged record" in migrated.stdout, migrated.stdout
+    assert not (study.cache / "journal").exists()
+    status = run_cli("status", str(study.config))
+    assert summary_cells(status.stdout)[3] == "3", status.stdout  # missing: the damaged and after
+    assert run_study(study).returncode == 0
+    assert sim.stats.received == received + 3

@@ -7,13 +7,9 @@ and then the response body's bytes as received, deflated when that makes them sm
     b"\\x00entry3\\n" | crc32 | ok, simulated, received | {"key": ...}\\n | the body deflated
 
 The mark says which (``entry3``: the body as raw DEFLATE, zlib level 1); both are the current
-form, and a reader restores the body's exact bytes. An answer of 2.2-2.4 kB deflates to a
-third or less of itself (the stub's 10 choices: 2,246 -> 274 bytes, 7.6-9.5 us), and a row
-that small is far cheaper to insert: an answer encoded and stored 22 against 32 CPU us in
-groups of 256 (``bench/writes.py --groups 6,256``); in a run at ``stub+250`` the writer's
-thread spent 0.034-0.040 against 0.047-0.053 ms a request, and the loop's thread no more (the
-journal's write is as much smaller as the deflate costs; docs/benchmarks.md section 2,
-"Session 11"). A refusal's few bytes stay as they are.
+form, and a reader restores the body's exact bytes. An answer's n choices repeat each other,
+so its body deflates to a third of itself or less, and a row that small is cheaper to write
+and to read back. A refusal's few bytes stay as they are.
 
 The CRC-32 covers everything after itself, so a damaged entry (a cut or changed body, a
 changed byte anywhere) is found without parsing the body, and the header repeats what a
@@ -121,8 +117,8 @@ class CachedResponse:
 
     def encode(self) -> bytes:
         """The entry's bytes in a cache folder (the one way an entry is written)."""
-        # On the event loop for every answer (the journal's, :mod:`.journal`): one copy of the
-        # body, the checksum run over the parts (7.1 against 4.6 us at 2.4 kB).
+        # On the event loop for every answer: one copy of the body, the checksum run over
+        # the parts.
         head = b"%b%b\n" % (
             _HEADER.pack(self.ok, self.simulated, self.received),
             orjson.dumps(dict(zip(_META_FIELDS, _meta(self), strict=True))),

@@ -272,7 +272,7 @@ def test_a_journal_left_by_an_older_run_is_stored_by_migrate_and_its_damage_said
     damaged = bytearray(records[3])
     damaged[-5] ^= 1  # the fourth record's entry damaged: it and what follows are lost
     records[3] = bytes(damaged)
-    (study.cache / "journal").mkdir()
+    (study.cache / "journal").mkdir(exist_ok=True)
     (study.cache / "journal" / "41-aa-000000.journal").write_bytes(b"".join(records))
     received = sim.stats.received
 

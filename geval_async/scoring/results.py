@@ -32,6 +32,7 @@ from ..study.plan import Study
 from ..study.prepare import prepare_study
 from .columns import ScoreColumns, collect_scores
 from .heap import give_back_freed_memory
+from .joined import join_scores, record_ids
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .record_heads import RecordHeads
 from .scores import CriterionTally, ItemScore, score_items
@@ -64,6 +65,9 @@ class StudyResults:
     variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
     # When the answers scored arrived (UNIX times, first and last); None: no answer yet.
     judged: tuple[float, float] | None = None
+    # The DataFrame a study built in code was given (None: read from a records file), which
+    # :meth:`frame` gives back with the scores joined on.
+    records_frame: pd.DataFrame | None = field(default=None, init=False, repr=False, compare=False)
     # Each test's comparisons, computed once: `report` asks for them in several outputs.
     _comparisons: dict[StatTest, list[Comparison]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -91,6 +95,18 @@ class StudyResults:
     def long(self) -> pd.DataFrame:
         """One row per record and criterion: score, status, valid/invalid, distribution."""
         return long_frame(self._columns)
+
+    def frame(self) -> pd.DataFrame:
+        """The records, one row each (the DataFrame given to :func:`geval_async.evaluate`, as
+        given, else the records file's fields), with each criterion's score, standard error
+        and status joined on: ``<criterion>_score``, ``<criterion>_se``, ``<criterion>_status``
+        (:mod:`.joined`)."""
+        records = self.records_frame
+        if records is None:
+            selected = list(self.study.selected_records)
+            records = pd.DataFrame([r.fields for r in selected])
+            return join_scores(self.long, records, [r.id for r in selected])
+        return join_scores(self.long, records, record_ids(records, self.config.data.id_field))
 
     @cached_property
     def consistency(self) -> pd.DataFrame:

@@ -276,7 +276,8 @@ def define_study(
 
     Args:
         records: a pandas DataFrame, a list of dicts, or the path of a records file (JSON,
-            JSONL, CSV, TSV or Parquet). Without an ``id`` column, a row's id is its index.
+            JSONL, CSV, TSV or Parquet). Without an ``id`` column (and no ``id`` setting that
+            names another), a row's id is its index (a DataFrame's) or its position.
         criteria: one :class:`Criterion` or several.
         judge: the judge's model name, a ``[judge]`` table as a dict, or a panel: a list of
             ``[[judges]]`` tables.
@@ -342,7 +343,7 @@ def _relative(path: Path, folder: Path) -> str:
 def records_jsonl(records: Any, settings: Mapping[str, Any]) -> bytes:
     """Records held in Python as the JSONL a records file holds: one object a row, the id,
     group and condition as text, a missing value (None, NaN) left out."""
-    id_field = str(settings.get("id", "id"))
+    id_field, named_id = str(settings.get("id", "id")), "id" in settings
     keys = [str(settings[k]) for k in ("group", "condition") if settings.get(k)]
     if hasattr(records, "columns"):  # a pandas DataFrame
         rows: Iterable[tuple[Any, Any]] = zip(
@@ -355,7 +356,8 @@ def records_jsonl(records: Any, settings: Mapping[str, Any]) -> bytes:
         if not isinstance(row, Mapping):
             raise ConfigError(f"records: row {position + 1}: a record must be a dict")
         fields = {str(k): v for k, v in row.items() if not _missing(v)}
-        fields[id_field] = id_text(fields.get(id_field, position))
+        if id_field in fields or not named_id:  # ids of their own, or the rows' positions
+            fields[id_field] = id_text(fields.get(id_field, position))
         for key in keys:
             if key in fields:
                 fields[key] = id_text(fields[key])

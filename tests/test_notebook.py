@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import NOT_PASSED, PROMPT_B, StudyFiles, run_cli, wait_for
+from conftest import NOT_PASSED, PROMPT_B, StudyFiles, run_cli, running_sims, wait_for
 
 import geval_async as ga
 from geval_async.notebook import Criterion, aevaluate, evaluate
@@ -262,3 +262,30 @@ def test_an_interrupt_keeps_every_answer_received(study: StudyFiles, tmp_path: P
         # Every request answered before the interrupt was kept: none was asked twice.
         assert sum(sim.stats.answered.values()) == study.n_records
         assert max(sim.stats.answered.values()) == 1
+
+
+def test_a_panel_and_a_criterion_given_by_definition_built_in_code(
+    study: StudyFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(study.root)
+    frame = pd.read_json(study.records, lines=True, dtype=False)
+    coherence = Criterion(
+        "coh",
+        definition="Coherence: the text reads as one whole.",
+        task="You rate short texts.",
+        steps="generate",
+        scale=(1, 5),
+        fields=["text"],
+    )
+    with running_sims(("a", "b")) as sims:
+        panel = [{"name": n, "model": f"sim-{n}", "base_url": s.base_url} for n, s in sims.items()]
+        results = evaluate(frame, coherence, judge=panel, n=2, progress=False)
+        # Each judge: its evaluation steps once, then one request a record.
+        assert [s.stats.received for s in sims.values()] == [study.n_records + 1] * 2
+        assert results.frame()["coh_status"].eq("scored").all()
+        again = evaluate(frame, coherence, judge=panel, n=2, progress=False)
+        assert [s.stats.received for s in sims.values()] == [study.n_records + 1] * 2
+        assert again.frame().equals(results.frame())
+        run = run_cli("run", str(results.config.source), "--quiet")
+        assert run.returncode == 0, run.stderr
+        assert [s.stats.received for s in sims.values()] == [study.n_records + 1] * 2

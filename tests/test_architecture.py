@@ -225,6 +225,7 @@ SCORING_TIERS = {
     "shares": 1,  # invalid samples counted per criterion and condition
     "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
+    "joined": 1,  # the scores joined onto the records, a row a record (results.frame())
     "alpha": 1, "icc": 1, "judge_pairs": 1, "agreement": 1,  # agreement between judges
     "agreement_view": 1,  # the agreement as the reports show it (Markdown and HTML cells)
     "results": 2,  # the front door for analysis: data, no writer

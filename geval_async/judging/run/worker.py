@@ -244,7 +244,7 @@ class Run:
             except TransportError as exc:
                 sent = _settings(body)
                 fact = exc.fact
-                self.history.answered |= fact.status is not None
+                self.history.saw(fact)
                 if fact.status == 429:
                     limited += 1
                 else:

@@ -692,3 +692,21 @@ def test_a_closing_mark_that_names_no_rating_leaves_the_answer_invalid(
     text: str, reason: Reason
 ) -> None:
     assert RatingParser(Scale.integer(1, 10)).read(text).reason == reason
+
+
+@pytest.mark.parametrize(
+    ("text", "rating"),
+    [
+        ("The fix:\n\n```python\nreturn n or 3\n```\n\nScore: 7", 7),
+        ("```python\nprint([1])\n```\n\nThe code is correct. I'd give it a 9.", 9),
+        ('My evaluation:\n\n```json\n{"score": 4, "reason": "clear"}\n```', 4),
+        ('My evaluation:\n\n```\n{"score": 4}\n```', 4),
+        ("Verdict:\n```text\nScore: 6\n```", 6),
+        ("```\nScore: 8\n```", 8),
+        ("The assistant prints the list:\n\n```\n>>> xs\n[1]\n```", None),
+    ],
+)
+def test_code_a_judge_quotes_in_a_fenced_block_is_never_its_rating(
+    text: str, rating: float | None
+) -> None:
+    assert RatingParser(Scale.integer(1, 10)).parse(text) == rating

@@ -73,8 +73,9 @@ _CODE_BLOCK = re.compile(
     r"(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
-# Blocks that hold data a judge writes its verdict in, not code it quotes.
-_DATA_TAGS = frozenset({"json", "jsonc", "yaml", "yml", "toml"})
+# Blocks of data or plain words, which a judge writes its verdict in, not code it quotes.
+_NOT_CODE = frozenset({"json", "jsonc", "yaml", "yml", "toml", "text", "txt", "plaintext", "md",
+                       "markdown"})  # fmt: skip
 
 
 def blank(text: str, spans: Iterable[tuple[int, int]]) -> str:
@@ -94,10 +95,10 @@ def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
 def mask_markup(text: str) -> str:
     """Markdown emphasis, code ticks and heading marks blanked: "**Coherence: 2**" reads plain.
 
-    Fenced code blocks are blanked whole: ``print(a[1])`` or a session's output ``[1]`` in code
-    the judge quotes is never its rating. A block of data (tagged ``json``, ``yaml`` or
-    ``toml``, or opening with ``{``) and a block that is the whole answer are the judge's own
-    words and stay.
+    Fenced code blocks are blanked whole: ``print(a[1])`` or an interpreter's output ``[1]`` in code
+    the judge quotes is never its rating. A block of data or words (tagged ``json``, ``yaml``,
+    ``toml``, ``text`` or ``markdown``, or opening with ``{``) and a block that is the whole
+    answer are the judge's own words and stay.
     """
     return blank(text, [*_code_blocks(text), *_spans(_MARKUP, text)])
 
@@ -105,9 +106,9 @@ def mask_markup(text: str) -> str:
 def _code_blocks(text: str) -> list[tuple[int, int]]:
     spans = []
     for m in _CODE_BLOCK.finditer(text):
-        data = m.group("tag").lower() in _DATA_TAGS or m.group("body").lstrip().startswith("{")
+        words = m.group("tag").lower() in _NOT_CODE or m.group("body").lstrip().startswith("{")
         whole = not text[: m.start()].strip() and not text[m.end() :].strip()
-        if not data and not whole:
+        if not words and not whole:
             spans.append(m.span())
     return spans
 

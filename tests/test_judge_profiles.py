@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from conftest import UEQ, run_cli, summary_row, ueq_flags
 
-from geval_async.judging.failures import Action, History, decide, response_fact
-from geval_async.scoring.results import StudyResults, load_results
+from geval_async.judging.wire.failures import Action, History, decide, response_fact
+from geval_async.scoring.scores.results import StudyResults, load_results
 from geval_async.sim import SimServer, SimSettings, SimStats
 
 LIMIT = 4  # the records ueq_flags judges

@@ -11,15 +11,15 @@ from hypothesis import strategies as st
 
 from geval_async.errors import ConfigError
 from geval_async.options import Reason
-from geval_async.scoring.distributions import with_mass_floor
-from geval_async.scoring.ratings import (
+from geval_async.scoring.reading.distributions import with_mass_floor
+from geval_async.scoring.reading.ratings import (
     RatingParser,
     Scale,
     distribution_from_logprobs,
     distribution_from_samples,
     first_token_top_logprobs,
 )
-from geval_async.scoring.rubrics import yes_no_from_logprobs
+from geval_async.scoring.reading.rubrics import yes_no_from_logprobs
 
 LIKERT = Scale.integer(1, 5)
 HALVES = Scale((0, 0.5, 1))

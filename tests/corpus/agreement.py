@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from geval_async.scoring.ratings import RatingParser, Reading
+from geval_async.scoring.reading.ratings import RatingParser, Reading
 from geval_async.study.scale import Scale
 
 HERE = Path(__file__).resolve().parent

@@ -8,7 +8,7 @@
 
 :func:`evaluate` saves the study built in code as the files a config describes
 (:mod:`geval_async.study.code_study`: one reader for every setting), judges it through the
-judge stage (:mod:`geval_async.judging.stage`) and scores it from the cache
+judge stage (:mod:`geval_async.judging.run.stage`) and scores it from the cache
 (:func:`geval_async.load_results`): the cache is the command line's, keyed the same way, so
 running the cell again sends nothing, and ``geval-async run`` on the saved config sends nothing
 either. It blocks, in a plain script and inside Jupyter alike, where the notebook's own event
@@ -35,10 +35,10 @@ from .api import load_results
 from .cli.interrupts import say, show_line
 from .cli.panel import render_panel_progress
 from .cli.progress import render_progress
-from .judging.panel_run import JudgeOutcome
-from .judging.progress import RunCounters
-from .judging.stage import judge_panel, judge_study, panel_api_keys
-from .scoring.results import StudyResults
+from .judging.run.panel import JudgeOutcome
+from .judging.run.progress import RunCounters
+from .judging.run.stage import judge_panel, judge_study, panel_api_keys
+from .scoring.scores.results import StudyResults
 from .study.code_study import CodeStudy, Criterion, define_study
 from .study.config import load_config
 from .study.prepare import prepare_study

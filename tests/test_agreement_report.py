@@ -23,8 +23,8 @@ from conftest import needs_chromium, open_report
 from test_panel_meta import CRITERIA, JUDGES, REFUSE, write_study
 
 import geval_async as ga
-from geval_async.scoring.agreement import agreement_frame, judge_agreement
-from geval_async.scoring.outputs import Output, csv_bytes, write_files, write_outputs
+from geval_async.scoring.output.writer import Output, csv_bytes, write_files, write_outputs
+from geval_async.scoring.panel.agreement import agreement_frame, judge_agreement
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.settings import EvalConfig

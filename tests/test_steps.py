@@ -15,11 +15,11 @@ import orjson
 from conftest import ROOT, StudyFiles, run_cli, run_study, start_process, summary_row
 from markupsafe import escape
 
-from geval_async.judging.cache import JudgeCache
+from geval_async.judging.store.cache import JudgeCache
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
+from geval_async.study.evaluation_steps import steps_requests
 from geval_async.study.prepare import prepare_study
-from geval_async.study.steps import steps_requests
 
 POLL = ("--poll", "0.05")  # batch polls (seconds)
 TASK = "You will be given a short text.\n\nYour task is to rate the text on one metric."

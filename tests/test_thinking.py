@@ -14,13 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from geval_async.options import Reason
-from geval_async.scoring.ratings import (
+from geval_async.scoring.reading.ratings import (
     RatingParser,
     Scale,
     distribution_from_logprobs,
     first_token_top_logprobs,
 )
-from geval_async.scoring.thinking import (
+from geval_async.scoring.reading.thinking import (
     REASONING_CUT_OFF,
     message_reasoning,
     split_reasoning,
@@ -190,7 +190,7 @@ def test_in_logprobs_mode_reasoning_that_never_ended_gives_no_rating_token() -> 
 
 
 def test_a_rubric_answer_is_read_after_the_reasoning_too() -> None:
-    from geval_async.scoring.scores import _YesNo
+    from geval_async.scoring.scores.scores import _YesNo
 
     rubric = _YesNo()
     assert rubric.read("<think>No... wait, it does.</think>\nYes").rating == 1.0

@@ -289,3 +289,21 @@ def test_a_panel_and_a_criterion_given_by_definition_built_in_code(
         run = run_cli("run", str(results.config.source), "--quiet")
         assert run.returncode == 0, run.stderr
         assert [s.stats.received for s in sims.values()] == [study.n_records + 1] * 2
+
+
+def test_a_frame_without_ids_gets_its_scores_by_its_index(
+    study: StudyFiles, sim: SimServer
+) -> None:
+    frame = pd.read_json(study.records, lines=True, dtype=False).drop(columns="id")
+    frame.index = frame.index * 10  # an index of its own, not positions
+    frame["note"] = [None if i % 2 else 1.5 for i in range(len(frame))]  # NaN: left out
+    keywords = {k: v for k, v in settings(study, sim).items() if k != "stats"}
+    results = evaluate(frame, criteria(study), folder=study.root / "s", **keywords)
+    assert list(results.long["record_id"].unique()) == [str(i * 10) for i in range(len(frame))]
+    joined = results.frame()
+    assert joined.index.equals(frame.index)
+    assert (
+        joined.loc[30, "clar_score"]
+        == results.long.set_index(["record_id", "criterion"]).loc[("30", "clar"), "score"]
+    )
+    assert joined["note"].isna().sum() == len(frame) // 2

@@ -96,7 +96,20 @@ class Criterion:
         if self.fields:
             table["fields"] = self.fields
         table |= {k: v for k, v in self.keys.items() if k not in ("prompt", "template")}
+        if isinstance(table.get("parts"), Mapping):
+            table["parts"] = {name: self._part(name, v) for name, v in table["parts"].items()}
         return table
+
+    def _part(self, name: str, value: Any) -> Any:
+        """A fixed part as text: a part ``{"file": path}`` (the working folder's path, which
+        the saved config's folder would not find) read as the config reads it."""
+        if not (isinstance(value, Mapping) and set(value) == {"file"}):
+            return value
+        path = Path(os.fspath(value["file"])).expanduser()
+        try:
+            return path.read_text(encoding="utf-8-sig").strip("\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{self!r}: part {name!r}: cannot read {path} ({exc})") from exc
 
     def prompt_text(self) -> str | None:
         """The prompt's text (or, given by definition, its form template's); None: none."""

@@ -167,6 +167,12 @@ def test_a_bad_criterion_and_a_missing_field_name_the_criterion_and_the_row(
     backwards = Criterion("clar", PROMPT_B, scale=(5, 1), fields=["reader", "text"])
     with pytest.raises(ga.ConfigError, match=r"^Criterion\('clar'\): \[criteria #1 'clar'\] "):
         evaluate(frame, backwards, folder=study.root / "s", **settings(study, sim))
+    stray = Criterion("clar", "Rate {{text}} for {{reader}}.", scale=(1, 5), fields=["text"])
+    with pytest.raises(ga.ConfigError) as raised:
+        evaluate(frame, stray, folder=study.root / "s", **settings(study, sim))
+    assert str(raised.value).startswith(
+        "Criterion('clar'): placeholder {{reader}} has no record field: add 'reader' to 'fields'"
+    )
     frame.loc[2, "reader"] = None
     with pytest.raises(ga.ConfigError) as raised:
         evaluate(frame, criteria(study), folder=study.root / "s", **settings(study, sim))

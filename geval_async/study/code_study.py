@@ -151,10 +151,6 @@ class CodeStudy:
             return Path(os.fspath(self.records)).expanduser().resolve()
         return None
 
-    @property
-    def id_field(self) -> str:
-        return str(self.settings.get("id", "id"))
-
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Write the study to ``folder``: ``<name>.toml``, ``records.jsonl`` (records held in
         Python; a records file is named by its path) and ``prompts/<criterion>.txt``. Returns
@@ -213,6 +209,10 @@ class CodeStudy:
         if message.startswith(staged_records):  # records held in Python: a row's number
             rest = message.removeprefix(staged_records).replace("line ", "row ")
             return ConfigError(f"records: {rest}")
+        for criterion in self.criteria:  # its prompt file, as the template's checks name it
+            staged_prompt = f"{source.parent / _prompt_file(criterion)}: "
+            if message.startswith(staged_prompt):
+                return ConfigError(f"{criterion!r}: {message.removeprefix(staged_prompt)}")
         if not message.startswith(f"{source}: "):
             return ConfigError(message.replace(str(source.parent), str(folder)))
         rest = message.removeprefix(f"{source}: ")
@@ -268,7 +268,7 @@ class CodeStudy:
             text = criterion.prompt_text()
             prompt_file = None
             if text is not None:
-                prompt_file = f"prompts/{criterion.name}.txt"
+                prompt_file = _prompt_file(criterion)
                 files[prompt_file] = text.encode("utf-8")
             tables.append(criterion.table(prompt_file))
         document["criteria"] = tables
@@ -327,6 +327,10 @@ def define_study(
     if judge is None and "model" not in settings and "deployment" not in settings:
         raise ConfigError("judge: name the judge's model (judge='gpt-4o-mini'), or a panel")
     return CodeStudy(records, chosen, judge, name, dict(settings))
+
+
+def _prompt_file(criterion: Criterion) -> str:
+    return f"prompts/{criterion.name}.txt"
 
 
 def _judge_tables(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import codecs
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -65,7 +65,7 @@ def read_rows(path: Path, handle: BinaryIO) -> Iterator[tuple[int, int, dict[str
             yield number, at, _fields(path, number, header, cells)
 
 
-def reread_rows(path: Path, places: list[int]) -> Iterator[dict[str, Any]]:
+def reread_rows(path: Path, places: Sequence[int]) -> Iterator[dict[str, Any]]:
     """The fields of the rows at ``places`` (from :func:`read_rows`, ascending), read again.
 
     Raises:
@@ -215,7 +215,10 @@ def _parquet_rows(path: Path, start: int) -> Iterator[tuple[int, int, dict[str, 
             return
         row = first
         for batch in table.iter_batches(batch_size=_BATCH, row_groups=groups):
-            for fields in batch.to_pylist():
-                if row >= start:
-                    yield row + 1, row, {k: v for k, v in fields.items() if v is not None}
+            skip = max(start - row, 0)  # rows before the first asked for: not converted
+            row += min(skip, batch.num_rows)
+            if skip >= batch.num_rows:
+                continue
+            for fields in batch.slice(skip).to_pylist():
+                yield row + 1, row, {k: v for k, v in fields.items() if v is not None}
                 row += 1

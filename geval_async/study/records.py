@@ -19,6 +19,7 @@ whole, so its records are held in memory (write JSONL for a study of many record
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, Self, overload
 
@@ -189,16 +190,17 @@ def _reread(index: RecordIndex, handle: BinaryIO, start: int, stop: int) -> Iter
 
 
 def _reread_table(index: RecordIndex, start: int, stop: int) -> Iterator[Record]:
-    """The rows from ``start`` to ``stop`` of a CSV, TSV or Parquet file, read again."""
+    """The rows from ``start`` to ``stop`` of a CSV, TSV or Parquet file, read again in one
+    pass."""
     path, id_field, lines = index.path, index.id_field, index.lines
     word = "row" if table_form(path) == TableForm.PARQUET else "line"
+    rows = reread_rows(path, index.offsets[start:stop])
     for block in range(start, stop, _BLOCK):
         end = min(block + _BLOCK, stop)
         ids = index.ids.texts(block, end)
         groups = index.names(index.groups, block, end)
         conditions = index.names(index.conditions, block, end)
-        rows = reread_rows(path, list(index.offsets[block:end]))
-        for k, item in enumerate(rows):
+        for k, item in enumerate(islice(rows, end - block)):
             written = item.get(id_field)
             if written is None or str(written) != ids[k]:
                 raise _changed(path)

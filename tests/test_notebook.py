@@ -313,3 +313,25 @@ def test_a_frame_without_ids_gets_its_scores_by_its_index(
         == results.long.set_index(["record_id", "criterion"]).loc[("30", "clar"), "score"]
     )
     assert joined["note"].isna().sum() == len(frame) // 2
+
+
+@pytest.mark.parametrize("tqdm", [True, False])
+def test_progress_is_a_tqdm_bar_or_without_tqdm_the_progress_line(
+    study: StudyFiles,
+    sim: SimServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tqdm: bool,
+) -> None:
+    if not tqdm:
+        monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as where tqdm is not installed
+    frame = pd.read_json(study.records, lines=True, dtype=False)
+    keywords = settings(study, sim) | {"progress": True}
+    evaluate(frame, criteria(study), folder=study.root / "s", name="fits", **keywords)
+    shown = capsys.readouterr().err
+    items = study.n_records * 2
+    if tqdm:
+        assert "fits: 100%|" in shown and f"| {items}/{items} [" in shown
+        assert f"new={items}" in shown
+    else:
+        assert f"{items}/{items} new {items} cached 0 failed 0" in shown

@@ -1,4 +1,4 @@
-"""A panel of judges scored (issue 20 items 2 and 7): each judge's outputs, the panel's pooled
+"""A panel of judges scored: each judge's outputs, the panel's pooled
 scores, flagged records and the agreement CSV, on simulated judges over real HTTP.
 
 Each judge of a panel has its own simulated server (its own port and seed, so the judges

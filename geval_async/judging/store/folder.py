@@ -160,14 +160,22 @@ def existing_cache(path: Path, source: Path | None = None) -> Path:
     """``path``, when it is a cache folder; else ConfigError saying what is there instead
     (``source``: the study config whose cache it is, named in the command that fills it)."""
     path = Path(path)
-    if not path.exists():
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+        has_database = is_dir and (path / "cache.db").is_file()
+    except OSError as exc:  # a folder above it the user may not search
+        raise ConfigError(
+            f"{path}: cannot look at the cache folder ({exc.strerror}); fix the permissions "
+            "of the folders above it, or pass --cache with another folder"
+        ) from None
+    if not exists:
         config = "CONFIG" if source is None else shlex.quote(str(source))
         raise ConfigError(
             f"{path}: no cache folder there: check --cache (or [cache] path), or run "
             f"`geval-async run {config}` first to fill it"
         )
-    if not path.is_dir():
+    if not is_dir:
         raise ConfigError(f"{path}: a file, not a cache folder: check --cache (or [cache] path)")
-    if not (path / "cache.db").is_file():
+    if not has_database:
         raise ConfigError(f"{path}: not a cache folder (no cache.db); check the path")
     return path

@@ -1,0 +1,184 @@
+"""The state one run shares between its producer, its workers and their attempts.
+
+A run's state is what every request of it reads and changes: the limits and the budget, the
+counters, what the endpoint accepts (learned from its answers), the history the failure
+decision reads, the writer and the claims, and the one way the run stops (:meth:`RunState.halt`:
+the ``stop`` event stops dispatching, answers in flight are still saved, and ``stopped`` holds
+the line to show). The CLI sets the event on Ctrl-C, and a ``--max-cost`` cap sets it too.
+One attempt at one request is :mod:`.attempt`; the workers that claim and attempt requests
+are :mod:`.worker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ...errors import TransportError
+from ...options import ItemOutcome, SamplingMode
+from ...study.plan import JudgeRequest, Study
+from ...study.pricing import SharedCap
+from ..store.cache import CachedResponse
+from ..store.claims import Claims
+from ..store.origin import ServerEntries
+from ..wire.capabilities import load_capabilities
+from ..wire.failures import History
+from ..wire.limits import RateLimits
+from ..wire.probe import same_model
+from ..wire.refused_settings import unusable_choice
+from .budget import run_budget
+from .entries import answer_entry, refusal_entry
+from .feed import Feed
+from .progress import CriterionCounts, RunCounters
+from .writer import Writer
+
+if TYPE_CHECKING:
+    from ..wire.transport import JudgeAnswer, Transport
+
+__all__ = ["RunState"]
+
+
+class RunState:
+    """The state one run shares between its producer, workers and attempts."""
+
+    def __init__(
+        self,
+        study: Study,
+        entries: ServerEntries,
+        *,
+        stop: asyncio.Event,
+        retry_failed: bool,
+        backoff: float,
+        warn: Callable[[str], None] | None = None,
+        cap: SharedCap | None = None,
+    ) -> None:
+        self.study, self.config = study, study.config
+        # Lookups go through the server's view: another server's answers read as missing.
+        self.cache, self.entries = entries.cache, entries
+        # Set by connect(), once the plan has something to send.
+        self.transport: Transport
+        self.claims: Claims
+        self.writer: Writer
+        self.stop, self.retry_failed, self.backoff = stop, retry_failed, backoff
+        limits = self.config.limits
+        self.warnings: list[str] = []
+
+        def note(line: str) -> None:
+            self.warnings.append(line)
+            if warn is not None:
+                warn(line)
+
+        self.limits = RateLimits(
+            limits.rpm, limits.tpm, stop=stop, warn=note, max_wait=limits.max_wait
+        )
+        self.counters = RunCounters(
+            criteria={
+                name: CriterionCounts(items=items)
+                for name, items in study.items_by_criterion().items()
+            },
+            asked_model=self.config.judge.model,
+        )
+        self.failures: Counter[str] = Counter()
+        self.stopped: str | None = None
+        self.budget = run_budget(self.config, self.cache.directory, shared=cap)
+        judge = self.config.judge
+        # What the endpoint accepts (the token parameter's name, n > 1), as earlier runs
+        # learned it: the wire is spelt right from the first request.
+        self.endpoint = load_capabilities(self.cache.directory, judge.url, judge.model)
+        self.history = History(
+            judge.url,
+            judge.api_key_env,
+            self.config.judge_entry,
+            self.config.sampling_entry,
+            retries=limits.retries,
+            max_wait=limits.max_wait,
+        )
+        # Each request's body made as request.body makes it, its template made ready once.
+        self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
+        self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?
+        self.feed = Feed(
+            study,
+            self.entries,
+            limits=self.limits,
+            counters=self.counters,
+            stop=stop,
+            retry_failed=retry_failed,
+        )
+
+    def connect(self, transport: Transport, claims: Claims) -> None:
+        self.transport, self.claims = transport, claims
+        self.writer = self.feed.writer = Writer(self.cache, claims)
+
+    def cached(self, request: JudgeRequest) -> CachedResponse | None:
+        """The usable cache entry of a request (a refusal counts unless --retry-failed)."""
+        entry = self.entries.get(request.key)
+        if entry is not None and not entry.ok and self.retry_failed:
+            return None
+        return entry
+
+    def halt(self, line: str) -> None:
+        """Stop the run (the one way): no more dispatching, and ``line`` is what it says."""
+        if self.stopped is None:
+            self.stopped = line
+        self.stop.set()
+
+    def delay(self, attempt: int) -> float:
+        """Capped exponential backoff with full jitter."""
+        cap = min(self.config.limits.max_backoff, self.backoff * 2 ** (attempt - 1))
+        return random.uniform(cap / 2, cap)
+
+    async def sleep_unless_stopped(self, seconds: float) -> None:
+        try:
+            async with asyncio.timeout(seconds):
+                await self.stop.wait()
+        except TimeoutError:
+            pass
+
+    def fail(self, request: JudgeRequest, message: str) -> ItemOutcome:
+        self.failures[f"{request.item.criterion.name}: {message}"] += 1
+        return ItemOutcome.FAILED
+
+    def store_answer(self, request: JudgeRequest, answer: JudgeAnswer, attempts: int) -> None:
+        entry = answer_entry(request, answer, attempts)
+        counters, usage = self.counters, entry.usage
+        tokens = usage.get("total_tokens") if usage else None
+        counters.record_answer(tokens if isinstance(tokens, int) else request.est_tokens)
+        counters.simulated = counters.simulated or entry.simulated
+        parsed = answer.parsed
+        served = parsed.get("model")
+        if isinstance(served, str):  # a run's answers name a model or two: the last one's kept
+            if served != self._served[0]:
+                self._served = (served, same_model(served, entry.model))
+            if not self._served[1]:
+                counters.served[served[:100]] += 1
+        choices = parsed["choices"]
+        if answer.texts == len(choices) and not self.logprobs:
+            usable = answer.texts  # the usual answer: every choice holds text (transport.py)
+        else:
+            logprobs = self.logprobs
+            usable = 0
+            for choice in choices:  # each a dict with a message dict (transport.py)
+                why = unusable_choice(choice, logprobs=logprobs)
+                if why is None:
+                    usable += 1
+                else:
+                    self.counters.unusable[why] += 1
+        self.counters.usable += usable
+        self._put(request, entry)
+
+    def store_refusal(
+        self, request: JudgeRequest, exc: TransportError, attempts: int, reason: str
+    ) -> None:
+        self.failures[f"{request.item.criterion.name}: refused: {reason}"] += 1
+        self._put(request, refusal_entry(request, exc, attempts, reason))
+
+    def _put(self, request: JudgeRequest, entry: CachedResponse) -> None:
+        overwrite = self.retry_failed or (
+            # Both empty unless the walk found damaged entries or another server's.
+            bool(self.cache.corrupted or self.entries.hidden)
+            and (request.key in self.cache.corrupted or request.key in self.entries.hidden)
+        )
+        self.writer.put(entry, overwrite=overwrite)

@@ -204,6 +204,7 @@ JUDGING_TIERS = {
     "pacer": 3, "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
     "budget": 3, "probe": 3, "progress": 3, "refused_settings": 3, "capabilities": 3,
     "server_waits": 3,
+    "quoted_key": 3, "connection_kinds": 3,  # what a server sends back, read at the boundary
     "served": 3,  # the model an answer names, against the one asked
     "left": 2,  # what is left to send, decided once
     "feed": 4, "worker": 4, "runner": 4, "steps": 4, "estimate": 4,

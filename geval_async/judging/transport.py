@@ -7,7 +7,8 @@ its :class:`~geval_async.errors.FailureFact` (a timeout, reset or 5xx a :class:`
 429 :class:`RateLimited`, another 4xx :class:`Rejected`). The transport decides nothing: what a
 failure means for the run (retry, store a refusal, stop) is the runner's one call of
 :func:`~geval_async.judging.failures.decide`. The API key goes into a header and nowhere else:
-it never appears in an error message.
+it never appears in an error message, and where a server quotes it back (in a body, a header
+or a malformed head) it is taken out here, before anything is printed or stored.
 
 Each attempt has ``[limits] timeout`` seconds. The deadlines are kept by one watch task
 (:class:`_Deadlines`) instead of an ``asyncio.timeout`` each attempt: a timer handle made,
@@ -33,6 +34,7 @@ import orjson
 
 from ..errors import (
     ANSWER_TOO_LARGE,
+    WEB_PAGE,
     Connection,
     FailureFact,
     RateLimited,
@@ -41,7 +43,9 @@ from ..errors import (
     TransportError,
 )
 from ..study.config import JudgeConfig
-from .failures import connection_kind, describe, response_fact
+from .connection_kinds import connection_kind
+from .failures import describe, response_fact
+from .quoted_key import KEY_REMOVED, headers_without_key, secret, without_key
 
 _CONTENT_ENCODING = aiohttp.hdrs.CONTENT_ENCODING
 
@@ -136,6 +140,9 @@ class Transport:
         self._judge = judge
         self._url = judge.url
         self._headers = {"Content-Type": "application/json", **judge.auth_headers(api_key)}
+        self._api_key = api_key
+        # The key as a server would quote it back (None: no key, or too short to be a secret).
+        self._key_bytes = None if (key := secret(api_key)) is None else key.encode()
         self._concurrency = concurrency
         self._timeout = timeout
         self._max_answer_bytes = max_answer_bytes
@@ -185,7 +192,8 @@ class Transport:
                 async with self._session.post(
                     self._url, data=data, allow_redirects=False
                 ) as response:
-                    status, headers = response.status, response.headers
+                    status = response.status
+                    headers: Mapping[str, str] = response.headers
                     declared = response.content_length
                     # A compressed answer's declared length is not its body's: aiohttp hands
                     # over the body decompressed, so it is read under the cap (a 3 kB gzip of
@@ -209,13 +217,22 @@ class Transport:
             raise
         except aiohttp.ClientPayloadError as exc:
             fact = FailureFact(connection=Connection.TRUNCATED)
-            raise Transient(f"the response body was cut off ({exc})", fact=fact) from exc
+            said = without_key(str(exc), self._api_key)
+            raise Transient(f"the response body was cut off ({said})", fact=fact) from exc
         except (aiohttp.ClientError, OSError) as exc:
+            # aiohttp quotes a malformed head's bytes in its message: the key may be in them.
+            said = without_key(str(exc), self._api_key)
             fact = FailureFact(connection=connection_kind(exc))
-            raise Transient(f"{fact.connection} ({type(exc).__name__}: {exc})", fact=fact) from exc
+            raise Transient(f"{fact.connection} ({type(exc).__name__}: {said})", fact=fact) from exc
         # To the microsecond as stored, from integer nanoseconds: round(ms, 3) of a float
         # formats and parses a decimal string (3,300 instructions, a third of an entry's).
         latency_ms = (time.perf_counter_ns() - started + 500) // 1000 / 1000
+        key = self._key_bytes
+        if key is not None:  # one search of the body: the usual answer quotes no key
+            if raw is not None and key in raw:
+                raw = raw.replace(key, _KEY_REMOVED)
+            if status != 200:
+                headers = headers_without_key(headers, self._api_key)
         if raw is None:
             limit = self._max_answer_bytes
             if status != 200:  # an error body only gives its first words to the message
@@ -228,6 +245,9 @@ class Transport:
         if status == 200:
             return _answer(status, raw, headers, latency_ms)
         raise _failure(status, raw, headers)
+
+
+_KEY_REMOVED = KEY_REMOVED.encode()
 
 
 async def _read_capped(
@@ -250,6 +270,13 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if "text/html" in headers.get("Content-Type", "").lower():
+            raise Rejected(
+                "the answer is a web page (text/html), not JSON",
+                body=raw,
+                headers=headers,
+                fact=FailureFact(status=status, code=WEB_PAGE),
+            ) from exc
         raise Transient(
             f"the response body is not valid JSON ({len(raw)} bytes)",
             body=raw,

@@ -5,7 +5,7 @@ key ever in the text (:func:`provider_call`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ from ...errors import RunStopped
 from ...options import Provider
 from ...study.plan import Study
 from ...study.settings import DEFAULT_BASE_URL
+from ..quoted_key import without_key
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -57,9 +58,16 @@ async def provider_call(what: str, key_entry: str = "[judge] api_key_env") -> As
             "and api_version) and that the provider offers the Batch API"
         ) from exc
     except openai.APIStatusError as exc:
-        raise RunStopped(f"{what}: HTTP {exc.status_code}: {_message(exc.body)}") from exc
+        said = without_key(_message(exc.body), _sent_key(exc.request.headers))
+        raise RunStopped(f"{what}: HTTP {exc.status_code}: {said}") from exc
     except openai.APIError as exc:
         raise RunStopped(f"{what}: {type(exc).__name__}; run the command again") from exc
+
+
+def _sent_key(headers: Mapping[str, str]) -> str | None:
+    """The key the request carried, as the provider may quote it back."""
+    bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
+    return headers.get("api-key") or bearer or None
 
 
 def _message(body: object) -> str:

@@ -327,6 +327,16 @@ def _command(args: argparse.Namespace) -> int:
         _debug()
         _say(f"error: {exc}")
         return EXIT_INCOMPLETE
+    except PermissionError as exc:
+        # A file or folder this user may not open (a shared drive's): what and where, in
+        # one line, where a traceback would otherwise end the command.
+        _debug()
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(
+            f"error: {where}permission denied: check its permissions and those of the "
+            "folders above it, or choose another path"
+        )
+        return EXIT_USAGE
     except BrokenPipeError:
         # The reader closed the pipe (`geval-async score ... | head`): the files are written
         # before anything long is printed, so this is a normal end. Python would otherwise

@@ -21,6 +21,16 @@ def existing_cache(path: Path, source: Path | None = None) -> Path:
     """``path``, when it is a cache folder; else ConfigError saying what is there instead
     (``source``: the study config whose cache it is, named in the command that fills it)."""
     path = Path(path)
+    try:
+        return _cache_folder(path, source)
+    except PermissionError as exc:  # a folder on the way that this user may not search
+        raise ConfigError(
+            f"{path}: cannot look into the cache folder ({exc.strerror}): ask for read and "
+            "search (x) permission on it and on the folders above it, or check --cache"
+        ) from exc
+
+
+def _cache_folder(path: Path, source: Path | None) -> Path:
     if not path.exists():
         config = "CONFIG" if source is None else shlex.quote(str(source))
         raise ConfigError(

@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..options import Normalization, StatTest
 from .criteria import CriterionConfig, parse_criterion
+from .input_files import file_problem
 from .judge_choice import apply_overrides
 from .panel import parse_judges, parse_panel
 from .reader import TableReader
@@ -90,12 +91,20 @@ def load_config(path: str | os.PathLike[str]) -> EvalConfig:
 
 def read_document(source: Path) -> dict[str, Any]:
     """The parsed TOML of a config file; ConfigError if missing, unreadable or not TOML."""
+    problem = file_problem(source)  # a FIFO would block the open, a device never end
+    if problem is not None:
+        raise ConfigError(f"{source}: config file {problem}")
     try:
         # utf-8-sig: Windows editors save a byte order mark, which TOML alone calls an
         # "Invalid statement (at line 1, column 1)".
         return tomllib.loads(source.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise ConfigError(f"{source}: config file not found") from None
+    except RecursionError as exc:
+        # Tables or arrays nested hundreds deep: Python's parser runs out of stack.
+        raise ConfigError(
+            f"{source}: not a study config (tables or arrays nested too deep to read)"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{source}: not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x}): "

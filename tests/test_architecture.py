@@ -215,6 +215,7 @@ JUDGING_TIERS = {
 SCORING_TIERS = {
     # 0 reading one answer
     "cues": 0, "masks": 0, "verdicts": 0, "distributions": 0, "ratings": 0, "rubrics": 0,
+    "csv_cells": 0,  # text cells a spreadsheet would run as formulas, written as text
     "thinking": 0,  # on main since the parser merge: the reasoning cut off an answer
     "heap": 0,  # the allocator's free pages given back between score's steps (no imports of ours)
     # 1 the data: scores, readings, tables, tests, judge-vs-human pairs, rendered documents

@@ -9,6 +9,8 @@ the path and what it is, never a traceback, a hang or a memory error.
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import shutil
 import subprocess
@@ -24,6 +26,7 @@ from conftest import (
     PROMPT_B,
     ROOT,
     StudyFiles,
+    run_cli,
     run_process,
     write_records,
 )
@@ -161,3 +164,67 @@ def test_a_cache_folder_behind_a_folder_the_user_may_not_search_is_one_line(
     assert str(study.cache) in line
     assert "permission denied" in line.lower()
     assert sim.stats.received == 0
+
+
+# --- record text a spreadsheet would run -------------------------------------------------------
+
+# Record ids and groups as a shared records file may hold them: formulas, and groups that are
+# plain numbers (which stay numbers).
+_HOSTILE_RECORDS = [
+    ('=HYPERLINK("http://x","y")', "=cmd|' /C calc'!A0"),
+    ("@SUM(1+1)", "@g"),
+    ("+1+2", "-3"),
+    ("-2+3", "-3"),
+    ("\t=1", "plain"),
+    ("ordinary", "plain"),
+]
+
+
+def _read_csv(path: Path) -> list[list[str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.reader(handle))
+
+
+def _runs_as_formula(cell: str) -> bool:
+    """Whether a spreadsheet would take ``cell`` for a formula."""
+    if cell.lstrip("\t\r")[:1] not in ("=", "+", "-", "@") and cell[:1] not in ("\t", "\r"):
+        return False
+    try:
+        float(cell)
+    except ValueError:
+        return True
+    return False
+
+
+def test_record_text_that_a_spreadsheet_would_run_is_written_as_text(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    rows = [
+        {"id": f"{record_id}", "user": group, "condition": condition, "reader": "r", "text": "t"}
+        for record_id, group in _HOSTILE_RECORDS
+        for condition in ("A", "B")
+    ]
+    for row in rows:
+        row["id"] += f"-{row['condition']}"
+    study.records.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    study.write_config(sim.base_url)
+    assert run_cli("run", str(study.config), "--quiet").returncode == 0
+    scored = run_cli("score", str(study.config))
+    assert scored.returncode == 0, scored.stderr
+    files = sorted((study.output / "scores").glob("*.csv"))
+    assert files
+    for path in files:
+        cells = [cell for row in _read_csv(path) for cell in row]
+        assert not [c for c in cells if _runs_as_formula(c)], path.name
+    long = _read_csv(study.output / "scores" / "t_long.csv")
+    header = long[0]
+    ids = {row[header.index("record_id")] for row in long[1:]}
+    groups = {row[header.index("group")] for row in long[1:]}
+    assert '\'=HYPERLINK("http://x","y")-A' in ids
+    assert "'@SUM(1+1)-B" in ids
+    assert "'\t=1-A" in ids
+    assert "ordinary-A" in ids
+    assert "-3" in groups  # a number stays a number
+    assert "'=cmd|' /C calc'!A0" in groups
+    scores = [float(row[header.index("score")]) for row in long[1:]]
+    assert all(1 <= s <= 5 or s != s for s in scores)  # numbers, unquoted

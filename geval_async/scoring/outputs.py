@@ -47,6 +47,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..options import StatTest
+from .csv_cells import spreadsheet_safe
 from .files import Output, write_files
 from .human import HumanComparison
 from .overwrite_guard import check_not_emptier
@@ -80,8 +81,9 @@ class OutputOptions:
 
 
 def csv_bytes(frame: pd.DataFrame, *, index: bool = True, float_format: str | None = None) -> bytes:
-    """A frame as CSV bytes (``float_format`` e.g. "%.3f"; None keeps every digit)."""
-    return frame.to_csv(index=index, float_format=float_format).encode()
+    """A frame as CSV bytes (``float_format`` e.g. "%.3f"; None keeps every digit), its
+    text cells written so that a spreadsheet never runs one as a formula."""
+    return spreadsheet_safe(frame).to_csv(index=index, float_format=float_format).encode()
 
 
 # --- names -------------------------------------------------------------------------------------

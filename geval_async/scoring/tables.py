@@ -21,6 +21,7 @@ import pandas as pd
 from ..options import Normalization, StatTest, parse_option
 from ..study.config import EvalConfig
 from .columns import STATUSES, PanelColumns, ScoreColumns
+from .csv_cells import spreadsheet_safe
 from .record_heads import RecordHeads
 from .scores import ItemScore, distribution_json
 from .stats import Comparison, adjust_fdr, paired, welch, wilcoxon
@@ -183,15 +184,14 @@ def _held_at(columns: ScoreColumns, rows: slice | np.ndarray) -> dict[int, ItemS
 
 
 def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 20_000) -> None:
-    """Write the long table as CSV to ``out`` (the bytes of ``long_frame(scores).to_csv(
-    index=False)``), ``rows`` items at a time when they are held in columns: the text of a
-    million rows is never held whole."""
+    """Write the long table as CSV to ``out`` (``long_frame(scores).to_csv(index=False)``),
+    ``rows`` items at a time when held in columns: a million rows' text is never held whole."""
     if not isinstance(scores, ScoreColumns) or len(scores) <= rows:
-        out.write(long_frame(scores).to_csv(index=False).encode())
+        out.write(spreadsheet_safe(long_frame(scores)).to_csv(index=False).encode())
         return
     names = long_columns(scores)
     for start in range(0, len(scores), rows):
-        chunk = _long_from_columns(scores, slice(start, start + rows), names)
+        chunk = spreadsheet_safe(_long_from_columns(scores, slice(start, start + rows), names))
         out.write(chunk.to_csv(index=False, header=start == 0).encode())
 
 

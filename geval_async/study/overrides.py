@@ -217,8 +217,9 @@ def criterion_names(t: TableReader, known: Sequence[str]) -> tuple[str, ...]:
     names = [name.strip() for name in names if name.strip()]
     if not names:
         raise t.error("'criteria' must name at least one criterion")
+    unknown = set(names) - set(known)
     for name in names:
-        if name not in known:
+        if name in unknown:
             raise t.error(f"no criterion named {name!r} (the config has: {', '.join(known)})")
     return tuple(names)
 

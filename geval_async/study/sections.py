@@ -251,8 +251,9 @@ def parse_sampling(t: TableReader) -> SamplingConfig:
 def parse_meta(t: TableReader, criteria: Sequence[str], resolve: Resolve) -> MetaConfig:
     """``[meta]``: human score fields, judge files (``[meta.judges.NAME]``), bootstrap."""
     human = t.get("human", dict, {})
+    known = set(criteria)
     for name, path in human.items():
-        if name not in criteria:
+        if name not in known:
             raise t.error(f"'human' names {name!r}, which is not among the [[criteria]]")
         if not isinstance(path, str) or not path.strip(". "):
             raise t.error(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -294,10 +295,16 @@ class EvalConfig:
 
     def criterion(self, name: str) -> CriterionConfig:
         """The criterion called ``name``."""
-        for criterion in self.criteria:
-            if criterion.name == name:
-                return criterion
-        raise ConfigError(f"{self.source}: no criterion named {name!r}")
+        criterion = self._criteria_by_name.get(name)
+        if criterion is None:
+            raise ConfigError(f"{self.source}: no criterion named {name!r}")
+        return criterion
+
+    @cached_property
+    def _criteria_by_name(self) -> dict[str, CriterionConfig]:
+        # Looked up by name once for each criterion by the tables and reports: a scan each
+        # would make them grow with the square of the criteria.
+        return {criterion.name: criterion for criterion in self.criteria}
 
     @property
     def judge_entry(self) -> str:

@@ -5,7 +5,8 @@ collect, cancel.
 input files (:mod:`.files`), claims them for the batch, uploads each file and creates its batch,
 writing each step to the ledger (:mod:`.ledger`) before the next. :meth:`~BatchControl.attach`
 picks up what an interrupted process left: a batch created from an uploaded file is found
-(``batches.list``) or created, a record that never reached the provider is dropped.
+(``batches.list``) or created, a record never recorded as uploaded is dropped (and its file
+deleted where the provider has it).
 :meth:`~BatchControl.poll` asks for each live batch's status, :meth:`~BatchControl.collect`
 streams an ended batch's output and error files into the cache (:mod:`.store`) and releases its
 claims. The online hot path stays on aiohttp (:mod:`geval_async.judging.transport`); this
@@ -207,6 +208,9 @@ class BatchControl:
                     continue
                 record = current
                 if record.state == PREPARING:
+                    # Killed before the upload was recorded: the provider may hold the file
+                    # all the same, unused and kept for good (the requests go into a new one).
+                    await self._delete_uploads(record)
                     claims.release_batch(self.ledger.keys(record), record.name)
                     self.ledger.drop(record)
                 elif record.state == UPLOADED:
@@ -220,6 +224,13 @@ class BatchControl:
                     self.ledger.input_path(record).unlink(missing_ok=True)
             finally:
                 claims.release(f"batch-record:{record.name}")
+
+    async def _delete_uploads(self, record: BatchRecord) -> None:
+        """Delete the files uploaded as ``record``'s input (by its name, the record's own)."""
+        name, files = self.ledger.input_path(record).name, self.client.files.list(purpose="batch")
+        async with provider_call("deleting an unused batch input file", self.key_entry):
+            for file_id in [f.id async for f in files if f.filename == name]:
+                await self.client.files.delete(file_id)
 
     async def _created_from(self, input_file_id: str) -> Batch | None:
         """The batch the provider created from an input file, if any."""

@@ -306,7 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _command(args)
     finally:
         if argv is None:  # the process's own command line, not a caller's call
-            signal.signal(signal.SIGINT, _interrupted_late)
+            with contextlib.suppress(ValueError):  # not in the main thread: no handler
+                signal.signal(signal.SIGINT, _interrupted_late)
 
 
 def _command(args: argparse.Namespace) -> int:

@@ -54,8 +54,8 @@ def _tree_env(tree: str) -> dict[str, str]:
 def make_cache(config: Path, tree: str) -> None:
     """An empty cache folder beside ``config``, made as a run makes it."""
     code = (
-        "import sys; from pathlib import Path; from geval_async.judging.cache import JudgeCache; "
-        "JudgeCache(Path(sys.argv[1]))"
+        "import sys; from pathlib import Path; "
+        "from geval_async.judging.store.cache import JudgeCache; JudgeCache(Path(sys.argv[1]))"
     )
     done = run_child([PYTHON, "-c", code, str(config.parent / "cache")], env=_tree_env(tree))
     if done.returncode != 0:

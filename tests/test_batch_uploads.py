@@ -29,9 +29,9 @@ def test_an_upload_the_ledger_never_recorded_is_deleted_and_its_requests_sent_on
 
     from geval_async.judging.batch.files import input_line
     from geval_async.judging.batch.ledger import Ledger
-    from geval_async.judging.cache import JudgeCache
-    from geval_async.judging.claims import Claims
-    from geval_async.judging.coverage import item_states
+    from geval_async.judging.store.cache import JudgeCache
+    from geval_async.judging.store.claims import Claims
+    from geval_async.judging.store.coverage import item_states
     from geval_async.study.config import load_config
     from geval_async.study.prepare import prepare_study
 

@@ -18,7 +18,7 @@ from .overrides import SCORE_FLAGS, study_config
 from .summary import SIMULATED_NOTE, table
 
 if TYPE_CHECKING:
-    from ..scoring.results import StudyResults
+    from ..scoring.scores.results import StudyResults
 
 # pandas and scipy load inside the commands, not at import: `geval-async run` never needs them.
 
@@ -92,7 +92,7 @@ def _coverage_note(results: StudyResults) -> None:
 
 def _panel_note(results: StudyResults) -> None:
     """A panel's judges and the panel, one line each: how many items each scored."""
-    from ..scoring.panel_results import PanelStudyResults
+    from ..scoring.panel.results import PanelStudyResults
 
     if not isinstance(results, PanelStudyResults):
         return
@@ -131,7 +131,7 @@ def _subset_note(results: StudyResults) -> None:
 
 
 def print_tests(results: StudyResults, test: str | None) -> None:
-    from ..scoring.stats import format_table
+    from ..scoring.stats.comparisons import format_table
 
     if len(results.config.stats.conditions) != 2:
         return
@@ -175,7 +175,7 @@ def _two_conditions(results: StudyResults) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from ..scoring.outputs import write_outputs
+    from ..scoring.output.writer import write_outputs
 
     results = _results(args)
     paths = write_outputs(results, ["scores"])
@@ -187,7 +187,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_average(args: argparse.Namespace) -> int:
-    from ..scoring.outputs import write_outputs
+    from ..scoring.output.writer import write_outputs
 
     results = _results(args)
     paths = write_outputs(results, ["average"])
@@ -198,7 +198,7 @@ def cmd_average(args: argparse.Namespace) -> int:
 
 
 def cmd_ttest(args: argparse.Namespace) -> int:
-    from ..scoring.outputs import write_outputs
+    from ..scoring.output.writer import write_outputs
 
     results = _results(args)
     _two_conditions(results)
@@ -208,7 +208,7 @@ def cmd_ttest(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..scoring.outputs import write_outputs
+    from ..scoring.output.writer import write_outputs
 
     results = _results(args)
     human = None

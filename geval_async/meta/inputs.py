@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ConfigError
-from ..scoring.scores import NO_VALID, SCORED
+from ..scoring.scores.scores import NO_VALID, SCORED
 from ..study.records import Record
 
 PAIR_COLUMNS = ["record_id", "group", "condition", "criterion", "human", "judge"]

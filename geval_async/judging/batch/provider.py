@@ -13,7 +13,7 @@ from ...errors import RunStopped
 from ...options import Provider
 from ...study.plan import Study
 from ...study.settings import DEFAULT_BASE_URL
-from ..quoted_key import without_key
+from ..wire.quoted_key import without_key
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -110,13 +110,13 @@ def test_an_api_key_a_server_echoes_is_never_printed_stored_or_exported(
     assert KEY.encode() not in unpacked
 
 
+@pytest.mark.parametrize("size", [40, 2_000_000])  # a page, and one over max_answer_bytes
 def test_a_web_page_for_every_answer_stops_the_run_at_once(
-    serve: Callable[[Respond], EchoJudge], study: StudyFiles
+    serve: Callable[[Respond], EchoJudge], study: StudyFiles, size: int
 ) -> None:
     async def page(request: web.Request) -> web.StreamResponse:
-        return web.Response(
-            text="<!doctype html><html><body>Welcome</body></html>", content_type="text/html"
-        )
+        text = "<!doctype html><html><body>" + "Welcome. " * (size // 9) + "</body></html>"
+        return web.Response(text=text, content_type="text/html")
 
     judge = serve(page)
     _configure(study, judge)

@@ -236,6 +236,8 @@ class Transport:
             limit = self._max_answer_bytes
             if status != 200:  # an error body only gives its first words to the message
                 raise _failure(status, b"", headers)
+            if _is_web_page(headers):  # a site's page, whatever its size
+                raise _web_page(status, b"", headers)
             raise Rejected(
                 f"the answer body is larger than [limits] max_answer_bytes ({limit} bytes)",
                 headers=headers,
@@ -269,13 +271,8 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        if "text/html" in headers.get("Content-Type", "").lower():
-            raise Rejected(
-                "the answer is a web page (text/html), not JSON",
-                body=raw,
-                headers=headers,
-                fact=FailureFact(status=status, code=WEB_PAGE),
-            ) from exc
+        if _is_web_page(headers):
+            raise _web_page(status, raw, headers) from exc
         raise Transient(
             f"the response body is not valid JSON ({len(raw)} bytes)",
             body=raw,
@@ -313,6 +310,20 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
             fact=FailureFact(status=status, code="content_filter"),
         )
     return JudgeAnswer(status, raw, parsed, headers, latency_ms, texts, reasoned)
+
+
+def _is_web_page(headers: Mapping[str, str]) -> bool:
+    return "text/html" in headers.get("Content-Type", "").lower()
+
+
+def _web_page(status: int, raw: bytes, headers: Mapping[str, str]) -> Rejected:
+    """A 200 that is a web page, not an answer: a proxy's or a site's (the run stops)."""
+    return Rejected(
+        "the answer is a web page (text/html), not JSON",
+        body=raw,
+        headers=headers,
+        fact=FailureFact(status=status, code=WEB_PAGE),
+    )
 
 
 def _malformed(status: int) -> FailureFact:

@@ -159,3 +159,31 @@ def test_an_unreadable_answer_head_or_encoding_is_named_as_what_it_is(
     assert judge.received > 0
     assert said in result.stdout
     assert "connection reset" not in result.stdout + result.stderr
+
+
+class EchoingBatchAPI(LoopbackApp):
+    """A Batch API on loopback that refuses every upload, quoting the key it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uploads = 0
+
+    async def _upload(self, request: web.Request) -> web.StreamResponse:
+        self.uploads += 1
+        await request.read()
+        return await _echo(400)(request)
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post("/v1/files", self._upload)]
+
+
+def test_an_api_key_the_batch_api_echoes_is_never_printed(study: StudyFiles) -> None:
+    with EchoingBatchAPI() as provider:
+        study.write_config(provider.base_url, judge={"api_key_env": "HOSTILE_JUDGE_KEY"})
+        result = run_study(study, "--batch", "--poll", "0.05", env=KEY_ENV)
+    assert provider.uploads == 1
+    assert result.returncode == 1, result.stderr
+    assert "uploading the batch input file: HTTP 400" in result.stderr
+    assert "[API key removed]" in result.stderr
+    assert KEY not in result.stdout + result.stderr
+    assert _files_holding(study.cache, KEY.encode()) == []

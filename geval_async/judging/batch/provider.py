@@ -5,7 +5,7 @@ key ever in the text (:func:`provider_call`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -39,10 +39,13 @@ def make_client(study: Study, api_key: str | None) -> AsyncOpenAI:
 
 
 @asynccontextmanager
-async def provider_call(what: str, key_entry: str = "[judge] api_key_env") -> AsyncIterator[None]:
+async def provider_call(
+    what: str, key_entry: str = "[judge] api_key_env", key: str | None = None
+) -> AsyncIterator[None]:
     """Translate the ``openai`` package's errors into ours, once (no key ever in the text);
     ``key_entry``: where the key's variable is named (a panel judge's ``[[judges]]`` entry,
-    :attr:`~geval_async.study.settings.EvalConfig.api_key_entry`)."""
+    :attr:`~geval_async.study.settings.EvalConfig.api_key_entry`); ``key``: the key sent, taken
+    out of what the provider says."""
     import openai
 
     try:
@@ -58,16 +61,10 @@ async def provider_call(what: str, key_entry: str = "[judge] api_key_env") -> As
             "and api_version) and that the provider offers the Batch API"
         ) from exc
     except openai.APIStatusError as exc:
-        said = without_key(_message(exc.body), _sent_key(exc.request.headers))
+        said = without_key(_message(exc.body), key)
         raise RunStopped(f"{what}: HTTP {exc.status_code}: {said}") from exc
     except openai.APIError as exc:
         raise RunStopped(f"{what}: {type(exc).__name__}; run the command again") from exc
-
-
-def _sent_key(headers: Mapping[str, str]) -> str | None:
-    """The key the request carried, as the provider may quote it back."""
-    bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
-    return headers.get("api-key") or bearer or None
 
 
 def _message(body: object) -> str:

@@ -89,6 +89,9 @@ class Action(enum.StrEnum):
     # with max_tokens spelt the other way (max_tokens <-> max_completion_tokens).
     TOKEN_PARAMETER = "token parameter"
     KEEP = "keep"  # an answer that used its whole budget: stored as received (cut_off)
+    # The model is served on the Responses API only: send it again at once there, and every
+    # request after it (the endpoint's learned fact, kept for later runs).
+    RESPONSES_API = "responses api"
 
 
 @dataclass
@@ -218,6 +221,7 @@ def decide(
     n: int = 1,
     attempt: int = 1,
     sent: Mapping[str, Any] | None = None,
+    responses: bool = False,
 ) -> Decision:
     """What a failed attempt means.
 
@@ -228,7 +232,11 @@ def decide(
         attempt: how many times this request has failed this way (transient or 429).
         sent: the body as sent (its messages unread): a refused setting is named with the
             value the request carried.
+        responses: the request went to the Responses API (not chat completions).
     """
+    if fact.responses_only and not responses:
+        # Not billed (a 404), and no other request could pass there: the API changes.
+        return Decision(Action.RESPONSES_API, "responses api", describe(fact), billed=False)
     decision = _decide(fact, history, n=n, attempt=attempt, sent=sent or {})
     unbilled = (Action.PAUSE, Action.ONE_CHOICE, Action.TOKEN_PARAMETER)
     if decision.action in unbilled or not fact.reached_server:

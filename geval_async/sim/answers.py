@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .limits import message_text, prompt_tokens
@@ -20,6 +20,7 @@ from .profiles import (
     ANTHROPIC_COMPAT,
     DEEPSEEK_REASONER,
     OPENAI_REASONING,
+    OPENAI_RESPONSES,
     fresh_samples,
     ignores_logprobs,
     reasoning_text,
@@ -198,6 +199,8 @@ class Judged:
     refusals: int  # choices that hold no rating (invalid_answers)
     ratings: list[int | None]  # the rating each choice gives (None: none, or steps)
     steps: bool  # the request asked for evaluation steps (sim.steps)
+    # Each choice's hidden reasoning, as its summary would tell it ("" where none was spent).
+    thoughts: list[str] = field(default_factory=list)
 
 
 def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> list[int | None]:
@@ -256,6 +259,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
             first = rated[0]["token"].strip() if rated else ""
             judged.ratings.append(None if invalid else _rating_of(first, yes_no))
             judged.completion_tokens += len(logprobs["content"])
+            judged.thoughts.append("")
             message = {"role": "assistant", "content": text, "refusal": None}
         else:
             noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
@@ -279,6 +283,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
             message, cut, logprobs = shaped.message, shaped.cut, None
             judged.completion_tokens += shaped.completion_tokens
             judged.reasoning_tokens += shaped.reasoning_tokens
+            judged.thoughts.append(thought if shaped.reasoning_tokens else "")
         judged.choices.append(
             {
                 "index": i,
@@ -314,7 +319,7 @@ def completion(
         "completion_tokens": used,
         "total_tokens": prompt + used,
     }
-    if settings.profile in (OPENAI_REASONING, DEEPSEEK_REASONER):
+    if settings.profile in (OPENAI_REASONING, DEEPSEEK_REASONER, OPENAI_RESPONSES):
         usage["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
         usage["completion_tokens_details"] = {
             "reasoning_tokens": judged.reasoning_tokens,

@@ -132,13 +132,13 @@ class Capabilities:
 
     def summary(self, url: str, model: str) -> str:
         """One line: "gpt-5-mini at api.openai.com: max_completion_tokens, n up to 8, no
-        logprobs"."""
+        logprobs"; "gpt-5-codex at api.openai.com: Responses API only (learned: chat
+        completions refuse it), one request a draw"."""
         parts = [self.token_parameter]
-        if self.responses_only:
-            parts = ["Responses API only (chat completions refused: learned)"]
-        elif self.configured_responses:
-            parts = ["Responses API"]
-        if self.one_choice:
+        if self.api is JudgeApi.RESPONSES:
+            learned = " only (learned: chat completions refuse it)" if self.responses_only else ""
+            parts = [f"Responses API{learned}", "one request a draw"]
+        elif self.one_choice:
             parts.append("n = 1 only")
         elif self.max_n:
             parts.append(f"n up to {self.max_n}")

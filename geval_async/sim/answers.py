@@ -209,7 +209,9 @@ def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> lis
     return judge(body, settings, repeat).ratings
 
 
-def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
+def judge(
+    body: dict[str, Any], settings: SimSettings, repeat: int, fresh: bool | None = None
+) -> Judged:
     """The choices for a validated request, their tokens and ratings.
 
     Args:
@@ -218,6 +220,8 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         repeat: how often this exact body was answered before; mixed into the draws only
             where a real server samples anew on every call (``ignore_n``, the
             ``anthropic-compat`` profile, which ignores the seed).
+        fresh: whether every call samples anew (None: as the profile does; the Responses
+            API, one request a draw, always does).
     """
     messages = body["messages"]
     prompt = "\n".join(message_text(m) for m in messages)
@@ -235,7 +239,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         kept.pop("seed", None)
     draw_key = canonical(kept)
     n = 1 if settings.ignore_n else body.get("n") or 1
-    fresh = fresh_samples(settings)
+    fresh = fresh_samples(settings) if fresh is None else fresh
     with_logprobs = bool(body.get("logprobs")) and not ignores_logprobs(settings)
     judged = Judged([], 0, 0, 0, [], writes_steps)
     for i in range(n):
@@ -304,14 +308,19 @@ def _rating_of(token: str, yes_no: bool) -> int | None:
 
 
 def completion(
-    body: dict[str, Any], settings: SimSettings, model: str, answer_id: str, repeat: int = 0
+    body: dict[str, Any],
+    settings: SimSettings,
+    model: str,
+    answer_id: str,
+    repeat: int = 0,
+    fresh: bool | None = None,
 ) -> tuple[dict[str, Any], Judged]:
     """The chat-completion object answering a validated request, and how it was judged.
 
     The online endpoint and the Batch API both answer with it, so a batch answers exactly as
     online requests do.
     """
-    judged = judge(body, settings, repeat)
+    judged = judge(body, settings, repeat, fresh)
     prompt = prompt_tokens(body["messages"])
     used = judged.completion_tokens
     usage: dict[str, Any] = {

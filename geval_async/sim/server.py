@@ -215,14 +215,15 @@ class _Judge:
         # an endpoint that ignores the seed does when only the seed differs.
         unseeded = ("n", "seed") if self.settings.profile == ANTHROPIC_COMPAT else ("n",)
         call = json.dumps({k: v for k, v in body.items() if k not in unseeded}, sort_keys=True)
-        if fresh_samples(self.settings) or asked is not None:
-            # The Responses API takes one request a draw: each call is a fresh sample.
+        # The Responses API takes one request a draw: each call is a fresh sample.
+        fresh = asked is not None
+        if fresh_samples(self.settings) or fresh:
             repeat = self.calls[call]
         answer_id = f"chatcmpl-sim-{hashlib.sha256(f'{digest}:{repeat}'.encode()).hexdigest()[:24]}"
         settings = self.settings
         if settings.profile == OPENAI_RESPONSES:
             settings = dataclasses.replace(settings, profile=OPENAI_REASONING)
-        answer, judged = completion(body, settings, model, answer_id, repeat)
+        answer, judged = completion(body, settings, model, answer_id, repeat, fresh or None)
         samples = len(answer["choices"])
         if asked is not None:
             answer = response_object(answer, asked, judged.thoughts)

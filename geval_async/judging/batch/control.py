@@ -77,7 +77,6 @@ class BatchControl:
             api=self.judge.api,
             store=self.judge.store,
         )
-        self.endpoint = endpoint(self.judge, self.capabilities)
         # The requests behind live batches' keys, found by one walk of the plan (see
         # _requests_for): without it, every ended batch walked the whole plan again.
         self._requests: dict[str, JudgeRequest] = {}
@@ -85,6 +84,12 @@ class BatchControl:
         # What the last submit left for lack of room in the queue (see .queue).
         self.queue_full = False
         self.too_large = 0
+
+    @property
+    def endpoint(self) -> str:
+        """The batch endpoint of the lines submitted now: the Responses API's once an answer
+        showed the model lives there (learned between two submits of one run)."""
+        return endpoint(self.judge, self.capabilities)
 
     def coverage(self) -> dict[str, Coverage]:
         """Per criterion, the items answered, refused, missing and in live batch jobs, as the

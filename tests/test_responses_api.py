@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,19 @@ REASONING = 200  # reasoning tokens each answer spends before it rates
 PROMPT, CACHED = 100, 40  # the input tokens each answer bills, and of them cached
 KEY = {"OPENAI_API_KEY": "sk-test-responses"}
 SUMMARY = "Is it a 5 out of 5? No: 2 slips in 3 sentences. Maybe a 4... I settle on my rating."
+LOGPROBS = "message.output_text.logprobs"
+# The rating token's logprobs as the Responses API gives them: 60 % on "2", 40 % on "3".
+TOKENS = [
+    {
+        "token": "2",
+        "logprob": math.log(0.6),
+        "bytes": [50],
+        "top_logprobs": [
+            {"token": "2", "logprob": math.log(0.6), "bytes": [50]},
+            {"token": "3", "logprob": math.log(0.4), "bytes": [51]},
+        ],
+    }
+]
 # What a create-response body may hold, as OpenAI's reference lists it.
 PARAMETERS = {
     "model", "input", "instructions", "max_output_tokens", "temperature", "top_p",
@@ -66,6 +80,9 @@ class ResponsesOnlyJudge(LoopbackApp):
         self.statuses: Counter[int] = Counter()
         self.calls: Counter[str] = Counter()  # Responses requests per input
         self.ratings: dict[str, list[float]] = {}  # each input's ratings, in call order
+        # False: a model of the gpt-4.1 kind on the same API (no reasoning; takes
+        # temperature and top_logprobs, and gives logprobs where include names them).
+        self.reasoning = True
 
     async def _chat(self, request: web.Request) -> web.Response:
         self.chat += 1
@@ -88,7 +105,7 @@ class ResponsesOnlyJudge(LoopbackApp):
             if name not in PARAMETERS:
                 return _error(400, f"Unknown parameter: '{name}'.", name, "unknown_parameter")
         for name in ("temperature", "top_p", "top_logprobs"):
-            if name in body:
+            if name in body and self.reasoning:
                 return _error(
                     400,
                     f"Unsupported parameter: '{name}' is not supported with this model.",
@@ -114,7 +131,20 @@ class ResponsesOnlyJudge(LoopbackApp):
         output: list[dict[str, Any]] = [
             {"id": f"rs_{ident[:32]}", "type": "reasoning", "summary": summary}
         ]
-        if budget <= REASONING:  # the whole budget goes on reasoning: no message at all
+        if not self.reasoning:
+            output, status, incomplete, spent = [], "completed", None, 1
+            logprobs = TOKENS if LOGPROBS in body.get("include", ()) else []
+            text = {"type": "output_text", "annotations": [], "logprobs": logprobs, "text": "2"}
+            output.append(
+                {
+                    "id": f"msg_{ident[:32]}",
+                    "type": "message",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [text],
+                }
+            )
+        elif budget <= REASONING:  # the whole budget goes on reasoning: no message at all
             status, incomplete, spent = "incomplete", {"reason": "max_output_tokens"}, budget
         else:
             rating = 1 + int(ident[:8], 16) % 3  # within every UEQ criterion's scale
@@ -301,6 +331,47 @@ def test_a_refused_setting_stops_at_once_and_stores_nothing(
     assert (row["answered"], row["refused"], row["missing"]) == (0, 0, 16)
 
 
+def test_logprobs_mode_reads_the_output_texts_logprobs(
+    judge: ResponsesOnlyJudge, tmp_path: Path
+) -> None:
+    judge.reasoning = False
+    flags = ("--api", "responses", "--mode", "logprobs", "--max-tokens", "16")
+    done = _run(judge, tmp_path, *flags)
+    assert done.returncode == 0, done.stderr
+    assert len(judge.bodies) == 16  # logprobs mode: one answer an item
+    for body in judge.bodies:
+        assert body["top_logprobs"] == 20 and body["include"] == [LOGPROBS]
+    results = load_results(
+        UEQ, model=MODEL, limit=4, max_tokens=16, mode="logprobs",
+        cache=tmp_path / "cache", output=tmp_path / "o",
+    )  # fmt: skip
+    assert [s.weighted_score for s in results.scores] == [pytest.approx(2.4)] * 16
+
+
+def test_logprobs_the_endpoint_leaves_empty_stop_the_run(
+    judge: ResponsesOnlyJudge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge.reasoning = False
+    monkeypatch.setattr(judge, "answer", _without_include(judge.answer))
+    flags = ("--api", "responses", "--mode", "logprobs", "--max-tokens", "16")
+    done = _run(judge, tmp_path, *flags, "--concurrency", "1")
+    assert done.returncode == 1
+    assert f'[sampling] mode = "logprobs": {MODEL} answered without logprobs' in done.stderr
+    assert len(judge.bodies) == 1
+    row = summary_row(_status(judge, tmp_path, *flags).stdout)
+    assert row["answered"] == 0
+
+
+def _without_include(answer: Any) -> Any:
+    """The endpoint as one that takes top_logprobs but drops ``include`` (OpenAI's answer to
+    top_logprobs alone: an empty list)."""
+
+    def dropped(body: dict[str, Any]) -> web.Response:
+        return answer({k: v for k, v in body.items() if k != "include"})
+
+    return dropped
+
+
 # --- the simulated judge's Responses API ------------------------------------------------------
 
 
@@ -387,7 +458,7 @@ def test_evaluation_steps_and_a_panel_judge_go_to_the_responses_api(study: Study
         criterion = {
             "name": "clar",
             "display_name": "Clarity",
-            "task": "You will be given a short text.\n\nYour task is to rate the text on one metric.",
+            "task": "You will be given a short text.\n\nYour task is to rate it on one metric.",
             "definition": "how easy the text is to follow, sentence after sentence.",
             "steps": "generate",
             "scale": [1, 5],

@@ -164,7 +164,7 @@ async def _ask(
             answer = await transport.complete(body, responses=responses)
         except TransportError as exc:
             fact = exc.fact if isinstance(exc.fact, FailureFact) else FailureFact()
-            history.answered |= fact.status is not None
+            history.saw(fact)
             decision = decide(fact, history, n=1, attempt=attempts, responses=responses)
             if decision.action is Action.RESPONSES_API:
                 endpoint.learn(decision.action)  # sent again at once, there

@@ -29,7 +29,6 @@ from ...errors import TransportError
 from ...options import ItemOutcome, JudgeApi, SamplingMode
 from ...study.plan import JudgeRequest, Study, chunk_request
 from ...study.pricing import SharedCap
-from ...study.requests import Bodies
 from ..store.cache import CachedResponse
 from ..store.claims import Claims
 from ..store.origin import ServerEntries
@@ -122,7 +121,6 @@ class Run:
             max_wait=limits.max_wait,
         )
         # Each request's body made as request.body makes it, its template made ready once.
-        self.bodies = Bodies(self.config)
         self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
         self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?
         self.feed = Feed(
@@ -246,7 +244,7 @@ class Run:
             if counters.in_flight > counters.peak_in_flight:
                 counters.peak_in_flight = counters.in_flight
             # The logical request (its digest is the key) is spelt for the API at the wire.
-            logical = self.bodies.body(request)
+            logical = request.body
             body = self.endpoint.wire(logical)
             responses = self.endpoint.api is JudgeApi.RESPONSES
             try:
@@ -254,7 +252,7 @@ class Run:
             except TransportError as exc:
                 sent = _settings(body)
                 fact = exc.fact
-                self.history.answered |= fact.status is not None
+                self.history.saw(fact)
                 if fact.status == 429:
                     limited += 1
                 else:

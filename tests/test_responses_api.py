@@ -32,6 +32,8 @@ from conftest import (
     summary_row,
     ueq_flags,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from geval_async.scoring.scores.results import load_results
 from geval_async.sim import SimServer, SimSettings
@@ -500,3 +502,63 @@ def test_store_and_api_are_read_like_every_judge_key(study: StudyFiles, sim: Sim
         assert done.returncode == 2
         assert line in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert sim.stats.received == 0
+
+
+def test_azure_serves_the_responses_api_on_its_v1_surface(
+    study: StudyFiles, sim: SimServer
+) -> None:
+    azure = {
+        "provider": "azure",
+        "base_url": None,
+        "model": None,
+        "azure_endpoint": sim.root_url,
+        "deployment": "sim-judge",
+        "api_version": "2024-06-01",
+        "api": "responses",
+    }
+    study.write_config(sim.base_url, judge=azure, sampling={"max_tokens": 16})
+    done = run_cli("run", str(study.config), "--quiet", env={"AZURE_OPENAI_API_KEY": "k"})
+    assert done.returncode == 0, done.stderr
+    # No 404 on the way: every request went to /openai/v1/responses, one a draw.
+    assert sim.stats.by_status == Counter({200: 3 * 2 * study.n_records})
+    assert Counter(s.ratings for s in load_results(study.config).scores) == _server_ratings(sim)
+
+
+# --- the one reader of an answer body (pure) -------------------------------------------------
+
+_text = st.text(alphabet="0123456789 abc.:/[]*", max_size=30)
+
+
+@given(
+    summaries=st.lists(_text, max_size=3),
+    parts=st.lists(_text, min_size=1, max_size=3),
+    cut=st.booleans(),
+)
+def test_a_responses_body_reads_as_its_output_text_never_its_reasoning(
+    summaries: list[str], parts: list[str], cut: bool
+) -> None:
+    """Whatever numbers a reasoning summary holds, the answer is the message's output text;
+    the summary is kept beside it as the reasoning, and a cut-off response reads as one."""
+    from geval_async.study.responses_api import answer_choices
+
+    body = {
+        "object": "response",
+        "status": "incomplete" if cut else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+        "output": [
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": t} for t in summaries],
+            },
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": t, "logprobs": []} for t in parts],
+            },
+        ],
+    }
+    (choice,) = answer_choices(json.loads(json.dumps(body)))
+    assert choice["message"]["content"] == "".join(parts)
+    assert choice["message"].get("reasoning") == ("\n\n".join(summaries) if summaries else None)
+    assert choice["finish_reason"] == ("length" if cut else "stop")
+    assert "logprobs" not in choice  # none were given: the run says so in logprobs mode

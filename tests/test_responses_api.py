@@ -484,6 +484,10 @@ def test_evaluation_steps_and_a_panel_judge_go_to_the_responses_api(study: Study
         status = run_cli("status", str(study.config))
         assert status.returncode == 0, status.stderr
         assert "sim-gpt at 127.0.0.1" in status.stdout and "Responses API only" in status.stdout
+        # --api names one judge's endpoint: on a panel, only with the judge it is for.
+        refused = run_cli("run", str(study.config), "--api", "responses")
+        assert refused.returncode == 2
+        assert "--api on a panel config" in refused.stderr and "--judge NAME" in refused.stderr
 
 
 def test_store_and_api_are_read_like_every_judge_key(study: StudyFiles, sim: SimServer) -> None:

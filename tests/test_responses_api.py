@@ -566,3 +566,30 @@ def test_a_responses_body_reads_as_its_output_text_never_its_reasoning(
     assert choice["message"].get("reasoning") == ("\n\n".join(summaries) if summaries else None)
     assert choice["finish_reason"] == ("length" if cut else "stop")
     assert "logprobs" not in choice  # none were given: the run says so in logprobs mode
+
+
+def test_a_refused_reasoning_summary_is_dropped_not_a_stop(study: StudyFiles) -> None:
+    settings = SimSettings(profile="openai-responses", refuse_summary=True)
+    with SimServer(settings) as sim:
+        study.write_config(
+            sim.base_url,
+            sampling={"n": 2, "max_tokens": 2000, "reasoning_effort": "low"},
+            judge={"api": "responses"},
+        )
+        done = run_cli("run", str(study.config), "--quiet")
+        assert done.returncode == 0, done.stderr
+        assert "refuses reasoning.summary" in done.stderr
+        # The first wave's 400s (not billed), then every draw once, without the summary.
+        assert 1 <= sim.stats.by_status[400] <= 4
+        assert sim.stats.by_status[200] == 2 * 2 * study.n_records
+        status = run_cli("status", str(study.config))
+        assert "no reasoning.summary" in status.stdout
+        # Learned for later runs: a larger study asks no summary from its first request.
+        refused = sim.stats.by_status[400]
+        study.write_config(
+            sim.base_url,
+            sampling={"n": 3, "max_tokens": 2000, "reasoning_effort": "low"},
+            judge={"api": "responses"},
+        )
+        assert run_cli("run", str(study.config), "--quiet").returncode == 0
+        assert sim.stats.by_status[400] == refused

@@ -67,6 +67,8 @@ SETTING_HELP = {
     "think_cut_off": "think-tags: share of answers cut off inside their reasoning",
     "responses_only": "model names (comma-separated) chat completions refuse with OpenAI's 404 "
     "'only supported in v1/responses'; POST /v1/responses serves them",
+    "refuse_summary": "Responses API: refuse reasoning.summary (400), as OpenAI does to an "
+    "organization it has not verified",
 }
 
 

@@ -15,7 +15,8 @@ The ``openai-responses`` profile is a model of OpenAI's codex and pro kind: a re
 (hidden reasoning spent out of ``max_output_tokens`` by ``reasoning.effort``; ``temperature``,
 ``top_p`` and ``top_logprobs`` refused except at effort ``none``) that chat completions refuse
 with OpenAI's 404. ``SimSettings.responses_only`` names models chat completions refuse so under
-any profile.
+any profile; ``SimSettings.refuse_summary`` refuses ``reasoning.summary`` as OpenAI does to an
+organization it has not verified.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ INCLUDE_LOGPROBS = "message.output_text.logprobs"
 # OpenAI's words, as its 404 to chat completions says them for a Responses-only model.
 RESPONSES_ONLY_MESSAGE = (
     "This model is only supported in v1/responses and not in v1/chat/completions."
+)
+# OpenAI's words to an organization it has not verified, when a reasoning summary is asked.
+UNVERIFIED_MESSAGE = (
+    "Your organization must be verified to generate reasoning summaries. Please go to: "
+    "https://platform.openai.com/settings/organization/general and click on Verify "
+    "Organization. If you just verified, it can take up to 15 minutes for access to propagate."
 )
 MIN_OUTPUT_TOKENS = 16
 # What a create-response body may hold (the rest is an unknown parameter to OpenAI).
@@ -118,6 +125,8 @@ def chat_request(body: Any, settings: SimSettings) -> tuple[dict[str, Any] | Non
             "reasoning.effort",
             "invalid_value",
         )
+    if settings.refuse_summary and isinstance(reasoning, dict) and reasoning.get("summary"):
+        return None, _invalid(UNVERIFIED_MESSAGE, "reasoning.summary", "unsupported_value")
     if settings.profile in _REASONING_PROFILES and effort != "none":
         for name in ("temperature", "top_p", "top_logprobs"):
             if name in body:

@@ -21,12 +21,13 @@ reasoning).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "INCLUDE_LOGPROBS",
+    "OPTIONAL_PARAMETERS",
     "UsageTokens",
     "answer_choices",
     "is_response",
@@ -37,14 +38,21 @@ __all__ = [
 # What ``include`` must name for the answer's output_text parts to carry their logprobs
 # (``top_logprobs`` alone returns an empty list).
 INCLUDE_LOGPROBS = "message.output_text.logprobs"
+# What the wire adds of its own accord: no setting asks for it and no rating depends on it, so
+# an endpoint that refuses it is sent the request without it (OpenAI refuses reasoning
+# summaries to an organization it has not verified: 400 with param "reasoning.summary").
+OPTIONAL_PARAMETERS = ("reasoning.summary",)
 # The names the completion budget has on chat completions.
 _BUDGETS = ("max_tokens", "max_completion_tokens")
 # incomplete_details.reason -> the finish_reason a chat choice would carry.
 _FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
-def responses_body(body: Mapping[str, Any], *, store: bool = False) -> dict[str, Any]:
-    """The logical (chat-completions) request ``body`` as the Responses API wants it sent.
+def responses_body(
+    body: Mapping[str, Any], *, store: bool = False, dropped: Collection[str] = ()
+) -> dict[str, Any]:
+    """The logical (chat-completions) request ``body`` as the Responses API wants it sent;
+    ``dropped``: the :data:`OPTIONAL_PARAMETERS` the endpoint refused, left out.
 
     Settings the Responses API has no name for (``seed``) are sent as they are: the endpoint
     says whether it takes them, and a refusal stops the run naming the key to remove.
@@ -72,14 +80,8 @@ def responses_body(body: Mapping[str, Any], *, store: bool = False) -> dict[str,
     if effort is not None:
         # A summary is what a reasoning model shows of its thinking here: asked for with the
         # effort, stored with the answer, never read as the rating.
-        sent["reasoning"] = (
-            {"effort": effort}
-            if effort == "none"
-            else {
-                "effort": effort,
-                "summary": "auto",
-            }
-        )
+        asks = effort != "none" and "reasoning.summary" not in dropped
+        sent["reasoning"] = {"effort": effort, "summary": "auto"} if asks else {"effort": effort}
     sent["store"] = store
     return sent
 

@@ -154,6 +154,7 @@ def store_lines(
                 Action.TOKEN_PARAMETER,
                 Action.ONE_CHOICE,
                 Action.RESPONSES_API,
+                Action.DROP_PARAMETER,
             ):
                 stored.missing += 1
                 stored.resend += 1
@@ -206,5 +207,6 @@ def _decide(
         sent[named] = sent.pop("max_tokens")
     decision = decide(exc.fact, history, n=sent.get("n", 1), sent=sent)
     if capabilities is not None:
-        capabilities.learn(decision.action, named)
+        dropped = decision.action is Action.DROP_PARAMETER
+        capabilities.learn(decision.action, exc.fact.param if dropped else named)
     return decision

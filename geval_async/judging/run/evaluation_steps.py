@@ -20,7 +20,6 @@ from ...options import EntryStatus, JudgeApi
 from ...study.evaluation_steps import StepsRequest, answer_steps
 from ...study.plan import Study
 from ...study.pricing import Budget, SharedCap
-from ...study.responses_api import responses_body
 from ..store.claims import Claims
 from ..store.origin import ServerEntries
 from ..store.stored import CachedResponse
@@ -93,7 +92,7 @@ async def generate_steps(
                             claims.release(request.key)
     finally:
         record_spend(entries.cache.directory, config, budget)
-        if endpoint.responses_only:
+        if endpoint.responses_only or endpoint.dropped:
             save_capabilities(entries.cache.directory, judge.url, judge.model, endpoint)
     return require_steps(study, entries), sent
 
@@ -159,15 +158,15 @@ async def _ask(
         if attempts > 1:
             claims.renew(request.key)  # the claim outlives each attempt, not every retry
         responses = endpoint.api is JudgeApi.RESPONSES
-        body = responses_body(request.body, store=endpoint.store) if responses else request.body
+        body = endpoint.wire(request.body) if responses else request.body
         try:
             answer = await transport.complete(body, responses=responses)
         except TransportError as exc:
             fact = exc.fact if isinstance(exc.fact, FailureFact) else FailureFact()
             history.saw(fact)
             decision = decide(fact, history, n=1, attempt=attempts, responses=responses)
-            if decision.action is Action.RESPONSES_API:
-                endpoint.learn(decision.action)  # sent again at once, there
+            if decision.action in (Action.RESPONSES_API, Action.DROP_PARAMETER):
+                endpoint.learn(decision.action, fact.param)  # sent again at once, spelt anew
                 continue
             if decision.action in (Action.STOP, Action.REFUSE, Action.GIVE_UP):
                 raise RunStopped(

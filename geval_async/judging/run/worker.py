@@ -346,6 +346,13 @@ class Run:
                     f"{self.config.judge.model} is served on the Responses API only: this run "
                     "and later ones send their requests there"
                 )
+        elif action is Action.DROP_PARAMETER:
+            # Sent again at once without it (a 400: nothing billed, nothing stored).
+            if self.endpoint.learn(action, exc.fact.param):
+                self.note(
+                    f"{self.config.judge.model} refuses {exc.fact.param} ({exc.fact.message}): "
+                    "the requests go without it from now on"
+                )
         elif action is Action.TOKEN_PARAMETER:
             # Sent again at once under the name the endpoint wants (the key stays the same).
             if self.endpoint.token_parameter == exc.fact.param:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from .failures import Action
 from .refused_settings import TOKEN_PARAMETERS, reasoning_tokens
 
 if TYPE_CHECKING:
+    from ...study.config import JudgeConfig
     from .transport import JudgeAnswer
 
 __all__ = ["ENDPOINTS", "Capabilities", "load_capabilities", "save_capabilities"]
@@ -56,6 +57,8 @@ class Capabilities:
     reasoning: bool | None = None
     # Chat completions answered that the model lives on the Responses API only.
     responses_only: bool = False
+    # The optional parameters the endpoint refused (a reasoning summary): sent without them.
+    dropped: list[str] = field(default_factory=list)
     # [judge] api = "responses": the config's choice, not a learned fact (never saved).
     configured_responses: bool = field(default=False, repr=False)
     # [judge] store: whether the Responses API may keep the answers (the config's).
@@ -79,7 +82,7 @@ class Capabilities:
         """``body`` as this endpoint wants it sent: ``body`` itself when it is already (the
         usual endpoint), else a copy spelt anew."""
         if self.api is JudgeApi.RESPONSES:
-            return responses_body(body, store=self.store)
+            return responses_body(body, store=self.store, dropped=self.dropped)
         if self.token_parameter == "max_tokens" and not self.one_choice:
             return body
         sent = dict(body)
@@ -100,6 +103,8 @@ class Capabilities:
         ``ONE_CHOICE``: the endpoint refuses n > 1, so every request from now on asks for one
         choice (the rest come as further draws). ``TOKEN_PARAMETER``: it refused the budget
         under ``refused_name``; when that is the name it was thought to want, the other one.
+        ``RESPONSES_API``: the model lives there. ``DROP_PARAMETER``: it refused the optional
+        parameter ``refused_name``, sent no more.
         """
         if action is Action.ONE_CHOICE:
             self.one_choice = True
@@ -108,6 +113,9 @@ class Capabilities:
             learned = not self.responses_only
             self.responses_only = True
             return learned
+        if action is Action.DROP_PARAMETER and refused_name and refused_name not in self.dropped:
+            self.dropped.append(refused_name)
+            return True
         if action is Action.TOKEN_PARAMETER and self.token_parameter == refused_name:
             self.switch_token_parameter()
             return True
@@ -138,6 +146,7 @@ class Capabilities:
         if self.api is JudgeApi.RESPONSES:
             learned = " only (learned: chat completions refuse it)" if self.responses_only else ""
             parts = [f"Responses API{learned}", "one request a draw"]
+            parts += [f"no {name}" for name in self.dropped]
         elif self.one_choice:
             parts.append("n = 1 only")
         elif self.max_n:
@@ -208,13 +217,17 @@ def save_capabilities(cache_dir: Path, url: str, model: str, caps: Capabilities)
         ) from exc
 
 
-def endpoint_summaries(cache_dir: Path) -> list[str]:
-    """A line per endpoint remembered in the cache folder, for ``status``."""
+def endpoint_summaries(cache_dir: Path, judges: Iterable[JudgeConfig] = ()) -> list[str]:
+    """A line per endpoint remembered in the cache folder, for ``status``; ``judges``: the
+    config's, whose ``[judge] api`` the lines show too."""
+    configured = {_key(j.url, j.model) for j in judges if j.api is JudgeApi.RESPONSES}
     lines = []
     for key, known in sorted(_read(cache_dir).items()):
         model, _, url = key.partition(" ")
         if isinstance(known, dict):
-            lines.append(_facts(known).summary(url, model))
+            caps = _facts(known)
+            caps.configured_responses = key in configured
+            lines.append(caps.summary(url, model))
     return lines
 
 

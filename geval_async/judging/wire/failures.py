@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from ...errors import ANSWER_TOO_LARGE, UNREACHABLE, Connection, FailureFact
+from ...study.responses_api import OPTIONAL_PARAMETERS
 from .refused_settings import (
     REASONING_EXHAUSTED,
     reasoning_exhausted,
@@ -92,6 +93,9 @@ class Action(enum.StrEnum):
     # The model is served on the Responses API only: send it again at once there, and every
     # request after it (the endpoint's learned fact, kept for later runs).
     RESPONSES_API = "responses api"
+    # A parameter the wire adds of its own accord (a reasoning summary) is refused: send the
+    # request again at once without it, and every request after it.
+    DROP_PARAMETER = "parameter dropped"
 
 
 @dataclass
@@ -247,6 +251,9 @@ def decide(
     if fact.responses_only and not responses:
         # Not billed (a 404), and no other request could pass there: the API changes.
         return Decision(Action.RESPONSES_API, "responses api", describe(fact), billed=False)
+    if fact.status in (400, 422) and fact.param in OPTIONAL_PARAMETERS:
+        label = f"{fact.param} refused"
+        return Decision(Action.DROP_PARAMETER, label, describe(fact), billed=False)
     decision = _decide(fact, history, n=n, attempt=attempt, sent=sent or {})
     unbilled = (Action.PAUSE, Action.ONE_CHOICE, Action.TOKEN_PARAMETER)
     if decision.action in unbilled or not fact.reached_server:

@@ -112,8 +112,9 @@ class Run:
         self.endpoint = load_capabilities(
             self.cache.directory, judge.url, judge.model, api=judge.api, store=judge.store
         )
+        responses = self.endpoint.api is JudgeApi.RESPONSES
         self.history = History(
-            judge.url,
+            judge.responses_url if responses else judge.url,  # the URL failures name
             judge.api_key_env,
             self.config.judge_entry,
             self.config.sampling_entry,
@@ -342,6 +343,7 @@ class Run:
             # Sent again at once on the Responses API (the key stays the same): nothing was
             # billed, and nothing is stored for the 404.
             if self.endpoint.learn(action):
+                self.history.url = self.config.judge.responses_url
                 self.note(
                     f"{self.config.judge.model} is served on the Responses API only: this run "
                     "and later ones send their requests there"

@@ -593,3 +593,43 @@ def test_a_refused_reasoning_summary_is_dropped_not_a_stop(study: StudyFiles) ->
         )
         assert run_cli("run", str(study.config), "--quiet").returncode == 0
         assert sim.stats.by_status[400] == refused
+
+
+def test_batch_files_carry_responses_lines_and_openais_output_bodies(tmp_path: Path) -> None:
+    """``batch export`` writes a /v1/responses line a draw; the output file an engine returns
+    for them, each body as OpenAI writes it, is stored by ``batch import`` and scored."""
+    judge = ResponsesOnlyJudge()  # its answers only: no server needed to write an output file
+    flags = ueq_flags("http://127.0.0.1:9/v1", tmp_path, MODEL, "--api", "responses", *ANSWERING)
+    exported = run_cli("batch", "export", *flags, str(tmp_path / "in.jsonl"), env=KEY)
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(line) for line in (tmp_path / "in.jsonl").read_text().splitlines()]
+    assert len(lines) == 160  # 16 items x 10 draws, one line each
+    assert {line["url"] for line in lines} == {"/v1/responses"}
+    assert all("n" not in line["body"] and line["body"]["store"] is False for line in lines)
+    outputs = []
+    for line in lines:
+        response = judge.answer(line["body"])
+        assert response.status == 200
+        outputs.append(
+            {
+                "id": f"batch_req_{line['custom_id'][-12:]}",
+                "custom_id": line["custom_id"],
+                "response": {
+                    "status_code": 200,
+                    "request_id": "req_1",
+                    "body": json.loads(response.body),  # type: ignore[arg-type]
+                },
+                "error": None,
+            }
+        )
+    (tmp_path / "out.jsonl").write_text("".join(json.dumps(o) + "\n" for o in outputs))
+    imported = run_cli("batch", "import", *flags, str(tmp_path / "out.jsonl"), env=KEY)
+    assert imported.returncode == 0, imported.stderr
+    results = load_results(
+        UEQ, model=MODEL, limit=4, max_tokens=2000, reasoning_effort="low",
+        cache=tmp_path / "cache", output=tmp_path / "o",
+    )  # fmt: skip
+    assert Counter(s.ratings for s in results.scores) == Counter(
+        tuple(r) for r in judge.ratings.values()
+    )
+    assert all(len(s.ratings) == 10 for s in results.scores) and len(results.scores) == 16

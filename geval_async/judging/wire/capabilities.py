@@ -2,9 +2,10 @@
 
 Per base URL and model: which name it wants the completion budget under (``max_tokens`` or
 ``max_completion_tokens``), whether it refuses ``n`` > 1 and the most choices it has returned
-in one answer, whether it gives logprobs, whether it returns reasoning, and whether the model
-is served on the Responses API only (chat completions answered 404 "only supported in
-v1/responses"): then every request of this run and of later runs goes there. Nothing is guessed from
+in one answer, whether it gives logprobs, whether it returns reasoning, whether the model is
+served on the Responses API only (chat completions answered 404 "only supported in
+v1/responses": every later request of this run and of later runs goes there), and which
+optional parameters it refuses (a reasoning summary). Nothing is guessed from
 a model's name (names change with every snapshot): a fact is written when an answer shows it,
 and a fact that stops being true is corrected by the next answer that says otherwise (a stale
 token parameter costs one failed request, then the run resends under the other name).

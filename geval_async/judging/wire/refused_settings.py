@@ -63,7 +63,6 @@ _SETTING = {
     "include": "mode",
     "reasoning": "reasoning_effort",
     "reasoning.effort": "reasoning_effort",
-    "reasoning.summary": "reasoning_effort",
 }
 # Codes of a refusal that every request carrying the setting gets (the Responses API answers
 # a name it does not know with unknown_parameter, a budget under its minimum of 16 with

@@ -4,37 +4,18 @@ from the cache, paired per record and criterion with any judge's (files: :mod:`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from ..errors import ConfigError
 from ..scoring.scores import NO_VALID, SCORED
+from ..study.human_labels import field_value, human_number
 from ..study.records import Record
 
 PAIR_COLUMNS = ["record_id", "group", "condition", "criterion", "human", "judge"]
 NOT_COVERED = "not covered"
-_NAN = float("nan")
-# Cells of a judge file that mean "no score" rather than a bad one.
-EMPTY_CELLS = {"", "nan", "na", "n/a", "null", "none"}
-
-
-def field_value(fields: Mapping[str, Any], path: str) -> Any:
-    """The value at a dotted ``path`` ("scores.coherence") of a record; KeyError if absent.
-
-    A key that itself contains the dots ("scores.coherence" at the top level) wins.
-    """
-    if path in fields:
-        return fields[path]
-    value: Any = fields
-    for part in path.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            raise KeyError(path)
-        value = value[part]
-    return value
 
 
 def human_scores(
@@ -65,32 +46,10 @@ def human_scores(
                     "group": record.group,
                     "condition": record.condition,
                     "criterion": criterion,
-                    "human": _number(value, f"{label}: field {path!r}"),
+                    "human": human_number(value, f"{label}: field {path!r}"),
                 }
             )
     return pd.DataFrame(rows, columns=PAIR_COLUMNS[:5])
-
-
-def _number(value: Any, where: str) -> float:
-    """A score as float; None or an empty cell is NaN; anything else non-numeric raises."""
-    if value is None:
-        return _NAN
-    if isinstance(value, str):
-        if value.strip().lower() in EMPTY_CELLS:
-            return _NAN
-        try:
-            number = float(value)
-        except ValueError:
-            raise ConfigError(f"{where}: {value!r} is not a number") from None
-    elif isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{where}: {value!r} is not a number")
-    else:
-        number = float(value)
-    if math.isnan(number):
-        return _NAN
-    if not math.isfinite(number):
-        raise ConfigError(f"{where}: {value!r} is not a finite number")
-    return number
 
 
 def judge_scores(long: pd.DataFrame) -> pd.DataFrame:

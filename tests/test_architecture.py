@@ -226,6 +226,10 @@ SCORING_TIERS = {
     "trust": 1,  # per-record SE, self-consistency over draws, the n curve
     "alpha": 1, "icc": 1, "judge_pairs": 1, "agreement": 1,  # agreement between judges
     "agreement_view": 1,  # the agreement as the reports show it (Markdown and HTML cells)
+    "calibration": 1,  # the judge's scores on the human scale: isotonic, conformal intervals
+    "human_scale": 1,  # prediction-powered means and comparisons on the human scale
+    "labelled": 1,  # the records' human labels beside the scores, drawn and calibrated
+    "human_scale_report": 1,  # the "On the human scale" section's text and rows
     "results": 2,  # the front door for analysis: data, no writer
     "status": 2,  # `status`'s numbers, counted in one walk
     "panel": 1,  # a panel's record scores pooled from its judges'
@@ -235,6 +239,7 @@ SCORING_TIERS = {
     "overwrite_guard": 3,  # scores on disk never replaced by emptier ones
     "outputs": 4,  # the one writer
     "files": 4,  # its files, written whole or not at all
+    "human_output": 4,  # the human scale's file and report section, for the writer
 }  # fmt: skip
 TIERS = {"judging": JUDGING_TIERS, "scoring": SCORING_TIERS}
 

@@ -19,6 +19,7 @@ normal-theory, at ``[meta] coverage``; p-values test a difference of 0.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import warnings
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ __all__ = [
     "calibration_summary",
     "human_scale_frame",
     "load_ppi",
+    "ppi_missing",
 ]
 
 METHODS = ("prediction-powered", "labels only", "judge only")
@@ -72,6 +74,13 @@ def load_ppi() -> ModuleType:
     except ImportError:
         raise ConfigError(f"the estimates on the human scale need ppi-python: {INSTALL}") from None
     return ppi_py
+
+
+def ppi_missing() -> str:
+    """Why the estimates cannot be made here ("" when ppi-python is installed)."""
+    if importlib.util.find_spec("ppi_py") is None:
+        return f"the estimates on the human scale need ppi-python: {INSTALL}"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -154,7 +163,8 @@ def human_scale_frame(
         z = norm.ppf(1 - alpha / 2)
         for method in METHODS:
             e = found[method]
-            p = 2 * norm.sf(abs(e.estimate / e.se)) if estimand == "difference" else math.nan
+            tested = estimand == "difference" and e.se > 0  # NaN se: no estimate
+            p = 2 * norm.sf(abs(e.estimate / e.se)) if tested else math.nan
             rows.append(
                 {
                     "criterion": criterion,
@@ -227,13 +237,15 @@ def _apart(a: _Estimate, b: _Estimate) -> _Estimate:
 
 
 def calibration_summary(items: pd.DataFrame) -> pd.DataFrame:
-    """Per criterion, what the labels say about the judge and what calibration buys: labels
-    used, the judge's bias on them (mean judge - human), the mean absolute error of the judge's
-    and of the (cross-fitted) calibrated scores, both Spearman correlations with the humans, the
-    intervals' coverage on the labelled records (each interval from the other folds, so a
-    cross-validated coverage) and their mean width over every scored record."""
+    """Per criterion, what the labels say about the judge and what calibration buys: records,
+    those labelled, the labels used (scored and drawn), the judge's bias on them (mean judge -
+    human), the mean absolute error of the judge's and of the (cross-fitted) calibrated scores,
+    both Spearman correlations with the humans, the intervals' coverage on the labelled records
+    (each interval from the other folds, so a cross-validated coverage) and their mean width
+    over every scored record."""
     rows = []
     for criterion, frame in items.groupby("criterion", sort=False):
+        labelled = int(frame["human"].notna().sum())
         used = frame[frame["used"] & frame["score"].notna() & frame["human"].notna()]
         fitted = used[used["calibrated"].notna()]
         scored = frame[frame["calibrated"].notna()]
@@ -241,6 +253,8 @@ def calibration_summary(items: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             {
                 "criterion": criterion,
+                "records": len(frame),
+                "labelled": labelled,
                 "labels": len(used),
                 "bias": _mean(used["score"] - used["human"]),
                 "mae_judge": _mean((used["score"] - used["human"]).abs()),

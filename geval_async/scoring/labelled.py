@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..study.human_labels import record_labels
 from ..study.plan import Study
-from ..study.settings import EvalConfig
+from ..study.settings import EvalConfig, MetaConfig
 from .calibration import calibrate, draw_labelled
 from .human_scale import HUMAN_SCALE_COLUMNS, human_scale_frame
 from .scores import SCORED
@@ -20,6 +20,7 @@ from .scores import SCORED
 __all__ = [
     "CALIBRATED_COLUMNS",
     "ITEM_COLUMNS",
+    "calibrated_items",
     "human_scale_estimates",
     "labelled_items",
     "with_calibration",
@@ -63,9 +64,15 @@ def labelled_items(long: pd.DataFrame, study: Study) -> pd.DataFrame | None:
         labels.get(criterion, {}).get(record, np.nan)
         for record, criterion in zip(items["record_id"], items["criterion"], strict=True)
     ]
-    heads = items.drop_duplicates("record_id")
-    labelled = {record for found in labels.values() for record in found}
-    heads = heads[heads["record_id"].isin(labelled)]
+    return calibrated_items(items, meta)
+
+
+def calibrated_items(items: pd.DataFrame, meta: MetaConfig) -> pd.DataFrame:
+    """``items`` (record_id, group, condition, criterion, score, human: NaN where unlabelled)
+    with the labels used drawn (``used``) and each record's calibrated score and interval, for
+    ``meta``'s labelled share, seed and coverage (a new frame, :data:`ITEM_COLUMNS`)."""
+    items = items.copy()
+    heads = items[items["human"].notna()].drop_duplicates("record_id")
     drawn = draw_labelled(
         heads["record_id"].tolist(),
         [None if pd.isna(g) else g for g in heads["group"]],
@@ -75,7 +82,7 @@ def labelled_items(long: pd.DataFrame, study: Study) -> pd.DataFrame | None:
     items["used"] = items["record_id"].isin(drawn) & items["human"].notna()
     for column in CALIBRATED_COLUMNS:
         items[column] = np.nan
-    for criterion in human:
+    for criterion in items["criterion"].unique():
         rows = np.flatnonzero((items["criterion"] == criterion).to_numpy())
         part = items.iloc[rows]
         found = calibrate(

@@ -1,4 +1,4 @@
-"""Benchmark: findings on the human scale from a few labels (scoring/calibration.py, human_scale.py).
+"""Benchmark: findings on the human scale from a few labels (calibration, human_scale).
 
 SummEval's 1,600 summaries (100 articles x 16 systems, read from ../shared/data/summeval, never
 copied) with the mean of the three experts' ratings as the human score, and a judge that rates

@@ -15,6 +15,13 @@ with its own seed, and the study's human-scale outputs are computed through the 
 - Spearman with the experts and mean absolute error on those records, judge against calibrated.
 
     .venv/bin/python bench/human_scale.py [--quick] [--draws 200] [--labelled 0.1]
+
+With ``--config`` the judge is a real one: its weighted scores are read from the study's cache
+(``ga.load_results`` with ``--model``, ``--mode``, ``--limit``, ``--cache`` as overrides), and the
+human scores from the records, as ``calibrate`` reads them::
+
+    .venv/bin/python bench/human_scale.py --config examples/summeval/config.toml --limit 160 \
+        --mode logprobs --model smollm2 --cache /tmp/llama-cache --labelled 0.3
 """
 
 from __future__ import annotations
@@ -59,6 +66,19 @@ def judged_items(criterion: str, bias: float, noise: float, seed: int) -> pd.Dat
             "human": human,
         }
     )
+
+
+def cached_items(args: argparse.Namespace) -> pd.DataFrame:
+    """The records of a judged study, as ``calibrate`` reads them (scores from the cache)."""
+    import geval_async as ga
+
+    overrides = {k: getattr(args, k) for k in ("model", "mode", "limit", "cache")}
+    results = ga.load_results(args.config, criteria=args.criterion, **overrides)
+    items = results.labelled
+    if items is None:
+        raise SystemExit(f"{args.config}: no [meta] human for {args.criterion}")
+    items = items[items["score"].notna() & items["human"].notna()]
+    return items[["record_id", "group", "condition", "criterion", "score", "human"]]
 
 
 def truths(items: pd.DataFrame) -> dict[str, float]:
@@ -107,9 +127,19 @@ def main() -> None:
     parser.add_argument("--criterion", default="coh", choices=sorted(FIELD))
     parser.add_argument("--bias", type=float, default=-0.6, help="the judge's bias")
     parser.add_argument("--noise", type=float, default=1.2, help="the judge's noise (sd)")
+    parser.add_argument("--config", help="read a real judge's scores from this study's cache")
+    parser.add_argument("--model")
+    parser.add_argument("--mode")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--cache")
     args = parser.parse_args()
     draws = 20 if args.quick else args.draws
-    items = judged_items(args.criterion, args.bias, args.noise, seed=2023)
+    if args.config:
+        items = cached_items(args)
+        judge = f"the cache's judge ({args.model or 'the config model'}), {len(items)} records"
+    else:
+        items = judged_items(args.criterion, args.bias, args.noise, seed=2023)
+        judge = f"judge = experts' mean {args.bias:+g} + N(0, {args.noise:g}), clipped to 1-5"
     runs = [one_draw(items, seed, args.labelled, args.coverage) for seed in range(draws)]
 
     def average(key: object) -> float:
@@ -135,15 +165,15 @@ def main() -> None:
         "MAE calibrated": average("mae_calibrated"),
     }
     print(
-        f"SummEval {args.criterion}: judge = experts' mean {args.bias:+g} + N(0, {args.noise:g}), "
-        f"clipped to 1-5; labelled = {args.labelled:g} (whole articles), {draws} draws, "
-        f"intervals at {args.coverage:.0%}"
+        f"SummEval {args.criterion}: {judge}; labelled = {args.labelled:g} (whole articles), "
+        f"{draws} draws, intervals at {args.coverage:.0%}"
     )
     print(table(rows, ["estimand", "method", "coverage", "mean width"]))
     print(table([record], list(record)[:3]))
     print(table([record], list(record)[3:]))
     settings = {k: v for k, v in vars(args).items() if k != "quick"} | {"draws": draws}
-    path = save("human_scale", {"settings": settings, "intervals": rows, "records": record})
+    name = "human_scale" if not args.config else "human_scale_cached"
+    path = save(name, {"settings": settings, "intervals": rows, "records": record})
     print(f"wrote {path}")
 
 

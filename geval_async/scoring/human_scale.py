@@ -112,7 +112,7 @@ def _prediction_powered(
     estimate = float(np.squeeze(ppi.ppi_mean_pointestimate(y, yhat, yhat_rest, lam=lam)))
     se = float(np.squeeze(hi - lo)) / (2 * norm.ppf(1 - alpha / 2))
     # ppi-python's normal interval reads the labels' spread with ddof 0 and z: with ten labels
-    # a condition it covers 86% at 90% nominal (bench/human_scale.py). Read as a t-interval is:
+    # a condition it covers 85% at 90% nominal (bench/human_scale.py). Read as a t-interval is:
     # the spread with ddof 1 and Student's t on n - 1 degrees of freedom (the rectifier, the
     # labels' term, dominates; the unlabelled records' term only makes this conservative).
     return _Estimate(estimate, se * math.sqrt(n / (n - 1)), n, big_n, df=n - 1)

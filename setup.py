@@ -30,5 +30,5 @@ setup(
     package_dir={f"geval_async._data.{folder}": folder for folder in SHIPPED},
     # All package data is declared here: a [tool.setuptools.package-data] table in
     # pyproject.toml would replace this argument, and the wheel would lose prompts/ and examples/.
-    package_data={**shipped, "geval_async.scoring.html": ["templates/*"]},
+    package_data={**shipped, "geval_async.scoring.output.html": ["templates/*"]},
 )

@@ -1,10 +1,11 @@
-"""Benchmark: agreement between judges (scoring/agreement.py) on a panel's weighted scores.
+"""Benchmark: agreement between judges (scoring/panel/agreement.py) on a panel's weighted scores.
 
 For records x judges weighted scores (10% missing), continuous (logprobs mode) or on a grid
 of tenths (samples mode, n = 10): the wall time of ``judge_agreement`` with the default
 bootstrap (1,000 resamples) and of each part, then, for the record, ``krippendorff.alpha``
 itself (one interval alpha, no bootstrap) on small continuous inputs, the reason
-:mod:`geval_async.scoring.alpha` owns a closed form (it builds a records x values x values array).
+:mod:`geval_async.scoring.panel.alpha` owns a closed form (it builds a records x values x values
+array).
 
     .venv/bin/python bench/agreement.py [--quick] [--package]
 """
@@ -25,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import save, table
 
-from geval_async.scoring.agreement import judge_agreement
-from geval_async.scoring.alpha import alpha_interval, alpha_ordinal, bootstrap_alpha
+from geval_async.scoring.panel.agreement import judge_agreement
+from geval_async.scoring.panel.alpha import alpha_interval, alpha_ordinal, bootstrap_alpha
 
 
 def panel(records: int, judges: int, *, grid: bool, seed: int = 0) -> np.ndarray:

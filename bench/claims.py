@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import cost_by_group, save, table
 
-from geval_async.judging.claims import Claims
+from geval_async.judging.store.claims import Claims
 
 
 def main() -> None:

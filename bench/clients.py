@@ -34,7 +34,8 @@ reads too, so that benchmark 2 places the server's first and last arrival inside
                  (geval-async's ``RateLimits``), ``aiolimiter`` (one ``AsyncLimiter`` a limit
                  holding one second's worth, its public ``acquire`` only) or ``aiolimiter-spaced``
                  (``AsyncLimiter``s holding one request, and the largest request's tokens): the
-                 figure of judging/pacer.py. A 429 waits out its ``retry-after-ms`` and goes again.
+                 figure of judging/wire/pacer.py. A 429 waits out its ``retry-after-ms`` and goes
+                 again.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def geval(spec: Spec) -> dict[str, Any]:
     from dataclasses import replace
 
     from geval_async.judging import transport  # noqa: F401 - see below
-    from geval_async.judging.cache import JudgeCache
-    from geval_async.judging.runner import run_study
+    from geval_async.judging.run.runner import run_study
+    from geval_async.judging.store.cache import JudgeCache
     from geval_async.study.config import apply_overrides, load_config
     from geval_async.study.prepare import prepare_study
 
@@ -118,11 +119,11 @@ def geval(spec: Spec) -> dict[str, Any]:
 
 def geval_nostore(spec: Spec) -> dict[str, Any]:
     """``geval`` without durable answers or claims: what the client costs beyond its stores."""
-    from geval_async.judging.cache import JudgeCache
-    from geval_async.judging.claims import Claims
+    from geval_async.judging.store.cache import JudgeCache
+    from geval_async.judging.store.claims import Claims
 
     try:  # since session 10 answers go to a journal first, then in groups to the table
-        from geval_async.judging.journal import Journal
+        from geval_async.judging.store.journal import Journal
 
         Journal.append = lambda self, records: 0  # type: ignore[method-assign]
         JudgeCache.put_records = lambda self, records: [True] * len(records)  # type: ignore[method-assign]
@@ -138,7 +139,7 @@ def geval_nostore(spec: Spec) -> dict[str, Any]:
 def geval_nofold(spec: Spec) -> dict[str, Any]:
     """``geval`` with its answers journaled but never folded into the cache's table (claims
     as usual): what the table's inserts cost the run, analysis only (the answers are lost)."""
-    from geval_async.judging.cache import JudgeCache
+    from geval_async.judging.store.cache import JudgeCache
 
     JudgeCache.put_records = lambda self, records: [True] * len(records)  # type: ignore[method-assign]
     return geval(spec)
@@ -158,7 +159,7 @@ def _use_limits_module(path: str, package: str) -> None:
     module_spec.loader.exec_module(module)
     if not hasattr(module.RateLimits, "observe"):  # before header learning existed
         module.RateLimits.observe = lambda self, headers: None
-    # Where the run makes its RateLimits: judging/worker.py since the runner was split.
+    # Where the run makes its RateLimits: judging/run/worker.py since the runner was split.
     holder = worker if hasattr(worker, "RateLimits") else runner
     holder.RateLimits = module.RateLimits  # type: ignore[attr-defined]
 
@@ -303,7 +304,7 @@ def lookup(spec: Spec) -> dict[str, Any]:
 def paced(spec: Spec) -> dict[str, Any]:
     import aiohttp
 
-    from geval_async.judging.limits import RateLimits
+    from geval_async.judging.wire.limits import RateLimits
     from geval_async.sim.limits import prompt_tokens
 
     bodies = _bodies(spec)

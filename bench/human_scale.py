@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import ROOT, save, table
 
-from geval_async.scoring.human_scale import METHODS, human_scale_frame
-from geval_async.scoring.labelled import calibrated_items
+from geval_async.scoring.scores.labelled import calibrated_items
+from geval_async.scoring.stats.human_scale import METHODS, human_scale_frame
 from geval_async.study.settings import MetaConfig
 
 DATA = ROOT.parent / "shared" / "data" / "summeval" / "summeval.jsonl"

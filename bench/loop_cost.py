@@ -88,10 +88,10 @@ def _measure(config_path: str, cache: str, workers: int, stores: bool) -> dict[s
     from stub import BODY
 
     from geval_async.judging import transport
-    from geval_async.judging.cache import JudgeCache
-    from geval_async.judging.claims import Claims
-    from geval_async.judging.origin import ServerEntries
-    from geval_async.judging.worker import Run
+    from geval_async.judging.run.worker import Run
+    from geval_async.judging.store.cache import JudgeCache
+    from geval_async.judging.store.claims import Claims
+    from geval_async.judging.store.origin import ServerEntries
     from geval_async.study.config import load_config
     from geval_async.study.prepare import prepare_study
 

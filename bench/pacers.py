@@ -1,11 +1,11 @@
-"""The figure of judging/pacer.py: geval-async's pacer against aiolimiter's public API.
+"""The figure of judging/wire/pacer.py: geval-async's pacer against aiolimiter's public API.
 
 The same bare aiohttp loop (bench/clients.py ``paced``) sends the same plan to the independent
 stub (``bench/stub.py --rpm 600``: at most 10 arrivals in any sliding second, 429 with
 ``retry-after-ms`` beyond; ``--tpm T`` adds a bucket of one second's worth of tokens), each
 POST first waiting for one of three pacers:
 
-* ``geval``: geval-async's ``RateLimits`` with the limits configured (judging/pacer.py);
+* ``geval``: geval-async's ``RateLimits`` with the limits configured (judging/wire/pacer.py);
 * ``aiolimiter``: one ``aiolimiter.AsyncLimiter(R / 60, 1.0)`` a limit (a second's worth of
   capacity, the limiter's documented use) and its public ``acquire(cost)`` only;
 * ``aiolimiter-spaced``: ``AsyncLimiter(1, 60 / R)`` for requests (room for one: exact spacing)

@@ -375,7 +375,11 @@ def _stub_runs(args: argparse.Namespace, folder: Path) -> list[dict[str, Any]]:
 
 def _old_limits(revision: str) -> tuple[bytes, str]:
     """limits.py as it was at ``revision``: under judging/ since the stages got their rooms."""
-    for path in ("geval_async/judging/limits.py", "geval_async/limits.py"):
+    for path in (
+        "geval_async/judging/wire/limits.py",
+        "geval_async/judging/limits.py",
+        "geval_async/limits.py",
+    ):
         shown = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT, capture_output=True)
         if shown.returncode == 0:
             # The package it is loaded into decides what its relative imports reach.

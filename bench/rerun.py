@@ -39,7 +39,7 @@ def split(config: str, cache: str) -> dict[str, float]:
     """Seconds of each stage of a rerun's walk (run in a fresh child process)."""
     from itertools import islice
 
-    from geval_async.judging.cache import JudgeCache
+    from geval_async.judging.store.cache import JudgeCache
     from geval_async.study.config import load_config
     from geval_async.study.plan import planned_requests
     from geval_async.study.prepare import prepare_study

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, judged_study, run_child, save, table, workdir
 
 REPORT_IMPORTS = (
-    "import geval_async.cli.app, geval_async.scoring.results, geval_async.scoring.report"
+    "import geval_async.cli.app, geval_async.scoring.scores.results, "
+    "geval_async.scoring.output.report"
 )
 FLOOR_S = 0.6
 # The work of `report` under cProfile, its imports done first; prints the top of the profile.

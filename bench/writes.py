@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import cost_by_group, save, table
 
-from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.store.cache import CachedResponse, JudgeCache
 from geval_async.options import EntryStatus
 
 CHOICE = '{"index":%d,"message":{"role":"assistant","content":"Rating: 4"},"finish_reason":"stop"}'

@@ -11,42 +11,21 @@ from typing import Any
 
 __version__ = "0.3.0"
 
+# The whole public API: judge a study, read its results, report, meta-evaluate, and the errors
+# a caller catches. Everything else is imported from its own module.
 _EXPORTS = {
-    "CacheError": "errors",
-    "CachedResponse": "judging.cache",
     "ConfigError": "errors",
-    "EvalConfig": "study.config",
     "GevalError": "errors",
-    "JudgeCache": "judging.cache",
-    "JudgeFile": "study.settings",
-    "PanelResults": "scoring.panel_results",
-    "RateLimited": "errors",
-    "RatingDistribution": "scoring.ratings",
-    "RatingParser": "scoring.ratings",
-    "Reading": "scoring.ratings",
-    "Reason": "scoring.ratings",
-    "Rejected": "errors",
-    "PanelRunResult": "judging.panel_run",
-    "RunResult": "judging.runner",
-    "RunStopped": "errors",
-    "Scale": "scoring.ratings",
-    "Study": "study.plan",
-    "StudyResults": "scoring.results",
-    "Transient": "errors",
-    "TransportError": "errors",
-    "apply_overrides": "study.config",
+    "PanelResults": "scoring.panel.results",
+    "RunResult": "judging.run.runner",
+    "StudyResults": "scoring.scores.results",
     "html_report": "api",
     "judge": "api",
-    "load_config": "study.config",
-    "load_panel": "scoring.panel_results",
+    "load_panel": "scoring.panel.results",
     "load_results": "api",
     "meta_evaluate": "meta.evaluate",
-    "prepare_study": "study.prepare",
     "read_answers": "api",
-    "run_study": "judging.runner",
-    "shipped": "study.shipped",
-    "write_html_report": "scoring.outputs",
-    "write_outputs": "scoring.outputs",
+    "write_outputs": "scoring.output.writer",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .judging.panel_run import PanelRunResult
-from .judging.runner import RunResult
-from .judging.stage import judge_panel, judge_study, panel_api_keys
+from .judging.run.panel import PanelRunResult
+from .judging.run.runner import RunResult
+from .judging.run.stage import judge_panel, judge_study, panel_api_keys
 from .options import StatTest
 from .study.config import EvalConfig, apply_overrides, load_config
 from .study.prepare import prepare_study
@@ -26,8 +26,8 @@ from .study.prepare import prepare_study
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .scoring.human import HumanComparison
-    from .scoring.results import StudyResults
+    from .scoring.scores.human import HumanComparison
+    from .scoring.scores.results import StudyResults
 
 
 async def judge(
@@ -87,8 +87,8 @@ def load_results(
         overrides: as on the command line (cache, criteria, limit, ...); on a panel without
             ``judge``, each judge's, as :func:`apply_overrides` applies them.
     """
-    from .scoring import results
-    from .scoring.panel_results import load_panel
+    from .scoring.panel.results import load_panel
+    from .scoring.scores import results
 
     if not isinstance(config, EvalConfig):
         config = load_config(config)
@@ -125,7 +125,7 @@ def read_answers(
     """
     import pandas as pd
 
-    from .scoring import results
+    from .scoring.scores import results
 
     if not isinstance(config, EvalConfig):
         config = load_config(config)
@@ -164,7 +164,7 @@ def html_report(
 
 def write_html(results: StudyResults, *, test: StatTest | str | None = None) -> Path:
     """The HTML report of scored results, with judge-vs-human plots when [meta] human is set."""
-    from .scoring.outputs import write_html_report
+    from .scoring.output.writer import write_html_report
 
     return write_html_report(results, test=test, human=human_comparison(results))
 
@@ -174,7 +174,7 @@ def human_comparison(results: StudyResults) -> HumanComparison | None:
     ``[meta] human`` (see :mod:`geval_async.meta`)."""
     from .meta.evaluate import meta_evaluate
     from .meta.inputs import human_scores, judge_scores, pair_scores
-    from .scoring.human import HumanComparison
+    from .scoring.scores.human import HumanComparison
 
     config = results.config
     mapping = {

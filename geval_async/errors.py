@@ -14,7 +14,7 @@ The transport raises one :class:`TransportError` per failed attempt, its class s
 happened and its :class:`FailureFact` the typed facts (status, error code, type and param,
 connection kind, headers). What the run does about it (wait, retry, store a refusal, resend
 adapted, stop the run) is decided once, by the runner, with
-:func:`geval_async.judging.failures.decide` and what the run has seen; a 401 is a
+:func:`geval_async.judging.wire.failures.decide` and what the run has seen; a 401 is a
 :class:`Rejected` that stops the run, a 400 ``unsupported_value`` another.
 
 Third-party exceptions (aiohttp, diskcache, tomllib, orjson) are translated once, at the module
@@ -106,7 +106,7 @@ class TransportError(GevalError):
 
     Attributes:
         fact: the typed facts of the failure, which
-            :func:`~geval_async.judging.failures.decide` reads.
+            :func:`~geval_async.judging.wire.failures.decide` reads.
         status: the HTTP status, or None when no response arrived.
         body: the response body as received (may be empty).
         headers: the response headers ({} when no response arrived); the rate limits learn

@@ -36,7 +36,7 @@ import pytest
 from aiohttp import web
 from hypothesis import HealthCheck, settings
 
-from geval_async.judging.stored import CachedResponse
+from geval_async.judging.store.stored import CachedResponse
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.requests import JudgeRequest
@@ -103,7 +103,7 @@ ANSWER_BODY = '{"choices":[{"index":0,"message":{"role":"assistant","content":"4
 
 def incompressible(size: int) -> str:
     """``size`` characters of text that deflate hardly shortens (hex of random bytes): a body
-    that stays over diskcache's 32 kB when its entry is stored deflated (judging/stored.py),
+    that stays over diskcache's 32 kB when its entry is stored deflated (judging/store/stored.py),
     so that diskcache keeps it in a file of its own."""
     return random.Random(size).randbytes(size // 2 + 1).hex()[:size]
 
@@ -534,10 +534,10 @@ def keys_by_digest(study: StudyFiles) -> dict[str, str]:
 def cache_snapshot(path: Path) -> dict[str, bytes]:
     """Every key and stored value of a cache folder (to compare before/after), the answers
     of a killed run's journal included: opened as any later command opens it, which folds
-    them into the table first (geval_async/judging/journal.py)."""
+    them into the table first (geval_async/judging/store/journal.py)."""
     import diskcache
 
-    from geval_async.judging.cache import JudgeCache
+    from geval_async.judging.store.cache import JudgeCache
 
     if not path.exists():
         return {}

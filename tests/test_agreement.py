@@ -1,6 +1,7 @@
 """Agreement between judges, checked against independent computations and published examples.
 
-Every statistic of :mod:`geval_async.scoring.agreement` is recomputed here another way and must
+Every statistic of :mod:`geval_async.scoring.panel.agreement` is recomputed here another way and
+must
 agree to 1e-9: Krippendorff's alpha from the coincidence matrix as Krippendorff (2011,
 "Computing Krippendorff's Alpha-Reliability") lays it out, and by the ``krippendorff`` package;
 the ICC from the two-way ANOVA's sums of squares; Spearman by ``scipy.stats.spearmanr`` on the
@@ -23,15 +24,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from geval_async.scoring.agreement import (
+from geval_async.scoring.panel.agreement import (
     AGREEMENT_COLUMNS,
     JudgeAgreement,
     Statistic,
     agreement_frame,
     judge_agreement,
 )
-from geval_async.scoring.alpha import alpha_interval, alpha_ordinal, bootstrap_alpha
-from geval_async.scoring.icc import icc
+from geval_async.scoring.panel.alpha import alpha_interval, alpha_ordinal, bootstrap_alpha
+from geval_async.scoring.panel.icc import icc
 
 NAN = math.nan
 # Krippendorff (2011), p. 8: 4 coders (rows) x 12 units (columns), "." missing.

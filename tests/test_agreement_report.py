@@ -1,5 +1,5 @@
-"""The agreement between a panel's judges in the Markdown report and the HTML report (issue 20
-item 3): opened in a real headless Chromium as tests/test_html_report.py opens the report.
+"""The agreement between a panel's judges in the Markdown report and the HTML report: opened
+in a real headless Chromium as tests/test_html_report.py opens the report.
 
 Three simulated judges judge a small study into one cache (judge c refuses three records), each
 scored on its own; the agreement frame is computed from their long tables with
@@ -23,8 +23,8 @@ from conftest import needs_chromium, open_report
 from test_panel_meta import CRITERIA, JUDGES, REFUSE, write_study
 
 import geval_async as ga
-from geval_async.scoring.agreement import agreement_frame, judge_agreement
-from geval_async.scoring.outputs import Output, csv_bytes, write_files, write_outputs
+from geval_async.scoring.output.writer import Output, csv_bytes, write_files, write_outputs
+from geval_async.scoring.panel.agreement import agreement_frame, judge_agreement
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.settings import EvalConfig

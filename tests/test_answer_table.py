@@ -1,7 +1,7 @@
 """A run's new answers, written many at a time by our own statement, read as diskcache's own rows.
 
 ``JudgeCache.put_many`` inserts the new keys of a group with one ``executemany`` of our own
-(:mod:`geval_async.judging.answer_table`). What it writes must be what ``diskcache.Cache.add``
+(:mod:`geval_async.judging.store.answer_table`). What it writes must be what ``diskcache.Cache.add``
 writes: every check here goes through diskcache's public API on a real cache folder (``get``,
 ``len``, ``volume``, ``check``, ``delete``, ``evict``...), so a diskcache release that keeps
 its count or size another way, or reads a row differently, fails here, not in a user's cache.
@@ -18,7 +18,7 @@ from pathlib import Path
 import diskcache
 from conftest import cached_answer
 
-from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.store.cache import CachedResponse, JudgeCache
 
 
 def _entry(key: str, latency_ms: float = 2.0) -> CachedResponse:

@@ -20,9 +20,9 @@ from conftest import CRITERIA, PROMPT_A, PROMPT_B, StudyFiles, run_cli, write_re
 
 import geval_async as ga
 from geval_async.errors import ConfigError
-from geval_async.scoring.distributions import distribution_from_option_logprobs
-from geval_async.scoring.outputs import write_outputs
+from geval_async.scoring.reading.distributions import distribution_from_option_logprobs
 from geval_async.sim import SimServer, SimSettings
+from geval_async.study.config import load_config
 
 LETTERS = {"A": 1, "B": 2, "C": 3, "D": 4, "E": 5}
 THREE_LETTERS = {"A": 1, "B": 2, "C": 3}
@@ -206,7 +206,7 @@ def test_a_custom_regex_or_function_reads_a_house_style(
 def test_bad_parser_settings_are_one_line_errors(tmp_path: Path, line: str, message: str) -> None:
     config = _study(tmp_path, "http://127.0.0.1:9/v1", clar=tomllib.loads(line))
     with pytest.raises(ConfigError, match=r"config\.toml: \[criteria #1 'clar'\]") as error:
-        ga.load_config(config)
+        load_config(config)
     assert message in str(error.value) and "\n" not in str(error.value)
     result = run_cli("status", str(config))
     assert result.returncode == 2 and message in result.stderr
@@ -246,7 +246,7 @@ def test_invalid_reasons_per_condition_in_report_and_answers_command(tmp_path: P
     assert "| clar | A | 36 |" in text and "| clar | B | 36 | 0 | 0.0% |" in text
     assert "> **Warning:** clar:" in text and "Fisher's exact" in text
     # The HTML report says the same, next to its invalid reasons.
-    [page] = write_outputs(results, ["html"], html=True)
+    [page] = ga.write_outputs(results, ["html"], html=True)
     shown = html.unescape(page.read_text())
     for difference in results.share_differences():
         assert difference.warning() in shown

@@ -3,9 +3,9 @@
 Reads every module's imports (at any depth, lazy and ``TYPE_CHECKING`` ones included) with
 ``ast`` and checks them against the order of the stages, so a newcomer can trust the tree:
 study definition -> judging -> scoring -> meta-evaluation -> the Python API -> the command
-line, with the simulated judge apart. Inside a room the same holds module by module: the
-import graph of geval_async has no circle, and judging's and scoring's modules import only
-their own tier or lower ones (:data:`JUDGING_TIERS`, :data:`SCORING_TIERS`). Scoring never
+line, with the simulated judge apart. Inside the judge and scoring stages the same holds room
+by room (:data:`ROOMS`: judging's store, wire, run and batch; scoring's reading, stats,
+scores, panel and output), and the import graph of geval_async has no circle. Scoring never
 imports asyncio or aiohttp, and no module reaches into diskcache's or aiolimiter's private
 names (their next release may change them without notice).
 """
@@ -36,7 +36,6 @@ LAYERS = {
     "cli": 6,
     "__main__": 7,
 }
-MAX_LINES = 400
 
 
 def _room(module: Path) -> str:
@@ -93,17 +92,12 @@ def test_imports_only_go_downhill(module: Path) -> None:
     assert not uphill, f"{module.relative_to(PACKAGE)} ({room}) imports higher rooms {uphill}"
 
 
-@pytest.mark.parametrize("module", MODULES, ids=lambda m: str(m.relative_to(PACKAGE)))
-def test_modules_stay_small(module: Path) -> None:
-    lines = len(module.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, f"{module.relative_to(PACKAGE)} has {lines} lines: split it"
-
-
 # --- module by module ------------------------------------------------------------------------
 
 
 def module_name(module: Path, package: Path = PACKAGE) -> str:
-    """``geval_async.judging.cache`` for .../geval_async/judging/cache.py (a package: its name)."""
+    """``geval_async.judging.store.cache`` for .../geval_async/judging/store/cache.py (a package:
+    its name)."""
     parts = list(module.relative_to(package.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -187,85 +181,47 @@ def _walk_round(start: str, group: set[str], graph: Mapping[str, set[str]]) -> l
 
 GRAPH = import_graph()
 
-# Inside judging and scoring, lower tiers never import higher ones (the same tier may import
-# each other; circles are caught above). A module missing here fails the test: place it.
-JUDGING_TIERS = {
-    # 0 storage: an entry's bytes, our reader of the rows, our writer of new ones, the form, the
-    # errors, the claims' table, the ledger's one path
-    "stored": 0, "rows": 0, "schema": 0, "cache_errors": 0, "claim_table": 0, "live_batches": 0,
-    "answer_table": 0, "journal": 0,
-    "cache_folder": 0,  # is this a cache folder? (the readers' check)
-    "head_table": 0,  # every entry's head from one pass, in sorted arrays of digests
-    "cache": 1,
-    # 2 reading the cache: origin rule, old keys, coverage, the read model, the cache commands
-    "origin": 2, "legacy": 2, "coverage": 2, "read_model": 2, "maintenance": 2, "archive": 2,
-    "stored_steps": 2,
-    # 3 sending: pacer, limits, failures, transport, claims, the writer thread, budget, progress
-    "pacer": 3, "limits": 3, "failures": 3, "transport": 3, "entries": 3, "claims": 3, "writer": 3,
-    "budget": 3, "probe": 3, "progress": 3, "refused_settings": 3, "capabilities": 3,
-    "server_waits": 3,
-    "served": 3,  # the model an answer names, against the one asked
-    "left": 2,  # what is left to send, decided once
-    "feed": 4, "worker": 4, "runner": 4, "steps": 4, "estimate": 4,
-    "panel_run": 5,  # a panel's judges, each a run of the runner, at once
-    "stage": 6,  # the judge stage's entry points: the cache opened and closed around a run
-    "batch": 5,  # the Batch API, and every module of judging/batch/
-}  # fmt: skip
-SCORING_TIERS = {
-    # 0 reading one answer
-    "cues": 0, "masks": 0, "verdicts": 0, "distributions": 0, "ratings": 0, "rubrics": 0,
-    "thinking": 0,  # on main since the parser merge: the reasoning cut off an answer
-    "heap": 0,  # the allocator's free pages given back between score's steps (no imports of ours)
-    # 1 the data: scores, readings, tables, tests, judge-vs-human pairs, rendered documents
-    "columns": 1,  # item scores held as numbers in arrays (a million items in memory)
-    "packed": 1,  # the columns' numbers, each as narrow as its values allow
-    "record_heads": 1,  # the records the items name, as codes (the group tables read them)
-    "panel_columns": 1,  # a panel's pooled items' own numbers beside them
-    "shares": 1,  # invalid samples counted per criterion and condition
-    "scores": 1, "readings": 1, "stats": 1, "tables": 1, "human": 1, "report": 1, "plots": 1,
-    "trust": 1,  # per-record SE, self-consistency over draws, the n curve
-    "alpha": 1, "icc": 1, "judge_pairs": 1, "agreement": 1,  # agreement between judges
-    "agreement_view": 1,  # the agreement as the reports show it (Markdown and HTML cells)
-    "calibration": 1,  # the judge's scores on the human scale: isotonic, conformal intervals
-    "human_scale": 1,  # prediction-powered means and comparisons on the human scale
-    "labelled": 1,  # the records' human labels beside the scores, drawn and calibrated
-    "human_scale_report": 1,  # the "On the human scale" section's text and rows
-    "results": 2,  # the front door for analysis: data, no writer
-    "status": 2,  # `status`'s numbers, counted in one walk
-    "panel": 1,  # a panel's record scores pooled from its judges'
-    "panel_results": 2,  # each judge's results, the panel's, their agreement
-    "panel_report": 3,  # the panel's part of its Markdown report
-    "html": 3,  # the HTML view: a pure renderer, handed data
-    "overwrite_guard": 3,  # scores on disk never replaced by emptier ones
-    "outputs": 4,  # the one writer
-    "files": 4,  # its files, written whole or not at all
-    "human_output": 4,  # the human scale's file and report section, for the writer
-}  # fmt: skip
-TIERS = {"judging": JUDGING_TIERS, "scoring": SCORING_TIERS}
+# The rooms inside the judge and scoring stages, in their order: a room imports only rooms of
+# its own rank or lower ones. The judge stage: the cache folder, one request to one endpoint, a
+# run of the worker pool, the Batch API. The scoring stage: one answer to one rating and the
+# statistics on plain numbers, then scores, a panel's pooled scores, the outputs.
+ROOMS = {
+    "judging": {"store": 0, "wire": 1, "run": 2, "batch": 3},
+    "scoring": {"reading": 0, "stats": 0, "scores": 1, "panel": 2, "output": 3},
+}
 
 
-def tier_of(module: str) -> tuple[str, int] | None:
-    """The room and tier of a module of judging or scoring (None: another room)."""
+def room_of(module: str) -> tuple[str, int] | None:
+    """The stage and rank of a module inside judging's or scoring's rooms (None: elsewhere)."""
     parts = module.split(".")
-    if len(parts) < 3 or parts[1] not in TIERS:
+    if len(parts) < 3 or parts[1] not in ROOMS:
         return None
-    tiers = TIERS[parts[1]]
-    assert parts[2] in tiers, f"{module}: add it to {parts[1].upper()}_TIERS"
-    return parts[1], tiers[parts[2]]
+    rooms = ROOMS[parts[1]]
+    assert parts[2] in rooms, f"{module}: every module of {parts[1]} lives in one of {rooms}"
+    return parts[1], rooms[parts[2]]
 
 
 def uphill_arrows(graph: Mapping[str, set[str]]) -> list[str]:
-    """Imports from a module of judging or scoring to a higher tier of the same room."""
+    """Imports from a room of judging or scoring to a higher room of the same stage."""
     arrows = []
     for module in sorted(graph):
-        place = tier_of(module)
+        place = room_of(module)
         if place is None:
             continue
         for target in sorted(graph[module]):
-            there = tier_of(target)
+            there = room_of(target)
             if there is not None and there[0] == place[0] and there[1] > place[1]:
-                arrows.append(f"{module} (tier {place[1]}) -> {target} (tier {there[1]})")
+                arrows.append(f"{module} -> {target}")
     return arrows
+
+
+def test_the_rooms_are_the_folders() -> None:
+    """The rooms named above are exactly the judge and scoring stages' subpackages."""
+    for stage, rooms in ROOMS.items():
+        folders = {p.parent.name for p in (PACKAGE / stage).glob("*/__init__.py")}
+        assert folders == set(rooms), f"{stage}: folders {sorted(folders)}, rooms {sorted(rooms)}"
+        loose = [p.name for p in (PACKAGE / stage).glob("*.py") if p.name != "__init__.py"]
+        assert not loose, f"{stage}: modules outside its rooms: {loose}"
 
 
 def test_no_circle_of_imports_anywhere() -> None:
@@ -277,7 +233,7 @@ def test_no_circle_of_imports_anywhere() -> None:
 
 def test_no_uphill_arrow_inside_judging_or_scoring() -> None:
     arrows = uphill_arrows(GRAPH)
-    assert not arrows, "uphill inside a room: " + "; ".join(arrows)
+    assert not arrows, "uphill between rooms: " + "; ".join(arrows)
 
 
 def test_scoring_and_meta_read_judging_through_the_read_model_only() -> None:
@@ -287,7 +243,8 @@ def test_scoring_and_meta_read_judging_through_the_read_model_only() -> None:
         for module, targets in GRAPH.items()
         if module.startswith(("geval_async.scoring", "geval_async.meta"))
         for target in targets
-        if target.startswith("geval_async.judging") and target != "geval_async.judging.read_model"
+        if target.startswith("geval_async.judging")
+        and target != "geval_async.judging.store.read_model"
     )
     assert not reached, f"scoring or meta reaches into judging: {reached}"
 
@@ -377,3 +334,14 @@ def test_no_private_name_of_aiolimiter() -> None:
     uses = [use for module in MODULES for use in private_uses(module, AIOLIMITER_PRIVATE)]
     uses = [use for use in uses if "diskcache" not in use]
     assert not uses, "private names of aiolimiter: " + "; ".join(uses)
+
+
+def test_the_public_api_fits_in_a_head() -> None:
+    """A notebook user's names: judge, load and report results, meta-evaluate, the results
+    types and the errors they catch; each one resolves, and nothing else is listed."""
+    import geval_async
+
+    assert len(geval_async.__all__) <= 15, geval_async.__all__
+    for name in geval_async.__all__:
+        assert getattr(geval_async, name) is not None
+    assert "JudgeCache" not in geval_async.__all__ and "run_study" not in geval_async.__all__

@@ -31,7 +31,7 @@ from conftest import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-from geval_async.judging.cache import CachedResponse, JudgeCache
+from geval_async.judging.store.cache import CachedResponse, JudgeCache
 from geval_async.sim import SimServer
 
 
@@ -347,8 +347,8 @@ def test_a_submit_killed_after_upload_is_finished_by_the_next_command(
 
     from geval_async.judging.batch.files import input_line
     from geval_async.judging.batch.ledger import UPLOADED, Ledger
-    from geval_async.judging.claims import Claims
-    from geval_async.judging.coverage import item_states
+    from geval_async.judging.store.claims import Claims
+    from geval_async.judging.store.coverage import item_states
     from geval_async.study.config import load_config
     from geval_async.study.prepare import prepare_study
 
@@ -386,7 +386,7 @@ def test_input_files_are_split_at_the_line_limit(sim: SimServer, study: StudyFil
 
     from geval_async.judging.batch.control import BatchControl
     from geval_async.judging.batch.provider import make_client
-    from geval_async.judging.claims import Claims
+    from geval_async.judging.store.claims import Claims
     from geval_async.study.config import load_config
     from geval_async.study.prepare import prepare_study
 

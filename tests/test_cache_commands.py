@@ -14,7 +14,7 @@ from pathlib import Path
 import diskcache
 from conftest import StudyFiles, cache_snapshot, keys_by_digest, run_cli, run_study
 
-from geval_async.judging.cache import CachedResponse
+from geval_async.judging.store.cache import CachedResponse
 from geval_async.sim import SimServer
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-from geval_async.judging.claims import Claims
+from geval_async.judging.store.claims import Claims
 
 TTL = 10.0
 KEY = "g1-request"
@@ -98,7 +98,7 @@ def test_the_claim_of_a_killed_run_is_taken_over_at_once(tmp_path: Path) -> None
     # A real process claims and dies without releasing (as kill -9 would leave it).
     code = (
         "import os, sys\n"
-        "from geval_async.judging.claims import Claims\n"
+        "from geval_async.judging.store.claims import Claims\n"
         f"claims = Claims(sys.argv[1], 3600.0)\n"
         f"assert claims.claim({KEY!r})\n"
         "os._exit(0)\n"
@@ -117,8 +117,8 @@ async def test_a_claim_taken_for_a_waiter_cancelled_meanwhile_is_let_go(tmp_path
     import asyncio
     import contextlib
 
-    from geval_async.judging.cache import JudgeCache
-    from geval_async.judging.writer import Writer
+    from geval_async.judging.run.writer import Writer
+    from geval_async.judging.store.cache import JudgeCache
 
     clock = Clock()
     with JudgeCache(tmp_path / "cache") as cache:

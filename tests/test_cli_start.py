@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, StudyFiles, run_process
 
 from geval_async.cli.app import build_parser
-from geval_async.judging.cache import JudgeCache
+from geval_async.judging.store.cache import JudgeCache
 
 HEAVY = ("geval_async.sim", "aiohttp.web")
 

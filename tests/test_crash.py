@@ -30,9 +30,9 @@ from conftest import (
     write_records,
 )
 
-from geval_async.judging.cache import JudgeCache
-from geval_async.judging.read_model import StudyAnswers
-from geval_async.scoring.scores import score_items
+from geval_async.judging.store.cache import JudgeCache
+from geval_async.judging.store.read_model import StudyAnswers
+from geval_async.scoring.scores.scores import score_items
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import apply_overrides, load_config
 from geval_async.study.plan import Study, first_request, plan_items

@@ -27,7 +27,7 @@ from conftest import (
     write_records,
 )
 
-from geval_async.judging.cache import CachedResponse
+from geval_async.judging.store.cache import CachedResponse
 from geval_async.sim import SimServer
 
 
@@ -182,8 +182,9 @@ def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
 ) -> None:
     disk = study.root / "disk"
     mount_tmpfs(disk, "600k")  # room for the empty cache, its claims folder and a few answers
-    # More answers than fit, even in the run's journal (geval_async/judging/journal.py), though
-    # each is stored deflated (judging/stored.py: some 600 bytes with its metadata).
+    # More answers than fit, even in the run's journal (geval_async/judging/store/journal.py),
+    # though
+    # each is stored deflated (judging/store/stored.py: some 600 bytes with its metadata).
     study.n_records = write_records(study.records, 300)
     study.write_config(sim.base_url, cache={"path": "disk/cache"}, limits={"concurrency": 4})
     result = run_process("run", str(study.config), "--quiet")
@@ -267,7 +268,7 @@ def test_a_full_disk_at_the_run_s_end_leaves_no_half_written_endpoints_file(
     # stored; on a disk that is full by then it says so in one line and what to do, and
     # leaves no temporary file behind.
     from geval_async.errors import CacheError
-    from geval_async.judging.capabilities import Capabilities, save_capabilities
+    from geval_async.judging.wire.capabilities import Capabilities, save_capabilities
 
     disk = tmp_path / "disk"
     mount_tmpfs(disk, "64k")

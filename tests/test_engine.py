@@ -249,7 +249,7 @@ def test_server_refusing_n_falls_back_to_single_draws(sim: SimServer, study: Stu
     assert sim.stats.by_status[400] == 1, "one refusal teaches the run to ask for one choice"
     assert sim.stats.by_status[200] == items * 3
     assert "n refused 1" in result.stdout
-    from geval_async.scoring.results import load_results
+    from geval_async.scoring.scores.results import load_results
 
     results = load_results(study.config, limit=2)
     assert all(s.valid + s.invalid == 3 for s in results.scores if s.status != "missing")
@@ -282,7 +282,7 @@ def test_identical_requests_are_sent_once(sim: SimServer, study: StudyFiles) -> 
 
 
 def test_each_answer_stores_its_latency_to_the_microsecond(study: StudyFiles) -> None:
-    from geval_async.judging.stored import CachedResponse
+    from geval_async.judging.store.stored import CachedResponse
     from geval_async.sim import SimSettings
 
     with SimServer(SimSettings(latency_ms=30)) as server:

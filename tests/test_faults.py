@@ -236,7 +236,7 @@ def test_a_second_ctrl_c_quits_at_once(sim: SimServer, study: StudyFiles, tmp_pa
 
 
 async def test_an_attempt_without_an_answer_times_out_and_a_cancellation_stays_one() -> None:
-    """The attempts' deadlines are kept by one watch task (judging/transport.py): an attempt
+    """The attempts' deadlines are kept by one watch task (judging/wire/transport.py): an attempt
     the server never answers fails as a timeout (retried by the run), and a cancellation of
     an attempt by the run itself (Ctrl-C, a failing task group) stays a cancellation."""
     import asyncio
@@ -245,7 +245,7 @@ async def test_an_attempt_without_an_answer_times_out_and_a_cancellation_stays_o
     from aiohttp import web
 
     from geval_async.errors import Connection, Transient
-    from geval_async.judging.transport import Transport
+    from geval_async.judging.wire.transport import Transport
     from geval_async.study.settings import JudgeConfig
 
     arrived, answer = asyncio.Event(), asyncio.Event()

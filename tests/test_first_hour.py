@@ -223,7 +223,7 @@ def test_a_server_that_takes_no_chat_completions_stops_the_run_and_stores_nothin
 ) -> None:
     # 405 was read as "this request is refused for good": every item was stored as a
     # refusal, and the next run, pointed at the right URL, asked for none of them again.
-    from geval_async.judging.cache import JudgeCache
+    from geval_async.judging.store.cache import JudgeCache
 
     with WebPage(status) as page:
         study.write_config(page.base_url, limits={"retries": 1, "backoff": 0.01})

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from geval_async.errors import GevalError, RateLimited
-from geval_async.judging.failures import Action, History, decide
-from geval_async.judging.transport import JudgeAnswer, _answer, _failure
+from geval_async.judging.wire.failures import Action, History, decide
+from geval_async.judging.wire.transport import JudgeAnswer, _answer, _failure
 from geval_async.study.config import EvalConfig, apply_overrides, load_config
 from geval_async.study.criteria import CRITERION_KEYS
 from geval_async.study.plan import first_request, plan_items

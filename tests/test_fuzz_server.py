@@ -1,4 +1,4 @@
-"""Fuzz the judge stage with a real server on loopback (issue 23, "What it must show").
+"""Fuzz the judge stage with a real server on loopback.
 
 Hypothesis draws what a server answers (status, body: choices, content types, logprob values;
 headers: Retry-After in every form, x-ratelimit-*) and an aiohttp.web stub on 127.0.0.1 serves
@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from geval_async.errors import GevalError
-from geval_async.judging.cache import JudgeCache
-from geval_async.judging.runner import run_study
-from geval_async.scoring.results import load_results
+from geval_async.judging.run.runner import run_study
+from geval_async.judging.store.cache import JudgeCache
+from geval_async.scoring.scores.results import load_results
 from geval_async.study.config import load_config
 from geval_async.study.prepare import prepare_study
 

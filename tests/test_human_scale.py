@@ -21,8 +21,8 @@ from scipy import stats as sps
 
 import geval_async as ga
 from geval_async.errors import ConfigError
-from geval_async.scoring.human_scale import load_ppi
-from geval_async.scoring.tables import LONG_COLUMNS
+from geval_async.scoring.scores.tables import LONG_COLUMNS
+from geval_async.scoring.stats.human_scale import load_ppi
 from geval_async.sim import SimServer
 
 USERS = 40  # 80 records: 40 users under conditions A and B

@@ -1,7 +1,7 @@
 """The answers' journal: what a killed run journaled reaches the cache, and nothing else does.
 
 A run's worker goes on once its answer is in the run's journal (``<cache>/journal``), before the
-answer is in the cache's table (geval_async/judging/journal.py). These tests write journals in
+answer is in the cache's table (geval_async/judging/store/journal.py). These tests write journals in
 real processes killed with SIGKILL, then open the folder as any later command does.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from conftest import ROOT, StudyFiles, cached_answer, run_process
 
-from geval_async.judging.cache import JudgeCache
-from geval_async.judging.journal import Journal, decode, encode
+from geval_async.judging.store.cache import JudgeCache
+from geval_async.judging.store.journal import Journal, decode, encode
 from geval_async.sim import SimServer
 
 _WRITER = textwrap.dedent(
@@ -25,10 +25,10 @@ _WRITER = textwrap.dedent(
     import sys, time
     from dataclasses import replace
     from pathlib import Path
-    from geval_async.judging.journal import Journal
-    from geval_async.judging.stored import CachedResponse
+    from geval_async.judging.store.journal import Journal
+    from geval_async.judging.store.stored import CachedResponse
 
-    from geval_async.judging.claims import Claims
+    from geval_async.judging.store.claims import Claims
 
     folder, count = Path(sys.argv[1]), int(sys.argv[2])
     claims = Claims(folder, 60.0)  # held as a run holds its requests' claims
@@ -121,8 +121,8 @@ async def test_a_claim_taken_over_from_a_killed_run_finds_its_journaled_answer(
 ) -> None:
     """Another run, already going when the first was killed, takes over the dead run's claims
     at once; the answers that run had journaled are stored first, so they are not asked again."""
-    from geval_async.judging.claims import Claims
-    from geval_async.judging.writer import Writer
+    from geval_async.judging.run.writer import Writer
+    from geval_async.judging.store.claims import Claims
 
     folder = tmp_path / "cache"
     JudgeCache(folder).close()

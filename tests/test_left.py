@@ -92,8 +92,8 @@ def test_dry_run_counts_the_chunk_an_item_still_lacks(sim: SimServer, study: Stu
 def test_status_counts_the_invalid_shares_that_scoring_finds(study: StudyFiles) -> None:
     from pandas.testing import assert_frame_equal
 
-    from geval_async.scoring.results import load_results
-    from geval_async.scoring.status import study_status
+    from geval_async.scoring.scores.results import load_results
+    from geval_async.scoring.scores.status import study_status
     from geval_async.sim import SimSettings
     from geval_async.study.config import load_config
     from geval_async.study.prepare import prepare_study
@@ -146,7 +146,7 @@ def test_the_report_compares_with_human_scores_from_the_scores_in_hand(
     import shutil
 
     from geval_async.api import human_comparison
-    from geval_async.scoring.results import load_results
+    from geval_async.scoring.scores.results import load_results
 
     rows = [json.loads(line) for line in study.records.read_text().splitlines()]
     for i, row in enumerate(rows):

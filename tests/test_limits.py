@@ -17,7 +17,7 @@ import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from geval_async.errors import ConfigError
-from geval_async.judging.limits import (
+from geval_async.judging.wire.limits import (
     CONFIGURED_SHARE,
     LEARNED_SHARE,
     START_IN_FLIGHT,
@@ -25,7 +25,7 @@ from geval_async.judging.limits import (
     CoolDown,
     RateLimits,
 )
-from geval_async.judging.pacer import CATCH_UP_SECONDS, Pacer
+from geval_async.judging.wire.pacer import CATCH_UP_SECONDS, Pacer
 
 T = TypeVar("T")
 

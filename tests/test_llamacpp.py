@@ -49,10 +49,17 @@ from conftest import (
     write_study,
 )
 
-from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.read_model import StudyAnswers
-from geval_async.scoring.ratings import first_token_top_logprobs
-from geval_async.scoring.scores import MISSING, NO_VALID, REFUSED, SCORED, ItemScore, score_items
+from geval_async.judging.store.cache import CachedResponse, JudgeCache
+from geval_async.judging.store.read_model import StudyAnswers
+from geval_async.scoring.reading.ratings import first_token_top_logprobs
+from geval_async.scoring.scores.scores import (
+    MISSING,
+    NO_VALID,
+    REFUSED,
+    SCORED,
+    ItemScore,
+    score_items,
+)
 from geval_async.study.config import load_config
 from geval_async.study.prepare import prepare_study
 

@@ -20,7 +20,7 @@ from conftest import ROOT, SUMMEVAL, StudyFiles, needs_summeval, run_cli
 from scipy import stats as sps
 
 from geval_async.errors import ConfigError
-from geval_async.judging.cache import JudgeCache
+from geval_async.judging.store.cache import JudgeCache
 from geval_async.meta import METHODS, meta_evaluate, system_level
 from geval_async.sim import SimServer
 
@@ -308,7 +308,7 @@ def test_meta_config_is_checked(tmp_path: Path) -> None:
 @needs_summeval
 def test_cache_judge_equals_scipy_on_its_weighted_scores(tmp_path: Path) -> None:
     """The tool's own judge: scores from the cache (via load_results), then scipy directly."""
-    from geval_async.scoring.results import load_results
+    from geval_async.scoring.scores.results import load_results
 
     config = _write_config(tmp_path)
     with SimServer() as server:

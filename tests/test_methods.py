@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, StudyFiles, answer_to, run_cli
 
-from geval_async.judging.cache import JudgeCache
-from geval_async.scoring.results import load_results
+from geval_async.judging.store.cache import JudgeCache
+from geval_async.scoring.scores.results import load_results
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
 from geval_async.study.plan import first_request, plan_items

@@ -1,4 +1,4 @@
-"""Servers that misbehave (issue 23, harms 1 and 2 and the server-side items).
+"""Servers that misbehave.
 
 Each test serves a real aiohttp.web stub on 127.0.0.1 made to misbehave one way (a 429 that
 asks for days, a learned limit no account has, a wait that is no wait, a flood of a body, a
@@ -250,7 +250,7 @@ def test_a_wait_that_is_no_wait_backs_off_and_a_429_forever_is_bounded(
 
 
 def test_asked_waits_of_each_header_form() -> None:
-    from geval_async.judging.server_waits import asked_wait
+    from geval_async.judging.wire.server_waits import asked_wait
 
     assert asked_wait({"Retry-After": "-5"}) is None
     assert asked_wait({"retry-after-ms": "NaN"}) is None
@@ -432,7 +432,7 @@ def test_a_model_other_than_the_one_asked_is_said_once_in_the_summary(
 def test_a_snapshot_of_the_model_asked_is_the_same_model(
     served: str, asked: str, same: bool
 ) -> None:
-    from geval_async.judging.worker import same_model
+    from geval_async.judging.run.worker import same_model
 
     assert same_model(served, asked) is same
 

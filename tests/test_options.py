@@ -6,8 +6,9 @@ import pytest
 from conftest import StudyFiles, cached_answer, run_cli
 
 import geval_async as ga
-from geval_async.judging.cache import JudgeCache
+from geval_async.judging.store.cache import JudgeCache
 from geval_async.options import EntryStatus, StatTest, words
+from geval_async.study.config import load_config
 
 
 def test_an_unknown_test_raises_instead_of_running_another(judged: StudyFiles) -> None:
@@ -33,7 +34,7 @@ def test_the_test_flag_offers_the_same_words(study: StudyFiles) -> None:
 def test_a_config_with_an_unknown_test_names_the_words(study: StudyFiles) -> None:
     study.write_config("http://127.0.0.1:9/v1", stats={"test": "t-test"})
     with pytest.raises(ga.ConfigError, match=r"\[stats\] 'test' must be one of welch, paired-t"):
-        ga.load_config(study.config)
+        load_config(study.config)
 
 
 def test_cache_entries_keep_their_stored_status_words(study: StudyFiles) -> None:

@@ -16,6 +16,7 @@ from conftest import StudyFiles, run_cli
 
 import geval_async as ga
 from geval_async.sim import SimServer
+from geval_async.study.config import apply_overrides, load_config
 
 # (table, key, value, the flag that sets it or None when argparse already refuses it,
 #  the part of the error every door must show)
@@ -78,13 +79,13 @@ def test_a_bad_value_fails_alike_in_the_file_a_flag_and_a_keyword(
 ) -> None:
     study.write_config(sim.base_url, **{table: {key: value}})
     with pytest.raises(ga.ConfigError) as in_file:
-        ga.load_config(study.config)
+        load_config(study.config)
     assert _message(in_file) == f"{study.config}: {expected}"
 
     good = study.write_config(sim.base_url)
-    config = ga.load_config(good)
+    config = load_config(good)
     with pytest.raises(ga.ConfigError) as as_keyword:
-        ga.apply_overrides(config, **{key: value})
+        apply_overrides(config, **{key: value})
     assert _message(as_keyword) == f"{key}={value!r}: {expected}"
     # Every door of the Python API reads its keywords the same way.
     with pytest.raises(ga.ConfigError, match=f"^{key}="):
@@ -121,7 +122,7 @@ async def test_a_misspelt_keyword_fails_like_a_misspelt_key(
 ) -> None:
     study.write_config(sim.base_url, limits={"concurency": 1})
     with pytest.raises(ga.ConfigError) as in_file:
-        ga.load_config(study.config)
+        load_config(study.config)
     assert (
         "[limits] unknown key 'concurency' (known keys: backoff, batch_queue_tokens, concurrency,"
         in str(in_file.value)
@@ -132,7 +133,7 @@ async def test_a_misspelt_keyword_fails_like_a_misspelt_key(
         if door == "judge":
             await ga.judge(study.config, concurency=1)
         elif door == "apply_overrides":
-            ga.apply_overrides(ga.load_config(study.config), concurency=1)
+            apply_overrides(load_config(study.config), concurency=1)
         else:
             getattr(ga, door)(study.config, concurency=1)
     message = str(as_keyword.value)
@@ -154,7 +155,7 @@ def test_flags_that_are_no_table_key_are_read_alike(sim: SimServer, study: Study
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error: {expected}"), lines
     with pytest.raises(ga.ConfigError, match=r"^max_cost=inf: 'max_cost' must be a positive"):
-        ga.apply_overrides(ga.load_config(study.config), max_cost=math.inf)
+        apply_overrides(load_config(study.config), max_cost=math.inf)
     assert sim.stats.received == 0
 
 

@@ -1,4 +1,4 @@
-"""The packed columns under the scores (scoring/packed.py): whatever values go in, in any
+"""The packed columns under the scores (scoring/scores/packed.py): whatever values go in, in any
 mix of single appends and whole extends, the same values come out, by index, by slice and
 as numpy, however narrow (or absent) the storage they chose."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from geval_async.scoring.packed import PackedColumn
+from geval_async.scoring.scores.packed import PackedColumn
 
 # Codes from none (-1) to beyond 32 bits: every width the column can widen to.
 CODES = st.integers(min_value=-(2**40), max_value=2**40) | st.integers(-1, 3)

@@ -1,4 +1,4 @@
-"""Meta-evaluation of a panel (issue 20 item 6): ``meta`` on a ``[[judges]]`` config reports
+"""Meta-evaluation of a panel: ``meta`` on a ``[[judges]]`` config reports
 each judge's and the panel's correlations with the human scores side by side.
 
 Three simulated judges (different models, each on its own port, one with its own low rpm and
@@ -27,14 +27,14 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 import geval_async as ga
-from geval_async.judging.cache import JudgeCache
+from geval_async.judging.store.cache import JudgeCache
 from geval_async.meta import meta_evaluate
 from geval_async.options import PanelPool
-from geval_async.scoring.distributions import RatingDistribution
-from geval_async.scoring.panel import pool_items, pooled_score
-from geval_async.scoring.scores import MISSING, SCORED, ItemScore
+from geval_async.scoring.panel.pooled import pool_items, pooled_score
+from geval_async.scoring.reading.distributions import RatingDistribution
+from geval_async.scoring.scores.scores import MISSING, SCORED, ItemScore
 from geval_async.sim import SimServer, SimSettings
-from geval_async.study.config import load_config
+from geval_async.study.config import apply_overrides, load_config
 from geval_async.study.settings import PanelConfig
 
 JUDGES = ("a", "b", "c")
@@ -213,8 +213,8 @@ def test_a_weighted_median_panel_pools_by_its_rule(panel_study: Path) -> None:
 def test_meta_reads_a_panels_overrides_for_every_judge(panel_study: Path) -> None:
     config = load_config(panel_study)
     by_keyword = meta_evaluate(config, n=1).frame
-    # the rule of ga.apply_overrides (and of every command): n = 1 for every judge
-    pd.testing.assert_frame_equal(by_keyword, meta_evaluate(ga.apply_overrides(config, n=1)).frame)
+    # the rule of apply_overrides (and of every command): n = 1 for every judge
+    pd.testing.assert_frame_equal(by_keyword, meta_evaluate(apply_overrides(config, n=1)).frame)
     assert not by_keyword["value"].equals(meta_evaluate(config).frame["value"])
     with pytest.raises(ga.ConfigError, match=r"^model= on a panel config .*judge=NAME"):
         meta_evaluate(config, model="other")

@@ -1,5 +1,5 @@
-"""A panel's commands and keywords work per judge (issue 20's leftovers): ``answers`` and
-``cache migrate`` read every judge (or the ``--judge``), ``ga.apply_overrides`` follows the rule
+"""A panel's commands and keywords work per judge: ``answers`` and
+``cache migrate`` read every judge (or the ``--judge``), ``apply_overrides`` follows the rule
 ``ga.judge`` follows, and a judge's missing key names its ``[[judges]]`` entry.
 
 Two simulated judges on their own loopback ports (models sim-a and sim-b), one cache.
@@ -26,7 +26,9 @@ from conftest import (
 )
 
 import geval_async as ga
+from geval_async.judging.run.panel import PanelRunResult
 from geval_async.sim import SimServer
+from geval_async.study.config import apply_overrides, load_config
 
 NAMES = ("a", "b")
 
@@ -167,13 +169,13 @@ def test_cache_migrate_on_a_panel_moves_every_judges_entries_or_the_judge_chosen
 def test_apply_overrides_on_a_panel_patches_every_judge_or_the_judge_chosen(
     study: StudyFiles, sims: dict[str, SimServer]
 ) -> None:
-    config = ga.load_config(two_judges(study, sims))
-    every = ga.apply_overrides(config, n=1, rpm=30)
+    config = load_config(two_judges(study, sims))
+    every = apply_overrides(config, n=1, rpm=30)
     assert every.is_panel
     assert [(m.sampling.n, m.limits.rpm) for m in every.members()] == [(1, 30), (1, 30)]
     assert [m.sampling.n for m in config.members()] == [3, 3]  # the loaded config unchanged
 
-    one = ga.apply_overrides(config, judge="b", model="other", n=2)
+    one = apply_overrides(config, judge="b", model="other", n=2)
     assert not one.is_panel
     assert (one.judge.model, one.judge.url, one.sampling.n) == (
         "other",
@@ -181,9 +183,9 @@ def test_apply_overrides_on_a_panel_patches_every_judge_or_the_judge_chosen(
         2,
     )
     with pytest.raises(ga.ConfigError, match=r"^model= on a panel config .*judge=NAME .*a, b\)$"):
-        ga.apply_overrides(config, model="other")
+        apply_overrides(config, model="other")
     with pytest.raises(ga.ConfigError, match=re.escape(no_judge_named("c", "a, b"))):
-        ga.apply_overrides(config, judge="c")
+        apply_overrides(config, judge="c")
 
 
 async def test_the_library_doors_read_a_panels_overrides_alike(
@@ -191,7 +193,7 @@ async def test_the_library_doors_read_a_panels_overrides_alike(
 ) -> None:
     path = two_judges(study, sims)
     run = await ga.judge(path, n=1, limit=2)
-    assert isinstance(run, ga.PanelRunResult) and run.complete
+    assert isinstance(run, PanelRunResult) and run.complete
     assert [s.stats.samples for s in sims.values()] == [4, 4]  # n = 1 for each judge
     # load_results reads with the same rule: n = 1 for every judge (the cache holds no more)
     panel = ga.load_results(path, n=1, limit=2)
@@ -230,5 +232,5 @@ def test_a_panel_judges_missing_key_names_its_judges_entry_never_a_key(
     assert alone.returncode == 2
     assert alone.stderr.strip().splitlines() == [f"error: {expected}"]
     with pytest.raises(ga.ConfigError) as raised:
-        ga.apply_overrides(ga.load_config(config), judge="b").required_api_key()
+        apply_overrides(load_config(config), judge="b").required_api_key()
     assert str(raised.value) == expected

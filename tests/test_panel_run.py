@@ -1,4 +1,4 @@
-"""One ``run`` judges with a whole panel of judges (issue 20 item 1): three simulated judges on
+"""One ``run`` judges with a whole panel of judges: three simulated judges on
 their own loopback ports, different models, one with its own low rpm, into one cache."""
 
 from __future__ import annotations
@@ -214,13 +214,14 @@ async def test_the_python_api_judges_the_panel_whole_or_one_judge(
     study: StudyFiles, sims: dict[str, SimServer]
 ) -> None:
     import geval_async as ga
+    from geval_async.judging.run.panel import PanelRunResult
 
     config = write_panel(study, urls_of(sims))
     one = await ga.judge(config, judge="local", limit=2)
     assert isinstance(one, ga.RunResult) and one.complete
     assert [s.stats.received for s in sims.values()] == [0, 0, 4]
     whole = await ga.judge(config, limit=2)
-    assert isinstance(whole, ga.PanelRunResult) and whole.complete
+    assert isinstance(whole, PanelRunResult) and whole.complete
     assert list(whole.judges) == ["gpt", "gemini", "local"]
     assert [s.stats.received for s in sims.values()] == [4, 4, 4]
     assert whole.judges["local"].result is not None

@@ -1,4 +1,4 @@
-"""A panel of judges scored (issue 20 items 2 and 7): each judge's outputs, the panel's pooled
+"""A panel of judges scored: each judge's outputs, the panel's pooled
 scores, flagged records and the agreement CSV, on simulated judges over real HTTP.
 
 Each judge of a panel has its own simulated server (its own port and seed, so the judges
@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 import geval_async as ga
 from geval_async.options import PanelPool
-from geval_async.scoring.panel import pooled_score
+from geval_async.scoring.panel.pooled import pooled_score
 from geval_async.sim import SimServer, SimSettings
+from geval_async.study.config import load_config
 
 NAMES = ("alpha", "beta", "gamma")
 
@@ -67,7 +68,7 @@ def write_alone(study: StudyFiles, sims: list[SimServer], judge: str) -> Path:
 
 async def judge_all(config: Path) -> None:
     """Judge every member with the one-judge path, into the study's one cache."""
-    panel = ga.load_config(config)
+    panel = load_config(config)
     for name in panel.judge_names:
         await ga.judge(panel.for_judge(name))
 
@@ -241,7 +242,7 @@ async def test_a_panel_with_a_judge_not_run_yet_writes_nothing_and_names_it(
     sims: list[SimServer], study: StudyFiles
 ) -> None:
     config = write_panel(study, sims, 2)
-    await ga.judge(ga.load_config(config).for_judge("alpha"))  # beta never judged
+    await ga.judge(load_config(config).for_judge("alpha"))  # beta never judged
     result = run_cli("score", str(config))
     assert result.returncode == 2
     assert "judge 'beta' of the panel" in result.stderr and len(result.stderr.splitlines()) == 1

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from aiohttp import web
 from conftest import LoopbackApp, PlainJudge
 
-from geval_async.judging.probe import server_is_simulated
+from geval_async.judging.wire.probe import server_is_simulated
 from geval_async.options import Provider
 from geval_async.sim.server import SimServer
 from geval_async.study.settings import JudgeConfig

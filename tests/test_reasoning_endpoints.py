@@ -21,8 +21,8 @@ import pytest
 from aiohttp import web
 from conftest import UEQ, LoopbackApp, run_cli, summary_row, ueq_flags
 
-from geval_async.judging.failures import Action, History, decide, response_fact
-from geval_async.scoring.results import load_results
+from geval_async.judging.wire.failures import Action, History, decide, response_fact
+from geval_async.scoring.scores.results import load_results
 from geval_async.study.pricing import usd
 
 MODEL = "gpt-5-mini"

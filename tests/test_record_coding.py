@@ -1,4 +1,4 @@
-"""The codes score's steps read the records by (scoring/packed.py): the same codes and order
+"""The codes score's steps read the records by (scoring/scores/packed.py): the same codes and order
 as pandas' factorize and unique, which they replace to keep the million's peak down."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from geval_async.scoring.packed import first_appearance, first_codes
+from geval_async.scoring.scores.packed import first_appearance, first_codes
 
 names = st.lists(st.one_of(st.none(), st.sampled_from(["A", "B", "all", "g1", "é"])))
 

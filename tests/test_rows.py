@@ -1,10 +1,11 @@
 """Many rows at once: written by ``JudgeCache.put_many``, read back by our own reader.
 
 ``JudgeCache.put_many`` writes a group's new answers with one statement of its own
-(:mod:`geval_async.judging.answer_table`, ``tests/test_answer_table.py``) and replacements with
+(:mod:`geval_async.judging.store.answer_table`, ``tests/test_answer_table.py``) and replacements
+with
 diskcache's ``add``/``set`` inside one ``transact()``; the claims keep a table of their own; the
 bulk reads (a rerun's one pass, keyed batches, which keys are stored) are
-our own (:mod:`geval_async.judging.rows`). What that reader relies on of diskcache's file is
+our own (:mod:`geval_async.judging.store.rows`). What that reader relies on of diskcache's file is
 pinned here: rows that diskcache writes, in a real cache folder, read back the same through
 our reader as through a plain ``diskcache.Cache``, so a diskcache release that changes the
 file fails these tests, not a user's cache.
@@ -20,9 +21,9 @@ import diskcache
 from conftest import ANSWER_BODY as BODY
 from conftest import cached_answer, incompressible
 
-from geval_async.judging.cache import CachedResponse, JudgeCache
-from geval_async.judging.claims import Claims
-from geval_async.judging.rows import CacheRows
+from geval_async.judging.store.cache import CachedResponse, JudgeCache
+from geval_async.judging.store.claims import Claims
+from geval_async.judging.store.rows import CacheRows
 
 
 def _entry(key: str, body: str = BODY) -> CachedResponse:

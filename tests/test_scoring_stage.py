@@ -21,9 +21,9 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from geval_async.errors import ConfigError
-from geval_async.judging.cache import JudgeCache
-from geval_async.scoring.html.overview import study_facts
-from geval_async.scoring.results import load_results
+from geval_async.judging.store.cache import JudgeCache
+from geval_async.scoring.output.html.overview import study_facts
+from geval_async.scoring.scores.results import load_results
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.plan import first_request, plan_items
@@ -45,7 +45,7 @@ def _independent_scores(cache_path: Path) -> dict[tuple[str, str], float]:
     ratings: dict[tuple[str, str], list[int]] = {}
     with diskcache.Cache(str(cache_path)) as cache:
         for key in cache.iterkeys():
-            # As geval_async/judging/stored.py lays an entry out: a mark, a 10-byte header,
+            # As geval_async/judging/store/stored.py lays an entry out: a mark, a 10-byte header,
             # the metadata's JSON on one line, then the response body as received (entry2)
             # or deflated (entry3).
             mark, rest = cache[key][:8], cache[key][8 + 10 :]

@@ -16,9 +16,9 @@ import orjson
 from aiohttp import web
 from conftest import LoopbackApp, StudyFiles
 
-from geval_async.judging.cache import JudgeCache
-from geval_async.judging.claims import Claims
-from geval_async.judging.runner import run_study
+from geval_async.judging.run.runner import run_study
+from geval_async.judging.store.cache import JudgeCache
+from geval_async.judging.store.claims import Claims
 from geval_async.sim import SimServer
 from geval_async.study.config import load_config
 from geval_async.study.plan import first_request, plan_items, planned_requests

@@ -15,7 +15,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from geval_async.errors import ConfigError
-from geval_async.scoring.stats import (
+from geval_async.scoring.stats.comparisons import (
     Comparison,
     adjust_fdr,
     comparisons_frame,

@@ -17,8 +17,8 @@ from conftest import StudyFiles, cache_snapshot, run_cli, run_study, summary_row
 from hypothesis import given
 from hypothesis import strategies as st
 
-from geval_async.judging.cache import CachedResponse
-from geval_async.judging.stored import DEFLATED, MARKS, PACKED, decode_head
+from geval_async.judging.store.cache import CachedResponse
+from geval_async.judging.store.stored import DEFLATED, MARKS, PACKED, decode_head
 from geval_async.options import EntryStatus
 from geval_async.sim import SimServer
 
@@ -243,8 +243,8 @@ def test_any_changed_byte_of_an_entry_is_found(entry: CachedResponse, data: st.D
 def test_an_answer_entry_is_the_one_the_dataclass_makes(study: StudyFiles) -> None:
     """The run builds each answer's entry without the dataclass's __init__ (its hot path):
     field for field it is the entry ``CachedResponse(...)`` makes, and it reads back as such."""
-    from geval_async.judging.entries import answer_entry
-    from geval_async.judging.transport import _answer
+    from geval_async.judging.run.entries import answer_entry
+    from geval_async.judging.wire.transport import _answer
     from geval_async.study.config import load_config
     from geval_async.study.plan import first_request, plan_items
     from geval_async.study.prepare import prepare_study

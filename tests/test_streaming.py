@@ -16,8 +16,8 @@ import pytest
 from conftest import StudyFiles, run_study
 
 from geval_async.errors import ConfigError
-from geval_async.judging.read_model import open_answers
-from geval_async.scoring.scores import score_items
+from geval_async.judging.store.read_model import open_answers
+from geval_async.scoring.scores.scores import score_items
 from geval_async.sim import SimServer
 from geval_async.study.config import apply_overrides, load_config
 from geval_async.study.plan import Study, planned_requests
@@ -106,8 +106,8 @@ def test_records_changed_under_the_study_is_one_clear_error(study: StudyFiles) -
 def test_raw_exports_that_fail_while_rendered_leave_every_output_as_it_was(
     sim: SimServer, study: StudyFiles
 ) -> None:
-    from geval_async.scoring.outputs import write_outputs
-    from geval_async.scoring.results import load_results
+    from geval_async.scoring.output.writer import write_outputs
+    from geval_async.scoring.scores.results import load_results
 
     study.write_config(sim.base_url)
     assert run_study(study).returncode == 0

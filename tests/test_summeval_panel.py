@@ -20,7 +20,7 @@ from conftest import CHROMIUM, ROOT, needs_summeval, run_cli
 from test_agreement_report import csv_rows, expected_summary, panel_agreement
 
 import geval_async as ga
-from geval_async.scoring.outputs import Output, csv_bytes, write_files, write_outputs
+from geval_async.scoring.output.writer import Output, csv_bytes, write_files, write_outputs
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 from geval_async.study.overrides import read_overrides

@@ -14,13 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from geval_async.options import Reason
-from geval_async.scoring.ratings import (
+from geval_async.scoring.reading.ratings import (
     RatingParser,
     Scale,
     distribution_from_logprobs,
     first_token_top_logprobs,
 )
-from geval_async.scoring.thinking import (
+from geval_async.scoring.reading.thinking import (
     REASONING_CUT_OFF,
     message_reasoning,
     split_reasoning,
@@ -75,7 +75,7 @@ def test_the_reasoning_field_is_kept_with_the_tags_reasoning() -> None:
 @pytest.mark.parametrize(
     ("text", "rating"),
     [
-        # issue 19's two answers: read as 1 (silently wrong) and ambiguous (lost) before.
+        # Two answers of a thinking judge: each must read as its verdict, not as 1 or ambiguous.
         ("<think>\nLet me evaluate... It's a 1 out of 5 for grammar? No.\n</think>\n4", 4),
         ("<think>...maybe 4.\n</think>\n\n5", 5),
         ("<thinking>Rating: 5? Too generous.</thinking>\nRating: 3", 3),
@@ -190,7 +190,7 @@ def test_in_logprobs_mode_reasoning_that_never_ended_gives_no_rating_token() -> 
 
 
 def test_a_rubric_answer_is_read_after_the_reasoning_too() -> None:
-    from geval_async.scoring.scores import _YesNo
+    from geval_async.scoring.scores.scores import _YesNo
 
     rubric = _YesNo()
     assert rubric.read("<think>No... wait, it does.</think>\nYes").rating == 1.0

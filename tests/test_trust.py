@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from geval_async import load_results
-from geval_async.scoring.distributions import distribution_from_samples, standard_error
+from geval_async.scoring.reading.distributions import distribution_from_samples, standard_error
 from geval_async.sim import SimServer
 
 N = 5

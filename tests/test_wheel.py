@@ -57,7 +57,7 @@ def test_the_wheel_carries_the_shipped_files_and_its_demo_runs_anywhere(tmp_path
     assert in_repo and in_repo <= shipped, sorted(in_repo - shipped)
     assert not [name for name in shipped if "/out/" in name or "/cache/" in name]
     # The HTML report's templates are package data too (report --html from an installation).
-    assert "geval_async/scoring/html/templates/report.html.j2" in names
+    assert "geval_async/scoring/output/html/templates/report.html.j2" in names
 
     site = tmp_path / "site"
     _run(

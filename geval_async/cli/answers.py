@@ -29,8 +29,8 @@ from .summary import table
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..scoring.results import StudyResults
-    from ..scoring.status import StudyStatus
+    from ..scoring.scores.results import StudyResults
+    from ..scoring.scores.status import StudyStatus
     from ..study.config import EvalConfig
 
 _TEXT_WIDTH = 70
@@ -131,7 +131,7 @@ def _judge_results(
 ) -> StudyResults:
     """One judge's results, its load warnings shown (those not in ``shown`` yet), the
     filters' names checked."""
-    from ..scoring.results import load_results
+    from ..scoring.scores.results import load_results
 
     results = load_results(config)
     shown = set() if shown is None else shown
@@ -149,7 +149,7 @@ def _judge_results(
 
 def _show(args: argparse.Namespace, results: StudyResults) -> int:
     """One judge's overview of its invalid answers, or one record's story (``--record``)."""
-    from ..scoring.results import filter_samples
+    from ..scoring.scores.results import filter_samples
 
     reason: str | None = args.reason or ("invalid" if args.record is None else None)
     samples = filter_samples(
@@ -166,7 +166,7 @@ def _show(args: argparse.Namespace, results: StudyResults) -> int:
 
 
 def _overview(results: StudyResults, samples: pd.DataFrame, examples: int, reason: str) -> None:
-    from ..scoring.readings import invalid_shapes
+    from ..scoring.scores.readings import invalid_shapes
 
     total = len(results.samples)
     what = "are invalid" if reason == "invalid" else f"match --reason {reason}"
@@ -215,7 +215,7 @@ def _story(results: StudyResults, record: str, samples: pd.DataFrame, only: str 
 
 def _reading_line(answer: Any) -> str:
     """One answer of ``--record``: how it was read, its reasoning (shortened), then the answer."""
-    from ..scoring.thinking import REASONING_CUT_OFF, split_reasoning
+    from ..scoring.reading.thinking import REASONING_CUT_OFF, split_reasoning
 
     valid = not isinstance(answer.reason, str)
     split = split_reasoning(answer.text, answer.reasoning)

@@ -21,10 +21,10 @@ from pathlib import Path
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.batch.ledger import Ledger
-from ..judging.budget import study_budget, study_spent
-from ..judging.capabilities import endpoint_summaries
-from ..judging.runner import RunResult
-from ..judging.stage import judge_study
+from ..judging.run.budget import study_budget, study_spent
+from ..judging.run.runner import RunResult
+from ..judging.run.stage import judge_study
+from ..judging.wire.capabilities import endpoint_summaries
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from ..study.pricing import usd
@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from ..scoring.status import study_status
+    from ..scoring.scores.status import study_status
 
     study = prepare_study(load_study(args))
     warn(study.warnings, strict=False)
@@ -153,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     study = prepare_study(config)
     warn(study.warnings, strict=args.strict)
     if args.dry_run:
-        from ..judging.estimate import estimate_run
+        from ..judging.run.estimate import estimate_run
 
         # A live batch job's requests are not sent again (the run leaves them to the batch).
         in_batch = Ledger(config.cache_path).live_keys()
@@ -218,8 +218,8 @@ def _judge(study: Study, key: str | None, *, quiet: bool, retry_failed: bool = F
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..scoring.outputs import write_outputs
-    from ..scoring.results import load_results
+    from ..scoring.output.writer import write_outputs
+    from ..scoring.scores.results import load_results
     from .demo import demo_config, demo_server
     from .score import print_tests
     from .summary import SIMULATED_NOTE

@@ -19,8 +19,8 @@ from ..judging.batch.engine_files import export_inputs, import_outputs
 from ..judging.batch.rounds import run_batches
 from ..judging.batch.session import batch_session
 from ..judging.batch.store import Stored
-from ..judging.budget import run_budget
-from ..judging.claims import Claims
+from ..judging.run.budget import run_budget
+from ..judging.store.claims import Claims
 from ..study.plan import Study
 from ..study.prepare import prepare_study
 from ..study.pricing import Budget

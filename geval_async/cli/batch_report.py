@@ -13,7 +13,7 @@ from ..judging.batch.control import BatchControl
 from ..judging.batch.ledger import BatchRecord
 from ..judging.batch.queue import QueueLimit, file_stage, queued_tokens
 from ..judging.batch.store import Stored
-from ..judging.coverage import Coverage
+from ..judging.store.coverage import Coverage
 from ..study.plan import Study
 from .summary import coverage_table, table
 

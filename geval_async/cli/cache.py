@@ -1,7 +1,8 @@
 """The ``cache`` commands: merge, export, import, verify, stats, prune and migrate cache folders.
 
-Parsing and printing only; the work is in :mod:`geval_async.judging.maintenance`,
-:mod:`geval_async.judging.archive` and :mod:`geval_async.judging.legacy`, which open the
+Parsing and printing only; the work is in :mod:`geval_async.judging.store.maintenance`,
+:mod:`geval_async.judging.store.archive` and :mod:`geval_async.judging.store.migrations`, which
+open the
 folders: read-only for the commands that only read (``export``, ``verify``, ``stats``, the
 sources of ``merge``, ``prune --dry-run``).
 """
@@ -101,7 +102,7 @@ def _print_merge(report: Any, what: str) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from ..judging.maintenance import merge_caches
+    from ..judging.store.maintenance import merge_caches
 
     report = merge_caches(args.dest, args.sources)
     _print_merge(report, f"merged {len(args.sources)} folders into {args.dest}")
@@ -109,7 +110,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace, config: Any) -> int:
-    from ..judging.archive import export_study
+    from ..judging.store.archive import export_study
 
     count = export_study(config, args.archive)  # a panel: every judge's
     print(f"wrote {count} entries of {config.source} to {args.archive}")
@@ -117,7 +118,7 @@ def cmd_export(args: argparse.Namespace, config: Any) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..judging.archive import import_archive
+    from ..judging.store.archive import import_archive
 
     report = import_archive(args.archive, args.dest)  # checked before the folder is created
     _print_merge(report, f"imported {args.archive} into {args.dest}")
@@ -125,7 +126,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..judging.maintenance import verify_cache
+    from ..judging.store.maintenance import verify_cache
 
     entries, damaged = verify_cache(args.cache)
     if not damaged:
@@ -139,7 +140,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from ..judging.maintenance import cache_stats
+    from ..judging.store.maintenance import cache_stats
     from .summary import table
 
     stats = cache_stats(args.cache)
@@ -166,7 +167,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from ..judging.maintenance import PruneSelection, prune_cache
+    from ..judging.store.maintenance import PruneSelection, prune_cache
     from ..study.config import load_config
     from ..study.prepare import prepare_study
 
@@ -187,7 +188,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_migrate(config: Any) -> int:
     """Move the cache to the current form for the study; on a panel, for every judge (or the
     ``--judge``), each one's old entries moved to its own new keys."""
-    from ..judging.legacy import migrate_folder
+    from ..judging.store.migrations import migrate_folder
 
     done = migrate_folder(config)
     repacked = sum(d.repacked for d in done)

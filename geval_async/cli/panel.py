@@ -1,6 +1,6 @@
 """``run``, ``run --dry-run`` and ``status`` on a panel config (``[[judges]]``): every judge.
 
-``run`` judges with all the judges at once (:mod:`geval_async.judging.panel_run`, in the one
+``run`` judges with all the judges at once (:mod:`geval_async.judging.run.panel`, in the one
 ``asyncio.run`` of the command), the progress line shows each judge compactly, and the summary
 says per judge what was sent, cached and failed. ``--judge NAME`` (:mod:`.overrides`) turns
 a panel config into that judge's one-judge study before any of this
@@ -18,12 +18,12 @@ from functools import partial
 
 from ..errors import ConfigError
 from ..judging.batch.ledger import Ledger
-from ..judging.budget import study_budget, study_spent
-from ..judging.capabilities import endpoint_summaries
-from ..judging.estimate import estimate_run
-from ..judging.panel_run import JudgeOutcome, PanelRunResult
-from ..judging.progress import RunCounters
-from ..judging.stage import judge_panel, panel_api_keys
+from ..judging.run.budget import study_budget, study_spent
+from ..judging.run.estimate import estimate_run
+from ..judging.run.panel import JudgeOutcome, PanelRunResult
+from ..judging.run.progress import RunCounters
+from ..judging.run.stage import judge_panel, panel_api_keys
+from ..judging.wire.capabilities import endpoint_summaries
 from ..study.config import EvalConfig
 from ..study.prepare import prepare_study
 from ..study.pricing import usd
@@ -244,7 +244,7 @@ def _minutes(requests: int, tokens: int, rpm: float | None, tpm: float | None) -
 
 def panel_status(args: argparse.Namespace, config: EvalConfig) -> int:
     """``status`` on a panel: each judge's coverage, then the endpoints and the spend."""
-    from ..scoring.status import study_status
+    from ..scoring.scores.status import study_status
     from .answers import invalid_lines
 
     for name, member in zip(config.judge_names, config.members(), strict=True):

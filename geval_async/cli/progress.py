@@ -1,4 +1,4 @@
-"""The progress line a run prints: its counters (:class:`~geval_async.judging.progress.
+"""The progress line a run prints: its counters (:class:`~geval_async.judging.run.progress.
 RunCounters`) rendered for an 80-column terminal.
 
 One line: done / from cache / failed, requests and tokens per minute, 429s, a pause a server
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ..judging.progress import RunCounters
+from ..judging.run.progress import RunCounters
 
 __all__ = ["LINE_WIDTH", "render_progress", "render_retries", "waiting_text"]
 

@@ -20,7 +20,7 @@ from .overrides import SCORE_FLAGS, study_config
 from .summary import SIMULATED_NOTE, table
 
 if TYPE_CHECKING:
-    from ..scoring.results import StudyResults
+    from ..scoring.scores.results import StudyResults
 
 # pandas and scipy load inside the commands, not at import: `geval-async run` never needs them.
 
@@ -106,7 +106,7 @@ def _coverage_note(results: StudyResults) -> None:
 
 def _panel_note(results: StudyResults) -> None:
     """A panel's judges and the panel, one line each: how many items each scored."""
-    from ..scoring.panel_results import PanelStudyResults
+    from ..scoring.panel.results import PanelStudyResults
 
     if not isinstance(results, PanelStudyResults):
         return
@@ -145,7 +145,7 @@ def _subset_note(results: StudyResults) -> None:
 
 
 def print_tests(results: StudyResults, test: str | None) -> None:
-    from ..scoring.stats import format_table
+    from ..scoring.stats.comparisons import format_table
 
     if len(results.config.stats.conditions) != 2:
         return
@@ -189,7 +189,7 @@ def _two_conditions(results: StudyResults) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from ..scoring.outputs import write_outputs
+    from ..scoring.output.writer import write_outputs
 
     results = _results(args)
     paths = write_outputs(results, ["scores"])
@@ -201,7 +201,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_average(args: argparse.Namespace) -> int:
-    from ..scoring.outputs import write_outputs
+    from ..scoring.output.writer import write_outputs
 
     results = _results(args)
     paths = write_outputs(results, ["average"])
@@ -212,7 +212,7 @@ def cmd_average(args: argparse.Namespace) -> int:
 
 
 def cmd_ttest(args: argparse.Namespace) -> int:
-    from ..scoring.outputs import write_outputs
+    from ..scoring.output.writer import write_outputs
 
     results = _results(args)
     _two_conditions(results)
@@ -222,7 +222,7 @@ def cmd_ttest(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..scoring.outputs import write_outputs
+    from ..scoring.output.writer import write_outputs
 
     results = _results(args)
     human = None
@@ -235,13 +235,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..scoring.human_scale_report import (
+    from ..scoring.output.human_scale_report import (
         ESTIMATE_HEADER,
         SUMMARY_HEADER,
         estimate_rows,
         summary_rows,
     )
-    from ..scoring.outputs import write_outputs
+    from ..scoring.output.writer import write_outputs
 
     results = _results(args)
     config = results.config

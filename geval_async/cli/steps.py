@@ -13,8 +13,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from ..study.evaluation_steps import steps_origin
 from ..study.plan import Study
-from ..study.steps import steps_origin
 from .overrides import add_judge_flag
 
 __all__ = ["add_steps_command"]
@@ -39,7 +39,7 @@ def add_steps_command(
 
 
 def cmd_steps(args: argparse.Namespace) -> int:
-    from ..judging.read_model import stored_study
+    from ..judging.store.read_model import stored_study
     from ..study.freeze import freeze_steps
     from ..study.prepare import prepare_study
     from .overrides import load_study

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..judging.budget import StudyBudget
-from ..judging.coverage import Coverage
-from ..judging.estimate import RunEstimate
-from ..judging.progress import RunCounters
+from ..judging.run.budget import StudyBudget
+from ..judging.run.estimate import RunEstimate
+from ..judging.run.progress import RunCounters
+from ..judging.store.coverage import Coverage
 from ..study.config import EvalConfig
 from ..study.plan import Study
 
@@ -134,7 +134,7 @@ class DryRunEstimate:
 def orphan_note(cache: Path) -> None:
     """Say so when a run that was stopped hard left answers in the cache's journal: counted as
     missing here, and stored (not asked again) by the next run."""
-    from ..judging.journal import orphaned_answers
+    from ..judging.store.journal import orphaned_answers
 
     waiting = orphaned_answers(cache)
     if waiting:
@@ -147,7 +147,7 @@ def orphan_note(cache: Path) -> None:
 
 def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
     """Print what a run would send, cost and take (``run --dry-run``), as counted by the
-    run's rules (:func:`geval_async.judging.estimate.estimate_run`)."""
+    run's rules (:func:`geval_async.judging.run.estimate.estimate_run`)."""
     from ..study.pricing import estimate_cost
 
     config = study.config

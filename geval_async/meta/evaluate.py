@@ -21,8 +21,8 @@ import orjson
 import pandas as pd
 
 from ..errors import ConfigError
-from ..scoring.outputs import Output, csv_bytes, write_files
-from ..scoring.results import StudyResults, load_results
+from ..scoring.output.writer import Output, csv_bytes, write_files
+from ..scoring.scores.results import StudyResults, load_results
 from ..study.config import EvalConfig
 from ..study.meta_study import read_meta_study
 from ..study.records import Records, load_records

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import ConfigError
-from ..scoring.scores import NO_VALID, SCORED
+from ..scoring.scores.scores import NO_VALID, SCORED
 from ..study.human_labels import field_value, human_number
 from ..study.records import Record
 

@@ -3,8 +3,9 @@
 For a config with ``[[judges]]``, each judge is meta-evaluated as its own one-judge study
 (:meth:`~geval_async.study.settings.EvalConfig.for_judge`, scored from the shared cache), and
 the panel is one more judge, named ``panel``: per record and criterion, the pooled scores of the
-panel's own results (:func:`~geval_async.scoring.panel_results.load_panel`, the one pooling of
-:func:`~geval_async.scoring.panel.pool_items` that ``score`` writes too). A record a judge could
+panel's own results (:func:`~geval_async.scoring.panel.results.load_panel`, the one pooling of
+:func:`~geval_async.scoring.panel.pooled.pool_items` that ``score`` writes too). A record a judge
+could
 not score is pooled from the others and counted in a note; one no judge scored is left out of
 the panel as of every judge (never a 0); a judge whose cache holds no score at all is left out,
 with a note. So one ``meta`` shows whether the panel follows the experts more closely than any
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..scoring.panel_results import load_panel
+from ..scoring.panel.results import load_panel
 from ..study.records import Record, Records
 from ..study.settings import EvalConfig, PanelConfig
 from .correlations import Correlation

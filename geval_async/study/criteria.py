@@ -41,7 +41,7 @@ from .definition import DEFINITION_KEYS, Definition, parse_definition
 from .reader import TableReader
 from .scale import Scale
 
-# The names of a study's other output files (scoring/outputs.py): scores/<prefix>_long.csv,
+# The names of a study's other output files (scoring/output/writer.py): scores/<prefix>_long.csv,
 # scores/<prefix>_average.csv, plots/<prefix>_composite.png, stats/<prefix>_ttest.csv and
 # _paired.csv, plots/<prefix>_n_curve.png, <prefix>_report.md/.html, meta/<prefix>_meta.csv.
 # (stats/<prefix>_consistency.csv shares no folder with a criterion's files, and "consistency"

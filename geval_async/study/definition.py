@@ -2,7 +2,7 @@
 
 Instead of a finished prompt file, a ``[[criteria]]`` table may give the task introduction
 (``task``), the criterion's text (``definition``) and its scale, with ``steps = "generate"``
-(the judge writes the evaluation steps once, :mod:`geval_async.study.steps`) or the steps
+(the judge writes the evaluation steps once, :mod:`geval_async.study.evaluation_steps`) or the steps
 written out. A template renders G-Eval's form from them: the shipped
 ``prompts/geval/form.txt`` unless ``template`` names the user's own. Its placeholders are
 ``{{task}}``, ``{{metric_name}}``, ``{{scale}}`` ("1-5"), ``{{definition}}``, ``{{steps}}`` and

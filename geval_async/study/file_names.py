@@ -2,7 +2,7 @@
 the output folder.
 
 Every output file is named ``<prefix>_<name>`` under ``[output] path`` (see
-:mod:`geval_async.scoring.outputs`). The prefix is the user's text, so it is checked when the
+:mod:`geval_async.scoring.output.writer`). The prefix is the user's text, so it is checked when the
 config is read (:func:`is_file_name_part`); a setting that varies the names, such as a
 ``--model`` other than the config's, is made safe to put in one (:func:`file_name_text`).
 """

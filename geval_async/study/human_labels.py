@@ -1,8 +1,8 @@
 """Human scores carried by the records: the ``[meta] human`` fields, read one way for every stage.
 
 Meta-evaluation correlates the judge with them; the scoring stage calibrates the judge's scores
-to them and corrects its means (:mod:`geval_async.scoring.calibration`,
-:mod:`geval_async.scoring.human_scale`). A record without the field, or with an empty one, is
+to them and corrects its means (:mod:`geval_async.scoring.stats.calibration`,
+:mod:`geval_async.scoring.stats.human_scale`). A record without the field, or with an empty one, is
 unlabelled for that criterion; a value that is not a number is bad input, named with its record.
 """
 

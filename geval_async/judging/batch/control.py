@@ -8,7 +8,7 @@ picks up what an interrupted process left: a batch created from an uploaded file
 (``batches.list``) or created, a record that never reached the provider is dropped.
 :meth:`~BatchControl.poll` asks for each live batch's status, :meth:`~BatchControl.collect`
 streams an ended batch's output and error files into the cache (:mod:`.store`) and releases its
-claims. The online hot path stays on aiohttp (:mod:`geval_async.judging.transport`); this
+claims. The online hot path stays on aiohttp (:mod:`geval_async.judging.wire.transport`); this
 module makes a handful of calls per batch.
 """
 
@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...study.plan import JudgeRequest, Study
 from ...study.pricing import Budget
-from .. import probe
-from ..budget import record_spend, request_cost
-from ..cache import JudgeCache
-from ..capabilities import load_capabilities, save_capabilities
-from ..claims import Claims
-from ..coverage import Coverage
-from ..left import coverage, what_is_left
-from ..origin import ServerEntries
+from ..run.budget import record_spend, request_cost
+from ..store.cache import JudgeCache
+from ..store.claims import Claims
+from ..store.coverage import Coverage
+from ..store.left import coverage, what_is_left
+from ..store.origin import ServerEntries
+from ..wire import probe
+from ..wire.capabilities import load_capabilities, save_capabilities
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
 from .provider import provider_call
@@ -47,7 +47,7 @@ _PREPARING_GRACE = 3600.0
 
 async def server_is_simulated(study: Study, api_key: str | None) -> bool | None:
     """Whether the judge is geval-async's simulated one: the probe an online run makes
-    (:mod:`geval_async.judging.probe`), so batch answers follow the same origin rule."""
+    (:mod:`geval_async.judging.wire.probe`), so batch answers follow the same origin rule."""
     return await probe.server_is_simulated(study.config.judge)
 
 
@@ -56,7 +56,7 @@ class BatchControl:
 
     ``simulated`` says whether the provider is the simulated judge (:func:`server_is_simulated`;
     None when unknown): the other server's entries then count as missing, as in an online run
-    (:mod:`geval_async.judging.origin`), and are replaced by the batch's answers.
+    (:mod:`geval_async.judging.store.origin`), and are replaced by the batch's answers.
     """
 
     def __init__(

@@ -3,8 +3,8 @@ another provider's batch service).
 
 :func:`export_inputs` writes what a batch submit would send (:func:`~.files.input_line`,
 ``custom_id`` = the cache key), chosen by the run's rule of what is left
-(:mod:`geval_async.judging.left`) for a real engine: the simulated judge's answers are to send,
-refused items and the requests a live batch job is asking for are not. The file is written
+(:mod:`geval_async.judging.store.left`) for a real engine: the simulated judge's answers are
+to send, refused items and the requests a live batch job is asking for are not. The file is written
 whole or not at all. :func:`import_outputs` stores such an engine's output file as a collected
 batch is stored (:mod:`.store`), after every line has been read: a bad line stores nothing.
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from ...errors import ConfigError
 from ...study.plan import Study
-from ..cache import JudgeCache
-from ..coverage import Coverage
-from ..left import coverage, what_is_left
-from ..origin import ServerEntries
+from ..store.cache import JudgeCache
+from ..store.coverage import Coverage
+from ..store.left import coverage, what_is_left
+from ..store.origin import ServerEntries
 from .files import endpoint, input_line, read_output
 from .ledger import Ledger
 from .store import Stored, requests_by_key, store_lines

@@ -21,7 +21,7 @@ from ...errors import ConfigError
 from ...options import Provider
 from ...study.config import JudgeConfig
 from ...study.plan import JudgeRequest
-from ..capabilities import Capabilities
+from ..wire.capabilities import Capabilities
 
 # OpenAI's and Azure OpenAI's limits of one batch input file.
 MAX_LINES = 50_000

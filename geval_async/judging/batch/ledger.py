@@ -16,7 +16,7 @@ A collected batch's record moves to ``batches/done/`` (its history); its keys fi
 Each record keeps its input's estimated tokens, which the provider's queue holds while the
 batch runs, and the provider's words when it refused the batch for the queue limit; the limits
 learned from such refusals are in ``batches/queue.limits`` (:mod:`.queue`).
-A claim that names a batch (:mod:`geval_async.judging.claims`) holds while the record is live.
+A claim that names a batch (:mod:`geval_async.judging.store.claims`) holds while the record is live.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import orjson
 
 from ...errors import CacheError
 from ...options import BatchState
-from ..live_batches import FOLDER
+from ..store.claims import FOLDER
 
 PREPARING, UPLOADED, SUBMITTED = BatchState.PREPARING, BatchState.UPLOADED, BatchState.SUBMITTED
 # The provider's statuses of a batch that has ended (nothing more will be answered).

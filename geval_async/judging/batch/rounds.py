@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...study.pricing import Budget
-from ..claims import Claims
+from ..store.claims import Claims
 from .control import BatchControl
 from .ledger import BatchRecord
 from .store import Stored

@@ -12,10 +12,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from ...study.plan import Study
-from ..cache import JudgeCache
-from ..claims import Claims
-from ..origin import ServerEntries
-from ..steps import generate_steps
+from ..run.evaluation_steps import generate_steps
+from ..store.cache import JudgeCache
+from ..store.claims import Claims
+from ..store.origin import ServerEntries
 from .control import BatchControl, server_is_simulated
 from .provider import make_client
 

@@ -1,18 +1,19 @@
 """Batch answers into the cache: each output line stored as the entry an online answer makes.
 
 A line's ``custom_id`` is a cache key of the study's plan; the line's status and body are read
-by the same function that reads an online response (:func:`~geval_async.judging.transport.
-read_response`) and stored by the same functions (:mod:`geval_async.judging.entries`), so
+by the same function that reads an online response (:func:`~geval_async.judging.wire.transport.
+read_response`) and stored by the same functions (:mod:`geval_async.judging.run.entries`), so
 ``score``, ``report``, ``meta``, a rerun and ``status`` cannot tell the two apart; an entry
 records ``simulated`` like an online one, and another server's entry gives way to the line's
-answer (:mod:`geval_async.judging.origin`). A refusal no retry fixes is stored as a refusal;
+answer (:mod:`geval_async.judging.store.origin`). A refusal no retry fixes is stored as a refusal;
 a transient failure and a request that never ran (expired, cancelled) are not stored: the item
 stays missing, for another batch or an online run. A line refused for a setting every request
-carries is decided as online too (:mod:`geval_async.judging.refused_settings`): the budget's name
+carries is decided as online too (:mod:`geval_async.judging.wire.refused_settings`): the budget's
+name
 or n = 1 is learned into the endpoint's capabilities and the line sent again in the next batch;
 any other such setting stops the run with the online run's line, and nothing is stored for it.
 The lines of one pass are written in one transaction, as the online writer does
-(:mod:`geval_async.judging.writer`).
+(:mod:`geval_async.judging.run.writer`).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from dataclasses import dataclass, field
 from ...errors import TransportError
 from ...study.config import EvalConfig
 from ...study.plan import JudgeRequest, Study, chunk_request
-from ..cache import CachedResponse, JudgeCache
-from ..capabilities import Capabilities
-from ..coverage import item_states
-from ..entries import answer_entry, refusal_entry
-from ..failures import Action, Decision, History, decide
-from ..origin import EntrySource
-from ..refused_settings import TOKEN_PARAMETERS, study_sampling
+from ..run.entries import answer_entry, refusal_entry
+from ..store.cache import CachedResponse, JudgeCache
+from ..store.coverage import item_states
+from ..store.origin import EntrySource
+from ..wire.capabilities import Capabilities
+from ..wire.failures import Action, Decision, History, decide
+from ..wire.refused_settings import TOKEN_PARAMETERS, study_sampling
 from .files import OutputLine
 
 _SIMULATED = {"x-geval-simulated": "true"}
@@ -126,7 +127,7 @@ def store_lines(
         sampling: the table that sets a sampling key, likewise
             (:meth:`~geval_async.study.settings.EvalConfig.sampling_entry`).
     """
-    from ..transport import read_response  # here: a run that only reads never loads aiohttp
+    from ..wire.transport import read_response
 
     stored = Stored()
     headers = _SIMULATED if simulated else {}

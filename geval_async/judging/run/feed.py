@@ -1,0 +1,150 @@
+"""The producer side of the worker pool: what is left to ask, claimed in batches, queued.
+
+The feed walks the plan in send order and asks what is left of every item, a chunk of items
+at a time (:func:`~geval_async.judging.store.left.left_chunks`, the rule ``--dry-run`` counts by):
+what is stored is counted and never touches a limiter or the network; an item with something
+missing is claimed for this run (:mod:`geval_async.judging.store.claims`), many items in one
+transaction, and goes onto a bounded queue the workers take from. A claim another process
+holds is left to the worker, which waits for that process's answer instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain
+
+from ...study.config import EvalConfig
+from ...study.plan import ChunkSizes, JudgeItem, JudgeRequest, Study
+from ..store.left import Left, LeftChunk, collector_paused, left_chunks
+from ..store.origin import ServerEntries
+from ..wire.limits import RateLimits
+from .progress import RunCounters
+from .writer import Writer
+
+__all__ = ["Feed", "ItemWork"]
+
+_CLAIM_BATCH = 64
+# Items in the walk's first chunk, and in each chunk made once the run sends (the walk of a
+# rerun grows to 2,048): a chunk is made on the loop in one go, about 5 us an item, while
+# the workers' answers wait (study.plan.ChunkSizes).
+_FIRST_CHUNK = 64
+_SENDING_CHUNK = 256
+
+
+@dataclass
+class ItemWork:
+    """An item with something missing, as a worker takes it.
+
+    ``claimed`` is when the feed claimed its first request for this run (None: the worker
+    claims it), ``stored`` whether the cache then held an entry under that key.
+    """
+
+    item: JudgeItem
+    requests: list[JudgeRequest]
+    claimed: float | None = None
+    stored: bool = False
+
+
+class Feed:
+    """The queue of a run's missing items, and the producer that fills it."""
+
+    def __init__(
+        self,
+        study: Study,
+        entries: ServerEntries,
+        *,
+        limits: RateLimits,
+        counters: RunCounters,
+        stop: asyncio.Event,
+        retry_failed: bool,
+    ) -> None:
+        self.study, self.entries = study, entries
+        self.writer: Writer  # set by the run once there is something to send
+        self.limits, self.counters, self.stop = limits, counters, stop
+        self.retry_failed = retry_failed
+        self.config: EvalConfig = study.config
+        self.workers = self.config.limits.concurrency
+        # What the workers take (worker.Run.work): the next item to judge, or None when there
+        # is none left (one None per worker).
+        self.queue: asyncio.Queue[ItemWork | None] = asyncio.Queue(maxsize=2 * self.workers)
+        # Items claimed together, in one transaction: as many as there are workers, and at
+        # least _CLAIM_BATCH (a claims transaction costs 26 CPU us a key for 6 keys, 12 for
+        # 25: bench/claims.py).
+        self._ahead: list[ItemWork] = []
+        self._batch = max(self.workers, _CLAIM_BATCH)
+
+    def first_work(self) -> Iterator[LeftChunk] | None:
+        """Count what the cache settles up to the first chunk of items with something
+        missing; the chunks from that one on, or None when there is nothing to send (then the
+        run opens no transport and no claims)."""
+        # A live batch job's requests are left to the worker, which finds the batch's claim.
+        sizes = ChunkSizes(first=_FIRST_CHUNK)
+        chunks = left_chunks(
+            self.study, self.entries, retry_failed=self.retry_failed, send_order=True, chunk=sizes
+        )
+        with collector_paused():  # a synchronous walk, before anything is sent
+            for chunk in chunks:
+                if self.stop.is_set() or chunk.open:
+                    # From here on the run writes: heads read in one pass would go stale, so
+                    # the rest of the walk reads the cache a chunk at a time, in small chunks.
+                    self.entries.cache.forget_heads()
+                    sizes.most = _SENDING_CHUNK
+                    return chain([chunk], chunks)
+                self._count(chunk)
+        return None
+
+    def _count(self, chunk: LeftChunk) -> None:
+        """Count a chunk's items the cache answers or refuses (the rest are queued)."""
+        over = chunk.plan.first_over(self.limits.tpm)  # as check_request, not a call per item
+        if over is not None:
+            self.limits.check_request(over)
+        criteria = self.counters.criteria
+        for (name, left), count in chunk.counts().items():
+            if left is Left.CACHED:
+                criteria[name].cached += count
+            elif left is Left.REFUSED:
+                criteria[name].rejected += count
+
+    async def produce(self, chunks: Iterable[LeftChunk]) -> None:
+        """Queue the items of ``chunks`` that need requests (from :meth:`first_work`)."""
+        for chunk in chunks:
+            if self.stop.is_set():
+                break
+            self._count(chunk)
+            for item, requests in chunk.to_send():
+                if self.stop.is_set():
+                    break
+                await self._enqueue(ItemWork(item, requests))
+        await self._enqueue(None)
+        self.writer.wind_down()  # what is left is in the queue or in flight
+        # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
+        # task group cancels the workers, and waiting here for room in a full queue nobody
+        # drains any more would hang the run.
+        for _ in range(self.workers):
+            await self.queue.put(None)
+
+    async def _enqueue(self, work: ItemWork | None) -> None:
+        """Queue ``work``, claiming items in batches (None: the last batch).
+
+        A batch goes out when it is full, or at once while the workers have nothing to do.
+        """
+        if work is not None:
+            self._ahead.append(work)
+            if len(self._ahead) < self._batch and not self.queue.empty():
+                return
+        batch, self._ahead = self._ahead, []
+        if not batch:
+            return
+        now = time.monotonic()
+        claimed = await self.writer.claim_many([w.requests[0].key for w in batch])
+        for item_work, (held, stored) in zip(batch, claimed, strict=True):
+            item_work.claimed, item_work.stored = (now if held else None), stored
+        queue = self.queue
+        for item_work in batch:
+            if queue.full():
+                await queue.put(item_work)
+            else:
+                queue.put_nowait(item_work)  # as put() does when there is room: no coroutine

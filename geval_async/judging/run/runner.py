@@ -1,0 +1,153 @@
+"""The worker pool: the only module that creates tasks.
+
+A producer walks the plan lazily and looks every request up in the cache; a hit is counted and
+never touches a limiter. Items with something missing go onto a bounded queue, where N workers
+(:mod:`.worker`) take them. Resuming is then simply running again. What the endpoint showed it
+accepts is saved beside the cache at the end (:mod:`.capabilities`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from ...errors import GevalError
+from ...study.plan import Study
+from ...study.pricing import SharedCap
+from ..store.cache import JudgeCache
+from ..store.claims import Claims
+from ..store.origin import ServerEntries
+from ..wire.capabilities import save_capabilities
+from ..wire.probe import server_is_simulated
+from .budget import record_spend
+from .evaluation_steps import generate_steps
+from .progress import RunCounters, RunResult, report_progress
+from .worker import Run
+
+__all__ = ["RunResult", "run_study"]
+
+
+async def run_study(
+    study: Study,
+    cache: JudgeCache,
+    *,
+    api_key: str | None,
+    stop: asyncio.Event | None = None,
+    retry_failed: bool = False,
+    on_progress: Callable[[RunCounters], None] | None = None,
+    progress_interval: float = 0.5,
+    on_retries: Callable[[RunCounters], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
+    on_start: Callable[[RunCounters], None] | None = None,
+    cap: SharedCap | None = None,
+) -> RunResult:
+    """Judge every item of the study that the cache does not hold yet.
+
+    Args:
+        study: the prepared study.
+        cache: an open, writable cache.
+        api_key: the judge API key (used in one header, never stored).
+        stop: set it to stop dispatching (Ctrl-C); in-flight answers are still saved.
+        retry_failed: ask again for requests the cache holds as refused.
+        on_progress: called with the run's counters every ``progress_interval`` seconds and
+            once at the end (the command line renders them as its progress line).
+        on_retries: without ``on_progress``, called with the counters when requests were
+            retried: at the first retry, then not more often than every ``progress_interval``
+            seconds, so that even a quiet run says at once that it is retrying.
+        on_warning: called with a line, at once, when the server says something the run
+            sets aside or that will make it slow (a learned limit no account has); the lines
+            are in the result's ``warnings`` too.
+        on_start: called once with the run's counters as soon as they exist, so that a
+            caller can read them while the run goes (a panel's progress line).
+        cap: a ``--max-cost`` cap shared with other runs of this loop (a panel's judges);
+            None: the run's own cap, from ``study.config.max_cost``.
+
+    Raises:
+        CacheError: the cache cannot be written.
+        ConfigError: a request can never pass the configured limits.
+    """
+    cache.check_writable()
+    stop = stop if stop is not None else asyncio.Event()
+    limits = study.config.limits
+    started = time.monotonic()
+    entries = ServerEntries(cache, await server_is_simulated(study.config.judge, limits.timeout))
+    # The evaluation steps, before any item (they are part of every item's prompt).
+    study, steps_sent = await generate_steps(study, entries, api_key, cap=cap)
+    run = Run(
+        study,
+        entries,
+        stop=stop,
+        retry_failed=retry_failed,
+        backoff=limits.backoff,
+        warn=on_warning,
+        cap=cap,
+    )
+    run.counters.requests_sent += steps_sent
+    if on_start is not None:
+        on_start(run.counters)
+    states = run.feed.first_work()
+    if states is None:  # the cache holds everything: no transport, no claims
+        if on_progress is not None:
+            on_progress(run.counters)
+    else:
+        from ..wire.transport import Transport
+
+        # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
+        with Claims(cache.directory, limits.timeout + 30.0) as claims:
+            async with Transport(
+                study.config.judge,
+                api_key,
+                concurrency=limits.concurrency,
+                timeout=limits.timeout,
+                max_answer_bytes=limits.max_answer_bytes,
+            ) as transport:
+                run.connect(transport, claims)
+                reporter = None
+                if on_progress is not None or on_retries is not None:
+                    reporter = asyncio.create_task(
+                        report_progress(run.counters, on_progress, on_retries, progress_interval)
+                    )
+                try:
+                    async with asyncio.TaskGroup() as group:
+                        group.create_task(run.feed.produce(states))
+                        for _ in range(limits.concurrency):
+                            group.create_task(run.work())
+                except BaseExceptionGroup as group_error:
+                    # Surface our own error as itself (the CLI prints it in one line).
+                    ours = group_error.subgroup(GevalError)
+                    if ours is not None:
+                        raise ours.exceptions[0] from None
+                    raise
+                finally:
+                    # The answers journaled but not yet in the cache are stored here (each
+                    # worker waited for its answer's journal write, not for the cache).
+                    run.writer.close()
+                    record_spend(cache.directory, study.config, run.budget)
+                    judge = study.config.judge
+                    save_capabilities(cache.directory, judge.url, judge.model, run.endpoint)
+                    run.counters.wait_until = 0.0  # the run is over: nothing waits any more
+                    if reporter is not None:
+                        reporter.cancel()
+                        # asyncio.wait never raises the reporter's CancelledError, so a
+                        # cancellation of this task (a second Ctrl-C) is not swallowed here.
+                        await asyncio.wait([reporter])
+                        if on_progress is not None:
+                            on_progress(run.counters)
+                if run.writer.error is not None:  # the last answers did not reach the cache
+                    raise run.writer.error
+    stopped = run.stopped
+    if stopped is None and run.budget is not None and run.budget.refused:
+        stopped = run.budget.reached()
+    return RunResult(
+        counters=run.counters,
+        stopped=stopped,
+        interrupted=stop.is_set() and stopped is None,
+        failures=run.failures,
+        elapsed=time.monotonic() - started,
+        endpoint=run.endpoint.summary(study.config.judge.url, study.config.judge.model)
+        if states is not None
+        else None,
+        billed=None if run.budget is None else run.budget.billed,
+        warnings=run.warnings,
+    )

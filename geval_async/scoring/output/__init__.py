@@ -1,0 +1,1 @@
+"""The scoring stage's outputs: the files, the Markdown report, the plots and the HTML view."""

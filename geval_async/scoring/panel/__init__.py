@@ -1,0 +1,1 @@
+"""A panel of judges: their record scores pooled, and how well they agree."""

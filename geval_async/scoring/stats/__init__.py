@@ -1,0 +1,1 @@
+"""Statistics on scores: do the conditions differ?"""

@@ -187,6 +187,17 @@ def test_report_has_the_section_and_the_file(labelled: StudyFiles) -> None:
     assert (labelled.output / "stats" / "t_human_scale.csv").is_file()
 
 
+def test_the_html_report_has_the_section(labelled: StudyFiles) -> None:
+    pytest.importorskip("matplotlib")
+    result = run_cli("report", str(labelled.config), "--html")
+    assert result.returncode == 0, result.stderr
+    page = (labelled.output / "t_report.html").read_text(encoding="utf-8")
+    assert '<a href="#human-scale">On the human scale</a>' in page
+    section = page.split('<section id="human-scale"', 1)[1].split("</section>", 1)[0]
+    assert 'id="table-human-summary"' in section and '<th scope="row">clar</th>' in section
+    assert "A - B (paired)" in section and "`" not in section
+
+
 def test_a_study_without_human_scores_is_as_before(study: StudyFiles) -> None:
     with SimServer() as server:
         study.write_config(server.base_url)
@@ -227,6 +238,15 @@ def test_a_human_score_that_is_not_a_number_is_named(labelled: StudyFiles) -> No
     assert f"record '{first['id']}'" in result.stderr and "'human.clar'" in result.stderr
     assert "'good' is not a number" in result.stderr
     assert not (labelled.output / "stats").exists()
+
+
+def test_a_field_no_record_has_is_a_mistyped_path(labelled: StudyFiles) -> None:
+    text = labelled.config.read_text(encoding="utf-8").replace("human.clar", "human.clarity")
+    labelled.config.write_text(text, encoding="utf-8")
+    result = run_cli("calibrate", str(labelled.config))
+    assert result.returncode == 2
+    assert "record 'u000-A': no field 'human.clarity'" in result.stderr
+    assert "no record has it" in result.stderr and result.stderr.count("\n") == 1
 
 
 def test_importing_ppi_python_leaves_the_warning_filters_alone() -> None:

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ConfigError
 from ..scoring.scores.scores import NO_VALID, SCORED
-from ..study.human_labels import field_value, human_number
+from ..study.human_labels import check_found, field_value, human_number
 from ..study.records import Record
 
 PAIR_COLUMNS = ["record_id", "group", "condition", "criterion", "human", "judge"]
@@ -24,22 +23,25 @@ def human_scores(
     """The human score of every record on every criterion ``human`` maps to a field path.
 
     Returns:
-        Columns record_id, group, condition, criterion, human (NaN where the field is null).
+        Columns record_id, group, condition, criterion, human (NaN where the record has no
+        such field, or a null one: it is unlabelled).
 
     Raises:
-        ConfigError: a record lacks the field, or its value is not a number.
+        ConfigError: no record has the field (a mistyped path), or a value is not a number.
     """
     rows = []
+    first: Record | None = None
+    found: set[str] = set()
     for record in records:
+        first = first or record
         for criterion, path in human.items():
             label = f"{source}: {record.where}, record {record.id!r}"
             try:
                 value = field_value(record.fields, path)
             except KeyError:
-                raise ConfigError(
-                    f"{label}: no field {path!r} (the human score of {criterion!r} named by "
-                    "[meta] human): fix the path or the record"
-                ) from None
+                value = None
+            else:
+                found.add(criterion)
             rows.append(
                 {
                     "record_id": record.id,
@@ -49,6 +51,7 @@ def human_scores(
                     "human": human_number(value, f"{label}: field {path!r}"),
                 }
             )
+    check_found(first, found, human, source)
     return pd.DataFrame(rows, columns=PAIR_COLUMNS[:5])
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ConfigError
 from .records import Record
 
-__all__ = ["EMPTY_CELLS", "field_value", "human_number", "record_labels"]
+__all__ = ["EMPTY_CELLS", "check_found", "field_value", "human_number", "record_labels"]
 
 # Cells that mean "no score" rather than a bad one.
 EMPTY_CELLS = {"", "nan", "na", "n/a", "null", "none"}
@@ -68,17 +68,41 @@ def record_labels(
     A record without the field (or with a null or empty one) is unlabelled and left out.
 
     Raises:
-        ConfigError: a value is not a number (naming the records file, record and field).
+        ConfigError: a value is not a number, or no record has the field (naming the records
+            file, a record and the field).
     """
     labels: dict[str, dict[str, float]] = {criterion: {} for criterion in human}
+    first: Record | None = None
+    found: set[str] = set()
     for record in records:
+        first = first or record
         for criterion, path in human.items():
             try:
                 value = field_value(record.fields, path)
             except KeyError:
                 continue
+            found.add(criterion)
             where = f"{source}: {record.where}, record {record.id!r}: field {path!r}"
             number = human_number(value, f"{where} ([meta] human {criterion!r})")
             if not math.isnan(number):
                 labels[criterion][str(record.id)] = number
+    check_found(first, found, human, source)
     return labels
+
+
+def check_found(
+    first: Record | None, found: set[str], human: Mapping[str, str], source: Path | str
+) -> None:
+    """A field no record has is a mistyped path, not a study without labels.
+
+    Raises:
+        ConfigError: naming the first record and the field, for the first criterion in
+            ``human`` whose field no record has.
+    """
+    for criterion, path in human.items():
+        if first is not None and criterion not in found:
+            raise ConfigError(
+                f"{source}: {first.where}, record {first.id!r}: no field {path!r} (the human "
+                f"score of {criterion!r} named by [meta] human, and no record has it): fix "
+                "the path or the records"
+            )

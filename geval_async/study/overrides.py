@@ -63,7 +63,8 @@ class Override:
     key, or which part of the study), so ``answers``, ``score`` and ``meta`` take it too;
     ``outputs``: it chooses where (and which shard) those that write outputs write.
     ``every_command``: every study command has the flag (``--max-cost`` is added by the
-    commands that spend, with their own words).
+    commands that spend, with their own words; ``--labelled`` and ``--coverage`` by those that
+    put scores on the human scale).
     """
 
     target: tuple[str, str] | None

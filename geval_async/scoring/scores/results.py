@@ -36,6 +36,7 @@ from ...study.prepare import prepare_study
 from ..stats.comparisons import Comparison
 from ..stats.human_scale import calibration_summary
 from .columns import ScoreColumns, collect_scores
+from .joined import join_scores, record_ids
 from .labelled import human_scale_estimates, labelled_items, with_calibration
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .record_heads import RecordHeads
@@ -68,6 +69,9 @@ class StudyResults:
     variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
     # When the answers scored arrived (UNIX times, first and last); None: no answer yet.
     judged: tuple[float, float] | None = None
+    # The DataFrame a study built in code was given (None: read from a records file), which
+    # :meth:`frame` gives back with the scores joined on.
+    records_frame: pd.DataFrame | None = field(default=None, init=False, repr=False, compare=False)
     # Each test's comparisons, computed once: `report` asks for them in several outputs.
     _comparisons: dict[StatTest, list[Comparison]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -122,6 +126,18 @@ class StudyResults:
         after calibration, the intervals' cross-validated coverage and mean width."""
         items = self.labelled
         return pd.DataFrame() if items is None else calibration_summary(items)
+
+    def frame(self) -> pd.DataFrame:
+        """The records, one row each, with each criterion's score, standard error and status
+        joined on: ``<criterion>_score``, ``<criterion>_se``, ``<criterion>_status``
+        (:mod:`.joined`). The records are the DataFrame given to
+        :func:`geval_async.notebook.evaluate`, as given, else the records file's fields."""
+        records = self.records_frame
+        if records is None:
+            selected = list(self.study.selected_records)
+            records = pd.DataFrame([r.fields for r in selected])
+            return join_scores(self.long, records, [r.id for r in selected])
+        return join_scores(self.long, records, record_ids(records, self.config.data.id_field))
 
     @cached_property
     def consistency(self) -> pd.DataFrame:

@@ -111,11 +111,19 @@ def one_draw(items: pd.DataFrame, seed: int, labelled: float, coverage: float) -
     inside = (rest["lo"] <= rest["human"]) & (rest["human"] <= rest["hi"])
     out["conformal_coverage"] = float(inside.mean())
     out["conformal_width"] = float((rest["hi"] - rest["lo"]).mean())
-    out["spearman_judge"] = float(spearmanr(rest["score"], rest["human"]).statistic)
-    out["spearman_calibrated"] = float(spearmanr(rest["calibrated"], rest["human"]).statistic)
+    out["spearman_judge"] = _spearman(rest["score"], rest["human"])
+    # A judge that barely ranks the records is calibrated to a flat map: no order left to rank.
+    out["spearman_calibrated"] = _spearman(rest["calibrated"], rest["human"])
     out["mae_judge"] = float((rest["score"] - rest["human"]).abs().mean())
     out["mae_calibrated"] = float((rest["calibrated"] - rest["human"]).abs().mean())
     return out
+
+
+def _spearman(x: pd.Series, y: pd.Series) -> float:
+    """Spearman's rho, NaN where one side is constant (a flat calibration)."""
+    if x.nunique() < 2 or y.nunique() < 2:
+        return float("nan")
+    return float(spearmanr(x, y).statistic)
 
 
 def main() -> None:
@@ -143,7 +151,8 @@ def main() -> None:
     runs = [one_draw(items, seed, args.labelled, args.coverage) for seed in range(draws)]
 
     def average(key: object) -> float:
-        return float(np.mean([run[key] for run in runs]))
+        values = [run[key] for run in runs]
+        return float(np.nanmean(values)) if not np.isnan(values).all() else float("nan")
 
     rows = [
         {
@@ -161,6 +170,7 @@ def main() -> None:
         "conformal mean width": average("conformal_width"),
         "Spearman judge": average("spearman_judge"),
         "Spearman calibrated": average("spearman_calibrated"),
+        "flat calibrations": sum(np.isnan(run["spearman_calibrated"]) for run in runs),
         "MAE judge": average("mae_judge"),
         "MAE calibrated": average("mae_calibrated"),
     }

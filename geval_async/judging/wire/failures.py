@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from ...errors import ANSWER_TOO_LARGE, UNREACHABLE, Connection, FailureFact
+from ...study.responses_api import OPTIONAL_PARAMETERS
 from .refused_settings import (
     REASONING_EXHAUSTED,
     reasoning_exhausted,
@@ -89,6 +90,12 @@ class Action(enum.StrEnum):
     # with max_tokens spelt the other way (max_tokens <-> max_completion_tokens).
     TOKEN_PARAMETER = "token parameter"
     KEEP = "keep"  # an answer that used its whole budget: stored as received (cut_off)
+    # The model is served on the Responses API only: send it again at once there, and every
+    # request after it (the endpoint's learned fact, kept for later runs).
+    RESPONSES_API = "responses api"
+    # A parameter the wire adds of its own accord (a reasoning summary) is refused: send the
+    # request again at once without it, and every request after it.
+    DROP_PARAMETER = "parameter dropped"
 
 
 @dataclass
@@ -227,6 +234,7 @@ def decide(
     n: int = 1,
     attempt: int = 1,
     sent: Mapping[str, Any] | None = None,
+    responses: bool = False,
 ) -> Decision:
     """What a failed attempt means; reads ``history`` and never changes it (the caller
     records the attempt with :meth:`History.saw` first).
@@ -238,7 +246,14 @@ def decide(
         attempt: how many times this request has failed this way (transient or 429).
         sent: the body as sent (its messages unread): a refused setting is named with the
             value the request carried.
+        responses: the request went to the Responses API (not chat completions).
     """
+    if fact.responses_only and not responses:
+        # Not billed (a 404), and no other request could pass there: the API changes.
+        return Decision(Action.RESPONSES_API, "responses api", describe(fact), billed=False)
+    if fact.status in (400, 422) and fact.param in OPTIONAL_PARAMETERS:
+        label = f"{fact.param} refused"
+        return Decision(Action.DROP_PARAMETER, label, describe(fact), billed=False)
     decision = _decide(fact, history, n=n, attempt=attempt, sent=sent or {})
     unbilled = (Action.PAUSE, Action.ONE_CHOICE, Action.TOKEN_PARAMETER)
     if decision.action in unbilled or not fact.reached_server:

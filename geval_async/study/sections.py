@@ -36,6 +36,7 @@ __all__ = [
     "parse_cache",
     "parse_data",
     "parse_judge",
+    "parse_human_scale",
     "parse_limits",
     "parse_meta",
     "parse_output",
@@ -85,7 +86,7 @@ SECTION_KEYS = {
     "output": {"path", "prefix"},
     "composite": {"criteria", "normalize"},
     "stats": {"conditions", "alpha", "test"},
-    "meta": {"human", "bootstrap", "seed", "confidence", "judges"},
+    "meta": {"human", "bootstrap", "seed", "confidence", "judges", "labelled", "coverage"},
     "panel": {"pool", "weights"},
 }
 
@@ -269,7 +270,27 @@ def parse_meta(t: TableReader, criteria: Sequence[str], resolve: Resolve) -> Met
                 f'e.g. {name} = "scores.{name}", not {path!r}'
             )
     judges = _judge_files(t, criteria, resolve)
-    return MetaConfig(human=dict(human), judges=judges, **parse_bootstrap(t))
+    return MetaConfig(
+        human=dict(human), judges=judges, **parse_bootstrap(t), **parse_human_scale(t)
+    )
+
+
+def parse_human_scale(t: TableReader) -> dict[str, Any]:
+    """``[meta]`` labelled and coverage (the keys :class:`MetaConfig` takes for the human
+    scale): the share of the labelled records used, and the intervals' coverage."""
+    labelled = t.get("labelled", (int, float), 1.0)
+    if not 0 < labelled <= 1:
+        raise t.error(
+            f"'labelled' must be a share of the labelled records above 0 and at most 1 "
+            f"(0.1 uses a tenth of them, 1 all), not {labelled!r}"
+        )
+    coverage = t.get("coverage", (int, float), 0.9)
+    if not 0 < coverage < 1:
+        raise t.error(
+            f"'coverage' must be between 0 and 1 (0.9: intervals that hold the human score "
+            f"nine times in ten), not {coverage!r}"
+        )
+    return {"labelled": float(labelled), "coverage": float(coverage)}
 
 
 def parse_bootstrap(t: TableReader) -> dict[str, Any]:

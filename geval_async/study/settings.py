@@ -192,13 +192,20 @@ class JudgeFile:
 @dataclass(frozen=True)
 class MetaConfig:
     """Meta-evaluation: the record field (dotted path) holding each criterion's human score,
-    the judges' files, and the bootstrap over documents (see :mod:`geval_async.meta`)."""
+    the judges' files, and the bootstrap over documents (see :mod:`geval_async.meta`).
+
+    The same human scores carry the judge's scores to the human scale when scoring: ``labelled``
+    is the share of the labelled records used (drawn with ``seed``; 1 uses them all) and
+    ``coverage`` the level of the intervals on the human scale.
+    """
 
     human: Mapping[str, str] = field(default_factory=dict)
     bootstrap: int = 1000
     seed: int = 0
     confidence: float = 0.95
     judges: Mapping[str, JudgeFile] = field(default_factory=dict)
+    labelled: float = 1.0
+    coverage: float = 0.9
 
 
 @dataclass(frozen=True)

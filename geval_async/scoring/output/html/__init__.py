@@ -5,7 +5,8 @@ stick or an e-mail attachment and never makes a network request. Sections: Overv
 coverage, invalid shares with reasons, the per-criterion tables and tests), Figures (box plots
 with every group as a point, rating distributions, judge-vs-human scatter plots for a study with
 human scores), Agreement between the judges (a panel's: alpha, ICC, pairwise Spearman, the
-effective number of judges, when handed the agreement frame), How far to trust the scores (mean
+effective number of judges, when handed the agreement frame), On the human scale (a study with
+human scores: calibration and prediction-powered means), How far to trust the scores (mean
 standard error, the judge's self-consistency over its draws, the n curve) and the Drill-down
 (every record with its standard errors; its answers rendered on demand from inline JSON).
 
@@ -37,6 +38,7 @@ from ...scores.tables import COMPOSITE
 from .agreement import agreement_section
 from .drilldown import drilldown_data, script_json
 from .gallery import box_figures, distribution_figures, human_section
+from .human_scale import human_scale_view
 from .overview import (
     CriterionView,
     coverage_table,
@@ -141,6 +143,7 @@ def render_html_report(
         figures=box_figures(results) + distribution_figures(results),
         meta=None if human is None else human_section(results, human),
         agreement=None if agreement is None else agreement_section(agreement, prefix),
+        human_scale=human_scale_view(results),
         trust=trust_section(results),
         data=Markup(script_json(data)),
         reason_words=REASON_WORDS,

@@ -201,6 +201,8 @@ def main() -> None:
     # A run of one server does not replace the file of both (rate_limits_sim.json).
     servers = sorted(set(args.servers.split(",")))
     name = "rate_limits" if servers == ["sim", "stub"] else "_".join(["rate_limits", *servers])
+    if servers == ["stub"] and args.stub_rpm != 600:
+        name += f"_{args.stub_rpm}rpm"
     if args.baseline_tree:
         name += "_side_by_side"
     path = save(

@@ -86,6 +86,17 @@ CATCH_UP_SECONDS = 0.002
 #: The catch-up allowed while the server says it has a second's worth of room to spare.
 SPARE_CATCH_UP_SECONDS = 0.05
 
+#: Seconds of tokens the tokens bucket holds beyond the largest request: a short prompt (fewer
+#: tokens than a request's share of the TPM) leaves them to the long one after it, so a plan of
+#: mixed prompt sizes uses the whole TPM, and a send held back by a busy machine is caught up.
+#: A server's tokens limit counts a whole minute, or a second's worth at once (OpenAI's TPM
+#: bucket): a tenth of a second's worth of bunching stays well inside it. Requests keep none.
+TOKENS_CARRY_SECONDS = 0.1
+
+# What each limit's bucket holds before the first request: one request, or the tokens carry
+# (the largest request's tokens are added as requests come).
+_ROOM = {"requests": {"unit": 1.0}, "tokens": {"unit": 0.0, "carry": TOKENS_CARRY_SECONDS}}
+
 #: The share of a configured limit the client paces at (with a margin).
 CONFIGURED_SHARE = 0.99
 
@@ -132,20 +143,28 @@ class Limit:
         per_minute: the limit honoured.
         share: the fraction of it paced at while a send must leave room for jitter (a margin).
         unit: one request's cost, the room the bucket keeps (1, or the largest request's tokens).
+        carry: seconds of the rate the bucket holds beyond that (:data:`TOKENS_CARRY_SECONDS`).
         owed: units sent before this limit was known, paid for first (a learned limit's probes).
     """
 
     def __init__(
-        self, per_minute: float, share: float, *, unit: float = 1.0, owed: float = 0.0
+        self,
+        per_minute: float,
+        share: float,
+        *,
+        unit: float = 1.0,
+        carry: float = 0.0,
+        owed: float = 0.0,
     ) -> None:
-        self.per_minute, self.share, self.unit = per_minute, share, unit
+        self.per_minute, self.share, self.unit, self.carry = per_minute, share, unit, carry
         # The server's last answer said it could take a second's worth at once, and no 429
         # has come (RateLimits.observe): no margin, and more catch-up.
         self.spare = False
         self.clock = asyncio.get_running_loop().time
         # What the last send (or the probes) still owes, as of ``owed_at``: charged to a new
-        # limiter before anything else, so that a change of terms is no burst.
-        self.owed, self.owed_at = owed, self.clock()
+        # limiter before anything else, so that a change of terms is no burst. The carry counts
+        # as spent: it is room for later, not credit given away at once.
+        self.owed, self.owed_at = owed + carry * self.rate, self.clock()
         self.limiter: AsyncLimiter | None = None  # made at the next send
         self.version = 0  # one more at each change of terms: a send that waited goes again
 
@@ -179,16 +198,16 @@ class Limit:
         the bucket (a cost larger than the bucket is paid in pieces)."""
         owed = 0.0
         if self.limiter is None:
-            spare = SPARE_CATCH_UP_SECONDS if self.spare else CATCH_UP_SECONDS
+            catch_up = SPARE_CATCH_UP_SECONDS if self.spare else CATCH_UP_SECONDS
             rate = self.rate
-            room = self.unit + spare * rate
+            room = self.unit + (catch_up + self.carry) * rate
             self.limiter = AsyncLimiter(room, room / rate)
             owed = max(0.0, self.owed - (self.clock() - self.owed_at) * rate)
         return self.limiter, _split(owed, self.limiter.max_rate)
 
     def sent(self, cost: float) -> None:
         """A send of ``cost`` units leaves now."""
-        self.owed, self.owed_at = cost, self.clock()
+        self.owed, self.owed_at = cost + self.carry * self.rate, self.clock()
 
 
 def _split(total: float, room: float) -> Iterator[float]:
@@ -236,7 +255,7 @@ class RateLimits:
         self.configured: dict[str, float | None] = {"requests": rpm, "tokens": tpm}
         self.learned: dict[str, float] = {}
         self.limits: dict[str, Limit] = {
-            kind: Limit(limit, CONFIGURED_SHARE, unit=1.0 if kind == "requests" else 0.0)
+            kind: Limit(limit, CONFIGURED_SHARE, **_ROOM[kind])
             for kind, limit in self.configured.items()
             if limit
         }
@@ -437,9 +456,9 @@ class RateLimits:
                 limit = configured
             paced = self.limits.get(kind)
             if paced is None:
-                unit = 1.0 if kind == "requests" else float(self.largest)
+                room = _ROOM[kind] | ({"unit": float(self.largest)} if kind == "tokens" else {})
                 paced = self.limits[kind] = Limit(
-                    limit, LEARNED_SHARE, unit=unit, owed=self._probes[kind]
+                    limit, LEARNED_SHARE, owed=self._probes[kind], **room
                 )
             remaining = _number(found.get(f"x-ratelimit-remaining-{kind}"))
             spare = not self.cooldown.pauses and remaining is not None and remaining >= limit / 60.0

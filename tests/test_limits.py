@@ -183,7 +183,7 @@ def test_a_cost_larger_than_a_seconds_worth_waits_as_long_as_its_size() -> None:
 
     times = run_virtual(main)
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    assert gaps == pytest.approx([2.5 / CONFIGURED_SHARE] * 3, abs=CATCH_UP_SECONDS)
+    assert gaps == pytest.approx([2.5 / CONFIGURED_SHARE] * 3, abs=CATCH_UP_SECONDS + 1e-4)
 
 
 def test_a_cool_down_is_shared_and_a_longer_pause_stands() -> None:
@@ -352,10 +352,10 @@ def test_the_margin_goes_while_the_server_has_room_and_comes_back_at_a_429() -> 
 
     tight, roomy, refused = run_virtual(main)
     # 19 gaps of a tenth of a second (the first send of each stretch may catch up 2 ms) ...
-    assert roomy[-1] - roomy[1] == pytest.approx(1.9, abs=1e-6)
+    assert roomy[-1] - roomy[1] == pytest.approx(1.9, abs=1e-4)
     # ... each a little wider with the margin.
-    assert tight[-1] - tight[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-6)
-    assert refused[-1] - refused[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-6)
+    assert tight[-1] - tight[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-4)
+    assert refused[-1] - refused[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-4)
 
 
 def test_a_shallow_server_bucket_shrinks_the_burst() -> None:
@@ -478,7 +478,7 @@ def test_a_stop_ends_each_limiter_wait_at_the_moment_it_is_set(wait: str) -> Non
         return ended, now()
 
     ended, next_send = run_virtual(main)
-    assert ended == pytest.approx(5.0)
+    assert ended == pytest.approx(5.0, abs=1e-3)
     if wait == "bucket":
         # The minute's next slot, after the one send (not a slot further on).
         assert next_send == pytest.approx(60 / CONFIGURED_SHARE, abs=CATCH_UP_SECONDS)

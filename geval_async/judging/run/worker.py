@@ -29,7 +29,6 @@ from ...errors import TransportError
 from ...options import ItemOutcome, SamplingMode
 from ...study.plan import JudgeRequest, Study, chunk_request
 from ...study.pricing import SharedCap
-from ...study.requests import Bodies
 from ..store.cache import CachedResponse
 from ..store.claims import Claims
 from ..store.origin import ServerEntries
@@ -118,7 +117,6 @@ class Run:
             max_wait=limits.max_wait,
         )
         # Each request's body made as request.body makes it, its template made ready once.
-        self.bodies = Bodies(self.config)
         self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
         self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?
         self.feed = Feed(
@@ -240,13 +238,13 @@ class Run:
             counters.in_flight += 1
             if counters.in_flight > counters.peak_in_flight:
                 counters.peak_in_flight = counters.in_flight
-            body = self.endpoint.wire(self.bodies.body(request))
+            body = self.endpoint.wire(request.body)
             try:
                 answer = await self.transport.complete(body)
             except TransportError as exc:
                 sent = _settings(body)
                 fact = exc.fact
-                self.history.answered |= fact.status is not None
+                self.history.saw(fact)
                 if fact.status == 429:
                     limited += 1
                 else:

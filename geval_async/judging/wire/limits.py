@@ -6,14 +6,16 @@ providers count it). A cache hit never reaches this module.
 
 Pacing, not bursting. Providers enforce their per-minute limits over much shorter windows
 (the stub of ``bench/`` over any one second), so a limit is honoured as a steady rate. Each
-limit is an :class:`aiolimiter.AsyncLimiter`, a leaky bucket, used through its public
-``acquire`` and ``has_capacity`` only, with a small bucket: room for one request (the requests
+limit is an :class:`aiolimiter.AsyncLimiter`, a leaky bucket, used through its public API
+only (``acquire``, ``has_capacity``, ``max_rate``, ``time_period``: a private name could change
+in any release), with a small bucket: room for one request (the requests
 limit) or for the largest request so far (the tokens limit), plus what the rate earns in
 :data:`CATCH_UP_SECONDS`. Such a bucket spaces sends by their cost: it stores no idle credit
 beyond that room, so nothing bursts at the start or after a lull; and the sliver of room past
 one request lets a send whose timer woke a little late (the event loop rounds its sleeps up to
-the millisecond) be followed on time, so a late wake-up costs no rate. A request larger than
-the bucket (a long prompt against the TPM) is paid in pieces before it leaves.
+the millisecond) be followed on time, so a late wake-up costs no rate. The tokens bucket also
+keeps :data:`TOKENS_CARRY_SECONDS` for the long prompt after a short one. A cost larger than a
+bucket (the requests sent before a limit was learned, owed to it) is paid in pieces.
 
 One lock takes the sends through both limits in turn, so a request that waited for tokens
 does not leave on the heels of the one before; the requests limit is charged last, when the
@@ -197,9 +199,8 @@ class Limit:
         self.limiter = None
         self.version += 1
 
-    def pieces(self) -> tuple[AsyncLimiter, Iterator[float]]:
-        """The limiter and the costs to acquire from it, what is owed first; each piece fits in
-        the bucket (a cost larger than the bucket is paid in pieces)."""
+    def bucket(self) -> tuple[AsyncLimiter, Iterator[float]]:
+        """The limiter to acquire from, and what it is owed first, in pieces that fit in it."""
         owed = 0.0
         if self.limiter is None:
             catch_up = SPARE_CATCH_UP_SECONDS if self.spare else CATCH_UP_SECONDS
@@ -337,7 +338,7 @@ class RateLimits:
 
     async def _pay(self, limit: Limit, cost: float) -> bool:
         """Charge ``cost`` (and what is owed) to ``limit``; False if the run stopped first."""
-        limiter, owed = limit.pieces()
+        limiter, owed = limit.bucket()
         for piece in (*owed, *_split(cost, limiter.max_rate)):
             # The longest this piece can wait: the bucket drains it in its own time. A wait that
             # short is awaited as it is (a stop meanwhile takes effect as it ends); a longer one

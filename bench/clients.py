@@ -34,8 +34,8 @@ reads too, so that benchmark 2 places the server's first and last arrival inside
                  (geval-async's ``RateLimits``), ``aiolimiter`` (one ``AsyncLimiter`` a limit
                  holding one second's worth, its public ``acquire`` only) or ``aiolimiter-spaced``
                  (``AsyncLimiter``s holding one request, and the largest request's tokens): the
-                 figure of judging/wire/pacer.py. A 429 waits out its ``retry-after-ms`` and goes
-                 again.
+                 figure of judging/wire/limits.py (bench/pacers.py). A 429 waits out its
+                 ``retry-after-ms`` and goes again.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def main() -> None:
         }
         for variant, tpm in variants.items():
             bound = requests_bound if tpm is None else bounds(plan, args.rpm, tpm)[0]
-            for _round, (pacer, tree) in ((r, c) for r in range(args.rounds) for c in contenders):
+            for pacer, tree in contenders * args.rounds:
                 folder_of_tree = trees[tree]
                 env = None
                 if folder_of_tree is not None:

@@ -296,7 +296,7 @@ class RateLimits:
     async def acquire(self, tokens: int) -> None:
         """Wait for the cool-down and for this request's turn in both limits.
 
-        Returns at once when the run's ``stop`` is set (then this request is not charged).
+        Returns at once when the run's ``stop`` is set; the wait it cuts short charges nothing.
         """
         self.largest = max(self.largest, tokens)
         if not self.opened.is_set():

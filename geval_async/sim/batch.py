@@ -342,6 +342,8 @@ class BatchService:
             self.stats.faults["invalid_answer"] += judged.refusals
         self.stats.samples += len(answer["choices"])
         self.stats.ratings.setdefault(request_digest(body), []).extend(judged.ratings)
+        if judged.intended is not None:
+            self.stats.intended[request_digest(body)] = judged.intended
         self.stats.steps += judged.steps
         return 200, answer
 

@@ -385,17 +385,23 @@ MEASURE_WORDS = {
 
 
 def bias_flags(reactions: JudgeReactions) -> list[str]:
-    """One sentence per flagged row: what was found, then what to do about it."""
+    """One sentence per flagged check of a criterion: what was found in each scope, then what
+    to do about it."""
+    flagged = reactions.frame[reactions.frame["flagged"]]
     sentences = []
-    for row in reactions.frame[reactions.frame["flagged"]].itertuples():
-        interval = (
-            "" if pd.isna(row.ci_low) else f" [{_number(row.ci_low)}, {_number(row.ci_high)}]"
-        )
-        scope = "" if row.condition == "all" else f", condition {row.condition}"
-        found = (
-            f"{row.check} ({row.criterion}{scope}): {MEASURE_WORDS.get(row.measure, row.measure)}"
-        )
-        sentences.append(f"{found} = {_number(row.value)}{interval}. {row.advice}")
+    for (check, criterion, measure), rows in flagged.groupby(
+        ["check", "criterion", "measure"], sort=False
+    ):
+        found = []
+        for row in rows.itertuples():
+            interval = (
+                "" if pd.isna(row.ci_low) else f" [{_number(row.ci_low)}, {_number(row.ci_high)}]"
+            )
+            scope = "" if row.condition == "all" else f" in {row.condition}"
+            found.append(f"{_number(row.value)}{interval}{scope}")
+        words = MEASURE_WORDS.get(str(measure), str(measure))
+        advice = rows["advice"].iloc[0]
+        sentences.append(f"{check} ({criterion}): {words} = {'; '.join(found)}. {advice}")
     return sentences
 
 

@@ -21,6 +21,7 @@ from conftest import PROMPT_A, StudyFiles, needs_chromium, open_report, run_cli,
 from scipy import stats as sps
 
 from geval_async import load_results
+from geval_async.scoring.scores.bias_checks import valid_ratings
 from geval_async.scoring.stats.bias import (
     ADVICE,
     BIAS_COLUMNS,
@@ -145,6 +146,12 @@ def test_a_collapsed_scale_is_flagged(tmp_path: Path) -> None:
     with SimServer(SimSettings(collapse=0.9, collapse_rating=4)) as server:
         judge(study, server)
     table = load_results(study.config).bias()
+    # The ratings counted are the answers' own, as the samples table reads them.
+    results = load_results(study.config)
+    samples = results.samples
+    read = samples.loc[samples["reason"].isna(), "rating"].to_numpy(float)
+    counted = valid_ratings(results.columns)
+    assert list(counted) == ["clar"] and sorted(counted["clar"]) == sorted(read)
     top = rows_of(table, "scale", criterion="clar", measure="top_share").iloc[0]
     assert top["value"] >= 0.8 and top["flagged"]
     assert top["note"] == "most common rating 4"

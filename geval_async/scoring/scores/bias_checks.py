@@ -38,7 +38,10 @@ from ..stats.bias import (
     scale_rows,
     self_preference_row,
 )
+from .columns import ScoreColumns
+from .readings import samples_frame
 from .scores import SCORED
+from .tables import score_rows
 
 __all__ = ["JudgeReactions", "judge_reactions"]
 
@@ -129,19 +132,37 @@ def _length_fields(
     return chosen
 
 
+def valid_ratings(scores: ScoreColumns) -> dict[str, np.ndarray]:
+    """Per criterion, every valid rating the judge wrote (read from the answers' codes when
+    each answer is one row, as a study of Likert criteria has it: no row per answer is made)."""
+    if not scores.simple:
+        samples = samples_frame(scores)
+        valid = samples[samples["reason"].isna() & samples["rating"].notna()]
+        return {
+            str(name): part["rating"].to_numpy(float)
+            for name, part in valid.groupby("criterion", sort=False)
+        }
+    answers = scores.counts[0].numbers().astype(np.int64)
+    criterion = np.repeat(scores.criterion.numbers(), answers)  # per answer
+    codes = scores.rating.numbers()
+    valid = (codes >= 0) & (scores.reason.numbers() < 0)
+    values = np.array([*scores.ratings.values, np.nan], dtype=float)[codes]
+    return {
+        str(name): values[valid & (criterion == code)]
+        for code, name in enumerate(scores.criteria.values)
+    }
+
+
 def judge_reactions(
     study: Study,
-    long: pd.DataFrame,
-    samples: pd.DataFrame,
+    scores: ScoreColumns,
     pairwise: pd.DataFrame | None = None,
 ) -> JudgeReactions:
     """Every check of :mod:`..stats.bias` that the study allows, as one table.
 
     Args:
         study: the study scored (its records are read again for the texts' lengths).
-        long: the long table (one row per record and criterion: ``record_id``,
-            ``condition``, ``criterion``, ``score``, ``status``).
-        samples: one row per answer read (``criterion``, ``rating``, ``reason``).
+        scores: its item scores, as held in columns.
         pairwise: the pairwise statistics' rows, for the position check (None: no pairwise
             criterion).
 
@@ -156,8 +177,9 @@ def judge_reactions(
     wanted = {f for fields in inserted.values() for f in fields} | set(named.values())
     texts = _read_texts(study, wanted, named)
     chosen = _length_fields(study, texts, inserted)
+    long = score_rows(scores)
     scored = long[(long["status"] == SCORED) & long["score"].notna()]
-    valid = samples[samples["reason"].isna() & samples["rating"].notna()]
+    ratings = valid_ratings(scores)
     rows: list[BiasRow] = []
     notes: list[str] = []
     judge_family = bias.judge_family or model_family(config.judge.model)
@@ -188,8 +210,8 @@ def judge_reactions(
                 "[bias] length_field"
             )
         points = planned.config.answer_scale.points if planned.config.is_rubric else None
-        ratings = valid.loc[valid["criterion"] == name, "rating"].to_numpy(float)
-        rows += scale_rows(name, ratings, points or planned.config.scale.points)
+        found = ratings.get(name, np.empty(0))
+        rows += scale_rows(name, found, points or planned.config.scale.points)
         if config.data.writer_field is not None and judge_family is not None:
             family = mine["record_id"].map(texts.families)
             own = mine["score"][family == judge_family].to_numpy(float)

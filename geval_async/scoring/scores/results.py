@@ -137,7 +137,7 @@ class StudyResults:
         """The bias table and its notes on the checks not made (computed once: the CSV, the
         report and the HTML report show them)."""
         # The position check joins here from the pairwise criteria's statistics.
-        return judge_reactions(self.study, self.long, self.samples)
+        return judge_reactions(self.study, self.columns)
 
     @cached_property
     def _heads(self) -> RecordHeads:

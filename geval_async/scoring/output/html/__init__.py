@@ -6,9 +6,10 @@ coverage, invalid shares with reasons, the per-criterion tables and tests), Figu
 with every group as a point, rating distributions, judge-vs-human scatter plots for a study with
 human scores), Agreement between the judges (a panel's: alpha, ICC, pairwise Spearman, the
 effective number of judges, when handed the agreement frame), How far to trust the scores (mean
-standard error, the judge's self-consistency over its draws, the n curve), What the judge may be
-reacting to (length, use of the scale, self-preference: each flag with what to do) and the Drill-down
-(every record with its standard errors; its answers rendered on demand from inline JSON).
+standard error, the judge's self-consistency over its draws, the n curve), What the judge may
+be reacting to (length, use of the scale, self-preference: each flag with what to do) and the
+Drill-down (every record with its standard errors; its answers rendered on demand from inline
+JSON).
 
 The page is a Jinja2 template (``templates/``, shipped as package data); this package is a
 pure renderer: handed :class:`StudyResults` (and the judge-vs-human data), it returns the page

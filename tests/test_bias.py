@@ -21,13 +21,17 @@ from conftest import PROMPT_A, StudyFiles, needs_chromium, open_report, run_cli,
 from scipy import stats as sps
 
 from geval_async import load_results
-from geval_async.scoring.scores.bias_checks import valid_ratings
+from geval_async.scoring.output.report import bias_flags
+from geval_async.scoring.scores.bias_checks import JudgeReactions, valid_ratings
 from geval_async.scoring.stats.bias import (
     ADVICE,
     BIAS_COLUMNS,
     BiasCheck,
+    bias_frame,
     model_family,
+    position_rows,
     scale_rows,
+    self_preference_row,
     spearman_interval,
 )
 from geval_async.sim import SimServer, SimSettings
@@ -273,6 +277,40 @@ def test_scale_use_counts_points_shares_and_entropy() -> None:
     assert (used.value, used.note) == (0.4, "2 of 5 points")
     assert entropy.value == pytest.approx(0.811278, abs=1e-6)
     assert scale_rows("c", [3, 3, 3, 3, 3], [1, 2, 3])[0].flagged
+
+
+def test_self_preference_with_one_side_constant_is_still_tested() -> None:
+    row = self_preference_row("c", [5, 5, 5, 5], [1, 2, 3, 2, 1], "openai")
+    assert row.value == pytest.approx(3.2) and row.p < 0.05 and row.flagged
+    assert row.ci_low > 0 and row.advice == ADVICE[BiasCheck.SELF_PREFERENCE]
+    lower = self_preference_row("c", [1, 2, 1, 2], [4, 5, 4, 5], "openai")
+    assert lower.value < 0 and lower.p < 0.05 and not lower.flagged  # it favours the others
+
+
+def test_a_position_bias_from_the_pairwise_statistics_is_a_row_of_the_table() -> None:
+    """The pairwise statistics' columns (one row per criterion and pair of conditions) give
+    the position rows; an interval that excludes 0.5 is flagged, with what to do."""
+    pairwise = pd.DataFrame(
+        {
+            "criterion": ["pref", "pref_rel"],
+            "a": ["UEQ-mLLM", "UEQ-mLLM"],
+            "b": ["UEQ-sLLM", "UEQ-sLLM"],
+            "first_shown_wins": [0.62, 0.51],
+            "first_ci_low": [0.55, 0.44],
+            "first_ci_high": [0.69, 0.58],
+            "first_shown_verdicts": [200, 190],
+        }
+    )
+    frame = bias_frame(position_rows(pairwise))
+    assert list(frame["check"]) == ["position", "position"]
+    assert list(frame["condition"]) == ["UEQ-mLLM vs UEQ-sLLM"] * 2
+    assert list(frame["flagged"]) == [True, False]
+    assert list(frame["n"]) == [200, 190]
+    flags = bias_flags(JudgeReactions(frame))
+    assert flags == [
+        "position (pref): share won by the text shown first = 0.620 [0.550, 0.690] in "
+        f"UEQ-mLLM vs UEQ-sLLM. {ADVICE[BiasCheck.POSITION]}"
+    ]
 
 
 @pytest.mark.parametrize(

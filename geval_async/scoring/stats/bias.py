@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -420,7 +421,11 @@ def self_preference_row(
             n=len(a) + len(b),
             note=f"{base}; every text has the same score",
         )
-    test = sps.ttest_ind(a, b, equal_var=False)
+    with warnings.catch_warnings():
+        # scipy warns of "catastrophic cancellation" when one side is constant, though
+        # Welch's test is well defined then.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        test = sps.ttest_ind(a, b, equal_var=False)
     interval = test.confidence_interval(1 - alpha)
     p = float(test.pvalue)
     return BiasRow(

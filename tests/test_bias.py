@@ -15,6 +15,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import PROMPT_A, StudyFiles, needs_chromium, open_report, run_cli, run_process
@@ -26,6 +27,7 @@ from geval_async.scoring.scores.bias_checks import JudgeReactions, valid_ratings
 from geval_async.scoring.stats.bias import (
     ADVICE,
     BIAS_COLUMNS,
+    BOOTSTRAP_RECORDS,
     BiasCheck,
     bias_frame,
     model_family,
@@ -269,6 +271,30 @@ def test_spearman_interval_is_seeded_and_says_why_it_is_missing() -> None:
     assert first[1] <= first[0] <= first[2]
     assert spearman_interval([1, 2], [3, 4])[4] == "fewer than 3 scored records"
     assert spearman_interval([3, 3, 3], [1, 2, 3])[4] == "every record has the same score"
+
+
+def test_the_bootstrap_ranks_each_resample_anew() -> None:
+    """The interval is the percentiles of Spearman's rho over resamples of the records, each
+    ranked again (ties in the resample share their rank), drawn from the seeded generator."""
+    draw = np.random.default_rng(8)
+    x = np.round(draw.normal(size=37), 1)  # ties within and across resamples
+    y = np.round(x * 0.5 + draw.normal(size=37))
+    rho, low, high, _, _ = spearman_interval(x, y, resamples=300, seed=4)
+    picks = np.random.default_rng(4).integers(0, 37, size=(300, 37))
+    naive = np.array([sps.spearmanr(x[p], y[p]).statistic for p in picks])
+    expected = np.percentile(naive[~np.isnan(naive)], [2.5, 97.5])
+    assert [low, high] == pytest.approx(list(expected), abs=1e-12)
+
+
+def test_a_large_studys_interval_agrees_with_the_bootstrap_where_they_meet() -> None:
+    draw = np.random.default_rng(1)
+    x = np.round(draw.normal(size=BOOTSTRAP_RECORDS), 1)
+    y = x * 0.5 + draw.normal(size=BOOTSTRAP_RECORDS)
+    booted = spearman_interval(x, y)
+    x, y = np.append(x, x[:1]), np.append(y, y[:1])  # one record more: Bonett-Wright's
+    formula = spearman_interval(x, y)
+    assert formula[4] == "Bonett-Wright interval (more than 20000 records)"
+    assert formula[1:3] == pytest.approx(booted[1:3], abs=0.003)
 
 
 def test_scale_use_counts_points_shares_and_entropy() -> None:

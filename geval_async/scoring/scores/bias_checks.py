@@ -82,7 +82,8 @@ def _read_texts(study: Study, wanted: set[str], named: dict[str, str]) -> _Texts
     config = study.config
     writer = config.data.writer_field
     texts = _Texts({name: {} for name in wanted}, set(), {}, 0)
-    first: dict[tuple[str, str], str] = {}  # (field, group) -> the group's first text
+    # (field, group) -> the hash of the group's first text: a large study's texts not held.
+    first: dict[tuple[str, str], int] = {}
     records = study.selected_records
     for record in records:
         for name in wanted:
@@ -99,8 +100,8 @@ def _read_texts(study: Study, wanted: set[str], named: dict[str, str]) -> _Texts
             text = field_text(value)
             texts.lengths[name][record.id] = len(text)
             if record.group is not None:
-                seen = first.setdefault((name, record.group), text)
-                if seen != text:
+                seen = first.setdefault((name, record.group), hash(text))
+                if seen != hash(text):
                     texts.varies.add(name)
         if writer is not None:
             value = record.fields.get(writer)

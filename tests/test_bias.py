@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from geval_async.scoring.stats.bias import (
     spearman_interval,
 )
 from geval_async.sim import SimServer, SimSettings
+from geval_async.study.config import apply_overrides, load_config
 
 CLARITY = [{"name": "clar", "prompt": "prompts/clar.txt", "scale": [1, 5], "fields": ["text"]}]
 
@@ -190,6 +192,34 @@ def test_a_judge_scoring_its_own_familys_texts_higher_is_flagged_with_the_caveat
     assert ADVICE[BiasCheck.SELF_PREFERENCE] in report
 
 
+def test_a_collapsed_judge_in_logprobs_mode_puts_its_likeliest_rating_on_one_point(
+    tmp_path: Path,
+) -> None:
+    study = write_lengthy_study(tmp_path, users=10)
+    with SimServer(SimSettings(collapse=0.9, collapse_rating=9)) as server:  # 9: the top, 5
+        judge(study, server, sampling={"mode": "logprobs"})
+    table = load_results(study.config).bias()
+    top = rows_of(table, "scale", measure="top_share").iloc[0]
+    assert top["flagged"] and top["note"] == "most common rating 5" and top["n"] == 20
+
+
+def test_the_judges_record_of_what_it_meant_is_served_with_its_ratings(tmp_path: Path) -> None:
+    """``GET /sim/stats?ratings=1`` gives each answered body's prompt length and the score it
+    meant, as a benchmark in another process reads them."""
+    study = write_lengthy_study(tmp_path, users=3)
+    with SimServer(SimSettings(length_effect=2.0)) as server:
+        judge(study, server)
+        with urllib.request.urlopen(f"{server.root_url}/sim/stats?ratings=1") as answer:
+            served = json.loads(answer.read())
+        kept = server.stats.intended
+    assert served["intended"] == {digest: list(meant) for digest, meant in kept.items()}
+    assert len(kept) == study.n_records  # one request per record: n = 3 in one request
+    lengths = {length for length, _ in kept.values()}
+    prompts = {len(PROMPT_A.replace("{{text}}", json.loads(line)["text"]))
+               for line in study.records.read_text().splitlines()}  # fmt: skip
+    assert lengths == prompts
+
+
 def test_checks_not_made_say_what_would_make_them(tmp_path: Path) -> None:
     study = write_lengthy_study(tmp_path, users=6)
     with SimServer(SimSettings()) as server:
@@ -203,6 +233,13 @@ def test_checks_not_made_say_what_would_make_them(tmp_path: Path) -> None:
         "self-preference: the family of judge 'sim-judge' is not known: name it in [bias] "
         'judge_family (e.g. "openai", "meta")',
     )
+
+
+def test_the_writer_field_survives_an_override_of_its_section(tmp_path: Path) -> None:
+    study = write_lengthy_study(tmp_path, users=2)
+    study.write_config("http://127.0.0.1:9/v1", criteria=CLARITY, data={"writer": "writer"})
+    config = apply_overrides(load_config(study.config), limit=2)  # --limit patches [data]
+    assert (config.data.writer_field, config.limit) == ("writer", 2)
 
 
 def test_length_field_names_the_text_judged(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ import pytest
 from conftest import PROMPT_A, StudyFiles, needs_chromium, open_report, run_cli, run_process
 from scipy import stats as sps
 
-from geval_async import load_results
+from geval_async import ConfigError, load_results
+from geval_async.notebook import Criterion, evaluate
 from geval_async.scoring.output.report import bias_flags
 from geval_async.scoring.scores.bias_checks import JudgeReactions, valid_ratings
 from geval_async.scoring.stats.bias import (
@@ -240,6 +241,25 @@ def test_the_writer_field_survives_an_override_of_its_section(tmp_path: Path) ->
     study.write_config("http://127.0.0.1:9/v1", criteria=CLARITY, data={"writer": "writer"})
     config = apply_overrides(load_config(study.config), limit=2)  # --limit patches [data]
     assert (config.data.writer_field, config.limit) == ("writer", 2)
+
+
+def test_a_study_built_in_code_takes_the_writer_and_the_bias_table(tmp_path: Path) -> None:
+    study = write_lengthy_study(tmp_path, users=6)
+    frame = pd.read_json(study.records, lines=True, dtype=False)
+    clarity = Criterion("clar", PROMPT_A, scale=(1, 5), fields=["text"])
+    with SimServer(SimSettings()) as server:
+        keywords: dict[str, Any] = {
+            "judge": "sim-judge", "base_url": server.base_url, "group": "user",
+            "condition": "condition", "n": 2, "cache": study.cache, "output": study.output,
+            "progress": False, "writer": "writer",
+        }  # fmt: skip
+        results = evaluate(frame, clarity, bias={"judge_family": "openai"}, **keywords)
+        assert results.config.bias.judge_family == "openai"
+        own = rows_of(results.bias(), "self_preference").iloc[0]
+        assert own["note"].startswith("judge family openai: 6 own texts vs 6 others'")
+        with pytest.raises(ConfigError) as bad:
+            evaluate(frame, clarity, bias={"bootstrap": "many"}, **keywords)
+    assert "[bias] 'bootstrap'" in str(bad.value) and "\n" not in str(bad.value)
 
 
 def test_length_field_names_the_text_judged(tmp_path: Path) -> None:

@@ -164,10 +164,10 @@ class _TieGroups:
     def __init__(self, values: np.ndarray) -> None:
         self.order = np.argsort(values, kind="stable")
         ordered = values[self.order]
-        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        self.starts = starts  # where each group begins in the sorted order
+        opens = np.r_[True, ordered[1:] != ordered[:-1]]  # a value unlike the one before
+        self.starts = np.flatnonzero(opens)  # where each group begins in the sorted order
         self.group = np.empty(len(values), dtype=np.int64)  # per value, its group
-        self.group[self.order] = np.cumsum(np.r_[True, ordered[1:] != ordered[:-1]]) - 1
+        self.group[self.order] = np.cumsum(opens) - 1
 
     def ranks(self, counts: np.ndarray) -> np.ndarray:
         """Per resample (row of ``counts``: how often each value was drawn), each value's

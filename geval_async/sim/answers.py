@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .limits import message_text, prompt_tokens
@@ -20,6 +20,7 @@ from .profiles import (
     ANTHROPIC_COMPAT,
     DEEPSEEK_REASONER,
     OPENAI_REASONING,
+    OPENAI_RESPONSES,
     fresh_samples,
     ignores_logprobs,
     reasoning_text,
@@ -215,6 +216,8 @@ class Judged:
     steps: bool  # the request asked for evaluation steps (sim.steps)
     # The prompt's characters and the hidden score meant for it (None: evaluation steps).
     intended: tuple[int, float] | None = None
+    # Each choice's hidden reasoning, as its summary would tell it ("" where none was spent).
+    thoughts: list[str] = field(default_factory=list)
 
 
 def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> list[int | None]:
@@ -223,7 +226,9 @@ def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> lis
     return judge(body, settings, repeat).ratings
 
 
-def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
+def judge(
+    body: dict[str, Any], settings: SimSettings, repeat: int, fresh: bool | None = None
+) -> Judged:
     """The choices for a validated request, their tokens and ratings.
 
     Args:
@@ -232,6 +237,8 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         repeat: how often this exact body was answered before; mixed into the draws only
             where a real server samples anew on every call (``ignore_n``, the
             ``anthropic-compat`` profile, which ignores the seed).
+        fresh: whether every call samples anew (None: as the profile does; the Responses
+            API, one request a draw, always does).
     """
     messages = body["messages"]
     prompt = "\n".join(message_text(m) for m in messages)
@@ -250,7 +257,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         kept.pop("seed", None)
     draw_key = canonical(kept)
     n = 1 if settings.ignore_n else body.get("n") or 1
-    fresh = fresh_samples(settings)
+    fresh = fresh_samples(settings) if fresh is None else fresh
     with_logprobs = bool(body.get("logprobs")) and not ignores_logprobs(settings)
     judged = Judged([], 0, 0, 0, [], writes_steps)
     if not writes_steps:
@@ -277,6 +284,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
             first = rated[0]["token"].strip() if rated else ""
             judged.ratings.append(None if invalid else _rating_of(first, yes_no))
             judged.completion_tokens += len(logprobs["content"])
+            judged.thoughts.append("")
             message = {"role": "assistant", "content": text, "refusal": None}
         else:
             noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
@@ -302,6 +310,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
             message, cut, logprobs = shaped.message, shaped.cut, None
             judged.completion_tokens += shaped.completion_tokens
             judged.reasoning_tokens += shaped.reasoning_tokens
+            judged.thoughts.append(thought if shaped.reasoning_tokens else "")
         judged.choices.append(
             {
                 "index": i,
@@ -322,14 +331,19 @@ def _rating_of(token: str, yes_no: bool) -> int | None:
 
 
 def completion(
-    body: dict[str, Any], settings: SimSettings, model: str, answer_id: str, repeat: int = 0
+    body: dict[str, Any],
+    settings: SimSettings,
+    model: str,
+    answer_id: str,
+    repeat: int = 0,
+    fresh: bool | None = None,
 ) -> tuple[dict[str, Any], Judged]:
     """The chat-completion object answering a validated request, and how it was judged.
 
     The online endpoint and the Batch API both answer with it, so a batch answers exactly as
     online requests do.
     """
-    judged = judge(body, settings, repeat)
+    judged = judge(body, settings, repeat, fresh)
     prompt = prompt_tokens(body["messages"])
     used = judged.completion_tokens
     usage: dict[str, Any] = {
@@ -337,7 +351,7 @@ def completion(
         "completion_tokens": used,
         "total_tokens": prompt + used,
     }
-    if settings.profile in (OPENAI_REASONING, DEEPSEEK_REASONER):
+    if settings.profile in (OPENAI_REASONING, DEEPSEEK_REASONER, OPENAI_RESPONSES):
         usage["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
         usage["completion_tokens_details"] = {
             "reasoning_tokens": judged.reasoning_tokens,

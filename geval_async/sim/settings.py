@@ -67,6 +67,12 @@ class SimSettings:
     reasoning_field: str = "reasoning_content"
     # think-tags: the share of answers cut off inside their reasoning (no closing tag).
     think_cut_off: float = 0.0
+    # Model names (comma-separated) that chat completions refuse with OpenAI's 404 "only
+    # supported in v1/responses": they are served on POST /v1/responses alone.
+    responses_only: str | None = None
+    # The Responses API refuses reasoning.summary, as OpenAI does to an organization it has not
+    # verified (400, param "reasoning.summary").
+    refuse_summary: bool = False
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..options import Provider, ReasoningEffort, SamplingMode
+from ..options import JudgeApi, Provider, ReasoningEffort, SamplingMode
 from .file_names import is_file_name_part
 from .reader import TableReader
 from .settings import (
@@ -57,6 +57,8 @@ SECTION_KEYS = {
         "deployment",
         "api_version",
         "headers",
+        "api",
+        "store",
     },
     "sampling": {
         "mode",
@@ -171,6 +173,8 @@ def parse_prices(source: Path, table: Any) -> dict[str, tuple[float, float]]:
 
 def parse_judge(t: TableReader) -> JudgeConfig:
     provider = t.choice("provider", Provider, Provider.OPENAI)
+    api = t.choice("api", JudgeApi, JudgeApi.CHAT)
+    store = t.get("store", bool, False)
     headers = t.get("headers", dict, {})
     if not all(isinstance(v, str) for v in headers.values()):
         raise t.error("'headers' values must be strings")
@@ -195,6 +199,8 @@ def parse_judge(t: TableReader) -> JudgeConfig:
             deployment=deployment,
             api_version=version,
             headers=headers,
+            api=api,
+            store=store,
         )
     return JudgeConfig(
         model=t.required("model", str),
@@ -203,6 +209,8 @@ def parse_judge(t: TableReader) -> JudgeConfig:
         ),
         api_key_env=t.get("api_key_env", str, "OPENAI_API_KEY"),
         headers=headers,
+        api=api,
+        store=store,
     )
 
 
@@ -257,8 +265,9 @@ def parse_sampling(t: TableReader) -> SamplingConfig:
 def parse_meta(t: TableReader, criteria: Sequence[str], resolve: Resolve) -> MetaConfig:
     """``[meta]``: human score fields, judge files (``[meta.judges.NAME]``), bootstrap."""
     human = t.get("human", dict, {})
+    known = set(criteria)
     for name, path in human.items():
-        if name not in criteria:
+        if name not in known:
             raise t.error(f"'human' names {name!r}, which is not among the [[criteria]]")
         if not isinstance(path, str) or not path.strip(". "):
             raise t.error(

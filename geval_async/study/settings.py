@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..options import (
+    JudgeApi,
     Normalization,
     PanelPool,
     Provider,
@@ -53,10 +55,17 @@ class JudgeConfig:
     deployment: str | None = None
     api_version: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Which API carries the requests; an endpoint that answers chat completions "only
+    # supported in v1/responses" is switched to the Responses API whatever this says.
+    api: JudgeApi = JudgeApi.CHAT
+    # The Responses API keeps a response for 30 days unless told not to: a study's texts are
+    # often private, so it is told not to unless the config says otherwise.
+    store: bool = False
 
     @property
     def url(self) -> str:
-        """The full chat-completions URL."""
+        """The full chat-completions URL (also what the endpoint's learned facts are kept
+        under, whichever API carries the requests)."""
         if self.provider == Provider.AZURE:
             endpoint = (self.azure_endpoint or "").rstrip("/")
             return (
@@ -64,6 +73,14 @@ class JudgeConfig:
                 f"?api-version={self.api_version}"
             )
         return f"{(self.base_url or DEFAULT_BASE_URL).rstrip('/')}/chat/completions"
+
+    @property
+    def responses_url(self) -> str:
+        """The full Responses API URL (Azure serves it on its v1 surface, the deployment
+        named as the body's model)."""
+        if self.provider == Provider.AZURE:
+            return f"{(self.azure_endpoint or '').rstrip('/')}/openai/v1/responses"
+        return f"{(self.base_url or DEFAULT_BASE_URL).rstrip('/')}/responses"
 
     @property
     def is_local(self) -> bool:
@@ -317,10 +334,16 @@ class EvalConfig:
 
     def criterion(self, name: str) -> CriterionConfig:
         """The criterion called ``name``."""
-        for criterion in self.criteria:
-            if criterion.name == name:
-                return criterion
-        raise ConfigError(f"{self.source}: no criterion named {name!r}")
+        criterion = self._criteria_by_name.get(name)
+        if criterion is None:
+            raise ConfigError(f"{self.source}: no criterion named {name!r}")
+        return criterion
+
+    @cached_property
+    def _criteria_by_name(self) -> dict[str, CriterionConfig]:
+        # Looked up by name once for each criterion by the tables and reports: a scan each
+        # would make them grow with the square of the criteria.
+        return {criterion.name: criterion for criterion in self.criteria}
 
     @property
     def judge_entry(self) -> str:

@@ -53,6 +53,7 @@ from ..panel.results import PanelResults, PanelStudyResults
 from ..scores.human import HumanComparison
 from ..scores.tables import COMPOSITE, standard_errors, write_long_csv
 from ..stats.comparisons import comparisons_frame
+from .csv_cells import spreadsheet_safe
 from .files import Output, write_files
 from .overwrite_guard import check_not_emptier
 from .plots import n_curve_plot
@@ -87,8 +88,9 @@ class OutputOptions:
 
 
 def csv_bytes(frame: pd.DataFrame, *, index: bool = True, float_format: str | None = None) -> bytes:
-    """A frame as CSV bytes (``float_format`` e.g. "%.3f"; None keeps every digit)."""
-    return frame.to_csv(index=index, float_format=float_format).encode()
+    """A frame as CSV bytes (``float_format`` e.g. "%.3f"; None keeps every digit), its
+    text cells written so that a spreadsheet never runs one as a formula."""
+    return spreadsheet_safe(frame).to_csv(index=index, float_format=float_format).encode()
 
 
 # --- names -------------------------------------------------------------------------------------
@@ -141,7 +143,7 @@ def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
             Output(output_path(results, "stats", "agreement.csv"), agreement),
         ]
     # Written as rendered, a chunk of rows at a time: a million rows' text is never held.
-    long = partial(write_long_csv, scores=results.columns)
+    long = partial(write_long_csv, scores=results.columns, cells=spreadsheet_safe)
     outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
     for c in results.study.criteria:
         # Written as rendered: a large study's prompts are never all held.

@@ -251,7 +251,7 @@ def test_a_study_built_in_code_takes_the_writer_and_the_bias_table(tmp_path: Pat
         keywords: dict[str, Any] = {
             "judge": "sim-judge", "base_url": server.base_url, "group": "user",
             "condition": "condition", "n": 2, "cache": study.cache, "output": study.output,
-            "progress": False, "writer": "writer",
+            "progress": False, "writer": "writer", "folder": tmp_path / "saved",
         }  # fmt: skip
         results = evaluate(frame, clarity, bias={"judge_family": "openai"}, **keywords)
         assert results.config.bias.judge_family == "openai"

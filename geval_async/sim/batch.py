@@ -381,6 +381,8 @@ class BatchService:
         self.stats.samples += len(answer["choices"])
         digest = request_digest(asked if asked is not None else body)
         self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
+        if judged.intended is not None:
+            self.stats.intended[digest] = judged.intended
         self.stats.steps += judged.steps
         if asked is not None:
             return 200, response_object(answer, asked, judged.thoughts)

@@ -236,6 +236,8 @@ class _Judge:
             self.stats.answered[digest] += 1
             self.stats.samples += samples
             self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
+            if judged.intended is not None:
+                self.stats.intended[digest] = judged.intended
             self.stats.steps += judged.steps
             self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")

@@ -34,6 +34,7 @@ from .reader import TableReader
 from .sections import (
     SECTION_KEYS,
     Resolve,
+    parse_bias,
     parse_cache,
     parse_data,
     parse_judge,
@@ -201,6 +202,7 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
         stats=stats,
         limit=data_limit,
         meta=parse_meta(table("meta"), names, resolve),
+        bias=parse_bias(table("bias"), names),
         prices=parse_prices(source, document.get("prices", {})),
         judges=judges,
         panel=parse_panel(table("panel"), judges),

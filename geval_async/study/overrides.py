@@ -217,6 +217,7 @@ def _table(config: EvalConfig, section: str) -> dict[str, Any]:
             "id": d.id_field,
             "group": d.group_field,
             "condition": d.condition_field,
+            "writer": d.writer_field,
             "limit": config.limit,
         }
     elif section == "cache":

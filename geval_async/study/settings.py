@@ -38,6 +38,9 @@ class DataConfig:
     id_field: str = "id"
     group_field: str | None = None
     condition_field: str | None = None
+    # The field naming the model that wrote each text (``[data] writer``): a judge's scores of
+    # its own family's texts are then set against the others' (self-preference).
+    writer_field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,25 @@ class MetaConfig:
 
 
 @dataclass(frozen=True)
+class BiasConfig:
+    """``[bias]``: how the report looks for what the judge reacts to besides quality.
+
+    Attributes:
+        length_fields: criterion -> the record field whose length is "the text judged" (a
+            criterion not named: the fields its prompt inserts that differ between the
+            records of a group, else every field it inserts).
+        judge_family: the judge's model family when the family table does not know its name.
+        bootstrap, seed, confidence: the resamples of the length correlation's interval.
+    """
+
+    length_fields: Mapping[str, str] = field(default_factory=dict)
+    judge_family: str | None = None
+    bootstrap: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
 class OutputConfig:
     """Where tables, statistics, plots and raw exports go."""
 
@@ -259,6 +281,7 @@ class EvalConfig:
     stats: StatsConfig
     limit: int | None = None
     meta: MetaConfig = field(default_factory=MetaConfig)
+    bias: BiasConfig = field(default_factory=BiasConfig)
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     max_cost: float | None = None
     shard: Shard | None = None

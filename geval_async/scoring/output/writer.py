@@ -15,6 +15,7 @@ Layout under the output folder (``<prefix>`` is ``[output] prefix``)::
     stats/<prefix>_consistency.csv    Krippendorff's alpha over the judge's draws, per criterion
     stats/<prefix>_n_curve.csv        was n worth it: mean SE and Spearman for k = 1..n draws
     stats/<prefix>_human_scale.csv    means and the comparison on the human scale ([meta] human)
+    stats/<prefix>_bias.csv           what the judge may be reacting to: length, scale, ...
     raw/<prefix>_<criterion>.json     per item: the prompt sent, every answer and parsed rating
     plots/<prefix>_<criterion>.png    box plots (--plots), and plots/<prefix>_n_curve.png
     <prefix>_report.md                coverage, invalid samples, tables, tests, plot links
@@ -59,7 +60,13 @@ from .files import Output, write_files
 from .human_output import human_outputs, human_scale_section
 from .overwrite_guard import check_not_emptier
 from .plots import n_curve_plot
-from .report import comparison_section, markdown_report, trust_section, write_raw_document
+from .report import (
+    bias_section,
+    comparison_section,
+    markdown_report,
+    trust_section,
+    write_raw_document,
+)
 
 if TYPE_CHECKING:
     from ..scores.results import StudyResults
@@ -211,6 +218,20 @@ def trust_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
     return outputs
 
 
+def bias_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """What the judge may be reacting to (:meth:`StudyResults.bias`); none for a panel (each
+    judge's own outputs have theirs: a pooled score is no one judge's habit)."""
+    if isinstance(results, PanelStudyResults):
+        return []
+    frame = results.bias()
+    return [
+        Output(
+            output_path(results, "stats", "bias.csv"),
+            csv_bytes(frame, index=False, float_format=f"%.{SIGNIFICANT}g"),
+        )
+    ]
+
+
 def plot_paths(results: StudyResults) -> dict[str, Path]:
     """Where the box plots go, per criterion (and the composite when it can be computed)."""
     names = [c.name for c in results.study.criteria]
@@ -279,6 +300,8 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
             errors, results.consistency, results.n_curve, results.config.sampling.mode, plot
         )
         text += human_scale_section(results)
+        csv_name = f"stats/{output_path(results, 'stats', 'bias.csv').name}"
+        text += bias_section(results.reactions, csv_name)
     else:
         # A one-judge report names its judge on its third line; the panel's names them all.
         lines = text.split("\n")
@@ -308,6 +331,7 @@ KINDS: dict[str, Kind] = {
     "tests": test_outputs,
     "trust": trust_outputs,
     "human": lambda r, o: human_outputs(r, output_path(r, "stats", "human_scale.csv")),
+    "bias": bias_outputs,
     "plots": plot_outputs,
     "report": report_outputs,
     "html": html_outputs,

@@ -7,6 +7,7 @@
     >>> results.comparisons()        # Welch + BH (or the configured test)
     >>> results.consistency          # Krippendorff's alpha over the judge's draws
     >>> results.n_curve              # was n worth it: mean SE and Spearman for k = 1..n
+    >>> results.bias()               # what the judge may be reacting to: length, scale, ...
     >>> write_outputs(results)       # every output file, as `geval-async report` writes them
 
 Nothing here calls the network: scoring reads the cache only, so re-scoring is free. Nothing
@@ -35,6 +36,7 @@ from ...study.plan import Study
 from ...study.prepare import prepare_study
 from ..stats.comparisons import Comparison
 from ..stats.human_scale import calibration_summary
+from .bias_checks import JudgeReactions, judge_reactions
 from .columns import ScoreColumns, collect_scores
 from .joined import join_scores, record_ids
 from .labelled import human_scale_estimates, labelled_items, with_calibration
@@ -151,6 +153,19 @@ class StudyResults:
         the first k draws and their Spearman correlation with the n-draw scores (samples
         mode; empty in logprobs mode)."""
         return n_curve_frame(self.study, self.scores)
+
+    def bias(self) -> pd.DataFrame:
+        """What the judge may be reacting to besides quality: one row per check, criterion
+        and scope (length, use of the scale, self-preference; see :mod:`.bias_checks`), as
+        ``stats/<prefix>_bias.csv`` holds it."""
+        return self.reactions.frame.copy()
+
+    @cached_property
+    def reactions(self) -> JudgeReactions:
+        """The bias table and its notes on the checks not made (computed once: the CSV, the
+        report and the HTML report show them)."""
+        # The position check joins here from the pairwise criteria's statistics.
+        return judge_reactions(self.study, self.columns)
 
     @cached_property
     def _heads(self) -> RecordHeads:

@@ -56,6 +56,14 @@ def standard_errors(scores: ScoreColumns) -> pd.DataFrame:
     return _long_from_columns(scores, names=["criterion", "se"])
 
 
+def score_rows(scores: ScoreColumns) -> pd.DataFrame:
+    """The long table's ``record_id``, ``condition``, ``criterion``, ``score`` and ``status``
+    alone (what the bias checks read), not its distributions."""
+    return _long_from_columns(
+        scores, names=["record_id", "condition", "criterion", "score", "status"]
+    )
+
+
 def long_columns(columns: ScoreColumns) -> list[str]:
     """The long table's columns: a panel's add its flags after ``status``."""
     if columns.panel is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import TransportError
-from ...options import ItemOutcome
+from ...options import ItemOutcome, JudgeApi
 from ...study.plan import JudgeRequest
 from ..wire.failures import Action, Decision, decide
 from ..wire.refused_settings import answer_fact, ignored_logprobs
@@ -30,7 +30,7 @@ _OK, _REJECTED, _STOPPED = ItemOutcome.OK, ItemOutcome.REJECTED, ItemOutcome.STO
 
 def _settings(body: dict[str, Any]) -> dict[str, Any]:
     """What a request body set besides its messages (what a failure's decision reads)."""
-    return {name: value for name, value in body.items() if name != "messages"}
+    return {name: value for name, value in body.items() if name not in ("messages", "input")}
 
 
 async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int] | None:
@@ -55,7 +55,8 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
         cost = 0.0
         if budget is not None:
             # Each request asks for one answer from an endpoint that refuses n > 1: charged so.
-            cost = request_cost(budget, request, one_choice=run.endpoint.one_choice)
+            one = run.endpoint.one_request_per_draw
+            cost = request_cost(budget, request, one_choice=one)
             if not budget.charge(cost):
                 run.stop.set()  # the reason is written at the end, with the final estimate
                 return _STOPPED, 0
@@ -64,9 +65,12 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
         counters.in_flight += 1
         if counters.in_flight > counters.peak_in_flight:
             counters.peak_in_flight = counters.in_flight
-        body = run.endpoint.wire(request.body)
+        # The logical request (its digest is the key) is spelt for the API at the wire.
+        logical = request.body
+        body = run.endpoint.wire(logical)
+        responses = run.endpoint.api is JudgeApi.RESPONSES
         try:
-            answer = await run.transport.complete(body)
+            answer = await run.transport.complete(body, responses=responses)
         except TransportError as exc:
             sent = _settings(body)
             fact = exc.fact
@@ -76,7 +80,14 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
             else:
                 transient += 1
             attempt = limited if fact.status == 429 else transient
-            decision = decide(fact, run.history, n=body["n"], attempt=attempt, sent=sent)
+            decision = decide(
+                fact,
+                run.history,
+                n=body.get("n", 1),
+                attempt=attempt,
+                sent=sent,
+                responses=responses,
+            )
             outcome = await apply(run, decision, request, exc, (attempts, attempt), cost)
             if outcome is not None:
                 return outcome, 0
@@ -87,11 +98,11 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
         run.history.answered = True
         limits.observe(answer.headers)
         parsed = answer.parsed
-        run.endpoint.observe(body, answer)
+        run.endpoint.observe(logical, answer)
         if budget is not None:
             usage = parsed.get("usage")
             budget.settle(usage if isinstance(usage, dict) else None)
-        if run.logprobs and body.get("logprobs") and run.endpoint.logprobs is False:
+        if run.logprobs and logical.get("logprobs") and run.endpoint.logprobs is False:
             # Ignored, not refused: every answer would come without them. Not stored (a
             # samples-mode run asks under other keys).
             run.halt(ignored_logprobs(_settings(body), run.history.sampling))
@@ -142,6 +153,22 @@ async def apply(
         # one, and the rest come as further draws (stored as draw 0's answer, as from a
         # server that ignores n).
         run.endpoint.learn(action)
+    elif action is Action.RESPONSES_API:
+        # Sent again at once on the Responses API (the key stays the same): nothing was
+        # billed, and nothing is stored for the 404.
+        if run.endpoint.learn(action):
+            run.history.url = run.config.judge.responses_url
+            run.note(
+                f"{run.config.judge.model} is served on the Responses API only: this run "
+                "and later ones send their requests there"
+            )
+    elif action is Action.DROP_PARAMETER:
+        # Sent again at once without it (a 400: nothing billed, nothing stored).
+        if run.endpoint.learn(action, exc.fact.param):
+            run.note(
+                f"{run.config.judge.model} refuses {exc.fact.param} ({exc.fact.message}): "
+                "the requests go without it from now on"
+            )
     elif action is Action.TOKEN_PARAMETER:
         # Sent again at once under the name the endpoint wants (the key stays the same).
         if run.endpoint.token_parameter == exc.fact.param:

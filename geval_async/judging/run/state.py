@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import TransportError
-from ...options import ItemOutcome, SamplingMode
+from ...options import ItemOutcome, JudgeApi, SamplingMode
 from ...study.plan import JudgeRequest, Study
 from ...study.pricing import SharedCap
 from ..store.cache import CachedResponse
@@ -71,6 +71,8 @@ class RunState:
             if warn is not None:
                 warn(line)
 
+        self.note = note
+
         self.limits = RateLimits(
             limits.rpm, limits.tpm, stop=stop, warn=note, max_wait=limits.max_wait
         )
@@ -87,9 +89,12 @@ class RunState:
         judge = self.config.judge
         # What the endpoint accepts (the token parameter's name, n > 1), as earlier runs
         # learned it: the wire is spelt right from the first request.
-        self.endpoint = load_capabilities(self.cache.directory, judge.url, judge.model)
+        self.endpoint = load_capabilities(
+            self.cache.directory, judge.url, judge.model, api=judge.api, store=judge.store
+        )
+        responses = self.endpoint.api is JudgeApi.RESPONSES
         self.history = History(
-            judge.url,
+            judge.responses_url if responses else judge.url,  # the URL failures name
             judge.api_key_env,
             self.config.judge_entry,
             self.config.sampling_entry,

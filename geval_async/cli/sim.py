@@ -65,6 +65,9 @@ SETTING_HELP = {
     "anthropic-compat",
     "reasoning_field": "deepseek-reasoner: the message field of the reasoning",
     "think_cut_off": "think-tags: share of answers cut off inside their reasoning",
+    "prompt_cache": "model OpenAI's prompt cache: a start of 1,024+ tokens (128-token blocks) "
+    "an answered request carried is reported as cached_tokens",
+    "cache_retention_minutes": "prompt cache: minutes a prompt's start is kept unused",
 }
 
 

@@ -9,6 +9,8 @@ a distribution over the ratings centred on the true score. On request it injects
 remote API shows (429s with retry-after, quota exhaustion, 5xx, resets, stalls, truncated
 bodies) and counts everything it received, so a test can assert what a client sent.
 
+With ``prompt_cache`` it models OpenAI's prompt cache (:mod:`geval_async.sim.prompt_cache`):
+``cached_tokens`` in the usage of a request whose start an answered one carried.
 Model profiles (:mod:`geval_async.sim.profiles`: ``openai-reasoning``, ``deepseek-reasoner``,
 ``think-tags``, ``anthropic-compat``) make it refuse and answer as those endpoints do; a prompt
 ending in "Evaluation Steps:" gets G-Eval's evaluation steps (:mod:`geval_async.sim.steps`).
@@ -48,6 +50,7 @@ from .limits import (
     validate,
 )
 from .profiles import ANTHROPIC_COMPAT, check_profile, fresh_samples, refusal
+from .prompt_cache import PromptCache
 from .settings import SimSettings, SimStats
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -76,6 +79,7 @@ class _Judge:
         self.granted = 0  # 200s promised but not yet sent, so quota_after holds under load
         self.calls: collections.Counter[str] = collections.Counter()  # ignore_n: per body, not n
         self.batches: BatchService | None = None
+        self.cache = PromptCache()
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -134,6 +138,14 @@ class _Judge:
             status, payload = refused
             return web.json_response(payload, status=status)
         prompt = prompt_tokens(body["messages"])
+        # What the prompt cache holds as the request arrives: a start being computed for a
+        # request still in flight is not there yet.
+        cached: int | None = None
+        starts: list[bytes] = []
+        if s.prompt_cache:
+            cached, starts = self.cache.read(
+                body, prompt, time.monotonic(), s.cache_retention_minutes * 60
+            )
 
         if self.rng_seed != s.seed:
             self.rng, self.rng_seed = random.Random(s.seed), s.seed
@@ -167,12 +179,17 @@ class _Judge:
             if delay > 0:
                 await asyncio.sleep(delay)
             model = body.get("model") or request.match_info.get("deployment") or MODEL
-            return self._completion(body, model, digest, truncate=fault == "truncated")
+            response = self._completion(
+                body, model, digest, truncate=fault == "truncated", cached=cached
+            )
+            if s.prompt_cache:
+                self.cache.keep(starts, time.monotonic(), s.cache_retention_minutes * 60)
+            return response
         finally:
             self.granted -= 1
 
     def _completion(
-        self, body: dict[str, Any], model: str, digest: str, truncate: bool
+        self, body: dict[str, Any], model: str, digest: str, truncate: bool, cached: int | None
     ) -> web.Response:
         repeat = self.stats.answered[digest]
         # llama.cpp samples anew on every call, also when only n differs between calls;
@@ -182,7 +199,7 @@ class _Judge:
         if fresh_samples(self.settings):
             repeat = self.calls[call]
         answer_id = f"chatcmpl-sim-{hashlib.sha256(f'{digest}:{repeat}'.encode()).hexdigest()[:24]}"
-        answer, judged = completion(body, self.settings, model, answer_id, repeat)
+        answer, judged = completion(body, self.settings, model, answer_id, repeat, cached)
         if judged.refusals:
             self.stats.faults["invalid_answer"] += judged.refusals
         text = json.dumps(answer)
@@ -193,6 +210,9 @@ class _Judge:
             self.stats.samples += len(answer["choices"])
             self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
             self.stats.steps += judged.steps
+            self.stats.prompt_tokens += answer["usage"]["prompt_tokens"]
+            self.stats.cached_tokens += cached or 0
+            self.stats.cache_keys[str(body.get("prompt_cache_key") or "")] += 1
             self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")
 

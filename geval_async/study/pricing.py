@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 # model prefix -> (input, output) USD per 1M tokens. The longest matching prefix wins.
 PRICES: dict[str, tuple[float, float]] = {
@@ -103,25 +104,68 @@ def billed_cost(
 ) -> float | None:
     """USD of one answer from the usage the server reported (prompt, of it cached, and
     completion tokens, reasoning included); None when the usage gives no token counts."""
-    tokens = _billed_tokens(usage)
+    tokens = read_usage(usage)
     if tokens is None:
         return None
-    uncached, cached, completion = tokens
+    uncached, cached, completion = tokens.uncached, tokens.cached, tokens.completion
     price_in, price_out = price
     cached_in = price_in if cached_price is None else cached_price
     return (uncached * price_in + cached * cached_in + completion * price_out) / 1e6
 
 
-def _billed_tokens(usage: Mapping[str, object]) -> tuple[int, int, int] | None:
-    """The prompt's uncached and cached tokens and the completion's (reasoning included) the
-    usage reports; None when it gives no token counts."""
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if not isinstance(prompt, int) or not isinstance(completion, int):
+class UsageTokens(NamedTuple):
+    """The tokens one answer's usage reports: the prompt's, of them the cached ones, and the
+    completion's (reasoning included)."""
+
+    prompt: int
+    cached: int
+    completion: int
+    cache_reported: bool  # the usage says how many prompt tokens were cached (0 included)
+
+    @property
+    def uncached(self) -> int:
+        return self.prompt - self.cached
+
+
+def read_usage(usage: object) -> UsageTokens | None:
+    """The one reader of an answer's ``usage``: chat completions' (``prompt_tokens``,
+    ``prompt_tokens_details.cached_tokens``, ``completion_tokens``) or the Responses API's
+    (``input_tokens``, ``input_tokens_details.cached_tokens``, ``output_tokens``); None when
+    it gives no token counts."""
+    if not isinstance(usage, Mapping):
         return None
-    details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    cached = min(cached, prompt) if isinstance(cached, int) and cached > 0 else 0
-    return prompt - cached, cached, completion
+    if "prompt_tokens" in usage:
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        details = usage.get("prompt_tokens_details")
+    else:
+        prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
+        details = usage.get("input_tokens_details")
+    if type(prompt) is not int or type(completion) is not int:
+        return None
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    reported = type(cached) is int
+    cached = min(cached, prompt) if type(cached) is int and cached > 0 else 0
+    return UsageTokens(prompt, cached, completion, reported)
+
+
+@dataclass(frozen=True)
+class PromptCacheShare:
+    """How many of the prompt tokens answers reported were read from the provider's prompt
+    cache (billed at the cached-input price)."""
+
+    prompt_tokens: int
+    cached_tokens: int
+
+    @property
+    def share(self) -> float:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def line(self) -> str:
+        """ "84% of 1,234,000 prompt tokens billed as cached"."""
+        return (
+            f"{self.share:.0%} of {self.prompt_tokens:,} prompt tokens billed as cached "
+            f"({self.cached_tokens:,})"
+        )
 
 
 def estimate_cost(
@@ -206,8 +250,9 @@ class Budget:
         if self.shared is not None:
             self.shared.spent = round(self.shared.spent - cost, 9)
 
-    def settle(self, usage: Mapping[str, object] | None) -> None:
-        """Add what the server reported an answer billed (its usage), beside the estimate.
+    def settle(self, tokens: UsageTokens | None) -> None:
+        """Add what the server reported an answer billed (its usage as :func:`read_usage`
+        reads it), beside the estimate.
 
         The cap keeps counting estimates (the most each request could cost), so that a run
         never passes it whatever the answers turn out to cost; the spend a user is shown is
@@ -215,14 +260,13 @@ class Budget:
         """
         # As billed_cost reads the usage, its tokens added up instead of its USD rounded
         # (round(x, 12) an answer was 0.5 us of the loop's CPU, docs/benchmarks.md section 2).
-        tokens = _billed_tokens(usage) if usage is not None else None
         if tokens is None:
             self.unbilled += 1
         else:
             total = self.billed_tokens
-            total[0] += tokens[0]
-            total[1] += tokens[1]
-            total[2] += tokens[2]
+            total[0] += tokens.prompt - tokens.cached
+            total[1] += tokens.cached
+            total[2] += tokens.completion
 
     @property
     def billed(self) -> float:

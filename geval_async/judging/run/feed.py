@@ -6,6 +6,13 @@ what is stored is counted and never touches a limiter or the network; an item wi
 missing is claimed for this run (:mod:`geval_async.judging.store.claims`), many items in one
 transaction, and goes onto a bounded queue the workers take from. A claim another process
 holds is left to the worker, which waits for that process's answer instead.
+
+A criterion whose requests share a prefix a provider caches (1,024 tokens or more,
+:mod:`geval_async.study.prompt_cache`) is opened by one item: its first request goes alone,
+and the criterion's other items wait until it is answered, then go as fast as ever, each
+reading the prefix from the provider's cache instead of paying for it. Sent together, the
+first requests would all miss (the prefix is kept only once computed). Other criteria are not
+held; a criterion below the threshold is never held.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from itertools import chain
 
 from ...study.config import EvalConfig
 from ...study.plan import ChunkSizes, JudgeItem, JudgeRequest, Study
+from ...study.prompt_cache import prefix_share
 from ..store.left import Left, LeftChunk, collector_paused, left_chunks
 from ..store.origin import ServerEntries
 from ..wire.limits import RateLimits
@@ -46,6 +54,13 @@ class ItemWork:
     requests: list[JudgeRequest]
     claimed: float | None = None
     stored: bool = False
+    # Set once its first request is over (answered or not): it opens its criterion's prefix.
+    opens: asyncio.Event | None = None
+
+    def opened(self) -> None:
+        """Its first request is over: the criterion's other items may go."""
+        if self.opens is not None:
+            self.opens.set()
 
 
 class Feed:
@@ -75,6 +90,10 @@ class Feed:
         # 25: bench/claims.py).
         self._ahead: list[ItemWork] = []
         self._batch = max(self.workers, _CLAIM_BATCH)
+        # The criteria whose shared prefix a provider caches, and the event of each one's
+        # opening item (set when its first request is over).
+        self._cached_prefix = {c.name for c in study.criteria if prefix_share(c).cacheable}
+        self._openers: dict[str, asyncio.Event] = {}
 
     def first_work(self) -> Iterator[LeftChunk] | None:
         """Count what the cache settles up to the first chunk of items with something
@@ -117,7 +136,10 @@ class Feed:
             for item, requests in chunk.to_send():
                 if self.stop.is_set():
                     break
-                await self._enqueue(ItemWork(item, requests))
+                work = ItemWork(item, requests)
+                if self._cached_prefix:
+                    await self._hold_for_opener(work)
+                await self._enqueue(work)
         await self._enqueue(None)
         self.writer.wind_down()  # what is left is in the queue or in flight
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
@@ -125,6 +147,19 @@ class Feed:
         # drains any more would hang the run.
         for _ in range(self.workers):
             await self.queue.put(None)
+
+    async def _hold_for_opener(self, work: ItemWork) -> None:
+        """Make ``work`` its criterion's opening item, or wait until that one's first request
+        is over (its answer puts the prefix in the provider's cache)."""
+        name = work.item.criterion.name
+        if name not in self._cached_prefix:
+            return
+        opener = self._openers.get(name)
+        if opener is None:
+            work.opens = self._openers[name] = asyncio.Event()
+        elif not opener.is_set():
+            await self._enqueue(None)  # the items held back for a claim go out, the opener too
+            await opener.wait()  # set by the worker whatever happens, a stop included
 
     async def _enqueue(self, work: ItemWork | None) -> None:
         """Queue ``work``, claiming items in batches (None: the last batch).

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from ...errors import TransportError
 from ...options import ItemOutcome, SamplingMode
 from ...study.plan import JudgeRequest, Study, chunk_request
-from ...study.pricing import SharedCap
+from ...study.pricing import SharedCap, read_usage
+from ...study.prompt_cache import prefix_share, prompt_cache_key
 from ...study.requests import Bodies
 from ..store.cache import CachedResponse
 from ..store.claims import Claims
@@ -119,6 +120,15 @@ class Run:
         )
         # Each request's body made as request.body makes it, its template made ready once.
         self.bodies = Bodies(self.config)
+        # The prompt_cache_key of each criterion whose requests share a prefix long enough for
+        # the provider to cache: it routes them to the machines that hold it (None: nothing
+        # shared to route by, and nothing sent that a local server might not know).
+        self.cache_keys = {
+            criterion.name: prompt_cache_key(judge.model, criterion)
+            if prefix_share(criterion).cacheable
+            else None
+            for criterion in study.criteria
+        }
         self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
         self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?
         self.feed = Feed(
@@ -153,6 +163,7 @@ class Run:
             if self.stop.is_set():
                 if work.claimed is not None:
                     self.writer.release(work.requests[0].key)
+                work.opened()
                 continue  # drain without sending: the item stays missing
             # The item's requests in turn, here rather than in a coroutine of their own (one
             # made an item, and a frame more each time the task resumes).
@@ -160,7 +171,11 @@ class Run:
             claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
             while pending:
                 request, pending = pending[0], pending[1:]
-                outcome, received = await self.fetch_claimed(request, claim)
+                try:
+                    outcome, received = await self.fetch_claimed(request, claim)
+                finally:
+                    if claim is not None:  # the item's first request: its criterion may go
+                        work.opened()
                 claim = None  # a later chunk is claimed by the worker
                 if outcome is not _OK:
                     break
@@ -240,7 +255,9 @@ class Run:
             counters.in_flight += 1
             if counters.in_flight > counters.peak_in_flight:
                 counters.peak_in_flight = counters.in_flight
-            body = self.endpoint.wire(self.bodies.body(request))
+            body = self.endpoint.wire(
+                self.bodies.body(request), self.cache_keys[request.item.criterion.config.name]
+            )
             try:
                 answer = await self.transport.complete(body)
             except TransportError as exc:
@@ -264,9 +281,10 @@ class Run:
             limits.observe(answer.headers)
             parsed = answer.parsed
             self.endpoint.observe(body, answer)
+            tokens = read_usage(parsed.get("usage"))
+            counters.note_usage(tokens)
             if budget is not None:
-                usage = parsed.get("usage")
-                budget.settle(usage if isinstance(usage, dict) else None)
+                budget.settle(tokens)
             if self.logprobs and body.get("logprobs") and self.endpoint.logprobs is False:
                 # Ignored, not refused: every answer would come without them. Not stored (a
                 # samples-mode run asks under other keys).
@@ -325,6 +343,9 @@ class Run:
             # one, and the rest come as further draws (stored as draw 0's answer, as from a
             # server that ignores n).
             self.endpoint.learn(action)
+        elif action is Action.DROP_SETTING:
+            # Sent again at once without it: the key and the answer do not depend on it.
+            self.endpoint.learn(action, "prompt_cache_key")
         elif action is Action.TOKEN_PARAMETER:
             # Sent again at once under the name the endpoint wants (the key stays the same).
             if self.endpoint.token_parameter == exc.fact.param:

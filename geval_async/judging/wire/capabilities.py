@@ -48,13 +48,21 @@ class Capabilities:
     max_n: int = 0  # the most choices one answer has held (0: not seen)
     logprobs: bool | None = None  # None: not asked yet
     reasoning: bool | None = None
+    # False: it refused ``prompt_cache_key`` (unsupported_parameter), which is then left out.
+    prompt_cache_key: bool | None = None
 
-    def wire(self, body: dict[str, Any]) -> dict[str, Any]:
+    def wire(self, body: dict[str, Any], cache_key: str | None = None) -> dict[str, Any]:
         """``body`` as this endpoint wants it sent: ``body`` itself when it is already (the
-        usual endpoint), else a copy spelt anew."""
-        if self.token_parameter == "max_tokens" and not self.one_choice:
+        usual endpoint), else a copy spelt anew. ``cache_key``: the ``prompt_cache_key`` of
+        the request's criterion (:func:`~geval_async.study.prompt_cache.prompt_cache_key`),
+        added unless the endpoint refused it; a wire setting, as the token parameter's name,
+        that is never part of the request's key."""
+        send_key = cache_key is not None and self.prompt_cache_key is not False
+        if self.token_parameter == "max_tokens" and not self.one_choice and not send_key:
             return body
         sent = dict(body)
+        if send_key:
+            sent["prompt_cache_key"] = cache_key
         if self.token_parameter != "max_tokens" and "max_tokens" in sent:
             sent[self.token_parameter] = sent.pop("max_tokens")
         if self.one_choice and sent.get("n", 1) > 1:
@@ -72,12 +80,17 @@ class Capabilities:
         ``ONE_CHOICE``: the endpoint refuses n > 1, so every request from now on asks for one
         choice (the rest come as further draws). ``TOKEN_PARAMETER``: it refused the budget
         under ``refused_name``; when that is the name it was thought to want, the other one.
+        ``DROP_SETTING``: it refused ``prompt_cache_key`` (``refused_name``), which is left out
+        from now on.
         """
         if action is Action.ONE_CHOICE:
             self.one_choice = True
             return True
         if action is Action.TOKEN_PARAMETER and self.token_parameter == refused_name:
             self.switch_token_parameter()
+            return True
+        if action is Action.DROP_SETTING and refused_name == "prompt_cache_key":
+            self.prompt_cache_key = False
             return True
         return False
 
@@ -110,6 +123,8 @@ class Capabilities:
             parts.append("logprobs" if self.logprobs else "no logprobs")
         if self.reasoning:
             parts.append("returns reasoning")
+        if self.prompt_cache_key is False:
+            parts.append("no prompt_cache_key")
         return f"{model} at {urlsplit(url).netloc or url}: {', '.join(parts)}"
 
 

@@ -37,6 +37,7 @@ from .refused_settings import (
     REASONING_EXHAUSTED,
     reasoning_exhausted,
     refused_setting,
+    refused_wire_setting,
     sent_token_parameter,
     study_sampling,
 )
@@ -89,6 +90,9 @@ class Action(enum.StrEnum):
     # with max_tokens spelt the other way (max_tokens <-> max_completion_tokens).
     TOKEN_PARAMETER = "token parameter"
     KEEP = "keep"  # an answer that used its whole budget: stored as received (cut_off)
+    # The endpoint refuses a setting the wire adds of its own accord (prompt_cache_key): send
+    # the request again at once without it, and never again to this endpoint.
+    DROP_SETTING = "drop setting"
 
 
 @dataclass
@@ -230,7 +234,7 @@ def decide(
             value the request carried.
     """
     decision = _decide(fact, history, n=n, attempt=attempt, sent=sent or {})
-    unbilled = (Action.PAUSE, Action.ONE_CHOICE, Action.TOKEN_PARAMETER)
+    unbilled = (Action.PAUSE, Action.ONE_CHOICE, Action.TOKEN_PARAMETER, Action.DROP_SETTING)
     if decision.action in unbilled or not fact.reached_server:
         return replace(decision, billed=False)
     return decision
@@ -293,6 +297,8 @@ def _decide(
         return Decision(Action.TOKEN_PARAMETER, "token parameter", detail)
     if n > 1 and fact.refuses_n:
         return Decision(Action.ONE_CHOICE, "n refused", detail)
+    if refused_wire_setting(fact, sent) is not None:
+        return Decision(Action.DROP_SETTING, "prompt_cache_key refused", detail)
     refused = refused_setting(fact, sent, *((history.judge, history.sampling) if history else ()))
     if refused is not None:
         return Decision(Action.STOP, label, refused)

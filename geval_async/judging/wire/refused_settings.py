@@ -36,6 +36,7 @@ __all__ = [
     "reasoning_exhausted",
     "reasoning_tokens",
     "refused_setting",
+    "refused_wire_setting",
     "sent_token_parameter",
     "study_sampling",
     "unusable_choice",
@@ -77,6 +78,28 @@ def sent_token_parameter(fact: FailureFact, sent: Mapping[str, Any]) -> str | No
     if fact.param not in TOKEN_PARAMETERS or fact.param not in sent:
         return None
     return TOKEN_PARAMETERS[1 - TOKEN_PARAMETERS.index(fact.param)]
+
+
+# Settings the wire adds of its own accord, no config key sets: refused, they are left out.
+WIRE_SETTINGS = ("prompt_cache_key",)
+# How servers word the refusal of a parameter they do not know, where no field names it
+# (Azure OpenAI: "Unrecognized request argument supplied: prompt_cache_key").
+_UNKNOWN_ARGUMENT = re.compile(r"unrecognized|unsupported|unknown|not permitted|extra", re.I)
+
+
+def refused_wire_setting(fact: FailureFact, sent: Mapping[str, Any]) -> str | None:
+    """The setting of :data:`WIRE_SETTINGS` the answer refuses (400 ``unsupported_parameter``
+    naming it, or a message that calls it unknown), when the request carried it; else None."""
+    if fact.status not in (400, 422):
+        return None
+    for name in WIRE_SETTINGS:
+        if name not in sent:
+            continue
+        if fact.param == name and (fact.code in _UNSUPPORTED or not fact.code):
+            return name
+        if name in fact.message and _UNKNOWN_ARGUMENT.search(fact.message):
+            return name
+    return None
 
 
 def refused_setting(

@@ -212,6 +212,7 @@ class _Judge:
             self.stats.steps += judged.steps
             self.stats.prompt_tokens += answer["usage"]["prompt_tokens"]
             self.stats.cached_tokens += cached or 0
+            self.stats.cache_hits += bool(cached)
             self.stats.cache_keys[str(body.get("prompt_cache_key") or "")] += 1
             self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")

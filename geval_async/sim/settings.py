@@ -106,13 +106,14 @@ class SimStats:
     # the prompt_cache_key values the requests carried ("" for none).
     prompt_tokens: int = 0
     cached_tokens: int = 0
+    cache_hits: int = 0  # answers with cached tokens
     cache_keys: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def reset(self) -> None:
         """Zero every counter in place (the server keeps its reference)."""
         self.received = self.rate_limited = self.samples = 0
         self.batches = self.batch_lines = self.batch_calls = self.steps = 0
-        self.prompt_tokens = self.cached_tokens = 0
+        self.prompt_tokens = self.cached_tokens = self.cache_hits = 0
         self.batch_peak_queued_tokens = dict(self.batch_queued_tokens)  # queued batches stay
         self.peak_in_flight = self.in_flight  # requests still running count on
         counters = (
@@ -168,6 +169,7 @@ class SimStats:
             "steps": self.steps,
             "prompt_tokens": self.prompt_tokens,
             "cached_tokens": self.cached_tokens,
+            "cache_hits": self.cache_hits,
             "cache_keys": dict(self.cache_keys),
             "timeline": self.timeline(),
         }

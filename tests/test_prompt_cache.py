@@ -13,11 +13,13 @@ requests carry (and drop when the endpoint refuses it), and the ``--dry-run`` li
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from aiohttp import web
-from conftest import LoopbackApp, StudyFiles, run_cli, run_study
+from conftest import ROOT, LoopbackApp, StudyFiles, run_cli, run_study
 
 from geval_async.sim import SimServer, SimSettings
 from geval_async.sim.prompt_cache import PromptCache
@@ -368,3 +370,30 @@ def test_a_run_whose_usage_says_nothing_of_a_cache_prints_no_share(
     result = run_cli("run", str(study.config))
     assert result.returncode == 0, result.stderr
     assert "prompt cache:" not in result.stdout
+
+
+# --- the shipped prompts -------------------------------------------------------------------
+
+# The shipped studies (judge_files.toml describes judges' files for the meta stage, no study).
+SHIPPED = [
+    p for p in sorted((ROOT / "examples").glob("*/*.toml")) if "[[criteria]]" in p.read_text()
+]
+
+
+@pytest.mark.parametrize("config", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_shipped_prompt_puts_the_record_last(config: Path) -> None:
+    """The criterion's fixed text comes before the first record field; after it come only the
+    fields, their short labels and the one-line answer form."""
+    from geval_async.study.config import load_config
+    from geval_async.study.prompts import load_template
+
+    for criterion in load_config(config).criteria:
+        template = load_template(criterion.prompt, criterion.style)
+        record = set(criterion.fields) | ({"record"} if criterion.definition else set())
+        names = list(template.parts[1::2])
+        at = [i for i, name in enumerate(names) if name in record]
+        assert at, f"{criterion.prompt}: no record field"
+        after = template.parts[2 * at[0] + 2 :]  # the literals and names after the first field
+        literals = after[0::2]
+        assert all(len(text) <= 80 for text in literals), (criterion.prompt, literals)
+        assert set(after[1::2]) - record <= {"metric_name", "scale"}, (criterion.prompt, after)

@@ -21,6 +21,8 @@ import pytest
 from aiohttp import web
 from conftest import ROOT, LoopbackApp, StudyFiles, run_cli, run_study
 
+from geval_async.errors import FailureFact
+from geval_async.judging.wire.failures import Action, decide
 from geval_async.sim import SimServer, SimSettings
 from geval_async.sim.prompt_cache import PromptCache
 
@@ -397,3 +399,26 @@ def test_every_shipped_prompt_puts_the_record_last(config: Path) -> None:
         literals = after[0::2]
         assert all(len(text) <= 80 for text in literals), (criterion.prompt, literals)
         assert set(after[1::2]) - record <= {"metric_name", "scale"}, (criterion.prompt, after)
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        FailureFact(
+            status=400,
+            code="unsupported_parameter",
+            param="prompt_cache_key",
+            message="Unsupported parameter: 'prompt_cache_key' is not supported with this model.",
+        ),
+        # Azure OpenAI's words for a parameter it does not know, no field naming it.
+        FailureFact(status=400, message="Unrecognized request argument supplied: prompt_cache_key"),
+    ],
+    ids=["openai", "azure"],
+)
+def test_a_refused_cache_key_is_resent_without_it_and_not_billed(fact: FailureFact) -> None:
+    sent = {"model": MODEL, "n": 1, "prompt_cache_key": "geval-rules-0123"}
+    decision = decide(fact, sent=sent)
+    assert decision.action is Action.DROP_SETTING
+    assert not decision.billed
+    # The same answer to a request that carried no key is not mended by leaving it out.
+    assert decide(fact, sent={"model": MODEL, "n": 1}).action is not Action.DROP_SETTING

@@ -175,7 +175,8 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
         print(
             f"note: {config.judge.model} at {config.judge.url} gives one answer a request "
             f"(an earlier run learned it refuses n > 1): an item's {config.sampling.n} answers "
-            "are that many requests, each carrying the prompt"
+            "are that many requests, each carrying the prompt (all but the first read it from "
+            "a provider's prompt cache when it is 1,024 tokens or more)"
         )
     if estimate.simulated is None:
         print(

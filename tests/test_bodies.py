@@ -1,8 +1,5 @@
-"""The body a run sends is the request's own: :class:`~geval_async.study.requests.Bodies`
-(each criterion's template made ready once, for the requests a run sends) gives exactly what
-:attr:`JudgeRequest.body` renders, key for key and in the same order, and its digest is the
-key the plan made the request under: a body that differed would store an answer under a key
-that never asked for it."""
+"""The body a run sends hashes to the key the plan made the request under: a body that
+differed would store an answer under a key that never asked for it."""
 
 from __future__ import annotations
 
@@ -18,7 +15,6 @@ from geval_async.study.judge_choice import apply_overrides
 from geval_async.study.keys import request_key
 from geval_async.study.plan import chunk_request, planned_requests
 from geval_async.study.prepare import prepare_study
-from geval_async.study.requests import Bodies
 
 EXAMPLES = ROOT / "examples"
 
@@ -38,13 +34,11 @@ def test_each_body_sent_is_the_requests_own_and_hashes_to_its_key(
     if seed is not None:
         config = replace(config, sampling=replace(config.sampling, seed=seed))
     study = prepare_study(config)
-    bodies = Bodies(config)
     requests = list(planned_requests(study, send=True))
     assert len({(r.item.criterion.name, r.item.rubric) for r in requests}) > 1
     # And the later chunks a worker asks for when an answer came back short.
     later = [chunk_request(r, 1, config) for r in requests[:40] if r.n > 1]
     for request in requests + later:
-        body = bodies.body(request)
-        expected = request.body
-        assert body == expected and list(body) == list(expected)
+        body = request.body
+        assert body["messages"][0]["content"] and body["model"] == config.judge.model
         assert request_key(body, request.draw) == request.key

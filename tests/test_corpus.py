@@ -17,7 +17,7 @@ STYLES = {
     "reason_then_verdict", "terse", "word_numbers", "llama_out_of", "markdown_bold",
     "mt_bench_brackets", "prometheus_result", "stars", "letters", "half_points",
     "counterfactual", "breakdown", "quoted_numbers", "refusal", "cut_off", "handwritten",
-    "thinking", "concluding", "list_numbers",
+    "thinking", "concluding", "list_numbers", "verdict_after_reasoning",
 }  # fmt: skip
 
 
@@ -46,6 +46,24 @@ def test_a_thinking_models_reasoning_is_never_read_as_its_rating() -> None:
     assert len(thinking) >= 50
     assert sum(r.row.get("reasoning") is not None for r in thinking) >= 5  # the field, too
     assert [(o.row["text"], o.row["label"], o.reading) for o in thinking if not o.agrees] == []
+
+
+def test_an_explicit_verdict_mark_after_long_reasoning_is_the_rating() -> None:
+    section = [o for o in evaluate(load_corpus()) if o.row["style"] == "verdict_after_reasoning"]
+    marked = [o for o in section if o.row["label"] is not None]
+    assert len(marked) >= 60
+    assert {tuple(o.row["scale"]) for o in marked} == {(1, 5), (1, 10)}
+    invalid = [o.row["text"][-80:] for o in marked if o.reading.rating is None]
+    assert len(invalid) <= 0.005 * len(marked), invalid
+    misread = [
+        (o.row["text"][-80:], o.row["label"], o.reading.rating)
+        for o in marked
+        if o.reading.valid and not o.agrees
+    ]
+    assert misread == []  # never a rating other than the judge's explicit mark
+    unmarked = [o for o in section if o.row["label"] is None]
+    assert len(unmarked) >= 10
+    assert [o.row["text"][-80:] for o in unmarked if o.reading.valid] == []
 
 
 def test_the_agreement_table_in_docs_is_current() -> None:

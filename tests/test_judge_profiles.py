@@ -367,3 +367,31 @@ def test_a_batch_refused_for_n_learns_n_1_completes_and_teaches_the_online_run(
     assert again.returncode == 0, again.stderr
     assert srv.stats.by_status[400] == 0  # online: n = 1 from the first request
     assert srv.stats.by_status[200] == 10 * ITEMS  # the four new records' draws
+
+
+def test_deciding_reads_the_history_and_the_run_records_each_attempt() -> None:
+    """A wrong port: each refused connection seen counts, the third stops the run with the
+    line that names the cause; deciding alone, however often, changes nothing."""
+    from dataclasses import asdict
+
+    from geval_async.errors import Connection, FailureFact
+
+    history = History("http://127.0.0.1:9/v1/chat/completions", "K")
+    refused = FailureFact(connection=Connection.REFUSED)
+    before = asdict(history)
+    for _ in range(5):
+        assert decide(refused, history).action is Action.BACKOFF
+    assert asdict(history) == before
+    actions = []
+    for _ in range(3):
+        history.saw(refused)
+        actions.append(decide(refused, history))
+    assert [d.action for d in actions] == [Action.BACKOFF, Action.BACKOFF, Action.STOP]
+    assert "is the server running on that host and port?" in actions[-1].message
+    # Once the endpoint has answered, a refused connection is a transient failure, not a
+    # wrong URL: it is retried.
+    answered = History("http://127.0.0.1:9/v1/chat/completions", "K")
+    answered.saw(FailureFact(status=500))
+    for _ in range(4):
+        answered.saw(refused)
+        assert decide(refused, answered, attempt=1).action is Action.BACKOFF

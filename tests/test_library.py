@@ -12,10 +12,7 @@ from hypothesis import strategies as st
 import geval_async as ga
 from geval_async.judging.wire.server_waits import parse_duration, retry_after
 from geval_async.sim import SimServer
-from geval_async.study.config import load_config
-from geval_async.study.keys import KeyFrame, canonical_json, request_key
-from geval_async.study.plan import first_request, first_requests, plan_items
-from geval_async.study.prepare import prepare_study
+from geval_async.study.keys import canonical_json, request_key
 from geval_async.study.prompts import Template
 
 
@@ -69,38 +66,6 @@ def test_request_key_does_not_depend_on_how_many_samples_are_asked(
 ) -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": content}], "n": 1}
     assert request_key(body, draw) == request_key({**body, "n": n}, draw)
-
-
-@given(
-    st.dictionaries(st.text(max_size=8), json_values, max_size=5),
-    st.text(max_size=10),
-    st.text(),
-    st.integers(0, 20),
-)
-def test_a_key_frame_gives_each_text_the_key_of_its_request(
-    fixed: dict, role: str, text: str, draw: int
-) -> None:
-    # Keys are content addresses users' caches depend on: the fast way must give the same.
-    body = {**fixed, "messages": [{"role": role, "content": "another text"}], "n": 3}
-    frame = KeyFrame.around(body, draw)
-    assert frame is not None
-    asked = {**body, "messages": [{"role": role, "content": text}]}
-    assert frame.key(text) == request_key(asked, draw)
-
-
-@pytest.mark.parametrize("sampling", [{}, {"seed": 7}, {"mode": "logprobs", "n": 1}])
-def test_many_first_requests_at_once_are_each_the_first_request(
-    study: StudyFiles, sampling: dict[str, object]
-) -> None:
-    study.write_config("http://127.0.0.1:9/v1", sampling=sampling)
-    plan = prepare_study(load_config(study.config))
-    items = list(plan_items(plan))
-    assert first_requests(items, plan.config) == [first_request(i, plan.config) for i in items]
-
-
-def test_a_body_holding_the_frame_mark_is_keyed_the_slow_way() -> None:
-    body = {"model": "\x00geval-async prompt text\x00", "messages": [{"content": "x"}], "n": 1}
-    assert KeyFrame.around(body, 0) is None
 
 
 @given(st.text(alphabet=string.printable + "{}", max_size=60))

@@ -375,7 +375,7 @@ def test_logprob_distribution_sums_to_one_and_scores_inside_the_scale(pairs) -> 
 
 
 def test_a_logprob_within_rounding_of_zero_is_certainty() -> None:
-    # Issue 23: "4" with top logprobs [4: +1e-7, 3: -12] scored 3.0 (the 4 was dropped).
+    # "4" with top logprobs [4: +1e-7, 3: -12] must score 4.0, not drop the 4 and score 3.0.
     top = [{"token": "4", "logprob": 1e-7}, {"token": "3", "logprob": -12.0}]
     dist = distribution_from_logprobs(top, LIKERT)
     assert dist.weighted_score == pytest.approx(4.0, abs=1e-4)
@@ -529,7 +529,7 @@ def test_first_token_without_logprobs_is_none(choice: dict) -> None:
     assert first_token_top_logprobs(choice) is None
 
 
-# --- the answers real judges wrote (issue 9), with the reason when there is no rating -------
+# --- the answers real judges wrote, with the reason when there is no rating -------
 
 JUDGE_CASES = [
     ("The summary fails to give a clear overview, scoring a one out of five.", 1, None),
@@ -619,3 +619,94 @@ def test_a_very_long_answer_is_read_at_its_opening_and_its_end() -> None:
     parser = RatingParser(LIKERT)
     assert parser.parse(middle + "\n\nFinal score: 4") == 4
     assert parser.parse("Score: 2\n\n" + middle) == 2
+
+
+# Pieces of a judge's reasoning before its verdict: figures, labelled aspects, hedges, quotes,
+# code with numbers and brackets, lists: none of them may outweigh the mark that closes it.
+reasoning_pieces = st.lists(
+    st.sampled_from(
+        [
+            "The answer says 12 x 7 = 94.",
+            "Score: 7",
+            "I'd give the code a 3.",
+            "[[2]]",
+            "a[[1]]",
+            "return n or 1",
+            "`x[1]`",
+            "3/4 of the tests pass",
+            "35/36",
+            "(0, 0)",
+            '"Rating: [[4]]" is the format.',
+            "“the 2nd trial”",
+            "1. Accuracy: 4/5",
+            "\n",
+            "2. Clarity: 9/10",
+            "```python\nprint([1, 2][1])\n```",
+            "Overall, 6.",
+            "maybe 8?",
+            "It is not a 10.",
+            "between 2 and 5",
+            "’",
+            '"',
+            "'",
+            "**",
+            "Final score: 2",
+        ]
+    ),
+    max_size=15,
+).map(" ".join)
+closing_marks = st.sampled_from(
+    [
+        "Rating: [[{n}]]",
+        '"Rating: [[{n}]]".',
+        "**Rating: [[{n}]]**",
+        "Rating: [[{n}]].",
+        'Therefore, I would rate it as follows: "Rating: [[{n}]]".',
+        "“Rating: [[{n}]]”.",
+        "`Rating: [[{n}]]`",
+        "**Rating:** [[{n}]]\n",
+        "'[[{n}]]'.",
+    ]  # fmt: skip
+)
+
+
+@given(reasoning_pieces, closing_marks, st.sampled_from([5, 10]), st.data())
+def test_an_explicit_mark_closing_the_answer_outranks_every_number_before_it(
+    reasoning: str, mark: str, top: int, data: st.DataObject
+) -> None:
+    rating = data.draw(st.integers(1, top))
+    parser = RatingParser(Scale.integer(1, top))
+    assert parser.parse(f"{reasoning}\n\n{mark.format(n=rating)}") == rating
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("The code is right: 3 of 3 tests pass.\n\nRating: [[rating]]", Reason.NO_RATING),
+        ("Helpful: 8, accurate: 9.\n\nRating: [[11]]", Reason.OFF_SCALE),
+        ("Helpful: 8, accurate: 9.\n\nRating: [[7]] or [[8]]", Reason.AMBIGUOUS),
+        ("It fixes the bug:\n\n```python\n>>> sorted({1})\n[1]\n```", Reason.NO_RATING),
+    ],
+)
+def test_a_closing_mark_that_names_no_rating_leaves_the_answer_invalid(
+    text: str, reason: Reason
+) -> None:
+    assert RatingParser(Scale.integer(1, 10)).read(text).reason == reason
+
+
+@pytest.mark.parametrize(
+    ("text", "rating"),
+    [
+        ("The fix:\n\n```python\nreturn n or 3\n```\n\nScore: 7", 7),
+        ("```python\nprint([1])\n```\n\nThe code is correct. I'd give it a 9.", 9),
+        ('My evaluation:\n\n```json\n{"score": 4, "reason": "clear"}\n```', 4),
+        ('My evaluation:\n\n```\n{"score": 4}\n```', 4),
+        ("Verdict:\n```text\nScore: 6\n```", 6),
+        ("```\nScore: 8\n```", 8),
+        ("The assistant prints the list:\n\n```\n>>> xs\n[1]\n```", None),
+    ],
+)
+def test_code_a_judge_quotes_in_a_fenced_block_is_never_its_rating(
+    text: str, rating: float | None
+) -> None:
+    assert RatingParser(Scale.integer(1, 10)).parse(text) == rating

@@ -12,6 +12,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import StudyFiles, run_study
@@ -20,18 +21,68 @@ from geval_async.judging.store.read_model import open_answers
 from geval_async.scoring.scores.columns import ScoreColumns
 from geval_async.scoring.scores.readings import invalid_shares, samples_frame, share_differences
 from geval_async.scoring.scores.results import StudyResults, load_results
-from geval_async.scoring.scores.scores import ItemScore, score_items, tally
-from geval_async.scoring.scores.tables import (
-    conditions_present,
-    design_is_paired,
-    group_tables,
-    long_frame,
-    write_long_csv,
-)
+from geval_async.scoring.scores.scores import ItemScore, distribution_json, score_items, tally
+from geval_async.scoring.scores.tables import LONG_COLUMNS, conditions_present, write_long_csv
 from geval_async.scoring.scores.trust import consistency_frame, n_curve_frame
 from geval_async.sim import SimServer, SimSettings
-from geval_async.study.config import load_config
+from geval_async.study.config import EvalConfig, load_config
 from geval_async.study.prepare import prepare_study
+
+
+def long_frame(held: list[ItemScore]) -> pd.DataFrame:
+    """The long table, one row an item object: the reference the columns must equal."""
+    rows = [
+        {
+            "record_id": s.record_id,
+            "group": s.group,
+            "condition": s.condition,
+            "criterion": s.criterion,
+            "score": np.nan if s.weighted_score is None else s.weighted_score,
+            "se": np.nan if s.se is None else s.se,
+            "status": s.status,
+            "valid": s.valid,
+            "invalid": s.invalid,
+            "valid_mass": np.nan if s.distribution is None else s.distribution.valid_mass,
+            "distribution": distribution_json(s),
+        }
+        for s in held
+    ]
+    return pd.DataFrame(rows, columns=LONG_COLUMNS)
+
+
+def group_tables(long: pd.DataFrame, config: EvalConfig) -> dict[str, pd.DataFrame]:
+    """Per criterion, the mean score per group (else record) and condition, by pandas'
+    groupby on the long table: the reference for the tables made from columns."""
+    by_group = bool(long["group"].notna().any())
+    keys = [
+        long["criterion"],
+        (long["group"] if by_group else long["record_id"]).rename("_group"),
+        long["condition"].fillna("all").rename("_condition"),
+    ]
+    means = long["score"].groupby(keys, sort=False, dropna=False).mean()
+    groups = list(pd.unique(long["group"] if by_group else long["record_id"]))
+    seen = list(pd.unique(long["condition"].dropna()))
+    conditions = [c for c in config.stats.conditions if c in seen]
+    conditions = (conditions + [c for c in seen if c not in conditions]) or ["all"]
+    tables = {}
+    for criterion in config.criteria:
+        rows = means[means.index.get_level_values("criterion") == criterion.name]
+        table = rows.droplevel("criterion").unstack("_condition")
+        table = table.reindex(index=groups, columns=conditions).astype(float)
+        table.index.name = config.data.group_field or "record"
+        table.columns.name = None
+        tables[criterion.name] = table
+    return tables
+
+
+def design_is_paired(long: pd.DataFrame, config: EvalConfig) -> bool:
+    """The same groups under both compared conditions, read from the long table."""
+    if len(config.stats.conditions) != 2 or long["group"].isna().all():
+        return False
+    a, b = config.stats.conditions
+    groups_a = set(long.loc[long["condition"] == a, "group"])
+    groups_b = set(long.loc[long["condition"] == b, "group"])
+    return bool(groups_a) and groups_a == groups_b
 
 
 def _held(config: Path) -> tuple[StudyResults, list[ItemScore]]:
@@ -51,7 +102,7 @@ def _same_as_held(results: StudyResults, held: list[ItemScore]) -> None:
     # The design and the conditions present, read from the records' codes, as from the frame.
     frame = long_frame(held)
     assert results.paired_design == design_is_paired(frame, results.config)
-    assert conditions_present(results.scores) == conditions_present(frame)
+    assert conditions_present(results.columns) == set(frame["condition"].dropna())
     assert "long" not in results.__dict__
     assert len(results.scores) == len(held)
     assert list(results.scores) == held

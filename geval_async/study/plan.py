@@ -16,15 +16,15 @@ what is in the cache, so the scoring stage finds the same keys without a network
 scores the first n samples in draw order (see :mod:`geval_async.study.keys`).
 
 A walk that decides many items from their first keys (a rerun looks up every item of the
-plan) takes them a chunk at a time (:func:`plan_chunks`): each criterion's keys made in one
-loop over the chunk's records, and no :class:`JudgeItem` or :class:`JudgeRequest` made for an
-item until it is asked for. What a request holds, and how it is made, is :mod:`.requests`.
+plan) takes them a chunk at a time (:func:`plan_chunks`): each item's first request is made by
+:func:`first_request` (its key is the hash of the body it sends) and only its key and token
+estimate are kept, so a chunk holds no prompt text. What a request holds, and how it is made,
+is :mod:`.requests`.
 """
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import islice
@@ -32,20 +32,14 @@ from itertools import islice
 from ..errors import ConfigError
 from .config import EvalConfig
 from .criteria import Rubric
-from .keys import KeyFrame, escaped
-from .prompts import field_text
 from .records import Record, Records
 from .requests import (
-    CHARS_PER_TOKEN,
     JudgeItem,
     JudgeRequest,
     PlannedCriterion,
-    PromptText,
     chunk_request,
     first_request,
     render_messages,
-    request_body,
-    token_estimate,
 )
 from .shard import Share
 
@@ -59,7 +53,6 @@ __all__ = [
     "Study",
     "chunk_request",
     "first_request",
-    "first_requests",
     "plan_chunks",
     "plan_items",
     "planned_requests",
@@ -150,7 +143,7 @@ class PlanChunk:
 
     config: EvalConfig
     records: list[Record]
-    prompts: list[_Prompt]
+    prompts: list[tuple[PlannedCriterion, Rubric | None]]
     keys: list[str]
     tokens: list[int]  # each first request's est_tokens
     where: list[int] | None = None  # the items' places in records x prompts (None: all)
@@ -166,8 +159,8 @@ class PlanChunk:
         """The ``index``-th item of the chunk."""
         place = index if self.where is None else self.where[index]
         record, prompt = divmod(place, len(self.prompts))
-        prompt_of = self.prompts[prompt]
-        return JudgeItem(self.records[record], prompt_of.criterion, prompt_of.rubric)
+        criterion, rubric = self.prompts[prompt]
+        return JudgeItem(self.records[record], criterion, rubric)
 
     def request(self, index: int) -> JudgeRequest:
         """The first request of the ``index``-th item, as :func:`first_request` makes it."""
@@ -185,7 +178,7 @@ class PlanChunk:
 
     def names(self) -> list[str]:
         """Each item's criterion name, in order."""
-        names = [prompt.criterion.name for prompt in self.prompts]
+        names = [criterion.name for criterion, _ in self.prompts]
         if self.where is None:
             return names * len(self.records)
         return [names[place % len(names)] for place in self.where]
@@ -197,10 +190,10 @@ class ChunkSizes:
     ``most`` (read anew for every chunk, so that the walker may lower it as it goes).
 
     A run's feed walks with a small first chunk and lowers ``most`` once it sends
-    (:mod:`geval_async.judging.run.feed`): a chunk is made on the event loop in one go (about
-    5 us an item, rendering and hashing), so a first chunk of 2,048 items kept the first
-    request back some 10 ms, and one made while requests are in flight keeps their answers
-    waiting as long, which leaves the server idle once its queue is done.
+    (:mod:`geval_async.judging.run.feed`): a chunk is made on the event loop in one go
+    (rendering and hashing every item), so a large first chunk keeps the first request back,
+    and one made while requests are in flight keeps their answers waiting as long, which
+    leaves the server idle once its queue is done.
     """
 
     most: int = 2048
@@ -257,10 +250,9 @@ def _record_chunks(
     sizes: ChunkSizes,
     config: EvalConfig,
 ) -> Iterator[PlanChunk]:
-    """Chunks of records x ``pairs``, about as many items as ``sizes`` says for each: each
-    pair's keys made in one loop."""
+    """Chunks of records x ``pairs``, about as many items as ``sizes`` says for each, record
+    by record; each item's first request made and only its key and token estimate kept."""
     records = iter(study.selected_records)
-    prompts: list[_Prompt] | None = None
     count = len(pairs)
     items: int | None = None  # the last chunk's size, in items
     while True:
@@ -268,14 +260,14 @@ def _record_chunks(
         batch = list(islice(records, max(1, items // count)))
         if not batch:
             return
-        if prompts is None:
-            prompts = [_Prompt(JudgeItem(batch[0], c, r), config) for c, r in pairs]
-        keys: list[str] = [""] * (len(batch) * count)
-        tokens: list[int] = [0] * (len(batch) * count)
-        fields = _FieldColumns(batch)  # each field escaped once for every criterion
-        for index, prompt in enumerate(prompts):
-            keys[index::count], tokens[index::count] = prompt.first_keys(batch, config, fields)
-        yield PlanChunk(config, batch, prompts, keys, tokens)
+        keys: list[str] = []
+        tokens: list[int] = []
+        for record in batch:
+            for criterion, rubric in pairs:
+                request = first_request(JudgeItem(record, criterion, rubric), config)
+                keys.append(request.key)
+                tokens.append(request.est_tokens)
+        yield PlanChunk(config, batch, pairs, keys, tokens)
 
 
 def _check_steps(study: Study) -> None:
@@ -296,97 +288,3 @@ def _plan_order(study: Study) -> Iterator[JudgeItem]:
         for rubric in criterion.rubrics:
             for record in records:
                 yield JudgeItem(record, criterion, rubric)
-
-
-def first_requests(items: Iterable[JudgeItem], config: EvalConfig) -> list[JudgeRequest]:
-    """Draw 0 of each item, as :func:`first_request` makes it, for many items at once: a rerun
-    of a large plan looks up every request. Each criterion's part of the key is hashed once
-    (:class:`~.keys.KeyFrame`), and its template is filled from each record without a
-    mapping of values; no body is built."""
-    n = config.sampling.choices_per_item
-    # A request's token estimate (_tokens) less its text's share: the same for every item.
-    fixed = token_estimate(config, 0, 1, n)
-    prompts: dict[tuple[int, int], _Prompt] = {}
-    requests: list[JudgeRequest] = []
-    append = requests.append
-    for item in items:
-        criterion, rubric = item.criterion, item.rubric
-        prompt = prompts.get((id(criterion), id(rubric)))
-        if prompt is None or prompt.criterion is not criterion or prompt.rubric is not rubric:
-            prompt = prompts[id(criterion), id(rubric)] = _Prompt(item, config)
-        frame = prompt.frame
-        if frame is None:
-            append(first_request(item, config))
-            continue
-        text = prompt.text(item.record)
-        tokens = fixed - (-len(text) // CHARS_PER_TOKEN)
-        append(JudgeRequest(item, 0, n, frame.key(text), tokens, config))
-    return requests
-
-
-@dataclass(slots=True)
-class _FieldColumn:
-    """One field of a chunk's records as a template inserts it: each value's text JSON-escaped
-    (UTF-8, no quotes) and its length in characters."""
-
-    escaped: list[bytes]
-    lengths: list[int]
-
-
-class _FieldColumns:
-    """The fields of a chunk's records, each made into a :class:`_FieldColumn` once, for every
-    criterion that inserts it (three of issue 22's four insert the document)."""
-
-    def __init__(self, records: list[Record]) -> None:
-        self._records = records
-        self._made: dict[str, _FieldColumn] = {}
-
-    def column(self, name: str) -> _FieldColumn:
-        made = self._made.get(name)
-        if made is None:
-            values = [record.fields[name] for record in self._records]
-            texts = [value if type(value) is str else field_text(value) for value in values]
-            made = self._made[name] = _FieldColumn(list(map(escaped, texts)), list(map(len, texts)))
-        return made
-
-
-class _Prompt:
-    """One criterion's (and rubric's) template, ready to be filled from many records, and
-    the frame of its first requests' keys (None: keyed the slow way)."""
-
-    def __init__(self, item: JudgeItem, config: EvalConfig) -> None:
-        self.criterion, self.rubric = item.criterion, item.rubric
-        self._text = PromptText(self.criterion, self.rubric)
-        self._slots = self._text.slots
-        self._literals = self._text.parts[0::2]  # the template's text before, between and after
-        self._length = sum(map(len, self._literals))
-        body = request_body(config, render_messages(item), 0, config.sampling.choices_per_item)
-        self.frame = KeyFrame.around(body, 0)
-        self.text = self._text.text  # what render_text gives for this criterion and a record
-
-    def first_keys(
-        self, records: list[Record], config: EvalConfig, fields: _FieldColumns | None = None
-    ) -> tuple[list[str], list[int]]:
-        """The keys and token estimates of the first requests of ``records``' items
-        (``fields``: theirs, escaped, shared by the chunk's criteria)."""
-        frame = self.frame
-        if frame is None:  # keyed the slow way
-            requests = [
-                first_request(JudgeItem(record, self.criterion, self.rubric), config)
-                for record in records
-            ]
-            return [r.key for r in requests], [r.est_tokens for r in requests]
-        # A request's token estimate (_tokens) less its text's share: the same for every item.
-        fixed = token_estimate(config, 0, 1, config.sampling.choices_per_item)
-        if not self._slots:
-            texts = list(map(self.text, records))
-            return frame.keys(texts), [fixed - (-len(t) // CHARS_PER_TOKEN) for t in texts]
-        # The keys from the template's and the fields' escaped text, the texts never made.
-        fields = _FieldColumns(records) if fields is None else fields
-        columns = [fields.column(source) for _, source in self._slots]
-        keys = frame.keys_filled(self._literals, [column.escaped for column in columns])
-        lengths = columns[0].lengths
-        for column in columns[1:]:
-            lengths = list(map(operator.add, lengths, column.lengths))
-        base = self._length
-        return keys, [fixed - (-(base + length) // CHARS_PER_TOKEN) for length in lengths]

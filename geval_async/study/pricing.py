@@ -258,8 +258,8 @@ class Budget:
         never passes it whatever the answers turn out to cost; the spend a user is shown is
         this one.
         """
-        # As billed_cost reads the usage, its tokens added up instead of its USD rounded
-        # (round(x, 12) an answer was 0.5 us of the loop's CPU, docs/benchmarks.md section 2).
+        # As billed_cost reads the usage, its tokens added up instead of its USD rounded: the
+        # sum is priced once, when the spend is read.
         if tokens is None:
             self.unbilled += 1
         else:

@@ -16,7 +16,7 @@ from .config import CriterionConfig, EvalConfig
 from .criteria import Rubric
 from .definition import Steps
 from .keys import request_key
-from .prompts import Template, field_text
+from .prompts import Template
 from .records import Record
 
 # Per-message framing tokens providers add; the estimate only needs to be close and stable.
@@ -112,74 +112,12 @@ def render_text(item: JudgeItem) -> str:
     return criterion.template.render(values)
 
 
-_join = "".join
-
-
-class PromptText:
-    """One criterion's (and rubric's) template with its rubric filled in, ready to be filled
-    from many records: what :func:`render_text` gives, without a mapping of values a record."""
-
-    def __init__(self, criterion: PlannedCriterion, rubric: Rubric | None) -> None:
-        self.criterion, self.rubric = criterion, rubric
-        self.role = criterion.config.role
-        template = criterion.template
-        if rubric is not None:
-            template = template.fill({"rubric": rubric.text})  # as render_text does
-        fields = criterion.config.fields
-        self.parts = list(template.parts)
-        # (place in parts, record field) of each placeholder left
-        self.slots = [(i, fields[template.parts[i]]) for i in range(1, len(template.parts), 2)]
-
-    def text(self, record: Record) -> str:
-        """What :func:`render_text` gives for this criterion and ``record``."""
-        parts, fields = self.parts.copy(), record.fields
-        for index, source in self.slots:
-            value = fields[source]
-            parts[index] = value if type(value) is str else field_text(value)
-        return _join(parts)
-
-
-class Bodies:
-    """The bodies of one study's requests as sent (:attr:`JudgeRequest.body`), for a run that
-    sends many: each criterion's template made ready once (:class:`PromptText`), and the
-    sampling part of the body once for each draw and n. Nothing is kept per request."""
-
-    def __init__(self, config: EvalConfig) -> None:
-        self.config = config
-        self._texts: dict[tuple[int, int], PromptText] = {}
-        self._settings: dict[tuple[int, int], dict[str, Any]] = {}
-        # Both of a criterion, rubric, draw and n, found with one lookup.
-        self._made: dict[tuple[int, int, int, int], tuple[PromptText, dict[str, Any]]] = {}
-
-    def body(self, request: JudgeRequest) -> dict[str, Any]:
-        """``request.body``, made faster."""
-        item = request.item
-        criterion, rubric = item.criterion, item.rubric
-        made = self._made.get((id(criterion), id(rubric), request.draw, request.n))
-        if made is None or made[0].criterion is not criterion or made[0].rubric is not rubric:
-            made = self._make(criterion, rubric, request.draw, request.n)
-        text, settings = made
-        body = settings.copy()  # "messages" keeps its place, second, as request_body puts it
-        body["messages"] = [{"role": text.role, "content": text.text(item.record)}]
-        return body
-
-    def _make(
-        self, criterion: PlannedCriterion, rubric: Rubric | None, draw: int, n: int
-    ) -> tuple[PromptText, dict[str, Any]]:
-        text = self._texts.get((id(criterion), id(rubric)))
-        if text is None or text.criterion is not criterion or text.rubric is not rubric:
-            text = self._texts[id(criterion), id(rubric)] = PromptText(criterion, rubric)
-        settings = self._settings.get((draw, n))
-        if settings is None:
-            settings = self._settings[draw, n] = request_body(self.config, [], draw, n)
-        made = self._made[id(criterion), id(rubric), draw, n] = (text, settings)
-        return made
-
-
 def make_request(item: JudgeItem, config: EvalConfig, draw: int, n: int) -> JudgeRequest:
+    """The chunk of ``item`` that starts at sample ``draw`` and asks for ``n``: keyed by the
+    body it sends (:attr:`JudgeRequest.body` makes the same body again when it is sent)."""
     messages = render_messages(item)
     key = request_key(request_body(config, messages, draw, n), draw)
-    return JudgeRequest(item, draw, n, key, _estimate(config, messages, n), config)
+    return JudgeRequest(item, draw, n, key, token_estimate(config, messages, n), config)
 
 
 def request_body(
@@ -204,17 +142,13 @@ def request_body(
     return body
 
 
-def _estimate(config: EvalConfig, messages: list[dict[str, str]], n: int) -> int:
-    chars = 0
-    for message in messages:
-        chars += len(message["content"])
-    return token_estimate(config, chars, len(messages), n)
-
-
-def token_estimate(config: EvalConfig, chars: int, messages: int, n: int) -> int:
+def token_estimate(config: EvalConfig, messages: list[dict[str, str]], n: int) -> int:
+    """What a request may cost in tokens, for the tokens-a-minute limit and the budget: its
+    prompt's characters at about four a token, a few a message, and every answer's most."""
+    chars = sum(len(message["content"]) for message in messages)
     return (
         -(-chars // CHARS_PER_TOKEN)
-        + TOKENS_PER_MESSAGE * messages
+        + TOKENS_PER_MESSAGE * len(messages)
         + config.sampling.max_tokens * n
     )
 

@@ -112,9 +112,22 @@ def document(outcomes: list[Outcome]) -> str:
         "agreed on 52 of 52, `concluding` on 12 of 16 and `list_numbers` on 5 of 14 (5 false "
         "ratings, each a list number read as the rating); the rules for concluding sentences, "
         "numbers in a row and rated list items came from those misreadings.\n\n"
+        "A fourth, `verdict_after_reasoning`, holds gradings in the MT-Bench form, labelled "
+        "before the parser first read them: a paragraph or more of reasoning about an "
+        "assistant's answer, with figures, labelled aspects, quoted code full of numbers and "
+        'brackets, and lists, then the verdict as `Rating: [[N]]`, quoted (`"Rating: [[9]]".`), '
+        "in bold, with a full stop, on 1-10 and 1-5 scales; and answers whose end holds no "
+        "rating (code ending in `[1]`, the template's `[[rating]]`, a mark off the scale). At "
+        "that first reading it agreed on 67 of 95: 23 marked answers read as invalid, 4 read "
+        "as another rating and `[[rating]]` read as 1. The rules that an explicit mark closing "
+        "the answer outranks every number before it, that a mark inside quotes is never cited "
+        "content, that fenced code is quoted content, and that the graded task's and answer's "
+        'figures ("the reference answer is 3", "the assistant answers 1") and shares ("2 of '
+        'its 3 sentences") are never the rating came from those misreadings.\n\n'
         "Regenerate with `python -m tests.corpus.agreement --write`; `tests/test_corpus.py` "
-        "holds the parser to at least 99% agreement and no false rating, and the `thinking` "
-        "section to 100%.\n"
+        "holds the parser to at least 99% agreement and no false rating, the `thinking` "
+        "section to 100%, and `verdict_after_reasoning` to at most 0.5% of its marked answers "
+        "read as invalid and none read as a rating other than its mark.\n"
     )
 
 

@@ -1070,10 +1070,182 @@ def list_numbers(rng: random.Random) -> list[dict]:
     return out
 
 
+# Written, with its labels, before the parser first read it. MT-Bench's single-answer grading:
+# a paragraph or more of reasoning about an assistant's answer, full of numbers, quoted code and
+# lists, then the verdict as an explicit mark, "Rating: [[N]]", in the variants judges write.
+GRADINGS = [
+    "The user asks for the area of a triangle with vertices at (0, 0), (-1, 1) and (3, 3). The "
+    "reference answer is 3. The assistant applies the shoelace formula: 1/2 |0(1 - 3) + (-1)(3 - "
+    "0) + 3(0 - 1)| = 1/2 |0 - 3 - 3| = 3. Every step is shown and the final value, 3 square "
+    "units, matches the reference.",
+    "The question asks how many integers satisfy |x + 5| < 10. The correct answer is 19 (from "
+    "-14 to 4). The assistant says 20, counting both endpoints -15 and 5, which the strict "
+    "inequality excludes. The method is right, but the final count is off by 1.",
+    "The user asks for a function that returns the k-th smallest element of the union of two "
+    "sorted lists, in better than linear time. The assistant's answer merges both lists, which "
+    "takes O(m + n) time and O(m + n) space, so it misses the requirement. It does handle k = 1 "
+    "and k = m + n correctly. Here is the core of its code:\n\n```python\ndef kth_smallest(a, b, "
+    "k):\n    merged = sorted(a + b)\n    return merged[k - 1]\n```\n\nOn the example a = [1, 5, "
+    "9], b = [2, 3, 10], k = 4 it returns 5, which is correct.",
+    "The user asked for a 2-paragraph travel blog post about a trip to Hawaii, highlighting "
+    "cultural experiences and must-see attractions. The assistant wrote 4 paragraphs instead of "
+    "2, though each is vivid: it mentions the 1,000-year-old temple at Pu'ukohola, a luau with 3 "
+    "courses and the 2.5-mile hike up Diamond Head. The tone is engaging, but the length ignores "
+    "the instruction.",
+    "The puzzle: David has 3 sisters, and each of them has 1 brother. How many brothers does "
+    "David have? The correct answer is 0: David is the brother of his sisters. The assistant "
+    "answers 1, confusing David's brothers with the sisters' brother. The explanation is fluent, "
+    "but the answer is wrong, and that is the whole point of the question.",
+    "The user asks to extract the highest and lowest closing prices for each month of 2022. The "
+    "assistant returns a CSV with 12 rows, starting 2022-01,156.25,153.80. I checked 3 of the "
+    "months against the table: January and February are right, but March lists 163.90 as the "
+    "highest, while the table has 166.80 on 2022-03-21. One error in 12 rows.",
+    "The question asks why the sky is blue, explained for a 10-year-old. The assistant explains "
+    "Rayleigh scattering: shorter wavelengths (around 450 nm) scatter about 5.5 times more than "
+    "red light (around 700 nm). The figure is close ((700/450)^4 is about 5.9), but words such "
+    'as "wavelength" and "scattering" may be too hard for a child of 10.',
+    "The user asks the assistant to act as Sheldon from The Big Bang Theory and say whether hand "
+    "dryers are better than paper towels. The reply stays in character for 3 of its 4 "
+    "paragraphs, cites a study that found jet dryers spread 1,300 times more virus particles, "
+    "and ends with a catchphrase. The last paragraph drops the character to give a balanced "
+    "summary, which breaks the role.",
+    "The assistant's function for the longest common subsequence has an off-by-one error:\n\n"
+    "```python\ndef lcs(x, y):\n    m, n = len(x), len(y)\n    dp = [[0] * (n + 1) for _ in "
+    "range(m + 1)]\n    for i in range(1, m):\n        for j in range(1, n):\n            if "
+    "x[i - 1] == y[j - 1]:\n                dp[i][j] = dp[i - 1][j - 1] + 1\n            "
+    "else:\n                dp[i][j] = max(dp[i - 1][j], dp[i][j - 1])\n    return "
+    'dp[m][n]\n```\n\nThe loops stop at m - 1 and n - 1, so lcs("abc", "abc") returns 2 '
+    "instead of 3. The explanation around the code is clear.",
+    "Strengths:\n1. The answer gives 3 concrete examples.\n2. It cites the 2019 study and its "
+    "sample of 1,200 people.\n3. The conclusion follows from the evidence.\n\nWeaknesses:\n1. "
+    "It rates the first source 4/5 for reliability without saying why.\n2. Step 2 of the "
+    "argument is repeated.\n\nOverall the answer is helpful, with 2 small weaknesses.",
+    "For helpfulness I would score it 8, for accuracy 6, and the code alone deserves a 7. The "
+    "assistant's tests cover 4 of the 5 edge cases the question lists: the empty string, a "
+    "single character, all duplicates and a 10,000-character input; it misses the Unicode case.",
+    "The assistant answers the question about matrix multiplication with NumPy:\n\n```python\n"
+    "import numpy as np\na = np.array([[1, 2], [3, 4]])\nb = np.array([[5, 6], [7, 8]])\n"
+    "print(a @ b)  # [[19 22]\n              #  [43 50]]\nprint(a[[1]])  # [[3 4]]\n```\n\nThe "
+    "product is right: 1*5 + 2*7 = 19 and 3*6 + 4*8 = 50. It also explains that `a * b` "
+    "multiplies elementwise, giving [[5, 12], [21, 32]].",
+    "The assistant's Python solution reads a setting with a fallback:\n\n```python\ndef "
+    'retries(options):\n    return options.get("retries") or 3\n\ndef timeout(options):\n    '
+    'return options.get("timeout") or 30\n```\n\nThe question asked for 5 retries by default, '
+    "not 3, and a timeout of 10 seconds, not 30. Both defaults are wrong, though the code runs.",
+    "The user asks for a 3-day itinerary for Kyoto. Day 1 covers Fushimi Inari at 7 am to avoid "
+    "the crowds, day 2 Arashiyama, and day 3 Nara, 45 minutes away by train. The assistant "
+    "budgets 2 hours for Kinkaku-ji, which is generous, and omits the 500-yen entry fee the user "
+    "asked about.",
+    "The question: what is the probability of rolling a total of at least 3 with two dice? The "
+    "reference answer is 35/36. The assistant computes 1 - P(total = 2) = 1 - 1/36 = 35/36 and "
+    "explains each step. It also notes that the 36 outcomes are equally likely.",
+    "The answer is correct and concise: 17 is prime, and the assistant checks the divisors up "
+    "to 4 (since 4^2 = 16 < 17).",
+    "The user asks for a SQL query that finds the 5 customers with the highest total orders in "
+    "2023. The assistant writes:\n\n```sql\nSELECT customer_id, SUM(amount) AS total\nFROM "
+    "orders\nWHERE order_date >= '2023-01-01' AND order_date < '2024-01-01'\nGROUP BY "
+    "customer_id\nORDER BY total DESC\nLIMIT 5;\n```\n\nThe query is correct; 2 of its 3 "
+    "explanatory sentences repeat each other.",
+    "The assistant was asked to rewrite a paragraph in 50 words or fewer. Its version has 63 "
+    "words. It keeps the 3 main claims and the 1995 date, and it reads well, but it breaks the "
+    "one hard constraint of the task.",
+    "The user asks which is larger, 9.11 or 9.9. The assistant says 9.9 is larger, because 0.9 "
+    "= 0.90 > 0.11, and explains why comparing 11 with 9 is the wrong way to read decimals.",
+    "The answer to the physics question is wrong by a factor of 2. The kinetic energy of a 2 kg "
+    "ball at 3 m/s is 1/2 * 2 * 3^2 = 9 J; the assistant writes 18 J, dropping the 1/2. The "
+    "rest of the reasoning is sound:\n\n- it converts 10.8 km/h to 3 m/s correctly;\n- it "
+    "states the formula;\n- it gives the unit.",
+    "Score breakdown of the answer, as I read it:\n- Correctness: 6/10 (the recursion is right, "
+    "the base case is not)\n- Clarity: 9/10\n- Completeness: 5/10\n\nThe base case returns 1 "
+    "for n = 0 and 1 for n = 1, but the question defines f(0) = 0.",
+    "The user asks for a regular expression that matches dates like 2024-02-29. The assistant "
+    "gives `\\d{4}-\\d{2}-\\d{2}`, which also accepts 2023-13-45, and says so in one sentence; "
+    'it suggests validating with `datetime.strptime(s, "%Y-%m-%d")` afterwards, which is the '
+    "usual advice.",
+    "The assistant's shell command is:\n\n```bash\nfind . -name '*.log' -mtime +7 -exec rm {} "
+    "\\;\n```\n\nIt deletes logs older than 7 days, as asked. It would be safer with `-type f` "
+    "and a dry run first (`-print` instead of `-exec rm`), which the answer mentions in step 2 "
+    "of its 3 steps.",
+]
+MARKS = [
+    "Rating: [[{n}]]",
+    '"Rating: [[{n}]]".',
+    'Therefore, I would rate it as follows: "Rating: [[{n}]]".',
+    "**Rating: [[{n}]]**",
+    "Rating: [[{n}]].",
+    "**Rating:** [[{n}]]",
+    "Rating: **[[{n}]]**",
+    '"[[{n}]]"',
+    'My final verdict is: "Rating: [[{n}]]"',
+    "“Rating: [[{n}]]”.",
+    "`Rating: [[{n}]]`",
+    'Rating: "[[{n}]]".',
+    "Considering all of the above, my rating is [[{n}]].",
+    "Rating: [[{n}]]\n",
+    "'Rating: [[{n}]]'.",
+    "> Rating: [[{n}]]",
+    "Rating: [[ {n} ]]",
+    'Based on this, I rate the response "[[{n}]]".',
+]
+LEADS = ["", "", "Considering correctness, helpfulness and clarity, the answer is uneven.",
+         "The answer has merit, but the errors above matter for this question.",
+         "After weighing the 2 points above:"]  # fmt: skip
+
+
+def verdict_after_reasoning(rng: random.Random) -> list[dict]:
+    """MT-Bench gradings: long reasoning with numbers and code, then an explicit verdict mark."""
+    out = []
+    for i in range(72):
+        hi = 5 if i % 3 == 2 else 10
+        n = rng.randint(1, hi)
+        paragraphs = rng.sample(GRADINGS, 1 + i % 3)
+        lead = rng.choice(LEADS)
+        mark = MARKS[i % len(MARKS)].format(n=n)
+        text = "\n\n".join([*paragraphs, *([lead] if lead else []), mark])
+        out.append(dict(text=text, scale=[1, hi], label=n, style="verdict_after_reasoning"))
+    # The shapes of real judges' gradings, and answers whose end holds no rating.
+    long = "\n\n".join(GRADINGS[:6])
+    code = GRADINGS[8]
+    rows: list[tuple[str, float | None, int, str | None]] = [
+        (f'{GRADINGS[0]} Therefore, I would rate it as follows: "Rating: [[8]]".', 8, 10, None),
+        (f'{GRADINGS[4]}\n\n"Rating: [[9]]".', 9, 10, None),
+        (f"{long}\n\nRating: [[10]]", 10, 10, None),
+        (f"{code}\n\nRating: [[1]]", 1, 10, None),
+        (f'{GRADINGS[14]}\n\n"Rating: [[9]]".', 9, 10, None),
+        (f"{long}\n\n{code}\n\n**Rating: [[2]]**.", 2, 10, None),
+        (f'{GRADINGS[12]}\n\n"Rating: [[4]]".', 4, 5, None),
+        (f"{GRADINGS[20]}\n\nRating: [[7]]", 7, 10, None),
+        (f'{GRADINGS[10]}\n\n"Rating: [[6]]". I hope this evaluation helps.', 6, 10, None),
+        (f"{GRADINGS[1]}\n\nRating: [[7.5]]", 7.5, 10, None),
+        (f"{GRADINGS[15]}\n\nRating: [[five]].", 5, 5, None),
+        (f"{GRADINGS[7]}\n\nRating: [[4/5]]", 4, 5, None),
+        # No mark: the answer ends in code or prose, and the code's [1] is no rating.
+        (f"{GRADINGS[2]}\n\n```python\nprint(kth_smallest([1, 5], [2], 1))\n```", None, 10,
+         None),
+        (f"{GRADINGS[4]}\n\nThe assistant's check:\n\n```python\n>>> sorted({{1}})\n[1]\n```",
+         None, 10, None),
+        (f"{GRADINGS[16]}\n\nA simpler version:\n\n```python\ndef first(xs):\n    return "
+         "xs[:1] or [1]\n```", None, 10, None),
+        (f"{GRADINGS[0]}\n\n```\nresult = [1]\n```", None, 5, None),
+        (f"{GRADINGS[10]}\n\nThe answer is helpful overall.", None, 10, None),
+        (f"{GRADINGS[3]}\n\nRating: [[rating]]", None, 10, None),
+        # A mark off the scale is no rating, whatever the reasoning says.
+        (f"{GRADINGS[9]}\n\nRating: [[8]]", None, 5, None),
+        (f"{GRADINGS[5]}\n\nRating: [[11]]", None, 10, None),
+        (f'{GRADINGS[14]}\n\n"Rating: [[0]]".', None, 10, None),
+        (f"{GRADINGS[17]}\n\nRating: [[7/10]]", None, 5, None),
+        (f"{GRADINGS[13]}\n\nRating: [[", None, 10, "length"),
+    ]  # fmt: skip
+    for text, label, hi, finish_reason in rows:
+        row = dict(text=text, scale=[1, hi], label=label, style="verdict_after_reasoning")
+        out.append({**row, **({"finish_reason": finish_reason} if finish_reason else {})})
+    return out
+
+
 BUILDERS = [reason_then_verdict, terse, word_numbers, llama, markdown, mt_bench, prometheus,
             stars, letters, half_points, counterfactual, breakdown, quoted, refusals, cut_off,
             no_rating, handwritten, handwritten_more, chat_models, thinking, concluding,
-            list_numbers]  # fmt: skip
+            list_numbers, verdict_after_reasoning]  # fmt: skip
 
 
 def build() -> list[dict]:

@@ -145,7 +145,7 @@ async def _ask(
             answer = await transport.complete(request.body)
         except TransportError as exc:
             fact = exc.fact if isinstance(exc.fact, FailureFact) else FailureFact()
-            history.answered |= fact.status is not None
+            history.saw(fact)
             decision = decide(fact, history, n=1, attempt=attempts)
             if decision.action in (Action.STOP, Action.REFUSE, Action.GIVE_UP):
                 raise RunStopped(

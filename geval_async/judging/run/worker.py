@@ -30,7 +30,6 @@ from ...options import ItemOutcome, SamplingMode
 from ...study.plan import JudgeRequest, Study, chunk_request
 from ...study.pricing import SharedCap, read_usage
 from ...study.prompt_cache import prefix_share, prompt_cache_key
-from ...study.requests import Bodies
 from ..store.cache import CachedResponse
 from ..store.claims import Claims
 from ..store.origin import ServerEntries
@@ -118,8 +117,6 @@ class Run:
             retries=limits.retries,
             max_wait=limits.max_wait,
         )
-        # Each request's body made as request.body makes it, its template made ready once.
-        self.bodies = Bodies(self.config)
         # The prompt_cache_key of each criterion whose requests share a prefix long enough for
         # the provider to cache: it routes them to the machines that hold it (None: nothing
         # shared to route by, and nothing sent that a local server might not know).
@@ -256,14 +253,14 @@ class Run:
             if counters.in_flight > counters.peak_in_flight:
                 counters.peak_in_flight = counters.in_flight
             body = self.endpoint.wire(
-                self.bodies.body(request), self.cache_keys[request.item.criterion.config.name]
+                request.body, self.cache_keys[request.item.criterion.config.name]
             )
             try:
                 answer = await self.transport.complete(body)
             except TransportError as exc:
                 sent = _settings(body)
                 fact = exc.fact
-                self.history.answered |= fact.status is not None
+                self.history.saw(fact)
                 if fact.status == 429:
                     limited += 1
                 else:

@@ -111,6 +111,15 @@ class History:
     token_switches: int = 0  # times this run changed the token parameter's name
     max_wait: float = math.inf  # the longest wait a server may ask for ([limits] max_wait)
 
+    def saw(self, fact: FailureFact) -> None:
+        """Count what a failed attempt tells of the endpoint, before :func:`decide` reads it:
+        any HTTP answer shows it is reachable; a connection that no retry fixes, while
+        nothing has answered, is one more sign that the URL is wrong."""
+        if fact.status is not None:
+            self.answered = True
+        elif not self.answered and (fact.connection or Connection.RESET) in _UNREACHABLE:
+            self.unreachable += 1
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -223,7 +232,8 @@ def decide(
     attempt: int = 1,
     sent: Mapping[str, Any] | None = None,
 ) -> Decision:
-    """What a failed attempt means.
+    """What a failed attempt means; reads ``history`` and never changes it (the caller
+    records the attempt with :meth:`History.saw` first).
 
     Args:
         fact: what went wrong.
@@ -253,7 +263,6 @@ def _decide(
     if fact.status is None:
         connection = fact.connection or Connection.RESET
         if history is not None and not history.answered and connection in _UNREACHABLE:
-            history.unreachable += 1
             if history.unreachable >= UNREACHABLE_AFTER:
                 return Decision(Action.STOP, label, _unreachable(connection, url))
             # A short pause: the next attempt only has to confirm the URL is wrong.

@@ -4,11 +4,9 @@ A run reads the cache as its server sees it (:mod:`geval_async.judging.store.ori
 asks which server it talks to. One GET of the endpoint URL tells, whatever its status: the
 simulated judge marks every answer, errors included. It is asked with asyncio's own streams,
 on the loop (no key is sent): a run whose answers are all in the cache never loads aiohttp,
-whose import is a sizeable part of such a rerun, and no thread is started for it. The
-standard library's ``http.client`` in a thread (``asyncio.to_thread``) was 6-15 ms of a run's
-start and 7 ms of its CPU, and its thread cost another 2-5 ms to join when the loop closed;
-on the loop it is 2-3 ms and 1.5-2 ms of CPU (docs/benchmarks-history.md, section 2, "Session 9").
-Only the response's head is read, then the connection is closed.
+whose import is a sizeable part of such a rerun, and no thread is started for it (a thread
+would have to be joined when the loop closes). Only the response's head is read, then the
+connection is closed.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ it never appears in an error message.
 
 Each attempt has ``[limits] timeout`` seconds. The deadlines are kept by one watch task
 (:class:`_Deadlines`) instead of an ``asyncio.timeout`` each attempt: a timer handle made,
-pushed onto the loop's heap and cancelled for every request was 6-10 us of the loop's CPU a
-request, and the cancelled handles of the last ``timeout`` seconds stayed in that heap
-(docs/benchmarks-history.md, section 2, "The client's own CPU"). The watch looks every
+pushed onto the loop's heap and cancelled for every request costs the loop's CPU at every
+request, and the cancelled handles of the last ``timeout`` seconds stay in that heap. The
+watch looks every
 :data:`_TICKS`-th of the timeout (at most every :data:`_MAX_TICK` s), so an attempt gives up
 within that much after its deadline; it is cancelled as ``asyncio.timeout`` cancels it, and
 the cancellation becomes the attempt's timeout only when the watch made it (a Ctrl-C's or the
@@ -96,8 +96,7 @@ class JudgeAnswer:
     (as aiohttp received them: looked up without regard to case).
 
     Not frozen, though nothing changes it once made: a frozen dataclass sets each field
-    through ``object.__setattr__``, 9,300 more instructions a request (callgrind, 1.8 % of a
-    request's transport; 3-4 us on this machine), one made for every answer.
+    through ``object.__setattr__``, and one is made for every answer.
     """
 
     status: int

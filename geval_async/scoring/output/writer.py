@@ -138,7 +138,7 @@ def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
             Output(output_path(results, "stats", "agreement.csv"), agreement),
         ]
     # Written as rendered, a chunk of rows at a time: a million rows' text is never held.
-    long = partial(write_long_csv, scores=results.scores)
+    long = partial(write_long_csv, scores=results.columns)
     outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
     for c in results.study.criteria:
         # Written as rendered: a large study's prompts are never all held.
@@ -269,7 +269,7 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
     plot = f"plots/{results.prefix}_n_curve.png" if options.plots else None
     if not isinstance(results, PanelStudyResults):
         # The long table's two columns the section reads, not the whole frame.
-        errors = standard_errors(results.scores)
+        errors = standard_errors(results.columns)
         text += trust_section(
             errors, results.consistency, results.n_curve, results.config.sampling.mode, plot
         )

@@ -156,8 +156,8 @@ class _Units:
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    # Not ``a @ b``: BLAS threads on a busy machine made each call take 30 ms (27,000 values,
-    # load 13), and the bootstrap of 10,000 records x 3 judges 56 s instead of 5 s.
+    # Not ``a @ b``: BLAS starts its threads for each call, and on a busy machine they wait
+    # for cores; the bootstrap calls this thousands of times.
     return float(np.multiply(a, b).sum())
 
 

@@ -38,6 +38,11 @@ RANGE = re.compile(
 )
 BETWEEN = re.compile(rf"\bbetween\s+(?:an?\s+)?({NUM})\s+and\s+(?:an?\s+)?({NUM})\b", re.I)
 BRACKETS = re.compile(r"\[\[\s*([^\[\]\n]{1,40}?)\s*\]\]")
+# An explicit verdict mark that closes the answer: "Rating: [[8]]", '"Rating: [[9]]".',
+# "**[[7]]**", with only closing quotes, markup and a full stop after it.
+CLOSING_MARK = re.compile(r"\[\[\s*([^\[\]\n]{1,40}?)\s*\]\][\s*_`'\"“”‘’»).!]*\Z")
+# A mark's content that names a value on the scale's terms: "8", "7.5", "eight", "4/5".
+MARK_VALUE = re.compile(rf"({NUM})(?:\s*(?:/|\bout\s+of\b)\s*({NUM}))?", re.IGNORECASE)
 RESULT = re.compile(r"\[RESULT\]\s*([^\s\]]{1,40})", re.IGNORECASE)
 STAR_GLYPHS = re.compile(r"[★⭐]+[☆]*")
 
@@ -75,6 +80,17 @@ HYPOTHETICAL_BEFORE = re.compile(
     r"might|could|would\s+have|could\s+have|should\s+have|almost|nearly|"
     r"close\s+to|previous|earlier|another|other|from|nor|neither|no|without|expected|typical|typically|"
     r"usually|reserve|reserved|between|either)\b|n't\b",
+    re.IGNORECASE,
+)
+# Before a number, within its clause: a figure of the graded task ("the reference answer is 3")
+# or of the graded answer ("the assistant answers 1", "the function returns 5"): a judge grading
+# an assistant cites both, and neither is its verdict.
+CITED_FIGURE = re.compile(
+    r"\b(?:(?:reference|correct|right|expected|true|exact)\s+(?:answer|result|value|solution)|"
+    r"(?:assistant|model|chatbot|code|function|program|query|script)(?:'s\s+\w+)?\s+"
+    r"(?:answers|answered|says|said|writes|wrote|states|stated|claims|claimed|returns|returned|"
+    r"computes|computed|calculates|calculated|outputs|prints|printed|reports|reported|counts|"
+    r"counted|lists|listed))\b",
     re.IGNORECASE,
 )
 # A sentence that opens with these concludes the answer: its labelled rating is the verdict.
@@ -121,6 +137,10 @@ _FOLLOWER_WORDS = """
 FOLLOWERS = frozenset(_FOLLOWER_WORDS.split())
 UNITS = {"points", "point", "marks", "mark", "pts"}
 FOLLOWING_WORD = re.compile(r"[ \t]+([a-z][a-z'-]*)")
+# "2 of its 3 sentences", "3 of the 4 points": a share of things counted, never a rating.
+SHARE_OF = re.compile(
+    r"[ \t]+of[ \t]+(?:the|its|their|his|her|these|those|them|all|our|your|which)\b", re.I
+)
 
 REFUSAL = re.compile(
     r"\b(?:i\s+(?:cannot|can\s*not|can't|am\s+unable|won't|will\s+not|must\s+decline|"

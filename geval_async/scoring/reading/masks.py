@@ -65,8 +65,18 @@ _RATED_ITEM = re.compile(
     r"(?=[^\n]*?\d\s*(?:/|out\s+of\b)\s*\d|[ \t]*\d+(?:\.\d+)?[ \t]*$)",
     re.IGNORECASE | re.MULTILINE,
 )
+_MARK = re.compile(r"\[\[[^\[\]\n]{1,40}\]\]")
 _INLINE_ENUM = re.compile(r"(?<![\w)])\(\d{1,2}\)(?=\s+[A-Za-z])")
 _MARKUP = re.compile(r"\*+|`+|^#+|__+|~~", re.MULTILINE)
+# A fenced code block: the code a judge quotes from the answer it grades ("```python ... ```").
+_CODE_BLOCK = re.compile(
+    r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<tag>[^\s`]*)[^\n]*\n"
+    r"(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+# Blocks of data or plain words, which a judge writes its verdict in, not code it quotes.
+_NOT_CODE = frozenset({"json", "jsonc", "yaml", "yml", "toml", "text", "txt", "plaintext", "md",
+                       "markdown"})  # fmt: skip
 
 
 def blank(text: str, spans: Iterable[tuple[int, int]]) -> str:
@@ -84,8 +94,24 @@ def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
 
 
 def mask_markup(text: str) -> str:
-    """Markdown emphasis, code ticks and heading marks blanked: "**Coherence: 2**" reads plain."""
-    return blank(text, _spans(_MARKUP, text))
+    """Markdown emphasis, code ticks and heading marks blanked: "**Coherence: 2**" reads plain.
+
+    Fenced code blocks are blanked whole: ``print(a[1])`` or an interpreter's output ``[1]`` in code
+    the judge quotes is never its rating. A block of data or words (tagged ``json``, ``yaml``,
+    ``toml``, ``text`` or ``markdown``, or opening with ``{``) and a block that is the whole
+    answer are the judge's own words and stay.
+    """
+    return blank(text, [*_code_blocks(text), *_spans(_MARKUP, text)])
+
+
+def _code_blocks(text: str) -> list[tuple[int, int]]:
+    spans = []
+    for m in _CODE_BLOCK.finditer(text):
+        words = m.group("tag").lower() in _NOT_CODE or m.group("body").lstrip().startswith("{")
+        whole = not text[: m.start()].strip() and not text[m.end() :].strip()
+        if not words and not whole:
+            spans.append(m.span())
+    return spans
 
 
 def _list_numbers(text: str) -> list[tuple[int, int]]:
@@ -97,6 +123,15 @@ def _list_numbers(text: str) -> list[tuple[int, int]]:
     return [span for span, _ in items]
 
 
+def _outside_marks(start: int, quote: str) -> list[tuple[int, int]]:
+    """The spans of a quote at ``start`` that lie outside its ``[[N]]`` verdict marks."""
+    spans, begin = [], start
+    for mark in _MARK.finditer(quote):
+        spans.append((begin, start + mark.start()))
+        begin = start + mark.end()
+    return [*spans, (begin, start + len(quote))]
+
+
 def mask_non_ratings(text: str, *, years: bool = True) -> str:
     """Blank quoted content, dates, years, times, money, references, list numbers, scale echoes.
 
@@ -104,8 +139,14 @@ def mask_non_ratings(text: str, *, years: bool = True) -> str:
         text: the answer (markup already blanked).
         years: blank four-digit years too (off for scales that reach 1000).
     """
-    # A quote with no letter in it ('"4"') is a rating written in quotes, not cited content.
-    spans = [m.span() for m in _QUOTES.finditer(text) if _LETTER.search(m.group())]
+    # A quote with no letter in it ('"4"') is a rating written in quotes, not cited content; a
+    # verdict mark inside quotes ('"Rating: [[8]]".') is the judge's own verdict, never cited.
+    spans = [
+        span
+        for m in _QUOTES.finditer(text)
+        if _LETTER.search(m.group())
+        for span in _outside_marks(m.start(), m.group())
+    ]
     for pattern in (*_DATES, _TIMES, _MONEY, _REFERENCES, _SCALE_ECHO, _INLINE_ENUM):
         spans += _spans(pattern, text)
     if years:

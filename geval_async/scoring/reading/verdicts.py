@@ -2,13 +2,18 @@
 
 The default reader works the way a careful person reads a judge's answer:
 
+0. An explicit verdict mark that closes the answer ("Rating: [[8]]", '"Rating: [[9]]".',
+   "**Rating: [[7]]**") is the verdict: it outranks every number in the reasoning before it,
+   and a mark that names no value on the scale ("[[rating]]", "[[11]]" on 1-10) is no rating.
 1. Blank what is never a rating (:mod:`geval_async.scoring.reading.masks`): quoted content, dates,
    years, times, money, references ("Step 2"), list numbering, the scale echoed ("(1-5)").
 2. Find the candidates: digits ("4", "4.5"), number words ("four"), "N/M" and "N out of M"
    (M must be the scale's top, else the candidate is off scale), "N stars" / "N-star",
    "[[N]]", "[RESULT] N", and the declared option labels when a criterion has options.
 3. Drop hypothetical and comparative mentions ("a perfect score of 5", "not a 5",
-   "a score of 1 would mean", "better than 3") and counts ("15 penalties", "two errors").
+   "a score of 1 would mean", "better than 3"), figures of the graded task or answer ("the
+   reference answer is 3", "the assistant answers 1") and counts ("15 penalties", "two
+   errors", "2 of its 3 sentences").
 4. Rank what remains by its cue: a final cue ("Final score", "Overall", "[[N]]", "[RESULT]")
    beats a label ("Score:", "Rating:", "I'd give it", the criterion's own name), which beats
    context ("N/5", "N stars", a number alone on a line), which beats a bare number. Within the
@@ -33,7 +38,9 @@ from .cues import (
     BETWEEN,
     BRACKETS,
     CANDIDATE,
+    CITED_FIGURE,
     CLAUSE_END,
+    CLOSING_MARK,
     CONCLUSION,
     CONDITIONAL,
     CONTRAST,
@@ -45,12 +52,14 @@ from .cues import (
     HYPOTHETICAL_AFTER,
     HYPOTHETICAL_BEFORE,
     LABEL_CUE,
+    MARK_VALUE,
     NUM,
     OR,
     RANGE,
     REFUSAL,
     RESULT,
     SENTENCE_END,
+    SHARE_OF,
     STAR_GLYPHS,
     UNITS,
     WORDS,
@@ -137,6 +146,8 @@ def _is_count(masked: str, end: int, rank: Rank) -> bool:
     if follower is None:
         return False
     word = follower.group(1)
+    if SHARE_OF.match(masked, end):
+        return True
     if word in UNITS:
         return rank < Rank.LABEL
     return word not in FOLLOWERS
@@ -148,8 +159,10 @@ def _hypothetical(masked: str, start: int, end: int) -> bool:
     sentence = head[sentences[-1].end() :] if sentences else head
     contrasts = list(CONTRAST.finditer(sentence))
     sentence = sentence[contrasts[-1].end() :] if contrasts else sentence
+    clause = _clause_before(masked, start)
     return bool(
-        HYPOTHETICAL_BEFORE.search(_clause_before(masked, start))
+        HYPOTHETICAL_BEFORE.search(clause)
+        or CITED_FIGURE.search(clause)
         or HYPOTHETICAL_AFTER.match(masked, end)
         or CONDITIONAL.search(sentence)
     )
@@ -213,6 +226,29 @@ def _number_candidates(
         concluding = rank >= Rank.LABEL and _concluding(masked, start)
         found.append(_Candidate(value, start, end, rank, denominator_ok, hedged, concluding))
     return found
+
+
+def _closing_mark(text: str, hi: float) -> Verdict | None:
+    """The verdict of an explicit mark that closes ``text``, or None when no mark closes it.
+
+    MT-Bench's judges reason for a paragraph or more, quoting figures and code full of numbers
+    and brackets, then close with "Rating: [[8]]", often quoted or in bold: that mark is the
+    verdict, so nothing before it is weighed against it.
+    """
+    mark = CLOSING_MARK.search(text)
+    if mark is None:
+        return None
+    named = MARK_VALUE.fullmatch(mark.group(1))
+    if named is None:
+        return Verdict(None, Reason.NO_RATING)  # "[[rating]]": the template, not a rating
+    rating = _value(named.group(1))
+    line_start = text.rfind("\n", 0, mark.start()) + 1
+    for other in BRACKETS.finditer(text, line_start, mark.start()):
+        also = MARK_VALUE.fullmatch(other.group(1))
+        if also is not None and _value(also.group(1)) != rating:
+            return Verdict(None, Reason.AMBIGUOUS)  # "Rating: [[7]] or [[8]]"
+    denominator = named.group(2)
+    return Verdict(rating, None, denominator is None or _value(denominator) == hi)
 
 
 def _sentence_start(masked: str, start: int) -> int:
@@ -380,6 +416,9 @@ def _read(
 ) -> Verdict:
     if not text.strip():
         return Verdict(None, Reason.REFUSED)
+    closing = None if options else _closing_mark(text, hi)
+    if closing is not None:
+        return closing
     masked = mask_non_ratings(mask_markup(text), years=hi < 1000)
     if options:
         found = _option_candidates(masked, dict(options), names)

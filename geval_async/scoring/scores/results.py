@@ -35,6 +35,7 @@ from ...study.plan import Study
 from ...study.prepare import prepare_study
 from ..stats.comparisons import Comparison
 from .columns import ScoreColumns, collect_scores
+from .joined import join_scores, record_ids
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .record_heads import RecordHeads
 from .scores import CriterionTally, ItemScore, score_items
@@ -66,6 +67,9 @@ class StudyResults:
     variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
     # When the answers scored arrived (UNIX times, first and last); None: no answer yet.
     judged: tuple[float, float] | None = None
+    # The DataFrame a study built in code was given (None: read from a records file), which
+    # :meth:`frame` gives back with the scores joined on.
+    records_frame: pd.DataFrame | None = field(default=None, init=False, repr=False, compare=False)
     # Each test's comparisons, computed once: `report` asks for them in several outputs.
     _comparisons: dict[StatTest, list[Comparison]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -76,7 +80,8 @@ class StudyResults:
             self.scores = collect_scores(self.study, self.scores)
 
     @property
-    def _columns(self) -> ScoreColumns:
+    def columns(self) -> ScoreColumns:
+        """The scores as the tables read them: numbers in columns."""
         assert isinstance(self.scores, ScoreColumns)  # __post_init__
         return self.scores
 
@@ -92,7 +97,19 @@ class StudyResults:
     @cached_property
     def long(self) -> pd.DataFrame:
         """One row per record and criterion: score, status, valid/invalid, distribution."""
-        return long_frame(self._columns)
+        return long_frame(self.columns)
+
+    def frame(self) -> pd.DataFrame:
+        """The records, one row each, with each criterion's score, standard error and status
+        joined on: ``<criterion>_score``, ``<criterion>_se``, ``<criterion>_status``
+        (:mod:`.joined`). The records are the DataFrame given to
+        :func:`geval_async.notebook.evaluate`, as given, else the records file's fields."""
+        records = self.records_frame
+        if records is None:
+            selected = list(self.study.selected_records)
+            records = pd.DataFrame([r.fields for r in selected])
+            return join_scores(self.long, records, [r.id for r in selected])
+        return join_scores(self.long, records, record_ids(records, self.config.data.id_field))
 
     @cached_property
     def consistency(self) -> pd.DataFrame:
@@ -111,27 +128,27 @@ class StudyResults:
     def _heads(self) -> RecordHeads:
         # The records the items name, by code, made once: the tables, the design and the
         # comparisons read them (each made them again: a dict of 125,000 groups each time).
-        return RecordHeads.of(self._columns)
+        return RecordHeads.of(self.columns)
 
     @cached_property
     def group_tables(self) -> dict[str, pd.DataFrame]:
         """Per criterion, the mean weighted score per group and condition (no Average row):
         computed once, as every table, the composite and each test read them (from the
         columns, a criterion at a time: a million items' frame is never made for them)."""
-        tables = group_tables(self._columns, self.config, self._heads)
+        tables = group_tables(self.columns, self.config, self._heads)
         give_back_freed_memory()  # the cells' arrays, before the outputs are written
         return tables
 
     @cached_property
     def tallies(self) -> dict[str, CriterionTally]:
         """Coverage and invalid samples per criterion."""
-        return self._columns.tallies
+        return self.columns.tallies
 
     @cached_property
     def samples(self) -> pd.DataFrame:
         """One row per answer read: record_id, group, condition, criterion, rubric, draw,
         text, rating (NaN when invalid) and reason (None when valid)."""
-        return samples_frame(self._columns)
+        return samples_frame(self.columns)
 
     def invalid_shares(self) -> pd.DataFrame:
         """Invalid samples per criterion and condition, with a count per reason."""
@@ -145,7 +162,7 @@ class StudyResults:
     # Counted from the answers' codes: `score` never needs their texts, nor a row per answer.
     @cached_property
     def _share_counts(self) -> ShareCounts:
-        counts = share_counts(self._columns)
+        counts = share_counts(self.columns)
         give_back_freed_memory()  # the keys per answer
         return counts
 
@@ -203,7 +220,7 @@ class StudyResults:
     @cached_property
     def paired_design(self) -> bool:
         """Whether the same groups appear under both compared conditions."""
-        paired = design_is_paired(self._columns, self.config, self._heads)
+        paired = design_is_paired(self.columns, self.config, self._heads)
         give_back_freed_memory()  # as after the tables: `report` asks for both
         return paired
 
@@ -234,7 +251,7 @@ class StudyResults:
                 f"{self.config.source}: [stats] conditions must name the two conditions to "
                 'compare, e.g. conditions = ["A", "B"]'
             )
-        present = conditions_present(self._columns, self._heads)
+        present = conditions_present(self.columns, self._heads)
         for condition in self.config.stats.conditions:
             if condition not in present:
                 raise ConfigError(

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -44,36 +44,16 @@ LONG_COLUMNS = [
 PANEL_COLUMNS = ("judges_scored", "judges_missing")
 
 
-def long_frame(scores: Iterable[ItemScore]) -> pd.DataFrame:
+def long_frame(scores: ScoreColumns) -> pd.DataFrame:
     """One row per record and criterion (missing and refused items included, score NaN); a
-    panel's pooled items (held in columns) add ``judges_scored`` and ``judges_missing``."""
-    if isinstance(scores, ScoreColumns):
-        return _long_from_columns(scores, names=long_columns(scores))
-    rows = [
-        {
-            "record_id": s.record_id,
-            "group": s.group,
-            "condition": s.condition,
-            "criterion": s.criterion,
-            "score": np.nan if s.weighted_score is None else s.weighted_score,
-            "se": np.nan if s.se is None else s.se,
-            "status": s.status,
-            "valid": s.valid,
-            "invalid": s.invalid,
-            "valid_mass": np.nan if s.distribution is None else s.distribution.valid_mass,
-            "distribution": distribution_json(s),
-        }
-        for s in scores
-    ]
-    return pd.DataFrame(rows, columns=LONG_COLUMNS)
+    panel's pooled items add ``judges_scored`` and ``judges_missing``."""
+    return _long_from_columns(scores, names=long_columns(scores))
 
 
-def standard_errors(scores: Iterable[ItemScore]) -> pd.DataFrame:
+def standard_errors(scores: ScoreColumns) -> pd.DataFrame:
     """The long table's ``criterion`` and ``se`` columns alone (the reports' mean SE per
-    criterion), not its ids, statuses and distributions (190 MB at a million items)."""
-    if isinstance(scores, ScoreColumns):
-        return _long_from_columns(scores, names=["criterion", "se"])
-    return long_frame(scores)[["criterion", "se"]]
+    criterion), not its ids, statuses and distributions."""
+    return _long_from_columns(scores, names=["criterion", "se"])
 
 
 def long_columns(columns: ScoreColumns) -> list[str]:
@@ -182,24 +162,17 @@ def _held_at(columns: ScoreColumns, rows: slice | np.ndarray) -> dict[int, ItemS
     }
 
 
-def write_long_csv(out: BinaryIO, scores: Sequence[ItemScore], rows: int = 20_000) -> None:
+def write_long_csv(out: BinaryIO, scores: ScoreColumns, rows: int = 20_000) -> None:
     """Write the long table as CSV to ``out`` (the bytes of ``long_frame(scores).to_csv(
-    index=False)``), ``rows`` items at a time when they are held in columns: the text of a
-    million rows is never held whole."""
-    if not isinstance(scores, ScoreColumns) or len(scores) <= rows:
-        out.write(long_frame(scores).to_csv(index=False).encode())
-        return
+    index=False)``), ``rows`` items at a time: the text of a study's every row is never held
+    whole."""
     names = long_columns(scores)
-    for start in range(0, len(scores), rows):
+    for start in range(0, max(len(scores), 1), rows):
         chunk = _long_from_columns(scores, slice(start, start + rows), names)
         out.write(chunk.to_csv(index=False, header=start == 0).encode())
 
 
 SCORE_COLUMNS = ["record_id", "group", "condition", "criterion", "score"]
-
-
-def _conditions(config: EvalConfig, long: pd.DataFrame) -> list[str]:
-    return _ordered(config, list(pd.unique(long["condition"].dropna())))
 
 
 def _ordered(config: EvalConfig, seen: list[Any]) -> list[Any]:
@@ -208,25 +181,13 @@ def _ordered(config: EvalConfig, seen: list[Any]) -> list[Any]:
     return ordered + [c for c in seen if c not in ordered]
 
 
-def _groups(long: pd.DataFrame) -> list[str]:
-    column = long["group"] if long["group"].notna().any() else long["record_id"]
-    return list(pd.unique(column))
-
-
 def group_tables(
-    long: pd.DataFrame | ScoreColumns, config: EvalConfig, heads: RecordHeads | None = None
+    columns: ScoreColumns, config: EvalConfig, heads: RecordHeads | None = None
 ) -> dict[str, pd.DataFrame]:
     """Per criterion (keyed by name), the mean weighted score per group (rows) and condition
-    (columns), without the Average row; from the long table (or its score columns), or from
-    items held in columns, a criterion's rows at a time (a million items' frame never held);
-    ``heads``: the columns' records by code, when the caller holds them."""
-    if isinstance(long, ScoreColumns):
-        return _group_tables_of_columns(long, config, heads or RecordHeads.of(long))
-    # One grouping for every criterion: the tables of a study come from one pass over it (by
-    # columns, not a copy of the long table).
-    means = _means(long, bool(long["group"].notna().any()))
-    groups, conditions = _groups(long), _conditions(config, long) or ["all"]
-    return {c.name: _table(means, c.name, groups, conditions, config) for c in config.criteria}
+    (columns), without the Average row; ``heads``: the columns' records by code, when the
+    caller holds them."""
+    return _group_tables_of_columns(columns, config, heads or RecordHeads.of(columns))
 
 
 def _group_tables_of_columns(
@@ -234,10 +195,8 @@ def _group_tables_of_columns(
 ) -> dict[str, pd.DataFrame]:
     """:func:`group_tables` of items held in columns, read by code: each record's row and
     column in the tables found once, then a criterion's scores grouped by one integer per
-    item (its cell) with pandas' own mean, so the numbers are those of the frame's groupby
-    (the same sums, in the same order), without a frame of names per criterion (a million
-    items' groups and conditions as objects, factorized again for every criterion, took
-    about 36 MB); rows and columns ordered over every criterion."""
+    item (its cell) with pandas' own mean, without a frame of names per criterion; rows and
+    columns ordered over every criterion."""
     row_codes, groups = heads.rows(columns.record_ids)
     conditions = _ordered(config, heads.conditions_seen()) or ["all"]
     # Per record code, the row of its group (else of the record) in the order they first
@@ -276,27 +235,6 @@ def _group_tables_of_columns(
             values.reshape(len(groups), width), index=index, columns=header
         )
     return tables
-
-
-def _means(long: pd.DataFrame, by_group: bool) -> pd.Series:
-    """The mean score per criterion, group (else record) and condition (none: "all")."""
-    keys = [
-        long["criterion"],
-        (long["group"] if by_group else long["record_id"]).rename("_group"),
-        long["condition"].fillna("all").rename("_condition"),
-    ]
-    return long["score"].groupby(keys, sort=False, dropna=False).mean()
-
-
-def _table(
-    means: pd.Series, criterion: str, groups: list[Any], conditions: list[Any], config: EvalConfig
-) -> pd.DataFrame:
-    rows = means[means.index.get_level_values("criterion") == criterion]
-    table = rows.droplevel("criterion").unstack("_condition")
-    table = table.reindex(index=groups, columns=conditions).astype(float)
-    table.index.name = config.data.group_field or "record"
-    table.columns.name = None
-    return table
 
 
 def with_average(table: pd.DataFrame) -> pd.DataFrame:
@@ -370,17 +308,10 @@ def _compare_table(
 
 
 def design_is_paired(
-    long: pd.DataFrame | ScoreColumns, config: EvalConfig, heads: RecordHeads | None = None
+    columns: ScoreColumns, config: EvalConfig, heads: RecordHeads | None = None
 ) -> bool:
     """Whether the same groups appear under both compared conditions (a paired design)."""
-    if isinstance(long, ScoreColumns):
-        return _paired_by_code(heads or RecordHeads.of(long), config)
-    if len(config.stats.conditions) != 2 or long["group"].isna().all():
-        return False
-    a, b = config.stats.conditions
-    groups_a = set(long.loc[long["condition"] == a, "group"])
-    groups_b = set(long.loc[long["condition"] == b, "group"])
-    return bool(groups_a) and groups_a == groups_b
+    return _paired_by_code(heads or RecordHeads.of(columns), config)
 
 
 def _paired_by_code(heads: RecordHeads, config: EvalConfig) -> bool:
@@ -391,10 +322,6 @@ def _paired_by_code(heads: RecordHeads, config: EvalConfig) -> bool:
     return bool(groups_a.any()) and bool(np.array_equal(groups_a, groups_b))
 
 
-def conditions_present(
-    scores: pd.DataFrame | ScoreColumns, heads: RecordHeads | None = None
-) -> set[Any]:
+def conditions_present(columns: ScoreColumns, heads: RecordHeads | None = None) -> set[Any]:
     """The conditions the items' records have (None left out); ``heads``: as for the tables."""
-    if isinstance(scores, ScoreColumns):
-        return set((heads or RecordHeads.of(scores)).conditions_seen())
-    return set(scores["condition"].dropna())
+    return set((heads or RecordHeads.of(columns)).conditions_seen())

@@ -115,10 +115,12 @@ def test_ten_draws_a_request_are_billed_mostly_as_cached(sim: SimServer, study: 
     said = f"{share:.0%} of {cached['prompt_tokens']:,} prompt tokens billed as cached"
     assert f"prompt cache: {said}" in status.stdout
 
-    report = run_cli("report", str(study.config))
+    report = run_cli("report", str(study.config), "--html")
     assert report.returncode == 0, report.stderr
     text = (study.root / "out" / "t_report.md").read_text(encoding="utf-8")
     assert f"Prompt cache: {said}" in text
+    page = (study.root / "out" / "t_report.html").read_text(encoding="utf-8")
+    assert said in page
 
 
 def test_the_run_summary_says_the_cached_share(sim: SimServer, study: StudyFiles) -> None:

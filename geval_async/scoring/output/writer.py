@@ -289,7 +289,11 @@ def html_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     from .html import render_html_report
 
     page = render_html_report(
-        results, test=options.test, human=options.human, agreement=options.agreement
+        results,
+        test=options.test,
+        human=options.human,
+        agreement=options.agreement,
+        prompt_cache=options.prompt_cache,
     )
     return [Output(output_path(results, "", "report.html"), page.encode("utf-8"))]
 

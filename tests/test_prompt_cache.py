@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
-from conftest import ROOT, LoopbackApp, StudyFiles, run_cli, run_study
+from conftest import ROOT, LoopbackApp, StudyFiles, run_cli, run_study, summary_row
 
 from geval_async.errors import FailureFact
 from geval_async.judging.wire.failures import Action, decide
@@ -147,6 +147,30 @@ def test_the_first_request_of_a_criterion_is_answered_before_the_others_go(
     assert result.returncode == 0, result.stderr
     assert sim.stats.received == study.n_records
     assert sim.stats.received - sim.stats.cache_hits == 1
+
+
+def test_the_draws_of_an_item_go_together_after_its_first(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    # One answer a request: the item's first draw goes alone (its answer puts the prompt in the
+    # cache), then its other nine together, not one after another.
+    sim.settings.profile = "anthropic-compat"
+    sim.settings.prompt_cache = True
+    sim.settings.latency_ms = 30
+    _write(study, sim.base_url)
+    result = run_cli("run", str(study.config), "--limit", "1")
+    assert result.returncode == 0, result.stderr
+    assert summary_row(result.stdout)["new"] == 1
+    assert sim.stats.received == 11  # the refused n = 10, then ten draws
+    assert sim.stats.peak_in_flight >= 4
+    assert sim.stats.cache_hits == 9
+    # Every draw is stored: the next run sends nothing, and the item scores ten samples.
+    sim.stats.reset()
+    again = run_cli("run", str(study.config), "--limit", "1")
+    assert again.returncode == 0, again.stderr
+    assert sim.stats.received == 0
+    answers = run_cli("answers", str(study.config), "--limit", "1")
+    assert answers.returncode == 0, answers.stderr
 
 
 def test_a_criterion_below_the_threshold_sends_no_cache_key(

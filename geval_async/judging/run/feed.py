@@ -12,17 +12,21 @@ A criterion whose requests share a prefix a provider caches (1,024 tokens or mor
 and the criterion's other items wait until it is answered, then go as fast as ever, each
 reading the prefix from the provider's cache instead of paying for it. Sent together, the
 first requests would all miss (the prefix is kept only once computed). Other criteria are not
-held; a criterion below the threshold is never held.
+held; a criterion below the threshold is never held. Likewise an item's draws sent one a
+request (an endpoint that refuses ``n``): the first goes alone, the others are then lent out
+to every worker at once (:attr:`Feed.lent`), each reading the whole prompt from the cache.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
+from ...options import ItemOutcome
 from ...study.config import EvalConfig
 from ...study.plan import ChunkSizes, JudgeItem, JudgeRequest, Study
 from ...study.prompt_cache import prefix_share
@@ -32,7 +36,7 @@ from ..wire.limits import RateLimits
 from .progress import RunCounters
 from .writer import Writer
 
-__all__ = ["Feed", "ItemWork"]
+__all__ = ["Feed", "ItemDraws", "ItemWork"]
 
 _CLAIM_BATCH = 64
 # Items in the walk's first chunk, and in each chunk made once the run sends (the walk of a
@@ -40,6 +44,15 @@ _CLAIM_BATCH = 64
 # the workers' answers wait (study.plan.ChunkSizes).
 _FIRST_CHUNK = 64
 _SENDING_CHUNK = 256
+
+
+@dataclass
+class ItemDraws:
+    """The draws of an item lent out one a request (:attr:`Feed.lent`): how many are still
+    out, and the item's outcome so far (the first draw's, or the first failure)."""
+
+    left: int
+    outcome: ItemOutcome = ItemOutcome.OK
 
 
 @dataclass
@@ -56,6 +69,8 @@ class ItemWork:
     stored: bool = False
     # Set once its first request is over (answered or not): it opens its criterion's prefix.
     opens: asyncio.Event | None = None
+    # One draw of an item whose other draws are lent out too (Feed.lent): their shared tally.
+    draws: ItemDraws | None = None
 
     def opened(self) -> None:
         """Its first request is over: the criterion's other items may go."""
@@ -94,6 +109,16 @@ class Feed:
         # opening item (set when its first request is over).
         self._cached_prefix = {c.name for c in study.criteria if prefix_share(c).cacheable}
         self._openers: dict[str, asyncio.Event] = {}
+        # The draws of items an endpoint answers one a request, lent out once the item's first
+        # answer is in (the provider's cache then holds its prompt): every worker takes them
+        # before new items, so that an item's draws go together instead of one after another.
+        self.lent: deque[ItemWork] = deque()
+        # Workers on an item taken from the queue (each may lend its draws), and an event
+        # that wakes the workers the queue has nothing more for, when draws are lent or an
+        # item is over: they help with the draws until no item is left that could lend any.
+        self.on_items = 0
+        self.waiting = 0
+        self.wake = asyncio.Event()
 
     def first_work(self) -> Iterator[LeftChunk] | None:
         """Count what the cache settles up to the first chunk of items with something

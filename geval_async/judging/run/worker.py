@@ -1,8 +1,9 @@
 """One run's shared state and its workers: claim, send, decide, store.
 
-A worker takes an item from the feed, claims each request (:mod:`.claims`), waits for the
-shared cool-down and the RPM/TPM buckets, sends one attempt spelt as the endpoint wants it
-(:mod:`.capabilities`), and writes the answer to the cache at once. A request another process,
+A worker takes an item from the feed (an item's draws lent out first, :attr:`.Feed.lent`),
+claims each request (:mod:`.claims`), waits for the shared cool-down and the RPM/TPM buckets,
+sends one attempt spelt as the endpoint wants it (:mod:`.capabilities`), and writes the answer
+to the cache at once. A request another process,
 or another item of this run, is already asking for is not sent twice: the worker waits for its
 answer in the cache.
 

@@ -11,8 +11,9 @@ A criterion whose requests share a prefix a provider caches (1,024 tokens or mor
 :mod:`geval_async.study.prompt_cache`) is opened by one item: its first request goes alone,
 and the criterion's other items wait until it is answered, then go as fast as ever, each
 reading the prefix from the provider's cache instead of paying for it. Sent together, the
-first requests would all miss (the prefix is kept only once computed). Other criteria are not
-held; a criterion below the threshold is never held. Likewise an item's draws sent one a
+first requests would all miss (the prefix is kept only once computed). The walk waits for that
+one answer (a round trip a criterion, once a run: what was queued before goes on meanwhile);
+a study whose criteria are all below the threshold never waits. Likewise an item's draws sent one a
 request (an endpoint that refuses ``n``): the first goes alone, the others are then lent out
 to every worker at once (:attr:`Feed.lent`), each reading the whole prompt from the cache.
 """

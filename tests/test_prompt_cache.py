@@ -25,6 +25,7 @@ from geval_async.errors import FailureFact
 from geval_async.judging.wire.failures import Action, decide
 from geval_async.sim import SimServer, SimSettings
 from geval_async.sim.prompt_cache import PromptCache
+from geval_async.study.pricing import billed_cost, cached_input_price, price_of, read_usage
 
 MODEL = "gpt-5-mini"  # cached input at a tenth of the input price (study/pricing.py)
 
@@ -448,3 +449,23 @@ def test_a_refused_cache_key_is_resent_without_it_and_not_billed(fact: FailureFa
     assert not decision.billed
     # The same answer to a request that carried no key is not mended by leaving it out.
     assert decide(fact, sent={"model": MODEL, "n": 1}).action is not Action.DROP_SETTING
+
+
+def test_cached_tokens_of_either_api_are_billed_at_the_cached_input_price() -> None:
+    # Chat completions' usage and the Responses API's, read by the one usage reader.
+    chat = {
+        "prompt_tokens": 2000,
+        "completion_tokens": 10,
+        "prompt_tokens_details": {"cached_tokens": 1920},
+    }
+    responses = {
+        "input_tokens": 2000,
+        "output_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 1920},
+    }
+    price, cached = price_of(MODEL), cached_input_price(MODEL)
+    assert price == (0.25, 2.00) and cached == 0.025
+    expected = (80 * 0.25 + 1920 * 0.025 + 10 * 2.00) / 1e6
+    assert billed_cost(chat, price, cached) == pytest.approx(expected)
+    assert billed_cost(responses, price, cached) == pytest.approx(expected)
+    assert read_usage(responses) == read_usage(chat)

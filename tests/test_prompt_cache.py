@@ -21,11 +21,11 @@ import pytest
 from aiohttp import web
 from conftest import ROOT, LoopbackApp, StudyFiles, run_cli, run_study, summary_row
 
-from geval_async.errors import FailureFact
-from geval_async.judging.wire.failures import Action, decide
+from geval_async.judging.wire.failures import Action, decide, response_fact
 from geval_async.sim import SimServer, SimSettings
 from geval_async.sim.prompt_cache import PromptCache
-from geval_async.study.pricing import billed_cost, cached_input_price, price_of, read_usage
+from geval_async.study.pricing import billed_cost, cached_input_price, price_of
+from geval_async.study.responses_api import read_usage
 
 MODEL = "gpt-5-mini"  # cached input at a tenth of the input price (study/pricing.py)
 
@@ -203,13 +203,29 @@ def test_dry_run_says_what_each_criterion_shares(sim: SimServer, study: StudyFil
 # --- a plain stub that caches on its own -------------------------------------------------
 
 
+OPENAI_REFUSAL = {
+    "message": "Unsupported parameter: 'prompt_cache_key' is not supported with this model.",
+    "type": "invalid_request_error",
+    "param": "prompt_cache_key",
+    "code": "unsupported_parameter",
+}
+# Azure OpenAI's words for a parameter it does not know, no field naming it.
+AZURE_REFUSAL = {
+    "message": "Unrecognized request argument supplied: prompt_cache_key",
+    "type": "invalid_request_error",
+    "param": None,
+    "code": None,
+}
+
+
 class CachingJudge(LoopbackApp):
     """An OpenAI-style endpoint that refuses n > 1 and caches prompts its own way: a word is
     a token, and a request whose first 1,024 words or more (in 128-word blocks) an answered
     request of the same ``prompt_cache_key`` began with has them billed as cached. With
-    ``refuse_key`` it refuses ``prompt_cache_key`` as an endpoint that does not know it."""
+    ``refuse_key`` (an error object) it refuses ``prompt_cache_key`` as an endpoint that does
+    not know it."""
 
-    def __init__(self, *, refuse_key: bool = False) -> None:
+    def __init__(self, *, refuse_key: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.refuse_key = refuse_key
         self.answered: list[tuple[str, tuple[str, ...]]] = []
@@ -234,9 +250,8 @@ class CachingJudge(LoopbackApp):
         self.bodies.append(body)
         if body.get("n", 1) > 1:
             return _refusal("n must be 1 for this model", "n", "unsupported_value")
-        if self.refuse_key and "prompt_cache_key" in body:
-            message = "Unsupported parameter: 'prompt_cache_key' is not supported with this model."
-            return _refusal(message, "prompt_cache_key", "unsupported_parameter")
+        if self.refuse_key is not None and "prompt_cache_key" in body:
+            return web.json_response({"error": self.refuse_key}, status=400)
         key = body.get("prompt_cache_key", "")
         words = tuple(body["messages"][0]["content"].split())
         cached = self._cached(key, words)
@@ -304,8 +319,11 @@ def test_a_plain_caching_endpoint_bills_the_draws_as_cached(study: StudyFiles) -
     )
 
 
-def test_a_refused_cache_key_is_dropped_and_remembered(study: StudyFiles) -> None:
-    with CachingJudge(refuse_key=True) as judge:
+@pytest.mark.parametrize("error", [OPENAI_REFUSAL, AZURE_REFUSAL], ids=["openai", "azure"])
+def test_a_refused_cache_key_is_dropped_and_remembered(
+    error: dict[str, Any], study: StudyFiles
+) -> None:
+    with CachingJudge(refuse_key=error) as judge:
         _write_wordy(study, judge.base_url)
         result = run_study(study)
         assert result.returncode == 0, result.stderr
@@ -317,7 +335,7 @@ def test_a_refused_cache_key_is_dropped_and_remembered(study: StudyFiles) -> Non
 
         endpoints = json.loads((study.cache / "endpoints.json").read_text(encoding="utf-8"))
         (facts,) = endpoints.values()
-        assert facts["prompt_cache_key"] is False
+        assert facts["dropped"] == ["prompt_cache_key"]
         status = run_cli("status", str(study.config))
         assert "no prompt_cache_key" in status.stdout
 
@@ -428,27 +446,14 @@ def test_every_shipped_prompt_puts_the_record_last(config: Path) -> None:
         assert set(after[1::2]) - record <= {"metric_name", "scale"}, (criterion.prompt, after)
 
 
-@pytest.mark.parametrize(
-    "fact",
-    [
-        FailureFact(
-            status=400,
-            code="unsupported_parameter",
-            param="prompt_cache_key",
-            message="Unsupported parameter: 'prompt_cache_key' is not supported with this model.",
-        ),
-        # Azure OpenAI's words for a parameter it does not know, no field naming it.
-        FailureFact(status=400, message="Unrecognized request argument supplied: prompt_cache_key"),
-    ],
-    ids=["openai", "azure"],
-)
-def test_a_refused_cache_key_is_resent_without_it_and_not_billed(fact: FailureFact) -> None:
+@pytest.mark.parametrize("error", [OPENAI_REFUSAL, AZURE_REFUSAL], ids=["openai", "azure"])
+def test_a_refused_cache_key_is_resent_without_it_and_not_billed(error: dict[str, Any]) -> None:
+    fact = response_fact(400, json.dumps({"error": error}).encode(), {})
+    assert fact.param == "prompt_cache_key"
     sent = {"model": MODEL, "n": 1, "prompt_cache_key": "geval-rules-0123"}
     decision = decide(fact, sent=sent)
-    assert decision.action is Action.DROP_SETTING
+    assert decision.action is Action.DROP_PARAMETER
     assert not decision.billed
-    # The same answer to a request that carried no key is not mended by leaving it out.
-    assert decide(fact, sent={"model": MODEL, "n": 1}).action is not Action.DROP_SETTING
 
 
 def test_cached_tokens_of_either_api_are_billed_at_the_cached_input_price() -> None:

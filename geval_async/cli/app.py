@@ -140,7 +140,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     for line in invalid_lines(status):
         print(line)
-    for line in endpoint_summaries(study.config.cache_path):
+    for line in endpoint_summaries(study.config.cache_path, [study.config.judge]):
         print(f"endpoint: {line}")
     billed = study_spent(study.config.cache_path, study.config, billed=True)
     if billed:

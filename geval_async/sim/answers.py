@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .limits import message_text, prompt_tokens
@@ -20,6 +20,7 @@ from .profiles import (
     ANTHROPIC_COMPAT,
     DEEPSEEK_REASONER,
     OPENAI_REASONING,
+    OPENAI_RESPONSES,
     fresh_samples,
     ignores_logprobs,
     reasoning_text,
@@ -198,6 +199,8 @@ class Judged:
     refusals: int  # choices that hold no rating (invalid_answers)
     ratings: list[int | None]  # the rating each choice gives (None: none, or steps)
     steps: bool  # the request asked for evaluation steps (sim.steps)
+    # Each choice's hidden reasoning, as its summary would tell it ("" where none was spent).
+    thoughts: list[str] = field(default_factory=list)
 
 
 def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> list[int | None]:
@@ -206,7 +209,9 @@ def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> lis
     return judge(body, settings, repeat).ratings
 
 
-def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
+def judge(
+    body: dict[str, Any], settings: SimSettings, repeat: int, fresh: bool | None = None
+) -> Judged:
     """The choices for a validated request, their tokens and ratings.
 
     Args:
@@ -215,6 +220,8 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         repeat: how often this exact body was answered before; mixed into the draws only
             where a real server samples anew on every call (``ignore_n``, the
             ``anthropic-compat`` profile, which ignores the seed).
+        fresh: whether every call samples anew (None: as the profile does; the Responses
+            API, one request a draw, always does).
     """
     messages = body["messages"]
     prompt = "\n".join(message_text(m) for m in messages)
@@ -233,7 +240,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
     kept.pop("prompt_cache_key", None)  # routing only: it cannot change an answer
     draw_key = canonical(kept)
     n = 1 if settings.ignore_n else body.get("n") or 1
-    fresh = fresh_samples(settings)
+    fresh = fresh_samples(settings) if fresh is None else fresh
     with_logprobs = bool(body.get("logprobs")) and not ignores_logprobs(settings)
     judged = Judged([], 0, 0, 0, [], writes_steps)
     for i in range(n):
@@ -257,6 +264,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
             first = rated[0]["token"].strip() if rated else ""
             judged.ratings.append(None if invalid else _rating_of(first, yes_no))
             judged.completion_tokens += len(logprobs["content"])
+            judged.thoughts.append("")
             message = {"role": "assistant", "content": text, "refusal": None}
         else:
             noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
@@ -280,6 +288,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
             message, cut, logprobs = shaped.message, shaped.cut, None
             judged.completion_tokens += shaped.completion_tokens
             judged.reasoning_tokens += shaped.reasoning_tokens
+            judged.thoughts.append(thought if shaped.reasoning_tokens else "")
         judged.choices.append(
             {
                 "index": i,
@@ -305,6 +314,7 @@ def completion(
     model: str,
     answer_id: str,
     repeat: int = 0,
+    fresh: bool | None = None,
     cached: int | None = None,
 ) -> tuple[dict[str, Any], Judged]:
     """The chat-completion object answering a validated request, and how it was judged.
@@ -313,7 +323,7 @@ def completion(
     online requests do. ``cached``: the prompt tokens read from the prompt cache (None: the
     cache is not modelled).
     """
-    judged = judge(body, settings, repeat)
+    judged = judge(body, settings, repeat, fresh)
     prompt = prompt_tokens(body["messages"])
     used = judged.completion_tokens
     usage: dict[str, Any] = {
@@ -321,7 +331,11 @@ def completion(
         "completion_tokens": used,
         "total_tokens": prompt + used,
     }
-    if cached is not None or settings.profile in (OPENAI_REASONING, DEEPSEEK_REASONER):
+    if cached is not None or settings.profile in (
+        OPENAI_REASONING,
+        DEEPSEEK_REASONER,
+        OPENAI_RESPONSES,
+    ):
         usage["prompt_tokens_details"] = {"cached_tokens": cached or 0, "audio_tokens": 0}
         usage["completion_tokens_details"] = {
             "reasoning_tokens": judged.reasoning_tokens,

@@ -18,6 +18,7 @@ the batch ends ``expired``) or the whole batch fail validation (``batch_invalid`
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -29,12 +30,13 @@ from .answers import canonical, completion
 from .batch_objects import FINAL, Batch, BatchFile
 from .batch_queue import input_tokens, over_limit, queued_tokens, request_digest
 from .limits import error, validate
-from .profiles import refusal
+from .profiles import OPENAI_REASONING, OPENAI_RESPONSES, refusal
+from .responses import chat_refusal, chat_request, response_object
 from .settings import SimSettings, SimStats
 
 MAX_LINES = 50_000
 MAX_BYTES = 200 * 1024**2
-ENDPOINTS = ("/v1/chat/completions", "/chat/completions")
+ENDPOINTS = ("/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses")
 
 
 def _share(seed: int, *parts: Any) -> float:
@@ -324,11 +326,21 @@ class BatchService:
 
     def _answer(self, body: dict[str, Any], endpoint: str, custom_id: str) -> tuple[int, Any]:
         s = self.settings
+        asked: dict[str, Any] | None = None  # a Responses line, as it came (sim.responses)
+        if endpoint.endswith("/responses"):
+            chat, refused_line = chat_request(body, s)
+            if chat is None:
+                return refused_line  # type: ignore[no-any-return]
+            asked, body = body, chat
+        else:
+            refused_chat = chat_refusal(body, s)
+            if refused_chat is not None:
+                return refused_chat
         problem = validate(body, s.context_window, s.content_filter_marker)
         if problem is not None:
             message, code = problem
             return 400, _error_body(message, "invalid_request_error", code)
-        refused = refusal(body, s)
+        refused = None if asked is not None else refusal(body, s)
         if refused is not None:
             return refused
         if _share(s.seed, "fail", custom_id) < s.batch_failed_lines:
@@ -337,12 +349,20 @@ class BatchService:
             return status, _error_body(f"The request failed (simulated {status}).", kind, None)
         model = str(body.get("model") or "sim-judge")
         answer_id = f"chatcmpl-sim-batch-{custom_id[-16:]}"
-        answer, judged = completion(body, s, model, answer_id)
+        settings = s
+        if s.profile == OPENAI_RESPONSES:
+            settings = dataclasses.replace(s, profile=OPENAI_REASONING)
+        # A Responses line is one draw of identical requests: each line samples anew.
+        repeat = int(hashlib.sha256(custom_id.encode()).hexdigest()[:8], 16) if asked else 0
+        answer, judged = completion(body, settings, model, answer_id, repeat, bool(asked) or None)
         if judged.refusals:
             self.stats.faults["invalid_answer"] += judged.refusals
         self.stats.samples += len(answer["choices"])
-        self.stats.ratings.setdefault(request_digest(body), []).extend(judged.ratings)
+        digest = request_digest(asked if asked is not None else body)
+        self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
         self.stats.steps += judged.steps
+        if asked is not None:
+            return 200, response_object(answer, asked, judged.thoughts)
         return 200, answer
 
     def _store(self, lines: list[dict[str, Any]], filename: str) -> str | None:

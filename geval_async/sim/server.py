@@ -1,7 +1,8 @@
 """The simulated OpenAI-compatible judge server, standing in for the remote API.
 
 Tests, benchmarks and the demo talk HTTP to it exactly as to OpenAI or Azure OpenAI
-(``POST /v1/chat/completions``, ``POST /openai/deployments/{name}/chat/completions``).
+(``POST /v1/chat/completions``, ``POST /openai/deployments/{name}/chat/completions``, and
+the Responses API: ``POST /v1/responses``, ``POST /openai/v1/responses``, :mod:`.responses`).
 It answers deterministically from a hash of the request: every prompt has a hidden "true
 score" on the scale named in the prompt, and each choice is that score plus deterministic
 noise, written the ways real judges write ratings; with ``logprobs`` the first token carries
@@ -49,8 +50,16 @@ from .limits import (
     too_many,
     validate,
 )
-from .profiles import ANTHROPIC_COMPAT, check_profile, fresh_samples, refusal
+from .profiles import (
+    ANTHROPIC_COMPAT,
+    OPENAI_REASONING,
+    OPENAI_RESPONSES,
+    check_profile,
+    fresh_samples,
+    refusal,
+)
 from .prompt_cache import PromptCache
+from .responses import chat_refusal, chat_request, response_object
 from .settings import SimSettings, SimStats
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -82,6 +91,12 @@ class _Judge:
         self.cache = PromptCache()
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, responses=False)
+
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, responses=True)
+
+    async def _handle(self, request: web.Request, *, responses: bool) -> web.StreamResponse:
         raw = await request.read()
         digest = hashlib.sha256(raw).hexdigest()
         stats = self.stats
@@ -91,7 +106,7 @@ class _Judge:
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         try:
-            response = await self._answer(request, raw, digest)
+            response = await self._answer(request, raw, digest, responses)
         except asyncio.CancelledError:
             stats.by_status[-1] += 1
             stats.events.append((arrived, time.monotonic(), -1))
@@ -108,7 +123,9 @@ class _Judge:
         response.headers.update(self.limiter.headers(s.rpm, s.tpm, s.bucket_seconds))
         return response
 
-    async def _answer(self, request: web.Request, raw: bytes, digest: str) -> web.Response | None:
+    async def _answer(
+        self, request: web.Request, raw: bytes, digest: str, responses: bool = False
+    ) -> web.Response | None:
         s = self.settings
         if "deployment" in request.match_info and "api-version" not in request.query:
             return error(404, "Resource not found", "invalid_request_error", "404")
@@ -122,6 +139,18 @@ class _Judge:
             body = json.loads(raw)
         except ValueError:
             body = None
+        asked: dict[str, Any] | None = None  # a Responses request, as it came
+        if responses:
+            # Checked as OpenAI checks it, then judged as the chat completion of its one choice.
+            chat, refused_request = chat_request(body, s)
+            if chat is None:
+                status, payload = refused_request
+                return web.json_response(payload, status=status)
+            asked, body = body, chat
+        else:
+            refused_chat = chat_refusal(body, s)
+            if refused_chat is not None:
+                return web.json_response(refused_chat[1], status=refused_chat[0])
         problem = validate(body, s.context_window, s.content_filter_marker)
         if problem is not None:
             message, code = problem
@@ -133,7 +162,7 @@ class _Judge:
                 f"but got {body.get('n')} (sim)"
             )
             return error(400, message, "invalid_request_error", None)
-        refused = refusal(body, s)
+        refused = None if responses else refusal(body, s)
         if refused is not None:
             status, payload = refused
             return web.json_response(payload, status=status)
@@ -143,8 +172,14 @@ class _Judge:
         cached: int | None = None
         starts: list[bytes] = []
         if s.prompt_cache:
+            # Routed by the key the request carried (a Responses request's, not its chat form's).
+            routed = (
+                body
+                if asked is None
+                else {**body, "prompt_cache_key": asked.get("prompt_cache_key")}
+            )
             cached, starts = self.cache.read(
-                body, prompt, time.monotonic(), s.cache_retention_minutes * 60
+                routed, prompt, time.monotonic(), s.cache_retention_minutes * 60
             )
 
         if self.rng_seed != s.seed:
@@ -179,9 +214,7 @@ class _Judge:
             if delay > 0:
                 await asyncio.sleep(delay)
             model = body.get("model") or request.match_info.get("deployment") or MODEL
-            response = self._completion(
-                body, model, digest, truncate=fault == "truncated", cached=cached
-            )
+            response = self._completion(body, model, digest, fault == "truncated", asked, cached)
             if s.prompt_cache:
                 self.cache.keep(starts, time.monotonic(), s.cache_retention_minutes * 60)
             return response
@@ -189,17 +222,37 @@ class _Judge:
             self.granted -= 1
 
     def _completion(
-        self, body: dict[str, Any], model: str, digest: str, truncate: bool, cached: int | None
+        self,
+        body: dict[str, Any],
+        model: str,
+        digest: str,
+        truncate: bool,
+        asked: dict[str, Any] | None = None,
+        cached: int | None = None,
     ) -> web.Response:
+        """The answer to ``body`` (``asked``: the Responses request it judges, answered as a
+        ``response`` object; ``cached``: its prompt tokens read from the prompt cache, None
+        when the cache is not modelled)."""
         repeat = self.stats.answered[digest]
         # llama.cpp samples anew on every call, also when only n differs between calls;
         # an endpoint that ignores the seed does when only the seed differs.
         unseeded = ("n", "seed") if self.settings.profile == ANTHROPIC_COMPAT else ("n",)
         call = json.dumps({k: v for k, v in body.items() if k not in unseeded}, sort_keys=True)
-        if fresh_samples(self.settings):
+        # The Responses API takes one request a draw: each call is a fresh sample.
+        fresh = asked is not None
+        if fresh_samples(self.settings) or fresh:
             repeat = self.calls[call]
         answer_id = f"chatcmpl-sim-{hashlib.sha256(f'{digest}:{repeat}'.encode()).hexdigest()[:24]}"
-        answer, judged = completion(body, self.settings, model, answer_id, repeat, cached)
+        settings = self.settings
+        if settings.profile == OPENAI_RESPONSES:
+            settings = dataclasses.replace(settings, profile=OPENAI_REASONING)
+        answer, judged = completion(
+            body, settings, model, answer_id, repeat, fresh or None, cached=cached
+        )
+        samples = len(answer["choices"])
+        prompt = answer["usage"]["prompt_tokens"]
+        if asked is not None:
+            answer = response_object(answer, asked, judged.thoughts)
         if judged.refusals:
             self.stats.faults["invalid_answer"] += judged.refusals
         text = json.dumps(answer)
@@ -207,13 +260,13 @@ class _Judge:
             text = text[: len(text) // 2]
         else:
             self.stats.answered[digest] += 1
-            self.stats.samples += len(answer["choices"])
+            self.stats.samples += samples
             self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
             self.stats.steps += judged.steps
-            self.stats.prompt_tokens += answer["usage"]["prompt_tokens"]
+            self.stats.prompt_tokens += prompt
             self.stats.cached_tokens += cached or 0
             self.stats.cache_hits += bool(cached)
-            self.stats.cache_keys[str(body.get("prompt_cache_key") or "")] += 1
+            self.stats.cache_keys[str((asked or body).get("prompt_cache_key") or "")] += 1
             self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")
 
@@ -279,6 +332,8 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
         [
             web.post("/v1/chat/completions", judge.completions),
             web.post("/openai/deployments/{deployment}/chat/completions", judge.completions),
+            web.post("/v1/responses", judge.responses),
+            web.post("/openai/v1/responses", judge.responses),
             web.get("/v1/models", judge.models),
             web.get("/sim/stats", judge.stats_view),
             web.post("/sim/settings", judge.update_settings),

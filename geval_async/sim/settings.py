@@ -64,6 +64,12 @@ class SimSettings:
     # minutes, it is gone.
     prompt_cache: bool = False
     cache_retention_minutes: float = 5.0
+    # Model names (comma-separated) that chat completions refuse with OpenAI's 404 "only
+    # supported in v1/responses": they are served on POST /v1/responses alone.
+    responses_only: str | None = None
+    # The Responses API refuses reasoning.summary, as OpenAI does to an organization it has not
+    # verified (400, param "reasoning.summary").
+    refuse_summary: bool = False
 
 
 @dataclass

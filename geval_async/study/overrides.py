@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..options import Provider, ReasoningEffort, SamplingMode, words
+from ..options import JudgeApi, Provider, ReasoningEffort, SamplingMode, words
 from .criteria import CriterionConfig
 from .pricing import price_of
 from .reader import TableReader
@@ -81,6 +81,12 @@ OVERRIDES: dict[str, Override] = {
         ("judge", "base_url"), str, "chat-completions base URL, e.g. http://127.0.0.1:8000/v1"
     ),
     "model": Override(("judge", "model"), str, "judge model name", answers=True),
+    "api": Override(
+        ("judge", "api"),
+        str,
+        "[judge] api: chat completions or the Responses API",
+        choices=tuple(words(JudgeApi)),
+    ),
     "mode": Override(
         ("sampling", "mode"), str, "sampling mode", choices=tuple(words(SamplingMode)), answers=True
     ),

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+
+from .responses_api import UsageTokens, read_usage
 
 # model prefix -> (input, output) USD per 1M tokens. The longest matching prefix wins.
 PRICES: dict[str, tuple[float, float]] = {
@@ -104,48 +105,23 @@ def billed_cost(
 ) -> float | None:
     """USD of one answer from the usage the server reported (prompt, of it cached, and
     completion tokens, reasoning included); None when the usage gives no token counts."""
-    tokens = read_usage(usage)
+    tokens = _billed_tokens(usage)
     if tokens is None:
         return None
-    uncached, cached, completion = tokens.uncached, tokens.cached, tokens.completion
+    uncached, cached, completion = tokens
     price_in, price_out = price
     cached_in = price_in if cached_price is None else cached_price
     return (uncached * price_in + cached * cached_in + completion * price_out) / 1e6
 
 
-class UsageTokens(NamedTuple):
-    """The tokens one answer's usage reports: the prompt's, of them the cached ones, and the
-    completion's (reasoning included)."""
-
-    prompt: int
-    cached: int
-    completion: int
-    cache_reported: bool  # the usage says how many prompt tokens were cached (0 included)
-
-    @property
-    def uncached(self) -> int:
-        return self.prompt - self.cached
-
-
-def read_usage(usage: object) -> UsageTokens | None:
-    """The one reader of an answer's ``usage``: chat completions' (``prompt_tokens``,
-    ``prompt_tokens_details.cached_tokens``, ``completion_tokens``) or the Responses API's
-    (``input_tokens``, ``input_tokens_details.cached_tokens``, ``output_tokens``); None when
-    it gives no token counts."""
-    if not isinstance(usage, Mapping):
+def _billed_tokens(usage: Mapping[str, object]) -> tuple[int, int, int] | None:
+    """The prompt's uncached and cached tokens and the completion's (reasoning included) the
+    usage reports, in either API's names (:func:`.responses_api.read_usage`); None when it
+    gives no token counts."""
+    tokens = read_usage(usage)
+    if tokens is None:
         return None
-    if "prompt_tokens" in usage:
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        details = usage.get("prompt_tokens_details")
-    else:
-        prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
-        details = usage.get("input_tokens_details")
-    if type(prompt) is not int or type(completion) is not int:
-        return None
-    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
-    reported = type(cached) is int
-    cached = min(cached, prompt) if type(cached) is int and cached > 0 else 0
-    return UsageTokens(prompt, cached, completion, reported)
+    return tokens.prompt - tokens.cached, tokens.cached, tokens.completion
 
 
 @dataclass(frozen=True)
@@ -161,7 +137,7 @@ class PromptCacheShare:
         return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
     def line(self) -> str:
-        """ "84% of 1,234,000 prompt tokens billed as cached"."""
+        """ "84% of 1,234,000 prompt tokens billed as cached (1,036,560)"."""
         return (
             f"{self.share:.0%} of {self.prompt_tokens:,} prompt tokens billed as cached "
             f"({self.cached_tokens:,})"
@@ -251,8 +227,8 @@ class Budget:
             self.shared.spent = round(self.shared.spent - cost, 9)
 
     def settle(self, tokens: UsageTokens | None) -> None:
-        """Add what the server reported an answer billed (its usage as :func:`read_usage`
-        reads it), beside the estimate.
+        """Add what the server reported an answer billed (its usage, as
+        :func:`~.responses_api.read_usage` reads it), beside the estimate.
 
         The cap keeps counting estimates (the most each request could cost), so that a run
         never passes it whatever the answers turn out to cost; the spend a user is shown is

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..options import Provider, ReasoningEffort, SamplingMode
+from ..options import JudgeApi, Provider, ReasoningEffort, SamplingMode
 from .file_names import is_file_name_part
 from .reader import TableReader
 from .settings import (
@@ -55,6 +55,8 @@ SECTION_KEYS = {
         "deployment",
         "api_version",
         "headers",
+        "api",
+        "store",
     },
     "sampling": {
         "mode",
@@ -165,6 +167,8 @@ def parse_prices(source: Path, table: Any) -> dict[str, tuple[float, float]]:
 
 def parse_judge(t: TableReader) -> JudgeConfig:
     provider = t.choice("provider", Provider, Provider.OPENAI)
+    api = t.choice("api", JudgeApi, JudgeApi.CHAT)
+    store = t.get("store", bool, False)
     headers = t.get("headers", dict, {})
     if not all(isinstance(v, str) for v in headers.values()):
         raise t.error("'headers' values must be strings")
@@ -189,6 +193,8 @@ def parse_judge(t: TableReader) -> JudgeConfig:
             deployment=deployment,
             api_version=version,
             headers=headers,
+            api=api,
+            store=store,
         )
     return JudgeConfig(
         model=t.required("model", str),
@@ -197,6 +203,8 @@ def parse_judge(t: TableReader) -> JudgeConfig:
         ),
         api_key_env=t.get("api_key_env", str, "OPENAI_API_KEY"),
         headers=headers,
+        api=api,
+        store=store,
     )
 
 

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..options import (
+    JudgeApi,
     Normalization,
     PanelPool,
     Provider,
@@ -50,10 +51,17 @@ class JudgeConfig:
     deployment: str | None = None
     api_version: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Which API carries the requests; an endpoint that answers chat completions "only
+    # supported in v1/responses" is switched to the Responses API whatever this says.
+    api: JudgeApi = JudgeApi.CHAT
+    # The Responses API keeps a response for 30 days unless told not to: a study's texts are
+    # often private, so it is told not to unless the config says otherwise.
+    store: bool = False
 
     @property
     def url(self) -> str:
-        """The full chat-completions URL."""
+        """The full chat-completions URL (also what the endpoint's learned facts are kept
+        under, whichever API carries the requests)."""
         if self.provider == Provider.AZURE:
             endpoint = (self.azure_endpoint or "").rstrip("/")
             return (
@@ -61,6 +69,14 @@ class JudgeConfig:
                 f"?api-version={self.api_version}"
             )
         return f"{(self.base_url or DEFAULT_BASE_URL).rstrip('/')}/chat/completions"
+
+    @property
+    def responses_url(self) -> str:
+        """The full Responses API URL (Azure serves it on its v1 surface, the deployment
+        named as the body's model)."""
+        if self.provider == Provider.AZURE:
+            return f"{(self.azure_endpoint or '').rstrip('/')}/openai/v1/responses"
+        return f"{(self.base_url or DEFAULT_BASE_URL).rstrip('/')}/responses"
 
     @property
     def is_local(self) -> bool:

@@ -66,11 +66,17 @@ class BatchControl:
         self.entries = ServerEntries(cache, simulated)
         self.ledger = Ledger(cache.directory)
         self.judge = study.config.judge
-        self.endpoint = endpoint(self.judge)
         self.key_entry = study.config.api_key_entry  # a refused key's line names it
         # What the endpoint accepts, as online runs and earlier batches learned it: the lines
-        # are spelt as an online run would send them (max_completion_tokens, n = 1).
-        self.capabilities = load_capabilities(cache.directory, self.judge.url, self.judge.model)
+        # are spelt as an online run would send them (max_completion_tokens, n = 1, the
+        # Responses API).
+        self.capabilities = load_capabilities(
+            cache.directory,
+            self.judge.url,
+            self.judge.model,
+            api=self.judge.api,
+            store=self.judge.store,
+        )
         # The requests behind live batches' keys, found by one walk of the plan (see
         # _requests_for): without it, every ended batch walked the whole plan again.
         self._requests: dict[str, JudgeRequest] = {}
@@ -78,6 +84,12 @@ class BatchControl:
         # What the last submit left for lack of room in the queue (see .queue).
         self.queue_full = False
         self.too_large = 0
+
+    @property
+    def endpoint(self) -> str:
+        """The batch endpoint of the lines submitted now: the Responses API's once an answer
+        showed the model lives there (learned between two submits of one run)."""
+        return endpoint(self.judge, self.capabilities)
 
     def coverage(self) -> dict[str, Coverage]:
         """Per criterion, the items answered, refused, missing and in live batch jobs, as the
@@ -111,7 +123,7 @@ class BatchControl:
         limit, room = queue.tokens, queue.room(self.ledger.live())
         self.queue_full, self.too_large = False, 0
         tokens_of: dict[str, int] = {}  # the estimated tokens of the lines of unsent files
-        one = self.capabilities.one_choice  # each line asks for one answer: charged so
+        one = self.capabilities.one_request_per_draw  # each line asks for one answer: charged so
 
         def lines() -> Any:
             nonlocal held_back, room
@@ -153,7 +165,7 @@ class BatchControl:
     def _chunks(self, to_send: list[JudgeRequest]) -> list[JudgeRequest]:
         """An item's requests to submit: its next chunk, or, to an endpoint known to give one
         choice a request, every chunk it lacks (else one batch a draw: see .store)."""
-        if not self.capabilities.one_choice:
+        if not self.capabilities.one_request_per_draw:
             return to_send
         return [c for request in to_send for c in one_choice_chunks(request, self.study.config)]
 
@@ -286,7 +298,7 @@ class BatchControl:
         unknown = set(keys).difference(self._requests)
         if unknown:
             wanted = unknown | self.ledger.live_keys().difference(self._requests)
-            one_choice = self.capabilities.one_choice
+            one_choice = self.capabilities.one_request_per_draw
             found = requests_by_key(self.study, self.entries, wanted, one_choice=one_choice)
             self._requests.update(found)
         found = self._requests

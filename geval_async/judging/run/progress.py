@@ -15,7 +15,8 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...study.pricing import PromptCacheShare, UsageTokens
+from ...study.pricing import PromptCacheShare
+from ...study.responses_api import UsageTokens
 
 # How often a quiet run looks for new retries: the first is said within this, not an interval.
 RETRY_LOOK = 0.25

@@ -33,11 +33,11 @@ from typing import Any
 import orjson
 
 from ...errors import ANSWER_TOO_LARGE, UNREACHABLE, Connection, FailureFact
+from ...study.responses_api import OPTIONAL_PARAMETERS
 from .refused_settings import (
     REASONING_EXHAUSTED,
     reasoning_exhausted,
     refused_setting,
-    refused_wire_setting,
     sent_token_parameter,
     study_sampling,
 )
@@ -90,9 +90,12 @@ class Action(enum.StrEnum):
     # with max_tokens spelt the other way (max_tokens <-> max_completion_tokens).
     TOKEN_PARAMETER = "token parameter"
     KEEP = "keep"  # an answer that used its whole budget: stored as received (cut_off)
-    # The endpoint refuses a setting the wire adds of its own accord (prompt_cache_key): send
-    # the request again at once without it, and never again to this endpoint.
-    DROP_SETTING = "drop setting"
+    # The model is served on the Responses API only: send it again at once there, and every
+    # request after it (the endpoint's learned fact, kept for later runs).
+    RESPONSES_API = "responses api"
+    # A parameter the wire adds of its own accord (a reasoning summary) is refused: send the
+    # request again at once without it, and every request after it.
+    DROP_PARAMETER = "parameter dropped"
 
 
 @dataclass
@@ -134,12 +137,19 @@ class Decision:
     billed: bool = True
 
 
+_UNRECOGNIZED = re.compile(r"Unrecognized request arguments? supplied: ([A-Za-z_][\w.]*)")
+
+
 def response_fact(status: int, raw: bytes, headers: Mapping[str, str]) -> FailureFact:
     """The fact of an HTTP answer that is not a usable 200."""
     code, kind, message = error_fields(raw)
     asked = asked_wait(headers, kind) if status == 429 else None
     wait, wait_header = (None, "") if asked is None else asked
-    param = error_param(raw)
+    # Azure OpenAI names a parameter it does not know in words only: "Unrecognized request
+    # argument supplied: prompt_cache_key" (no code, no param).
+    param = error_param(raw) or (
+        unknown.group(1) if status == 400 and (unknown := _UNRECOGNIZED.search(message)) else ""
+    )
     lowered = message.lower()
     return FailureFact(
         status=status,
@@ -231,6 +241,7 @@ def decide(
     n: int = 1,
     attempt: int = 1,
     sent: Mapping[str, Any] | None = None,
+    responses: bool = False,
 ) -> Decision:
     """What a failed attempt means; reads ``history`` and never changes it (the caller
     records the attempt with :meth:`History.saw` first).
@@ -242,9 +253,16 @@ def decide(
         attempt: how many times this request has failed this way (transient or 429).
         sent: the body as sent (its messages unread): a refused setting is named with the
             value the request carried.
+        responses: the request went to the Responses API (not chat completions).
     """
+    if fact.responses_only and not responses:
+        # Not billed (a 404), and no other request could pass there: the API changes.
+        return Decision(Action.RESPONSES_API, "responses api", describe(fact), billed=False)
+    if fact.status in (400, 422) and fact.param in OPTIONAL_PARAMETERS:
+        label = f"{fact.param} refused"
+        return Decision(Action.DROP_PARAMETER, label, describe(fact), billed=False)
     decision = _decide(fact, history, n=n, attempt=attempt, sent=sent or {})
-    unbilled = (Action.PAUSE, Action.ONE_CHOICE, Action.TOKEN_PARAMETER, Action.DROP_SETTING)
+    unbilled = (Action.PAUSE, Action.ONE_CHOICE, Action.TOKEN_PARAMETER)
     if decision.action in unbilled or not fact.reached_server:
         return replace(decision, billed=False)
     return decision
@@ -306,8 +324,6 @@ def _decide(
         return Decision(Action.TOKEN_PARAMETER, "token parameter", detail)
     if n > 1 and fact.refuses_n:
         return Decision(Action.ONE_CHOICE, "n refused", detail)
-    if refused_wire_setting(fact, sent) is not None:
-        return Decision(Action.DROP_SETTING, "prompt_cache_key refused", detail)
     refused = refused_setting(fact, sent, *((history.judge, history.sampling) if history else ()))
     if refused is not None:
         return Decision(Action.STOP, label, refused)

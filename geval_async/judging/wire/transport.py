@@ -1,4 +1,8 @@
-"""One chat-completions POST over aiohttp, and the translation of its failures to our errors.
+"""One judge POST over aiohttp, and the translation of its failures to our errors.
+
+A request goes to chat completions or, spelt as the Responses API wants it, to
+``/v1/responses``; a Responses answer is checked and read as the one choice its ``output``
+items make (:func:`~geval_async.study.responses_api.answer_choices`), its body kept as received.
 
 One ``aiohttp.ClientSession`` per run with a connection pool sized to the concurrency; bodies are
 encoded with orjson. This is the boundary where the outside world's failures become the
@@ -41,6 +45,7 @@ from ...errors import (
     TransportError,
 )
 from ...study.config import JudgeConfig
+from ...study.responses_api import answer_choices, is_response
 from .failures import connection_kind, describe, response_fact
 
 _CONTENT_ENCODING = aiohttp.hdrs.CONTENT_ENCODING
@@ -92,7 +97,8 @@ class _Deadlines:
 
 @dataclass(slots=True)
 class JudgeAnswer:
-    """A 200 answer: the raw body as received, its parsed form and the response headers
+    """A 200 answer: the raw body as received, its parsed form (a Responses answer's: the
+    choice its output items make, with its model and usage) and the response headers
     (as aiohttp received them: looked up without regard to case).
 
     Not frozen, though nothing changes it once made: a frozen dataclass sets each field
@@ -134,6 +140,7 @@ class Transport:
     ) -> None:
         self._judge = judge
         self._url = judge.url
+        self._responses_url = judge.responses_url
         self._headers = {"Content-Type": "application/json", **judge.auth_headers(api_key)}
         self._concurrency = concurrency
         self._timeout = timeout
@@ -166,8 +173,9 @@ class Transport:
             await self._session.close()
             self._session = None
 
-    async def complete(self, body: Mapping[str, Any]) -> JudgeAnswer:
-        """Send one request; return the answer or raise a :class:`TransportError`."""
+    async def complete(self, body: Mapping[str, Any], *, responses: bool = False) -> JudgeAnswer:
+        """Send one request (``responses``: a Responses API body, to that API's URL); return
+        the answer or raise a :class:`TransportError`."""
         assert self._session is not None, "use Transport as an async context manager"
         assert self._deadlines is not None
         data = orjson.dumps(body)
@@ -182,7 +190,9 @@ class Transport:
                 # Never follow a redirect: aiohttp would re-send a 301/302 as a GET, and the
                 # run would stop on a 405 that hides the cause (decide() names the Location).
                 async with self._session.post(
-                    self._url, data=data, allow_redirects=False
+                    self._responses_url if responses else self._url,
+                    data=data,
+                    allow_redirects=False,
                 ) as response:
                     status, headers = response.status, response.headers
                     declared = response.content_length
@@ -254,6 +264,14 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
             body=raw,
             fact=FailureFact(status=status, connection=Connection.MALFORMED),
         ) from exc
+    if isinstance(parsed, dict) and is_response(parsed):
+        # A Responses answer, checked as the chat completion of its one choice would be;
+        # the body stays as received.
+        parsed = {
+            "model": parsed.get("model"),
+            "choices": answer_choices(parsed),
+            "usage": parsed.get("usage"),
+        }
     choices = parsed.get("choices") if isinstance(parsed, dict) else None
     if not isinstance(choices, list) or not choices:
         raise Transient("the response has no choices", body=raw, fact=_malformed(status))

@@ -72,9 +72,9 @@ SHORT = {
 def _write(study: StudyFiles, base_url: str, cache: str = "cache", **sections: Any) -> None:
     (study.root / "prompts" / "long.txt").write_text(LONG_PROMPT, encoding="utf-8")
     sections.setdefault("criteria", [LONG])
+    sections.setdefault("judge", {"model": MODEL, "base_url": base_url})
     study.write_config(
         base_url,
-        judge={"model": MODEL, "base_url": base_url},
         sampling={"mode": "samples", "n": 10, "temperature": 1.0, "max_tokens": 5},
         limits={"concurrency": 8, "retries": 4, "timeout": 10},
         cache={"path": cache},
@@ -133,6 +133,24 @@ def test_the_run_summary_says_the_cached_share(sim: SimServer, study: StudyFiles
     (run,) = _ledger(study)
     share = run["cached_tokens"] / run["prompt_tokens"]
     assert f"prompt cache: {share:.0%} of {run['prompt_tokens']:,} prompt tokens" in result.stdout
+
+
+def test_the_responses_api_is_billed_mostly_as_cached_too(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    # The Responses API takes no n: each of an item's ten draws is a request of its own.
+    sim.settings.profile = "openai-responses"
+    sim.settings.prompt_cache = True
+    _write(
+        study, sim.base_url, judge={"model": MODEL, "base_url": sim.base_url, "api": "responses"}
+    )
+    result = run_cli("run", str(study.config), "--max-tokens", "2000")
+    assert result.returncode == 0, result.stderr
+    (run,) = _ledger(study)
+    assert run["cached_tokens"] / run["prompt_tokens"] >= 0.8, run
+    (key,) = sim.stats.cache_keys
+    assert key.startswith("geval-rules-")
+    assert "prompt cache: " in result.stdout
 
 
 def test_the_first_request_of_a_criterion_is_answered_before_the_others_go(

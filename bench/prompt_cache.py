@@ -1,4 +1,4 @@
-"""Benchmark 10, prompt caching: the share of prompt tokens a caching provider bills as cached.
+"""Benchmark 11, prompt caching: the share of prompt tokens a caching provider bills as cached.
 
 SummEval-style records judged on coherence with a detailed rubric (instructions, anchors for
 every score and the evaluation steps before the article and summary: about 1,500 tokens shared

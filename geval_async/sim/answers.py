@@ -120,6 +120,21 @@ def true_score(messages: list[dict[str, Any]], top: int, seed: int) -> float:
     return 1 + _units(seed, "item", canonical(messages))[0] * (top - 1)
 
 
+def with_length(t: float, characters: int, top: int, settings: SimSettings) -> float:
+    """The hidden score ``t`` raised by the judge's reaction to length (``length_effect``
+    points per 1,000 characters of the prompt), kept on the scale."""
+    if not settings.length_effect:
+        return t
+    return min(float(top), max(1.0, t + settings.length_effect * characters / 1000))
+
+
+def collapsed(messages: list[dict[str, Any]], settings: SimSettings, *draw: Any) -> bool:
+    """Whether this prompt (or this draw of it) answers the collapsed rating."""
+    return bool(settings.collapse) and (
+        _units(settings.seed, "collapse", canonical(messages), *draw)[0] < settings.collapse
+    )
+
+
 def _token(token: str, logprob: float) -> dict[str, Any]:
     return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
 
@@ -199,6 +214,8 @@ class Judged:
     refusals: int  # choices that hold no rating (invalid_answers)
     ratings: list[int | None]  # the rating each choice gives (None: none, or steps)
     steps: bool  # the request asked for evaluation steps (sim.steps)
+    # The prompt's characters and the hidden score meant for it (None: evaluation steps).
+    intended: tuple[int, float] | None = None
     # Each choice's hidden reasoning, as its summary would tell it ("" where none was spent).
     thoughts: list[str] = field(default_factory=list)
 
@@ -228,8 +245,9 @@ def judge(
     yes_no = asks_yes_no(prompt)
     # A yes/no question is a two-point scale: 2 = "Yes", 1 = "No".
     top = 2 if yes_no else rating_scale(prompt)
-    t = true_score(messages, top, settings.seed)
+    t = with_length(true_score(messages, top, settings.seed), len(prompt), top, settings)
     writes_steps = asks_for_steps(prompt)
+    fixed = min(settings.collapse_rating, top)
     # Choice i of a request with seed s is the sample of seed s + i: geval-async sends seed +
     # draw index, so an item's k-th sample is the same however its samples were chunked.
     seed = None if settings.profile == ANTHROPIC_COMPAT else body.get("seed")
@@ -243,6 +261,8 @@ def judge(
     fresh = fresh_samples(settings) if fresh is None else fresh
     with_logprobs = bool(body.get("logprobs")) and not ignores_logprobs(settings)
     judged = Judged([], 0, 0, 0, [], writes_steps)
+    if not writes_steps:
+        judged.intended = (len(prompt), t)
     for i in range(n):
         u1, u2, u3, u4 = _units(settings.seed, draw_key, (offset or 0) + i, repeat if fresh else 0)
         invalid = u3 < settings.invalid_answers and not writes_steps
@@ -250,9 +270,10 @@ def judge(
         if with_logprobs and not writes_steps:
             max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
             k = body.get("top_logprobs") or 0
-            greedy = first_token_probs(t, top, False)[0][0].strip()  # the rating token
+            centre = fixed if collapsed(messages, settings) else t
+            greedy = first_token_probs(centre, top, False)[0][0].strip()  # the rating token
             prefix = thinking_tokens(settings, int(greedy), top, yes_no, [u1, u2, u3, u4])
-            text, logprobs, cut = _logprob_choice(t, top, invalid, k, max_tokens, prefix)
+            text, logprobs, cut = _logprob_choice(centre, top, invalid, k, max_tokens, prefix)
             rename = _yes_no if yes_no else _letter if settings.answer_styles == "letters" else None
             rated = logprobs["content"][len(prefix) : len(prefix) + 1]  # none when cut before
             if rename is not None:
@@ -270,6 +291,8 @@ def judge(
             noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
             rating = min(top, max(1, math.floor(t + noise + 0.5)))
             draw = repeat if fresh else 0
+            if collapsed(messages, settings, (offset or 0) + i, draw):
+                rating = fixed
             extra = _units(settings.seed, draw_key, (offset or 0) + i, "profile", draw)
             if writes_steps:
                 full = write_steps(prompt, rating_scale(prompt), [u1, u2, u3, u4])

@@ -1,11 +1,12 @@
 """The simulated judge's Batch API: ``/v1/files`` and ``/v1/batches``, as OpenAI serves them.
 
 A client uploads a JSONL input file (``purpose = "batch"``), creates a batch on it, polls the
-batch and downloads its output and error files, exactly as with OpenAI (and under
-``/openai/...?api-version=`` as with Azure OpenAI). The input is validated the way OpenAI does
-(one JSON request per line, unique ``custom_id``, the batch's endpoint, at most 50,000 lines);
-a batch that fails validation ends ``failed`` with its reason in ``errors``. After
-``batch_seconds`` a batch is done: every line is answered by the very function that answers
+batch and downloads its output and error files (and lists and deletes files), exactly as
+with OpenAI (and under ``/openai/...?api-version=`` as with Azure OpenAI). The input is
+validated the way OpenAI does (one JSON request per line, unique ``custom_id``, the batch's
+endpoint, at most 50,000 lines); a batch that fails validation ends ``failed`` with its
+reason in ``errors``. After ``batch_seconds``
+a batch is done: every line is answered by the very function that answers
 online requests (:func:`~geval_async.sim.answers.completion`), so a study judged by batch
 rates exactly as one judged online. Settings make a share of the lines fail
 (``batch_failed_lines``, with ``batch_failure_status``), a share expire (``batch_expired_lines``:
@@ -59,7 +60,9 @@ class BatchService:
         for root in ("/v1", "/openai"):
             routes += [
                 web.post(f"{root}/files", self.upload),
+                web.get(f"{root}/files", self.file_listing),
                 web.get(f"{root}/files/{{id}}", self.file),
+                web.delete(f"{root}/files/{{id}}", self.delete_file),
                 web.get(f"{root}/files/{{id}}/content", self.content),
                 web.post(f"{root}/batches", self.create),
                 web.get(f"{root}/batches", self.listing),
@@ -108,6 +111,24 @@ class BatchService:
             return refused
         file = self.files.get(request.match_info["id"])
         return _no_file() if file is None else web.json_response(file.view())
+
+    async def file_listing(self, request: web.Request) -> web.Response:
+        """Every file (of ``purpose``, when asked), in one page, as OpenAI lists them."""
+        if (refused := self._refused(request)) is not None:
+            return refused
+        purpose = request.query.get("purpose")
+        files = [f for f in self.files.values() if purpose in (None, f.purpose)]
+        return web.json_response(
+            {"object": "list", "data": [f.view() for f in files], "has_more": False}
+        )
+
+    async def delete_file(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        file = self.files.pop(request.match_info["id"], None)
+        if file is None:
+            return _no_file()
+        return web.json_response({"id": file.id, "object": "file", "deleted": True})
 
     async def content(self, request: web.Request) -> web.Response:
         if (refused := self._refused(request)) is not None:
@@ -360,6 +381,8 @@ class BatchService:
         self.stats.samples += len(answer["choices"])
         digest = request_digest(asked if asked is not None else body)
         self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
+        if judged.intended is not None:
+            self.stats.intended[digest] = judged.intended
         self.stats.steps += judged.steps
         if asked is not None:
             return 200, response_object(answer, asked, judged.thoughts)

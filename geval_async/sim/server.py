@@ -262,6 +262,8 @@ class _Judge:
             self.stats.answered[digest] += 1
             self.stats.samples += samples
             self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
+            if judged.intended is not None:
+                self.stats.intended[digest] = judged.intended
             self.stats.steps += judged.steps
             self.stats.prompt_tokens += prompt
             self.stats.cached_tokens += cached or 0

@@ -26,6 +26,14 @@ class SimSettings:
     retry_after_ms: int = 200
     quota_after: int | None = None
     invalid_answers: float = 0.0
+    # A judge that reacts to length: the hidden score of a prompt rises by this many rating
+    # points per 1,000 characters of the prompt (kept on the scale), so a report's length
+    # check can be held against what was put in (SimStats.intended records it).
+    length_effect: float = 0.0
+    # A collapsed scale: the share of choices that answer collapse_rating (at most the
+    # scale's top) whatever the text; in logprobs mode, the share of prompts centred on it.
+    collapse: float = 0.0
+    collapse_rating: int = 4
     ignore_n: bool = False
     max_n: int | None = None  # llama-server-style: n above this -> 400 "Field 'n': ..."
     api_key: str | None = None
@@ -114,6 +122,10 @@ class SimStats:
     cached_tokens: int = 0
     cache_hits: int = 0  # answers with cached tokens
     cache_keys: collections.Counter[str] = field(default_factory=collections.Counter)
+    # Per answer, by sha256 of the raw body as ``answered`` counts it: the characters of its
+    # prompt and the hidden score it meant to give (after length_effect), so a test can work
+    # out the rank correlation of score and length that was put in.
+    intended: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     def reset(self) -> None:
         """Zero every counter in place (the server keeps its reference)."""
@@ -132,6 +144,7 @@ class SimStats:
         for counter in counters:
             counter.clear()
         self.ratings.clear()
+        self.intended.clear()
         self.arrivals.clear()
         self.events.clear()
 
@@ -181,4 +194,5 @@ class SimStats:
         }
         if ratings:
             summary["ratings"] = dict(self.ratings)
+            summary["intended"] = {k: list(v) for k, v in self.intended.items()}
         return summary

@@ -14,6 +14,8 @@ Layout under the output folder (``<prefix>`` is ``[output] prefix``)::
     stats/<prefix>_paired.csv         paired t and Wilcoxon (when groups appear in both conditions)
     stats/<prefix>_consistency.csv    Krippendorff's alpha over the judge's draws, per criterion
     stats/<prefix>_n_curve.csv        was n worth it: mean SE and Spearman for k = 1..n draws
+    stats/<prefix>_human_scale.csv    means and the comparison on the human scale ([meta] human)
+    stats/<prefix>_bias.csv           what the judge may be reacting to: length, scale, ...
     raw/<prefix>_<criterion>.json     per item: the prompt sent, every answer and parsed rating
     plots/<prefix>_<criterion>.png    box plots (--plots), and plots/<prefix>_n_curve.png
     <prefix>_report.md                coverage, invalid samples, tables, tests, plot links
@@ -53,10 +55,19 @@ from ..panel.results import PanelResults, PanelStudyResults
 from ..scores.human import HumanComparison
 from ..scores.tables import COMPOSITE, standard_errors, write_long_csv
 from ..stats.comparisons import comparisons_frame
+from ..stats.human_scale import ppi_missing
+from .csv_cells import spreadsheet_safe
 from .files import Output, write_files
+from .human_output import human_outputs, human_scale_section
 from .overwrite_guard import check_not_emptier
 from .plots import n_curve_plot
-from .report import comparison_section, markdown_report, trust_section, write_raw_document
+from .report import (
+    bias_section,
+    comparison_section,
+    markdown_report,
+    trust_section,
+    write_raw_document,
+)
 
 if TYPE_CHECKING:
     from ..scores.results import StudyResults
@@ -84,8 +95,9 @@ class OutputOptions:
 
 
 def csv_bytes(frame: pd.DataFrame, *, index: bool = True, float_format: str | None = None) -> bytes:
-    """A frame as CSV bytes (``float_format`` e.g. "%.3f"; None keeps every digit)."""
-    return frame.to_csv(index=index, float_format=float_format).encode()
+    """A frame as CSV bytes (``float_format`` e.g. "%.3f"; None keeps every digit), its
+    text cells written so that a spreadsheet never runs one as a formula."""
+    return spreadsheet_safe(frame).to_csv(index=index, float_format=float_format).encode()
 
 
 # --- names -------------------------------------------------------------------------------------
@@ -137,9 +149,14 @@ def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
             Output(output_path(results, "scores", "long.csv"), long_csv),
             Output(output_path(results, "stats", "agreement.csv"), agreement),
         ]
-    # Written as rendered, a chunk of rows at a time: a million rows' text is never held.
-    long = partial(write_long_csv, scores=results.columns)
-    outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
+    if results.labelled is not None:
+        # With its calibrated scores: a study labelled by people is not a million records.
+        long_csv = csv_bytes(results.long, index=False)
+        outputs.append(Output(output_path(results, "scores", "long.csv"), long_csv))
+    else:
+        # Written as rendered, a chunk of rows at a time: a million rows' text is never held.
+        long = partial(write_long_csv, scores=results.columns, cells=spreadsheet_safe)
+        outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
     for c in results.study.criteria:
         # Written as rendered: a large study's prompts are never all held.
         write = partial(
@@ -203,6 +220,20 @@ def trust_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
         png = n_curve_plot(results.n_curve)
         outputs.append(Output(output_path(results, "plots", "n_curve.png"), png))
     return outputs
+
+
+def bias_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """What the judge may be reacting to (:meth:`StudyResults.bias`); none for a panel (each
+    judge's own outputs have theirs: a pooled score is no one judge's habit)."""
+    if isinstance(results, PanelStudyResults):
+        return []
+    frame = results.bias()
+    return [
+        Output(
+            output_path(results, "stats", "bias.csv"),
+            csv_bytes(frame, index=False, float_format=f"%.{SIGNIFICANT}g"),
+        )
+    ]
 
 
 def plot_paths(results: StudyResults) -> dict[str, Path]:
@@ -273,6 +304,9 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         text += trust_section(
             errors, results.consistency, results.n_curve, results.config.sampling.mode, plot
         )
+        text += human_scale_section(results)
+        csv_name = f"stats/{output_path(results, 'stats', 'bias.csv').name}"
+        text += bias_section(results.reactions, csv_name)
     else:
         # A one-judge report names its judge on its third line; the panel's names them all.
         lines = text.split("\n")
@@ -305,6 +339,8 @@ KINDS: dict[str, Kind] = {
     "average": average_outputs,
     "tests": test_outputs,
     "trust": trust_outputs,
+    "human": lambda r, o: human_outputs(r, output_path(r, "stats", "human_scale.csv")),
+    "bias": bias_outputs,
     "plots": plot_outputs,
     "report": report_outputs,
     "html": html_outputs,
@@ -348,6 +384,8 @@ def write_outputs(
         results = results.panel
     if kinds is None:
         kinds = [k for k in KINDS if k != "average" or not results.composite_missing]
+        if ppi_missing():  # the report says how to install it, in its human-scale section
+            kinds.remove("human")
     unknown = [kind for kind in kinds if kind not in KINDS]
     if unknown:
         raise ConfigError(f"unknown output kind {unknown[0]!r} (known: {', '.join(KINDS)})")

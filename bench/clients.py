@@ -153,7 +153,7 @@ def _use_limits_module(path: str, package: str) -> None:
     module_spec.loader.exec_module(module)
     if not hasattr(module.RateLimits, "observe"):  # before header learning existed
         module.RateLimits.observe = lambda self, headers: None
-    # Where the run makes its RateLimits: judging/run/worker.py since the runner was split.
+    # Where the run makes its RateLimits: judging/run/worker.py, or runner.py in a tree without it.
     holder = worker if hasattr(worker, "RateLimits") else runner
     holder.RateLimits = module.RateLimits  # type: ignore[attr-defined]
 

@@ -68,6 +68,9 @@ SETTING_HELP = {
     "anthropic-compat, openai-responses",
     "reasoning_field": "deepseek-reasoner: the message field of the reasoning",
     "think_cut_off": "think-tags: share of answers cut off inside their reasoning",
+    "prompt_cache": "model OpenAI's prompt cache: a start of 1,024+ tokens (128-token blocks) "
+    "an answered request carried is reported as cached_tokens",
+    "cache_retention_minutes": "prompt cache: minutes a prompt's start is kept unused",
     "responses_only": "model names (comma-separated) chat completions refuse with OpenAI's 404 "
     "'only supported in v1/responses'; POST /v1/responses serves them",
     "refuse_summary": "Responses API: refuse reasoning.summary (400), as OpenAI does to an "

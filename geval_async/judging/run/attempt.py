@@ -17,6 +17,7 @@ from typing import Any
 from ...errors import TransportError
 from ...options import ItemOutcome, JudgeApi
 from ...study.plan import JudgeRequest
+from ...study.responses_api import read_usage
 from ..wire.failures import Action, Decision, decide
 from ..wire.refused_settings import answer_fact, ignored_logprobs
 from .budget import request_cost
@@ -67,7 +68,7 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
             counters.peak_in_flight = counters.in_flight
         # The logical request (its digest is the key) is spelt for the API at the wire.
         logical = request.body
-        body = run.endpoint.wire(logical)
+        body = run.endpoint.wire(logical, run.cache_keys[request.item.criterion.config.name])
         responses = run.endpoint.api is JudgeApi.RESPONSES
         try:
             answer = await run.transport.complete(body, responses=responses)
@@ -99,9 +100,10 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
         limits.observe(answer.headers)
         parsed = answer.parsed
         run.endpoint.observe(logical, answer)
+        tokens = read_usage(parsed.get("usage"))  # either API's usage
+        counters.note_usage(tokens)
         if budget is not None:
-            usage = parsed.get("usage")
-            budget.settle(usage if isinstance(usage, dict) else None)
+            budget.settle(tokens)
         if run.logprobs and logical.get("logprobs") and run.endpoint.logprobs is False:
             # Ignored, not refused: every answer would come without them. Not stored (a
             # samples-mode run asks under other keys).

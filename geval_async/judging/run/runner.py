@@ -123,7 +123,9 @@ async def run_study(
                 finally:
                     # The answers handed over but not stored yet are stored here.
                     run.writer.close()
-                    record_spend(cache.directory, study.config, run.budget)
+                    record_spend(
+                        cache.directory, study.config, run.budget, run.counters.prompt_cache()
+                    )
                     judge = study.config.judge
                     save_capabilities(cache.directory, judge.url, judge.model, run.endpoint)
                     run.counters.wait_until = 0.0  # the run is over: nothing waits any more

@@ -21,6 +21,7 @@ from ...errors import TransportError
 from ...options import ItemOutcome, JudgeApi, SamplingMode
 from ...study.plan import JudgeRequest, Study
 from ...study.pricing import SharedCap
+from ...study.prompt_cache import prefix_share, prompt_cache_key
 from ..store.cache import CachedResponse
 from ..store.claims import Claims
 from ..store.origin import ServerEntries
@@ -101,7 +102,15 @@ class RunState:
             retries=limits.retries,
             max_wait=limits.max_wait,
         )
-        # Each request's body made as request.body makes it, its template made ready once.
+        # The prompt_cache_key of each criterion whose requests share a prefix long enough for
+        # the provider to cache: it routes them to the machines that hold it (None: nothing
+        # shared to route by, and nothing sent that a local server might not know).
+        self.cache_keys = {
+            criterion.name: prompt_cache_key(judge.model, criterion)
+            if prefix_share(criterion).cacheable
+            else None
+            for criterion in study.criteria
+        }
         self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
         self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?
         self.feed = Feed(

@@ -1,10 +1,11 @@
 """A run's workers: take an item, claim each request, attempt it, count the item.
 
-A worker takes an item from the feed, claims each of its requests (:mod:`~..store.claims`) and
-attempts it (:mod:`.attempt`); the answer is written to the cache at once (:mod:`.writer`),
-and the item counts as done once it is on disk. A request another process, or another item of
-this run, is already asking for is not sent twice: the worker waits for its answer in the
-cache. The state the workers share is :mod:`.state`.
+A worker takes an item from the feed (an item's draws lent out first, :attr:`.Feed.lent`),
+claims each of its requests (:mod:`~..store.claims`) and attempts it (:mod:`.attempt`); the
+answer is written to the cache at once (:mod:`.writer`), and the item counts as done once it
+is on disk. A request another process, or another item of this run, is already asking for is
+not sent twice: the worker waits for its answer in the cache. The state the workers share is
+:mod:`.state`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ...options import ItemOutcome
 from ...study.plan import JudgeRequest, chunk_request
 from ..wire.probe import same_model
 from .attempt import fetch
+from .feed import ItemDraws, ItemWork
 from .state import RunState
 
 __all__ = ["Run", "same_model"]
@@ -30,37 +32,106 @@ class Run(RunState):
     """A run's state and its workers (``run.work()``, one task each)."""
 
     async def work(self) -> None:
-        """Judge the feed's items until it has none left."""
-        queue, criteria, config = self.feed.queue, self.counters.criteria, self.config
+        """Judge the feed's items until it has none left, and the draws lent out until no
+        item is left that could lend any."""
+        feed, config = self.feed, self.config
+        queue, lent = feed.queue, feed.lent
+        queue_done = False  # the queue has handed this worker its last None
         while True:
-            work = await queue.get() if queue.empty() else queue.get_nowait()  # no coroutine
-            if work is None:
+            work: ItemWork | None
+            if lent:  # an item's draws, lent out once its first answer was in: first
+                work = lent.popleft()
+            elif not queue_done:
+                work = await queue.get() if queue.empty() else queue.get_nowait()  # no coroutine
+                if work is None:
+                    queue_done = True
+                    continue
+            elif feed.on_items:  # items in other workers' hands may still lend their draws
+                feed.waiting += 1
+                feed.wake.clear()
+                try:
+                    await feed.wake.wait()
+                finally:
+                    feed.waiting -= 1
+                continue
+            else:
                 return
             if self.stop.is_set():
                 if work.claimed is not None:
                     self.writer.release(work.requests[0].key)
+                work.opened()
                 continue  # drain without sending: the item stays missing
+            if work.draws is not None:
+                await self.fetch_lent(work, work.draws)
+                continue
             # The item's requests in turn, here rather than in a coroutine of their own (one
             # made an item, and a frame more each time the task resumes).
-            outcome, pending = _OK, work.requests
+            feed.on_items += 1
+            outcome, pending, lent_out = _OK, work.requests, False
             claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
-            while pending:
-                request, pending = pending[0], pending[1:]
-                outcome, received = await self.fetch_claimed(request, claim)
-                claim = None  # a later chunk is claimed by the worker
-                if outcome is not _OK:
-                    break
-                if received < request.n:
-                    # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp,
-                    # which ignores n): the rest is the chunk that starts where this one ended,
-                    # an earlier run may have stored it (fetch_claimed then reads it).
-                    pending = [chunk_request(request, request.draw + received, config)]
-            if outcome is _OK:
-                criteria[work.item.criterion.config.name].answered += 1
-            elif outcome is _REJECTED:
-                criteria[work.item.criterion.config.name].rejected += 1
-            elif outcome is _FAILED:
-                criteria[work.item.criterion.config.name].failed += 1
+            try:
+                while pending:
+                    request, pending = pending[0], pending[1:]
+                    try:
+                        outcome, received = await self.fetch_claimed(request, claim)
+                    finally:
+                        if claim is not None:  # the item's first request: its criterion may go
+                            work.opened()
+                    claim = None  # a later chunk is claimed by the worker
+                    if outcome is not _OK:
+                        break
+                    if received < request.n:
+                        # Fewer choices than asked (an earlier run with a smaller n, or
+                        # llama.cpp, which ignores n): the rest is the chunk that starts where
+                        # this one ended, an earlier run may have stored it (fetch_claimed then
+                        # reads it); to an endpoint of one answer a request, its draws are lent
+                        # out, and the item counted when the last is in.
+                        rest = chunk_request(request, request.draw + received, config)
+                        if self.lend_draws(work, rest):
+                            lent_out = True
+                            break
+                        pending = [rest]
+            finally:
+                feed.on_items -= 1
+                if feed.waiting:
+                    feed.wake.set()
+            if not lent_out:
+                self.count(work, outcome)
+
+    def lend_draws(self, work: ItemWork, rest: JudgeRequest) -> bool:
+        """Lend out the draws of ``rest`` one a request (:attr:`Feed.lent`), when the endpoint
+        answers one a request and no earlier run stored the rest; whether they were."""
+        if not self.endpoint.one_request_per_draw or rest.n < 2 or self.cached(rest) is not None:
+            return False
+        total = rest.draw + rest.n
+        draws = ItemDraws(left=rest.n)
+        feed = self.feed
+        feed.lent.extend(
+            ItemWork(work.item, [chunk_request(rest, draw, self.config)], draws=draws)
+            for draw in range(rest.draw, total)
+        )
+        if feed.waiting:
+            feed.wake.set()
+        return True
+
+    async def fetch_lent(self, work: ItemWork, draws: ItemDraws) -> None:
+        """One lent draw of an item; the item is counted when its last draw is in."""
+        outcome, _ = await self.fetch_claimed(work.requests[0], None)
+        if draws.outcome is _OK:
+            draws.outcome = outcome
+        draws.left -= 1
+        if draws.left == 0:
+            self.count(work, draws.outcome)
+
+    def count(self, work: ItemWork, outcome: ItemOutcome) -> None:
+        """Count an item's outcome for its criterion."""
+        counts = self.counters.criteria[work.item.criterion.config.name]
+        if outcome is _OK:
+            counts.answered += 1
+        elif outcome is _REJECTED:
+            counts.rejected += 1
+        elif outcome is _FAILED:
+            counts.failed += 1
 
     async def fetch_claimed(
         self, request: JudgeRequest, claim: tuple[float | None, bool] | None

@@ -7,10 +7,11 @@ through a SQLite connection opened ``mode=ro`` (or ``immutable`` when nobody can
 it), and nothing else. A row reads as an entry under the rule of :mod:`.disk` (raw bytes kept
 in the row; anything else is :data:`~.disk.DAMAGED`), and no file a row names is opened.
 
-What this relies on of the file diskcache writes (``tests/test_store.py`` writes it through
-diskcache and reads it back here, so that a diskcache release that changes it fails that test,
-not a user's cache): ``cache.db`` with a table ``Cache`` of one row per key, its columns
-``key``, ``raw``, ``mode``, ``filename`` and ``value``.
+What this relies on of the file diskcache writes (``tests/test_lookups.py`` and the fuzz
+suite's cache rows write it through diskcache and read it back here and through diskcache
+alike, so that a diskcache release that changes it fails those tests, not a user's cache):
+``cache.db`` with a table ``Cache`` of one row per key, its columns ``key``, ``raw``,
+``mode``, ``filename`` and ``value``.
 
 sqlite needs a ``-shm`` file beside a WAL database to share it with writers. When the folder
 can be written, or a writer has the database open (its ``-wal`` file exists), the database is

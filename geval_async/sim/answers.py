@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .limits import message_text, prompt_tokens
@@ -26,6 +26,7 @@ from .profiles import (
     shape,
     thinking_tokens,
 )
+from .pairs import pair_choice, pair_texts, text_digest, verdict_tokens
 from .settings import SimSettings
 from .steps import asks_for_steps, write_steps
 
@@ -198,6 +199,10 @@ class Judged:
     refusals: int  # choices that hold no rating (invalid_answers)
     ratings: list[int | None]  # the rating each choice gives (None: none, or steps)
     steps: bool  # the request asked for evaluation steps (sim.steps)
+    # A pairwise prompt (sim.pairs): the digests of the texts shown first and second, and
+    # each choice's verdict ("A", "B", "tie"; None: none).
+    pair: tuple[str, str] | None = None
+    verdicts: list[str | None] = field(default_factory=list)
 
 
 def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> list[int | None]:
@@ -235,10 +240,17 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
     fresh = fresh_samples(settings)
     with_logprobs = bool(body.get("logprobs")) and not ignores_logprobs(settings)
     judged = Judged([], 0, 0, 0, [], writes_steps)
+    texts = None if writes_steps else pair_texts(prompt)
+    if texts is not None:
+        judged.pair = (text_digest(texts[0]), text_digest(texts[1]))
     for i in range(n):
         u1, u2, u3, u4 = _units(settings.seed, draw_key, (offset or 0) + i, repeat if fresh else 0)
         invalid = u3 < settings.invalid_answers and not writes_steps
         judged.refusals += invalid
+        if texts is not None:
+            judged.choices.append(_pair_answer(judged, texts, body, settings, draw_key, i, offset))
+            judged.ratings.append(None)
+            continue
         if with_logprobs and not writes_steps:
             max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
             k = body.get("top_logprobs") or 0
@@ -288,6 +300,37 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
             }
         )
     return judged
+
+
+def _pair_answer(
+    judged: Judged,
+    texts: tuple[str, str],
+    body: dict[str, Any],
+    settings: SimSettings,
+    draw_key: str,
+    i: int,
+    offset: int | None,
+) -> dict[str, Any]:
+    """One choice of a pairwise prompt (sim.pairs): its verdict recorded in ``judged``."""
+    units = _units(settings.seed, draw_key, (offset or 0) + i, 0)
+    extra = _units(settings.seed, draw_key, (offset or 0) + i, "pair")
+    invalid = units[2] < settings.invalid_answers
+    verdict, text, p_first, ties = pair_choice(texts, units, extra, settings, _units, invalid)
+    logprobs = None
+    if bool(body.get("logprobs")) and not ignores_logprobs(settings) and not invalid:
+        letter, tokens = verdict_tokens(p_first, ties, body.get("top_logprobs") or 0)
+        verdict = "tie" if letter == "C" else letter
+        text, logprobs = "".join(t["token"] for t in tokens), {"content": tokens, "refusal": None}
+    judged.verdicts.append(verdict)
+    budget = body.get("max_completion_tokens", body.get("max_tokens"))
+    cut = budget is not None and len(text) > 4 * budget
+    judged.completion_tokens += max(1, math.ceil(len(text) / 4))
+    return {
+        "index": i,
+        "message": {"role": "assistant", "content": text[: 4 * budget] if cut else text},
+        "logprobs": logprobs,
+        "finish_reason": "length" if cut else "stop",
+    }
 
 
 def _rating_of(token: str, yes_no: bool) -> int | None:

@@ -343,6 +343,8 @@ class BatchService:
         self.stats.samples += len(answer["choices"])
         self.stats.ratings.setdefault(request_digest(body), []).extend(judged.ratings)
         self.stats.steps += judged.steps
+        if judged.pair is not None:
+            self.stats.verdicts.append((*judged.pair, judged.verdicts))
         return 200, answer
 
     def _store(self, lines: list[dict[str, Any]], filename: str) -> str | None:

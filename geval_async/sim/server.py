@@ -193,6 +193,8 @@ class _Judge:
             self.stats.samples += len(answer["choices"])
             self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
             self.stats.steps += judged.steps
+            if judged.pair is not None:
+                self.stats.verdicts.append((*judged.pair, judged.verdicts))
             self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")
 

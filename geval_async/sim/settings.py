@@ -59,6 +59,12 @@ class SimSettings:
     reasoning_field: str = "reasoning_content"
     # think-tags: the share of answers cut off inside their reasoning (no closing tag).
     think_cut_off: float = 0.0
+    # Pairwise prompts (sim.pairs): how much more often than half of its verdicts the text
+    # shown first wins (0 to 0.5), the share of verdicts that are ties, and a JSON file of
+    # text -> strength (Bradley-Terry log-strength) that sets the judge's preference.
+    position_bias: float = 0.0
+    pair_ties: float = 0.0
+    pair_strengths: str = ""
 
 
 @dataclass
@@ -97,6 +103,9 @@ class SimStats:
     # body as ``answered`` counts it; appended to on every answer, so a repeated body adds.
     ratings: dict[str, list[int | None]] = field(default_factory=dict)
     steps: int = 0  # answers that wrote evaluation steps (sim.steps) rather than a rating
+    # Pairwise prompts: per answer, the digests of the texts shown first and second
+    # (sim.pairs.text_digest) and the verdict of each choice ("A", "B", "tie"; None: none).
+    verdicts: list[tuple[str, str, list[str | None]]] = field(default_factory=list)
 
     def reset(self) -> None:
         """Zero every counter in place (the server keeps its reference)."""
@@ -107,6 +116,7 @@ class SimStats:
         for counter in (self.by_status, self.answered, self.faults, self.batch_requests):
             counter.clear()
         self.ratings.clear()
+        self.verdicts.clear()
         self.arrivals.clear()
         self.events.clear()
 
@@ -152,4 +162,5 @@ class SimStats:
         }
         if ratings:
             summary["ratings"] = dict(self.ratings)
+            summary["verdicts"] = [list(v) for v in self.verdicts]
         return summary

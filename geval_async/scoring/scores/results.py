@@ -213,9 +213,16 @@ class StudyResults:
         return with_average(table) if average else table.copy()
 
     @property
+    def compares_conditions(self) -> bool:
+        """Whether the rated criteria are tested between two conditions: ``[stats]`` names
+        two and the study has criteria that rate (pairwise ones are compared in pairs)."""
+        return len(self.config.stats.conditions) == 2 and bool(self.study.criteria)
+
+    @property
     def has_composite(self) -> bool:
-        """Whether every criterion of the composite is among the study's (``--criteria``)."""
-        return not self.composite_missing
+        """Whether every criterion of the composite is among the study's (``--criteria``);
+        a study whose criteria are all pairwise has none."""
+        return bool(self.config.composite.criteria) and not self.composite_missing
 
     @property
     def composite_missing(self) -> list[str]:

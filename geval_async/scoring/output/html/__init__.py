@@ -46,6 +46,7 @@ from .overview import (
     test_line,
     test_table,
 )
+from .pairwise import pairwise_section
 from .readings import REASON_WORDS, reason_counts
 from .trust import trust_section
 
@@ -82,7 +83,7 @@ def render_html_report(
 
     config = results.config
     prefix = results.prefix  # with the variant, as every output is named
-    has_conditions = len(config.stats.conditions) == 2
+    has_conditions = results.compares_conditions
     comparisons = {c.criterion: c for c in results.comparisons(test)} if has_conditions else {}
     reasons = reason_counts(results.invalid_shares())
     group = config.data.group_field or "record"
@@ -142,6 +143,7 @@ def render_html_report(
         meta=None if human is None else human_section(results, human),
         agreement=None if agreement is None else agreement_section(agreement, prefix),
         trust=trust_section(results),
+        pairwise=pairwise_section(results),
         data=Markup(script_json(data)),
         reason_words=REASON_WORDS,
         invalid_warnings=[d.warning() for d in results.share_differences()],

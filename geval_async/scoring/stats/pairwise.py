@@ -81,7 +81,7 @@ PAIRWISE_COLUMNS = [
 ]
 STRENGTH_COLUMNS = ["criterion", "condition", "strength", "ci_low", "ci_high", "rank", "pairs"]
 CONFIDENCE = 0.95
-BOOTSTRAP = 1000  # refits for the strengths' intervals
+BOOTSTRAP = 500  # refits for the strengths' intervals
 SEED = 0
 
 
@@ -152,15 +152,15 @@ def pairwise_frame(
 
 
 def _comparisons(
-    pairs: pd.DataFrame, index: dict[str, int]
+    a: Sequence[str], b: Sequence[str], winners: Sequence[str], index: dict[str, int]
 ) -> list[tuple[int, int]]:
     """(winner, loser) per pair, each win twice and each tie once each way (half a win)."""
     data: list[tuple[int, int]] = []
-    for a, b, winner in zip(pairs["a"], pairs["b"], pairs["winner"], strict=True):
-        i, j = index[a], index[b]
-        if winner == a:
+    for first, second, winner in zip(a, b, winners, strict=True):
+        i, j = index[first], index[second]
+        if winner == first:
             data += [(i, j), (i, j)]
-        elif winner == b:
+        elif winner == second:
             data += [(j, i), (j, i)]
         elif winner == "tie":
             data += [(i, j), (j, i)]
@@ -171,20 +171,32 @@ def bradley_terry(conditions: Sequence[str], pairs: pd.DataFrame) -> np.ndarray:
     """Bradley-Terry log-strengths of ``conditions`` (centred on 0) from combined verdicts
     (rows with ``a``, ``b``, ``winner``); NaN when they cannot be fitted (a condition that
     never wins or never loses has no finite strength)."""
+    index = {c: k for k, c in enumerate(conditions)}
+    data = _comparisons(list(pairs["a"]), list(pairs["b"]), list(pairs["winner"]), index)
+    return _fit(len(conditions), data)
+
+
+def _fit(
+    count: int,
+    data: list[tuple[int, int]],
+    start: np.ndarray | None = None,
+    tol: float = 1e-12,
+) -> np.ndarray:
+    """choix's ILSR maximum-likelihood fit (``start``: where the iteration begins)."""
     import choix
 
-    index = {c: k for k, c in enumerate(conditions)}
-    data = _comparisons(pairs, index)
     if not data:
-        return np.full(len(conditions), math.nan)
+        return np.full(count, math.nan)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # choix warns before it raises on no convergence
-            params = choix.ilsr_pairwise(len(conditions), data, alpha=0.0, max_iter=10_000, tol=1e-12)
+            params = choix.ilsr_pairwise(
+                count, data, alpha=0.0, initial_params=start, max_iter=10_000, tol=tol
+            )
     except (RuntimeError, ValueError, np.linalg.LinAlgError):
-        return np.full(len(conditions), math.nan)
+        return np.full(count, math.nan)
     if not np.all(np.isfinite(params)):
-        return np.full(len(conditions), math.nan)
+        return np.full(count, math.nan)
     return np.asarray(params - params.mean(), dtype=float)
 
 
@@ -205,13 +217,19 @@ def strengths_frame(
         if len(conditions) <= 2:
             continue
         strengths = bradley_terry(conditions, valid)
-        groups = list(dict.fromkeys(valid["group"]))
-        by_group = {g: part for g, part in valid.groupby("group", sort=False)}
+        index = {c: k for k, c in enumerate(conditions)}
+        # Each group's comparisons, made once: a refit joins the groups drawn.
+        by_group = [
+            _comparisons(list(part["a"]), list(part["b"]), list(part["winner"]), index)
+            for _, part in valid.groupby("group", sort=False)
+        ]
         draws = []
         for _ in range(bootstrap if np.all(np.isfinite(strengths)) else 0):
-            chosen = rng.integers(0, len(groups), len(groups))
-            sample = pd.concat([by_group[groups[k]] for k in chosen], ignore_index=True)
-            draws.append(bradley_terry(conditions, sample))
+            chosen = rng.integers(0, len(by_group), len(by_group))
+            sample = [c for k in chosen for c in by_group[k]]
+            # From the fit on all groups, to a looser tolerance: an interval's ends need
+            # three digits, and each refit walks every comparison in Python.
+            draws.append(_fit(len(conditions), sample, strengths, tol=1e-8))
         fitted = np.array([d for d in draws if np.all(np.isfinite(d))])
         ranks = pd.Series(-strengths).rank(method="min").to_numpy()
         for k, condition in enumerate(conditions):

@@ -94,6 +94,12 @@ def test_logprobs_give_the_probability_of_a_against_b() -> None:
     assert abs(pair_verdict_from_logprobs(spaced).first_share - 0.2 / 0.9) < 1e-12
     # Reasoning first: its letters are not the verdict.
     reasoned = _logprob_choice(
-        [("<think>", {}), ("B", {"B": 0.99}), ("</think>", {}), ("\n\n", {}), ("A", {"A": 0.8, "B": 0.2})]
+        [
+            ("<think>", {}),
+            ("B", {"B": 0.99}),
+            ("</think>", {}),
+            ("\n\n", {}),
+            ("A", {"A": 0.8, "B": 0.2}),
+        ]
     )
     assert pair_verdict_from_logprobs(reasoned).choice == "A"

@@ -194,7 +194,12 @@ def test_wins_ties_and_inconsistent_pairs_equal_the_judges_own_record(tmp_path: 
             sim.stats.reset()
             _run(*_ueq_flags(sim, tmp_path, "--criteria", criterion))
             combined = _combined_from_record(
-                sim.stats.verdicts, records, "questionnaire", "user", "condition", [("UEQ-mLLM", "UEQ-sLLM")]
+                sim.stats.verdicts,
+                records,
+                "questionnaire",
+                "user",
+                "condition",
+                [("UEQ-mLLM", "UEQ-sLLM")],
             )
             winners = Counter(w for w, _ in combined.values())
             counted[criterion] = {
@@ -371,8 +376,7 @@ def test_sigkill_mid_run_loses_nothing_it_stored(tmp_path: Path) -> None:
         )
         study = prepare_study(config)
         digest_to_key = {
-            hashlib.sha256(orjson.dumps(r.body)).hexdigest(): r.key
-            for r in planned_requests(study)
+            hashlib.sha256(orjson.dumps(r.body)).hexdigest(): r.key for r in planned_requests(study)
         }
         process = start_process("run", *flags, "--quiet", quiet=True)
         deadline = time.monotonic() + 60

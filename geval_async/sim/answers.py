@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .limits import message_text, prompt_tokens
+from .pairs import pair_choice, pair_texts, text_digest, verdict_tokens
 from .profiles import (
     ANTHROPIC_COMPAT,
     DEEPSEEK_REASONER,
@@ -26,7 +27,6 @@ from .profiles import (
     shape,
     thinking_tokens,
 )
-from .pairs import pair_choice, pair_texts, text_digest, verdict_tokens
 from .settings import SimSettings
 from .steps import asks_for_steps, write_steps
 
@@ -323,11 +323,12 @@ def _pair_answer(
         text, logprobs = "".join(t["token"] for t in tokens), {"content": tokens, "refusal": None}
     judged.verdicts.append(verdict)
     budget = body.get("max_completion_tokens", body.get("max_tokens"))
-    cut = budget is not None and len(text) > 4 * budget
-    judged.completion_tokens += max(1, math.ceil(len(text) / 4))
+    shown = text if budget is None else text[: 4 * budget]
+    cut = len(shown) < len(text)
+    judged.completion_tokens += max(1, math.ceil(len(shown) / 4))
     return {
         "index": i,
-        "message": {"role": "assistant", "content": text[: 4 * budget] if cut else text},
+        "message": {"role": "assistant", "content": shown},
         "logprobs": logprobs,
         "finish_reason": "length" if cut else "stop",
     }

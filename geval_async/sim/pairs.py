@@ -25,9 +25,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PAIR_FORMS", "pair_choice", "pair_texts", "text_digest"]
+__all__ = ["PAIR_FORMS", "pair_choice", "pair_texts", "text_digest", "verdict_tokens"]
 
-_BLOCK = r"\[The Start of [^\]\n]*?\b{side}\b[^\]\n]*\]\s*(.*?)\s*\[The End of [^\]\n]*?\b{side}\b[^\]\n]*\]"
+_BLOCK = (
+    r"\[The Start of [^\]\n]*?\b{side}\b[^\]\n]*\]\s*(.*?)\s*"
+    r"\[The End of [^\]\n]*?\b{side}\b[^\]\n]*\]"
+)
 _FIRST = re.compile(_BLOCK.format(side="A"), re.DOTALL)
 _SECOND = re.compile(_BLOCK.format(side="B"), re.DOTALL)
 # How judges write a verdict: {X} is A, B (the side) or the tie's own form.

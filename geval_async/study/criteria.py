@@ -43,14 +43,26 @@ from .reader import TableReader
 from .scale import Scale
 
 # The names of a study's other output files (scoring/output/writer.py): scores/<prefix>_long.csv,
-# scores/<prefix>_average.csv, plots/<prefix>_composite.png, stats/<prefix>_ttest.csv and
-# _paired.csv, plots/<prefix>_n_curve.png, <prefix>_report.md/.html, meta/<prefix>_meta.csv.
+# scores/<prefix>_average.csv, plots/<prefix>_composite.png, stats/<prefix>_ttest.csv,
+# _paired.csv, _pairwise.csv and _strengths.csv, plots/<prefix>_n_curve.png,
+# <prefix>_report.md/.html, meta/<prefix>_meta.csv.
 # (stats/<prefix>_consistency.csv shares no folder with a criterion's files, and "consistency"
 # is a criterion of SummEval's: it stays a name a criterion may have.) A criterion's own files are
 # scores/<prefix>_<name>.csv, raw/<prefix>_<name>.json and plots/<prefix>_<name>.png, so a
 # criterion called "long" would overwrite the long table; the rest are kept out as well, so a
 # name never reads as another output's. Compared case-insensitively (macOS, Windows).
-RESERVED_NAMES = ("average", "composite", "long", "meta", "n_curve", "paired", "report", "ttest")
+RESERVED_NAMES = (
+    "average",
+    "composite",
+    "long",
+    "meta",
+    "n_curve",
+    "paired",
+    "pairwise",
+    "report",
+    "strengths",
+    "ttest",
+)
 
 CRITERION_KEYS = {
     "name",

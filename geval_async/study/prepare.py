@@ -41,7 +41,7 @@ def prepare_study(config: EvalConfig) -> Study:
         if config.data.group_field is None or config.data.condition_field is None:
             raise ConfigError(
                 f"{config.source}: criterion {criterion.name!r} is pairwise: it compares the "
-                "texts of two conditions within a group, so set [data] group = \"...\" and "
+                'texts of two conditions within a group, so set [data] group = "..." and '
                 'condition = "..."'
             )
     records = load_records(

@@ -118,8 +118,10 @@ def _sentence(rng: random.Random) -> list[dict]:
     rows = []
     for _ in range(30):
         side = rng.choice(("A", "B"))
-        text = _reasoning(rng, rng.randint(0, 2)) + " " + rng.choice(forms).format(
-            n=rng.choice(NOUNS), s=side
+        text = (
+            _reasoning(rng, rng.randint(0, 2))
+            + " "
+            + rng.choice(forms).format(n=rng.choice(NOUNS), s=side)
         )
         rows.append({"text": text.strip(), "label": side, "style": "sentence"})
     return rows
@@ -136,9 +138,7 @@ def _thinking(rng: random.Random) -> list[dict]:
         )
         verdict = rng.choice(["[[{s}]]", "Verdict: {s}", "{s}"]).format(s=side)
         if number % 4 == 0:  # the reasoning in a field of its own
-            rows.append(
-                {"text": verdict, "label": side, "style": "thinking", "reasoning": thought}
-            )
+            rows.append({"text": verdict, "label": side, "style": "thinking", "reasoning": thought})
         else:
             tag = rng.choice(["think", "thinking"])
             text = f"<{tag}>\n{thought}\n</{tag}>\n\n{verdict}"

@@ -87,7 +87,9 @@ def pairwise_section(results: StudyResults) -> str:
         return ""
     frame = results.pairwise()
     prefix = results.prefix
-    both = all(c.pairing is not None and c.pairing.orders == "both" for c in results.config.pairwise)
+    both = all(
+        c.pairing is not None and c.pairing.orders == "both" for c in results.config.pairwise
+    )
     out = [
         "",
         "## Which is better: pairwise verdicts",
@@ -147,9 +149,7 @@ def pairwise_section(results: StudyResults) -> str:
             "| criterion | rank | condition | strength [CI] | pairs |",
             "|---|---:|---|---:|---:|",
         ]
-        for row in strengths.sort_values(["criterion", "rank"], kind="stable").to_dict(
-            "records"
-        ):
+        for row in strengths.sort_values(["criterion", "rank"], kind="stable").to_dict("records"):
             out.append(
                 f"| {row['criterion']} | {row['rank']} | {row['condition']} | "
                 f"{row['strength']:.3f}{_interval(row['ci_low'], row['ci_high'])} | "

@@ -210,7 +210,8 @@ def pair_verdict_from_logprobs(choice: Mapping[str, Any]) -> PairVerdict:
             continue
         if _token_side(token) is None:
             continue
-        best = best_logprobs(entry.get("top_logprobs") if isinstance(entry, Mapping) else None)
+        top = entry.get("top_logprobs") if isinstance(entry, Mapping) else None
+        best = best_logprobs(top if isinstance(top, list) else [])
         if best is None:
             return _invalid(Reason.BAD_LOGPROBS)
         mass = {FIRST: 0.0, SECOND: 0.0, TIE: 0.0}

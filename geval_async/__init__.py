@@ -15,13 +15,14 @@ __version__ = "0.3.0"
 # a caller catches. Everything else is imported from its own module.
 _EXPORTS = {
     "ConfigError": "errors",
+    "Criterion": "notebook",
     "GevalError": "errors",
-    "PanelResults": "scoring.panel.results",
     "RunResult": "judging.run.runner",
     "StudyResults": "scoring.scores.results",
+    "aevaluate": "notebook",
+    "evaluate": "notebook",
     "html_report": "api",
     "judge": "api",
-    "load_panel": "scoring.panel.results",
     "load_results": "api",
     "meta_evaluate": "meta.evaluate",
     "read_answers": "api",

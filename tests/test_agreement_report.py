@@ -1,5 +1,5 @@
-"""The agreement between a panel's judges in the Markdown report and the HTML report (issue 20
-item 3): opened in a real headless Chromium as tests/test_html_report.py opens the report.
+"""The agreement between a panel's judges in the Markdown report and the HTML report: opened
+in a real headless Chromium as tests/test_html_report.py opens the report.
 
 Three simulated judges judge a small study into one cache (judge c refuses three records), each
 scored on its own; the agreement frame is computed from their long tables with

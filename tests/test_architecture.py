@@ -34,6 +34,7 @@ LAYERS = {
     "api": 5,
     "__init__": 5,
     "cli": 6,
+    "notebook": 6,
     "__main__": 7,
 }
 

@@ -1,4 +1,4 @@
-"""Fuzz the judge stage with a real server on loopback (issue 23, "What it must show").
+"""Fuzz the judge stage with a real server on loopback.
 
 Hypothesis draws what a server answers (status, body: choices, content types, logprob values;
 headers: Retry-After in every form, x-ratelimit-*) and an aiohttp.web stub on 127.0.0.1 serves

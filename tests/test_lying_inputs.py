@@ -1,4 +1,4 @@
-"""Inputs that lie (issue 23, harms 4 and 5 and its smaller input items; issue 18 item 11).
+"""Inputs that lie.
 
 Each test hands the tool an input built to mislead it, a prefix that climbs out of the output
 folder, a criterion named like another output, ids whose text a float would lose, a prompt
@@ -245,7 +245,7 @@ def test_a_huge_scale_names_the_file_and_the_criterion(study: StudyFiles) -> Non
     _one_line_refusal(result, str(study.config), "'clar'", "'scale'", "1000 points")
 
 
-# --- issue 18 item 11: a prompt with a byte order mark; report --model X ----------------------
+# --- a prompt with a byte order mark; report --model X ----------------------
 
 # The keys of the fixture study's first requests, as main computed them before this change.
 GOLDEN_KEYS = "1555601e2505"

@@ -1,4 +1,4 @@
-"""Servers that misbehave (issue 23, harms 1 and 2 and the server-side items).
+"""Servers that misbehave.
 
 Each test serves a real aiohttp.web stub on 127.0.0.1 made to misbehave one way (a 429 that
 asks for days, a learned limit no account has, a wait that is no wait, a flood of a body, a

@@ -1,4 +1,4 @@
-"""Issue 10, "no silent harm": each finding, through the CLI as a user runs it.
+"""No silent harm: each way a run could go quietly wrong, through the CLI as a user runs it.
 
 Every test drives ``python -m geval_async`` in a subprocess against the simulated judge (or a
 plain aiohttp.web app standing in for another provider) with its own cache and output folders.

@@ -1,5 +1,5 @@
 """A panel of judges in the config: ``[[judges]]`` and ``[panel]`` read, checked, and split
-into one-judge studies (issue 20 item 1)."""
+into one-judge studies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ctrl-C on a panel run (issue 20's leftovers): a real ``python -m geval_async run`` of a
+"""Ctrl-C on a panel run: a real ``python -m geval_async run`` of a
 panel of slow simulated judges is sent SIGINT; it exits 130 with the resume line, every judge's
 answers received so far are in the cache, and the rerun sends each judge only what it lacks,
 as its server's ``/sim/stats`` counts it.

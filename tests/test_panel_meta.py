@@ -1,4 +1,4 @@
-"""Meta-evaluation of a panel (issue 20 item 6): ``meta`` on a ``[[judges]]`` config reports
+"""Meta-evaluation of a panel: ``meta`` on a ``[[judges]]`` config reports
 each judge's and the panel's correlations with the human scores side by side.
 
 Three simulated judges (different models, each on its own port, one with its own low rpm and

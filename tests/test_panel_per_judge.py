@@ -1,4 +1,4 @@
-"""A panel's commands and keywords work per judge (issue 20's leftovers): ``answers`` and
+"""A panel's commands and keywords work per judge: ``answers`` and
 ``cache migrate`` read every judge (or the ``--judge``), ``apply_overrides`` follows the rule
 ``ga.judge`` follows, and a judge's missing key names its ``[[judges]]`` entry.
 

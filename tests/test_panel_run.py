@@ -1,4 +1,4 @@
-"""One ``run`` judges with a whole panel of judges (issue 20 item 1): three simulated judges on
+"""One ``run`` judges with a whole panel of judges: three simulated judges on
 their own loopback ports, different models, one with its own low rpm, into one cache."""
 
 from __future__ import annotations

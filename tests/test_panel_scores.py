@@ -1,4 +1,4 @@
-"""A panel of judges scored (issue 20 items 2 and 7): each judge's outputs, the panel's pooled
+"""A panel of judges scored: each judge's outputs, the panel's pooled
 scores, flagged records and the agreement CSV, on simulated judges over real HTTP.
 
 Each judge of a panel has its own simulated server (its own port and seed, so the judges
@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import geval_async as ga
 from geval_async.options import PanelPool
 from geval_async.scoring.panel.pooled import pooled_score
+from geval_async.scoring.panel.results import PanelResults, load_panel
 from geval_async.sim import SimServer, SimSettings
 from geval_async.study.config import load_config
 
@@ -102,7 +103,7 @@ async def test_every_judges_outputs_equal_its_one_judge_run(
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # the HTML's generation time
     config = write_panel(study, sims, 2)
     await judge_all(config)
-    panel = ga.load_panel(config)
+    panel = load_panel(config)
     ga.write_outputs(panel, plots=True, html=True)
     for judge in NAMES[:2]:
         alone = write_alone(study, sims, judge)
@@ -142,10 +143,10 @@ async def test_the_panels_record_scores_pool_the_judges(
     sims: list[SimServer], study: StudyFiles
 ) -> None:
     await judge_all(write_panel(study, sims, 3))  # one cache: each pooling re-scores it
-    scores = judges_frame_of(ga.load_panel(study.root / "panel.toml"))
+    scores = judges_frame_of(load_panel(study.root / "panel.toml"))
     for panel, pool in POOLS:
         config = write_panel(study, sims, 3, panel)
-        ga.write_outputs(ga.load_panel(config), ["scores"])
+        ga.write_outputs(load_panel(config), ["scores"])
         stated: dict[str, float] = panel.get("weights", {})  # type: ignore[assignment]
         weights = {n: float(stated.get(n, 1.0)) for n in NAMES}
         long = read_long(study, "t").set_index(["record_id", "criterion"])
@@ -165,7 +166,7 @@ async def test_the_panels_record_scores_pool_the_judges(
         assert weights["gamma"] > 0 or not missing.str.contains("gamma").any()
 
 
-def judges_frame_of(panel: ga.PanelResults) -> pd.DataFrame:
+def judges_frame_of(panel: PanelResults) -> pd.DataFrame:
     """Each judge's record scores from its own one-judge results (not the pooling code)."""
     return pd.DataFrame(
         {
@@ -225,7 +226,7 @@ async def test_the_python_api_gives_every_judge_and_the_panel(
 ) -> None:
     config = write_panel(study, sims, 2)
     await judge_all(config)
-    panel = ga.load_panel(config)
+    panel = load_panel(config)
     assert list(panel.judges) == ["alpha", "beta"]
     assert set(panel.long["judge"]) == {"alpha", "beta", "panel"}
     assert len(panel.long) == 3 * len(panel.panel.long)

@@ -375,7 +375,7 @@ def test_logprob_distribution_sums_to_one_and_scores_inside_the_scale(pairs) -> 
 
 
 def test_a_logprob_within_rounding_of_zero_is_certainty() -> None:
-    # Issue 23: "4" with top logprobs [4: +1e-7, 3: -12] scored 3.0 (the 4 was dropped).
+    # "4" with top logprobs [4: +1e-7, 3: -12] must score 4.0, not drop the 4 and score 3.0.
     top = [{"token": "4", "logprob": 1e-7}, {"token": "3", "logprob": -12.0}]
     dist = distribution_from_logprobs(top, LIKERT)
     assert dist.weighted_score == pytest.approx(4.0, abs=1e-4)
@@ -529,7 +529,7 @@ def test_first_token_without_logprobs_is_none(choice: dict) -> None:
     assert first_token_top_logprobs(choice) is None
 
 
-# --- the answers real judges wrote (issue 9), with the reason when there is no rating -------
+# --- the answers real judges wrote, with the reason when there is no rating -------
 
 JUDGE_CASES = [
     ("The summary fails to give a clear overview, scoring a one out of five.", 1, None),

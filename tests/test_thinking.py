@@ -75,7 +75,7 @@ def test_the_reasoning_field_is_kept_with_the_tags_reasoning() -> None:
 @pytest.mark.parametrize(
     ("text", "rating"),
     [
-        # issue 19's two answers: read as 1 (silently wrong) and ambiguous (lost) before.
+        # Two answers of a thinking judge: each must read as its verdict, not as 1 or ambiguous.
         ("<think>\nLet me evaluate... It's a 1 out of 5 for grammar? No.\n</think>\n4", 4),
         ("<think>...maybe 4.\n</think>\n\n5", 5),
         ("<thinking>Rating: 5? Too generous.</thinking>\nRating: 3", 3),

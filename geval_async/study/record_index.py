@@ -154,7 +154,12 @@ class RecordIndex:
         return len(self.lines)
 
     def where(self, index: int) -> str:
-        return f"{'item' if self.held is not None else 'line'} {self.lines[index]}"
+        word = "line"
+        if self.held is not None:
+            word = "item"
+        elif self.path.suffix.lower() == ".parquet":
+            word = "row"
+        return f"{word} {self.lines[index]}"
 
     def names(self, column: Names | None, start: int, stop: int) -> list[str | None]:
         """The groups (or conditions) of the records from ``start`` to ``stop``."""

@@ -9,7 +9,8 @@ problem raises one :class:`~geval_async.errors.ConfigError` naming the file, the
 A JSONL file is read line by line, in one loop that checks and adds the usual record (every
 field it needs is text) itself and hands any other to :meth:`_Pass.add`, which checks it field
 by field: a rerun of 250,000 records starts with this pass. A JSON array, or a file whose lines
-end in a bare CR, is parsed whole and its records held.
+end in a bare CR, is parsed whole and its records held. A CSV, TSV or Parquet file is read row
+by row (:mod:`.record_tables`), each row checked as a JSONL line is.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import orjson
 from ..errors import ConfigError
 from .record_checks import check_required, key_field, label
 from .record_index import Names, Record, RecordIndex, Texts
+from .record_tables import TableForm, read_rows, table_form
 
 __all__ = ["as_written", "index_records"]
 
@@ -53,7 +55,10 @@ def index_records(
         raise ConfigError(f"{path}: cannot read the records file ({exc.strerror})") from exc
     with handle:
         try:
-            _fill(index, handle)
+            if table_form(path) is None:
+                _fill(index, handle)
+            else:
+                _fill_table(index, handle)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read the records file ({exc.strerror})") from exc
     return index.done()
@@ -72,7 +77,8 @@ class _Pass:
     ) -> None:
         self.path, self.id_field, self.required = path, id_field, required
         self.group_field, self.condition_field = group_field, condition_field
-        self.word = "line"  # what a record's number counts: "line" (JSONL) or "item"
+        # What a record's number counts: "line" (JSONL, CSV, TSV), "item" or "row" (Parquet).
+        self.word = "line"
         # Each id and its position (in file order: the ids), for the duplicates.
         self.seen: dict[str, int] = {}
         # Each record's group and condition as a code, the names in the order first met.
@@ -177,6 +183,17 @@ def _fill(index: _Pass, handle: BinaryIO) -> None:
         return
     index.add(number, at, _parsed(path, number, line), line, None)
     _fill_lines(index, handle, number, at + len(line))
+
+
+def _fill_table(index: _Pass, handle: BinaryIO) -> None:
+    """Add every row of a CSV, TSV or Parquet file to ``index`` (:mod:`.record_tables`)."""
+    if table_form(index.path) == TableForm.PARQUET:
+        index.word = "row"
+    id_field = index.id_field
+    for number, at, item in read_rows(index.path, handle):
+        written = item.get(id_field)
+        id_text = str(written) if type(written) in (int, float) else None  # a Parquet number
+        index.add(number, at, item, None, id_text)
 
 
 def _fill_lines(index: _Pass, handle: BinaryIO, number: int, offset: int) -> None:

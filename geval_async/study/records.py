@@ -1,6 +1,7 @@
 """Loading and validating input records, and reading them again as a study needs them.
 
-Records come from a JSON array or a JSONL file (one object per line). Everything a later stage
+Records come from a JSON array, a JSONL file (one object per line), or a table: CSV, TSV or
+Parquet (:mod:`.record_tables`). Everything a later stage
 relies on is checked here, before the first request: the file is readable, every record is an
 object with a unique id, the group and condition fields exist, and every field a criterion
 inserts into its prompt is present and is text (or a number). A problem raises one
@@ -10,13 +11,15 @@ A JSONL file is read in passes, so a study's memory does not grow with its recor
 first pass checks every line and keeps an index (each record's id, group, condition, line
 number and byte offset, held compactly: :mod:`.record_pass`, :mod:`.record_index`), and each
 later walk over :class:`Records` (the plan's, criterion by
-criterion; scoring's) reads the texts again from the file, in order. A JSON array is parsed
+criterion; scoring's) reads the texts again from the file, in order; a table's rows are
+indexed and read again the same way. A JSON array is parsed
 whole, so its records are held in memory (write JSONL for a study of many records).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, Self, overload
 
@@ -25,6 +28,7 @@ import orjson
 from ..errors import ConfigError
 from .record_index import Record, RecordIndex, make_record
 from .record_pass import index_records
+from .record_tables import TableForm, reread_rows, table_form
 
 __all__ = ["Record", "RecordReader", "Records", "load_records"]
 
@@ -99,6 +103,9 @@ class Records(Sequence[Record]):
         if index.held is not None:
             yield from index.held[start:stop]
             return
+        if table_form(index.path) is not None:
+            yield from _reread_table(index, start, stop)
+            return
         try:
             handle = index.path.open("rb")
         except OSError as exc:
@@ -127,6 +134,8 @@ class RecordReader:
         index, at = self._index, self._start + position
         if index.held is not None:
             return index.held[at]
+        if table_form(index.path) is not None:
+            return next(_reread_table(index, at, at + 1))
         if self._handle is None:
             try:
                 self._handle = index.path.open("rb")
@@ -180,6 +189,25 @@ def _reread(index: RecordIndex, handle: BinaryIO, start: int, stop: int) -> Iter
             yield make_record(record_id, groups[k], conditions[k], item, f"line {lines[position]}")
 
 
+def _reread_table(index: RecordIndex, start: int, stop: int) -> Iterator[Record]:
+    """The rows from ``start`` to ``stop`` of a CSV, TSV or Parquet file, read again in one
+    pass."""
+    path, id_field, lines = index.path, index.id_field, index.lines
+    word = "row" if table_form(path) == TableForm.PARQUET else "line"
+    rows = reread_rows(path, index.offsets[start:stop])
+    for block in range(start, stop, _BLOCK):
+        end = min(block + _BLOCK, stop)
+        ids = index.ids.texts(block, end)
+        groups = index.names(index.groups, block, end)
+        conditions = index.names(index.conditions, block, end)
+        for k, item in enumerate(islice(rows, end - block)):
+            written = item.get(id_field)
+            if written is None or str(written) != ids[k]:
+                raise _changed(path)
+            where = f"{word} {lines[block + k]}"
+            yield make_record(ids[k], groups[k], conditions[k], item, where)
+
+
 def _changed(path: Path) -> ConfigError:
     return ConfigError(
         f"{path}: the records file changed while the study was using it: run the command again"
@@ -194,7 +222,8 @@ def load_records(
     condition_field: str | None = None,
     required_fields: Iterable[str] = (),
 ) -> Records:
-    """Read and validate every record of a JSON array or JSONL file.
+    """Read and validate every record of a JSON array, a JSONL file or a CSV, TSV or Parquet
+    table.
 
     Raises:
         ConfigError: the file cannot be read or a record is invalid.

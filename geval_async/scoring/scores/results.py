@@ -36,6 +36,7 @@ from ...study.prepare import prepare_study
 from ..stats.comparisons import Comparison
 from ..stats.pairwise import pairwise_frame, strengths_frame
 from .columns import ScoreColumns, collect_scores
+from .joined import join_scores, record_ids
 from .pairs import OrderVerdict, outcomes_frame, read_orders, verdicts_frame
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .record_heads import RecordHeads
@@ -70,6 +71,9 @@ class StudyResults:
     judged: tuple[float, float] | None = None
     # The pairwise criteria's orders asked, their answers read (:mod:`.pairs`).
     orders: list[OrderVerdict] = field(default_factory=list)
+    # The DataFrame a study built in code was given (None: read from a records file), which
+    # :meth:`frame` gives back with the scores joined on.
+    records_frame: pd.DataFrame | None = field(default=None, init=False, repr=False, compare=False)
     # Each test's comparisons, computed once: `report` asks for them in several outputs.
     _comparisons: dict[StatTest, list[Comparison]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -98,6 +102,18 @@ class StudyResults:
     def long(self) -> pd.DataFrame:
         """One row per record and criterion: score, status, valid/invalid, distribution."""
         return long_frame(self.columns)
+
+    def frame(self) -> pd.DataFrame:
+        """The records, one row each, with each criterion's score, standard error and status
+        joined on: ``<criterion>_score``, ``<criterion>_se``, ``<criterion>_status``
+        (:mod:`.joined`). The records are the DataFrame given to
+        :func:`geval_async.notebook.evaluate`, as given, else the records file's fields."""
+        records = self.records_frame
+        if records is None:
+            selected = list(self.study.selected_records)
+            records = pd.DataFrame([r.fields for r in selected])
+            return join_scores(self.long, records, [r.id for r in selected])
+        return join_scores(self.long, records, record_ids(records, self.config.data.id_field))
 
     @cached_property
     def consistency(self) -> pd.DataFrame:

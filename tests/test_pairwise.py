@@ -258,6 +258,21 @@ def test_outputs_csv_report_and_rerun_sending_nothing(tmp_path: Path) -> None:
     assert "first shown wins" in report.stdout  # the terminal shows the table too
 
 
+def test_dry_run_and_status_count_every_order(tmp_path: Path) -> None:
+    with SimServer(SimSettings()) as sim:
+        flags = _ueq_flags(sim, tmp_path)
+        dry = run_cli("run", *flags, "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert "requests to send: 96" in dry.stdout
+        assert sim.stats.received == 0
+        _run(*flags, "--criteria", "ind_pair")
+    status = run_cli("status", *flags[:1], "--cache", str(tmp_path / "cache"))
+    assert status.returncode == 0, status.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in status.stdout.splitlines() if line}
+    assert rows["ind_pair"][:4] == ["48", "48", "0", "0"]  # items, answered, refused, missing
+    assert rows["rel_pair"][:4] == ["48", "0", "0", "48"]
+
+
 def test_logprobs_mode_reads_the_probability_of_a_against_b(tmp_path: Path) -> None:
     with SimServer(SimSettings()) as sim:
         _run(*_ueq_flags(sim, tmp_path, "--criteria", "ind_pair", "--mode", "logprobs"))

@@ -183,6 +183,30 @@ def test_one_random_order_is_seeded_and_stays_put(tmp_path: Path) -> None:
     assert firsts(7) != drawn
 
 
+def test_one_order_with_n_draws_reads_each_orders_majority(tmp_path: Path) -> None:
+    config = _pairwise_config(tmp_path, 'compare = ["questionnaire"]\norders = "random"')
+    flags = [str(config), "--cache", str(tmp_path / "cache"), "--n", "3", *FAST]
+    with SimServer(SimSettings(pair_ties=0.2, invalid_answers=0.1)) as sim:
+        _run(*flags, "--base-url", sim.base_url)
+        assert sim.stats.received == 24  # one order a pair
+        recorded = {
+            (first, second): _majority(choices) for first, second, choices in sim.stats.verdicts
+        }
+    texts = {
+        (r["user"], r["condition"]): text_digest(r["questionnaire"]) for r in _records(UEQ_RECORDS)
+    }
+    results = load_results(config, cache=str(tmp_path / "cache"), n=3)
+    verdicts = results.pair_verdicts
+    assert len(verdicts) == 24
+    for row in verdicts.to_dict("records"):
+        second = row["b"] if row["first"] == row["a"] else row["a"]
+        key = (texts[(row["group"], row["first"])], texts[(row["group"], second)])
+        assert row["verdict"] == recorded[key]
+    frame = results.pairwise()
+    assert frame["inconsistent"].iloc[0] == 0  # one order: nothing to disagree with
+    assert frame["pairs"].iloc[0] + frame["invalid"].iloc[0] == 24
+
+
 # --- the floors on the UEQ study -----------------------------------------------------------------
 
 

@@ -315,16 +315,18 @@ def _pair_answer(
     units = _units(settings.seed, draw_key, (offset or 0) + i, 0)
     extra = _units(settings.seed, draw_key, (offset or 0) + i, "pair")
     invalid = units[2] < settings.invalid_answers
-    verdict, text, p_first, ties = pair_choice(texts, units, extra, settings, _units, invalid)
+    verdict, text, core, p_first, ties = pair_choice(texts, units, extra, settings, _units, invalid)
     logprobs = None
     if bool(body.get("logprobs")) and not ignores_logprobs(settings) and not invalid:
         letter, tokens = verdict_tokens(p_first, ties, body.get("top_logprobs") or 0)
         verdict = "tie" if letter == "C" else letter
         text, logprobs = "".join(t["token"] for t in tokens), {"content": tokens, "refusal": None}
-    judged.verdicts.append(verdict)
+        core = text
     budget = body.get("max_completion_tokens", body.get("max_tokens"))
     shown = text if budget is None else text[: 4 * budget]
     cut = len(shown) < len(text)
+    # Cut off by max_tokens before its verdict was written out, the answer gives none.
+    judged.verdicts.append(verdict if core in shown else None)
     judged.completion_tokens += max(1, math.ceil(len(shown) / 4))
     return {
         "index": i,

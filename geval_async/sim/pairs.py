@@ -33,16 +33,23 @@ _BLOCK = (
 )
 _FIRST = re.compile(_BLOCK.format(side="A"), re.DOTALL)
 _SECOND = re.compile(_BLOCK.format(side="B"), re.DOTALL)
-# How judges write a verdict: {X} is A, B (the side) or the tie's own form.
+# How judges write a verdict: {X} is A or B, {x} the same in lower case, {level} Arena-Hard's
+# mark. Each form with the part of it that holds the verdict (an answer cut off by max_tokens
+# before that part ends gives none).
 PAIR_FORMS = (
-    "[[{X}]]",
-    "My final verdict is: [[{X}]].",
-    "{level}",
-    "Output ({x})",
-    "Verdict: {X}",
-    "{X}",
+    ("[[{X}]]", "[[{X}]]"),
+    ("My final verdict is: [[{X}]].", "[[{X}]]"),
+    ("{level}", "{level}"),
+    ("Output ({x})", "Output ({x})"),
+    ("Verdict: {X}", "Verdict: {X}"),
+    ("{X}", "{X}"),
 )
-TIE_FORMS = ("[[C]]", "My final verdict is tie: [[A=B]].", "tie", "Verdict: tie")
+TIE_FORMS = (
+    ("[[C]]", "[[C]]"),
+    ("My final verdict is tie: [[A=B]].", "[[A=B]]"),
+    ("tie", "tie"),
+    ("Verdict: tie", "Verdict: tie"),
+)
 INVALID_VERDICT = "I cannot decide which of the two texts is better."
 
 
@@ -81,9 +88,10 @@ def pair_choice(
     settings: Any,
     unit: Any,
     invalid: bool,
-) -> tuple[str | None, str, float, float]:
-    """One choice's verdict ("A", "B", "tie"; None when invalid), the text it writes, and
-    the probabilities of A and of a tie it was drawn from."""
+) -> tuple[str | None, str, str, float, float]:
+    """One choice's verdict ("A", "B", "tie"; None when invalid), the text it writes, the
+    part of that text that holds the verdict, and the probabilities of A and of a tie it was
+    drawn from."""
     s_first = strength(texts[0], settings.pair_strengths, settings.seed, unit)
     s_second = strength(texts[1], settings.pair_strengths, settings.seed, unit)
     biased = min(1.0, 2.0 * settings.position_bias)
@@ -91,7 +99,7 @@ def pair_choice(
     ties = settings.pair_ties * (1.0 - biased)
     p_first = biased + (1.0 - biased) * (1.0 - settings.pair_ties) * first_wins
     if invalid:
-        return None, INVALID_VERDICT, p_first, ties
+        return None, INVALID_VERDICT, INVALID_VERDICT, p_first, ties
     if units[0] < biased:
         verdict = "A"
     elif units[1] < settings.pair_ties:
@@ -99,11 +107,13 @@ def pair_choice(
     else:
         verdict = "A" if extra[0] < first_wins else "B"
     if verdict == "tie":
-        return verdict, TIE_FORMS[int(units[3] * len(TIE_FORMS))], p_first, ties
-    form = PAIR_FORMS[int(units[3] * len(PAIR_FORMS))]
+        text, core = TIE_FORMS[int(units[3] * len(TIE_FORMS))]
+        return verdict, text, core, p_first, ties
+    form, core = PAIR_FORMS[int(units[3] * len(PAIR_FORMS))]
     other = "B" if verdict == "A" else "A"
     level = f"[[{verdict}>>{other}]]" if extra[1] < 0.5 else f"[[{verdict}>{other}]]"
-    return verdict, form.format(X=verdict, x=verdict.lower(), level=level), p_first, ties
+    names = {"X": verdict, "x": verdict.lower(), "level": level}
+    return verdict, form.format(**names), core.format(**names), p_first, ties
 
 
 def verdict_tokens(p_first: float, ties: float, k: int) -> tuple[str, list[dict[str, Any]]]:

@@ -39,6 +39,9 @@ def test_the_pairwise_section_shows_both_orders_side_by_side(
     section = page.locator("#pairwise")
     assert section.is_visible()
     assert page.locator("nav a[href='#pairwise']").is_visible()
+    # No criterion rates: no empty rating sections.
+    assert page.locator("#figures").count() == 0 and page.locator("#trust").count() == 0
+    assert "orders asked have a verdict" in page.locator(".facts").inner_text()
     rows = page.locator("#table-pairwise tbody tr")
     assert rows.count() == 2
     results = load_results(UEQ_PAIRWISE, cache=str(pairwise_report / "cache"))

@@ -120,6 +120,9 @@ def main() -> None:
                 verdicts = results.pair_verdicts
                 row["orders"] = len(verdicts)
                 row["orders_without_verdict"] = int(verdicts["verdict"].isna().sum())
+                row["reasons"] = verdicts["reason"].value_counts().to_dict()
+                row["verdicts_of_orders"] = verdicts["verdict"].value_counts().to_dict()
+                row["example_answers"] = sorted({a for o in results.orders for a in o.answers})[:5]
                 row["seconds"] = round(seconds, 1)
                 out[mode] = row
                 print(f"{mode}: {json.dumps(row, default=str)}")

@@ -34,8 +34,8 @@ reads too, so that benchmark 2 places the server's first and last arrival inside
                  (geval-async's ``RateLimits``), ``aiolimiter`` (one ``AsyncLimiter`` a limit
                  holding one second's worth, its public ``acquire`` only) or ``aiolimiter-spaced``
                  (``AsyncLimiter``s holding one request, and the largest request's tokens): the
-                 figure of judging/wire/pacer.py. A 429 waits out its ``retry-after-ms`` and goes
-                 again.
+                 figure of judging/wire/limits.py (bench/pacers.py). A 429 waits out its
+                 ``retry-after-ms`` and goes again.
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ def _bodies(spec: Spec) -> list[bytes]:
 def geval(spec: Spec) -> dict[str, Any]:
     from dataclasses import replace
 
-    from geval_async.judging import transport  # noqa: F401 - see below
     from geval_async.judging.run.runner import run_study
     from geval_async.judging.store.cache import JudgeCache
+    from geval_async.judging.wire import transport  # noqa: F401 - see below
     from geval_async.study.config import apply_overrides, load_config
     from geval_async.study.prepare import prepare_study
 
@@ -151,7 +151,7 @@ def _use_limits_module(path: str, package: str) -> None:
     relative imports reach."""
     import importlib.util
 
-    from geval_async.judging import runner, worker
+    from geval_async.judging.run import runner, worker
 
     module_spec = importlib.util.spec_from_file_location(f"{package}._bench_limits", path)
     assert module_spec is not None and module_spec.loader is not None

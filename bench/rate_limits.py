@@ -40,6 +40,10 @@ may burst; OpenAI enforces its per-minute limits over much shorter windows, so t
 
     .venv/bin/python bench/rate_limits.py [--quick] [--buckets 2] [--concurrency 64]
         [--servers sim,stub] [--long-requests 6000]
+        [--stub-rpm 600] [--stub-requests 240] [--stub-workers 16,64] [--baseline-tree FOLDER]
+
+A run of the stub alone writes ``rate_limits_stub_<R>rpm.json`` (``..._side_by_side.json`` with
+``--baseline-tree``, whose tree takes turns with this one row by row).
 """
 
 from __future__ import annotations
@@ -201,6 +205,8 @@ def main() -> None:
     # A run of one server does not replace the file of both (rate_limits_sim.json).
     servers = sorted(set(args.servers.split(",")))
     name = "rate_limits" if servers == ["sim", "stub"] else "_".join(["rate_limits", *servers])
+    if servers == ["stub"]:
+        name += f"_{args.stub_rpm}rpm"
     if args.baseline_tree:
         name += "_side_by_side"
     path = save(

@@ -38,6 +38,11 @@ class Connection(enum.StrEnum):
     TIMEOUT = "timeout"
     TRUNCATED = "truncated body"
     MALFORMED = "malformed body"
+    # The answer's head was more than the client reads (a header line over 8 kB, hundreds of
+    # header lines): no answer can be read behind it.
+    HEADERS_TOO_LARGE = "oversized response headers"
+    # The body came in an encoding the client did not ask for and cannot read (br, zstd).
+    ENCODING = "unreadable content encoding"
 
 
 # Failures that say the URL is wrong rather than that the server is busy.
@@ -46,6 +51,8 @@ UNREACHABLE = (Connection.REFUSED, Connection.DNS, Connection.TLS)
 
 # FailureFact.code of a 200 whose body is over [limits] max_answer_bytes (never stored).
 ANSWER_TOO_LARGE = "answer_too_large"
+# FailureFact.code of a 200 that is a web page (Content-Type text/html), not a JSON answer.
+WEB_PAGE = "web_page"
 
 
 @dataclass(frozen=True)

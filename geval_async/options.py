@@ -22,6 +22,7 @@ __all__ = [
     "EntryStatus",
     "Fractional",
     "ItemOutcome",
+    "JudgeApi",
     "Left",
     "Normalization",
     "PairOrders",
@@ -85,6 +86,14 @@ class Provider(StrEnum):
 
     OPENAI = "openai"
     AZURE = "azure"
+
+
+class JudgeApi(StrEnum):
+    """``[judge] api``: which of OpenAI's APIs carries the requests: chat completions, or the
+    Responses API (``POST /v1/responses``: one request a draw), where some models live only."""
+
+    CHAT = "chat"
+    RESPONSES = "responses"
 
 
 class CriterionKind(StrEnum):

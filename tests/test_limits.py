@@ -18,14 +18,13 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from geval_async.errors import ConfigError
 from geval_async.judging.wire.limits import (
+    CATCH_UP_SECONDS,
     CONFIGURED_SHARE,
     LEARNED_SHARE,
     START_IN_FLIGHT,
-    TOKENS_CARRY_SECONDS,
     CoolDown,
     RateLimits,
 )
-from geval_async.judging.wire.pacer import CATCH_UP_SECONDS, Pacer
 
 T = TypeVar("T")
 
@@ -166,10 +165,11 @@ def test_tokens_bind_with_mixed_prompt_sizes_uses_the_whole_tpm() -> None:
     times = run_virtual(main)
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert min(gaps) >= 1 / (3 * CONFIGURED_SHARE) - CATCH_UP_SECONDS
-    # The tokens spent in any second: the rate, plus what is carried, plus one request's cost.
+    # The tokens spent in any second: the rate, plus the largest request and the catch-up (the
+    # carry is room for the long prompt after a short one, never a burst beyond that).
     spent = sorted(zip(times, (sizes[i % 2] for i in range(200)), strict=True))
     most = max(sum(c for t, c in spent if start <= t < start + 1.0) for start, _ in spent)
-    assert most <= 120 * (1 + TOKENS_CARRY_SECONDS + CATCH_UP_SECONDS) + max(sizes)
+    assert most <= 120 * (1 + CATCH_UP_SECONDS) + max(sizes)
     # Done within 2 % of the tokens' bound: 200 x 60 tokens at 120 a second, 100 s. (Paced
     # request by request, the larger of the two limits' gaps each time, it would take 109 s.)
     assert times[-1] - times[0] <= 1.02 * 100
@@ -183,7 +183,7 @@ def test_a_cost_larger_than_a_seconds_worth_waits_as_long_as_its_size() -> None:
 
     times = run_virtual(main)
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    assert gaps == pytest.approx([2.5 / CONFIGURED_SHARE] * 3, abs=CATCH_UP_SECONDS)
+    assert gaps == pytest.approx([2.5 / CONFIGURED_SHARE] * 3, abs=CATCH_UP_SECONDS + 1e-4)
 
 
 def test_a_cool_down_is_shared_and_a_longer_pause_stands() -> None:
@@ -233,23 +233,25 @@ def test_every_worker_waits_out_a_429_then_leaves_at_the_paced_rate() -> None:
     assert _most_in_any_second(after) <= 10
 
 
-def test_a_refused_request_gives_its_slot_back_and_no_more() -> None:
+def test_after_a_refused_request_the_retry_waits_for_the_pause_and_what_follows_is_paced() -> None:
     async def main() -> list[float]:
         limits = RateLimits(rpm=600, tpm=None)
         limits.replied()
         await limits.acquire(10)  # sent at 0 ...
-        limits.refused(10, 0.03)  # ... and refused: retry in 30 ms, when the server has room
+        limits.refused(10, 0.5)  # ... and refused: retry in half a second
         sent = []
-        for _ in range(3):
+        for _ in range(4):
             await limits.acquire(10)
             sent.append(now())
         return sent
 
     sent = run_virtual(main)
-    gap = 0.1 / CONFIGURED_SHARE
-    # The retry takes the refused request's slot at the end of the pause (not a slot behind
-    # it, 0.1 s later), and the sends after it are paced from there: no credit for a burst.
-    assert sent == pytest.approx([0.03, 0.03 + gap, 0.03 + 2 * gap], abs=CATCH_UP_SECONDS)
+    gaps = [b - a for a, b in zip(sent, sent[1:], strict=False)]
+    # The retry goes when the server asked, not before, and the sends after it are paced
+    # from there: the pause saved no credit for a burst.
+    assert sent[0] == pytest.approx(0.5, abs=1e-3)
+    assert min(gaps) >= 0.1 / CONFIGURED_SHARE - CATCH_UP_SECONDS - 1e-9
+    assert sent[-1] - sent[0] == pytest.approx(3 * 0.1 / CONFIGURED_SHARE, abs=CATCH_UP_SECONDS)
 
 
 def test_limits_learned_from_headers_pace_what_follows() -> None:
@@ -350,10 +352,10 @@ def test_the_margin_goes_while_the_server_has_room_and_comes_back_at_a_429() -> 
 
     tight, roomy, refused = run_virtual(main)
     # 19 gaps of a tenth of a second (the first send of each stretch may catch up 2 ms) ...
-    assert roomy[-1] - roomy[1] == pytest.approx(1.9, abs=1e-6)
+    assert roomy[-1] - roomy[1] == pytest.approx(1.9, abs=1e-4)
     # ... each a little wider with the margin.
-    assert tight[-1] - tight[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-6)
-    assert refused[-1] - refused[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-6)
+    assert tight[-1] - tight[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-4)
+    assert refused[-1] - refused[1] == pytest.approx(1.9 / CONFIGURED_SHARE, abs=1e-4)
 
 
 def test_a_shallow_server_bucket_shrinks_the_burst() -> None:
@@ -395,8 +397,7 @@ def test_the_requests_sent_before_a_learned_limit_are_paid_for_first() -> None:
 def test_the_run_begins_small_until_the_first_reply_then_paces_by_its_headers() -> None:
     """32 workers, no limits configured: before the first reply only a few requests go out (a
     full pool would meet a one-second window's 429s at once); after it, the learned limit paces
-    the rest, the early ones paid for first. (Was a wall-clock check of a real server's first
-    second in test_speed.py; the stub rows of bench/rate_limits.py count its 429s.)"""
+    the rest, the early ones paid for first."""
 
     async def main() -> tuple[int, list[float]]:
         limits = RateLimits(rpm=None, tpm=None)
@@ -421,30 +422,23 @@ def test_the_run_begins_small_until_the_first_reply_then_paces_by_its_headers() 
     assert sent[START_IN_FLIGHT] >= 1.0 + START_IN_FLIGHT / (10 * LEARNED_SHARE) - CATCH_UP_SECONDS
 
 
-def test_a_pacer_changed_in_place_keeps_what_is_owed_and_a_refund_is_no_credit() -> None:
-    """The pacer's own arithmetic, on the fake clock: what was sent is owed in units, re-timed
-    at a new rate; a refund gives a slot back but never a burst; idle time saves nothing."""
+def test_a_learned_limit_that_changes_mid_run_paces_from_the_last_send_at_the_new_rate() -> None:
+    """A server that lowers its limit, then raises it: the next send is spaced from the last
+    one at the new rate (no burst at the change, and no wait at the old rate either)."""
 
-    async def main() -> list[float]:
-        pacer = Pacer(600, 1.0)  # 10 a second, no margin
-        seen = [pacer.wait()]  # nothing sent yet: go now
-        for _ in range(3):
-            pacer.charge(1)
-        seen.append(pacer.owed)  # three units owed ...
-        seen.append(pacer.wait())  # ... the next send in 0.3 s less the catch-up
-        pacer.reshape(300, spare=False)  # 5 a second: the same three units now take 0.6 s
-        seen.append(pacer.wait())
-        pacer.refund(10)  # more than is owed: back to nothing owed, not to credit
-        seen.append(pacer.owed)
-        await asyncio.sleep(60.0)  # a minute idle
-        pacer.charge(1)
-        seen.append(pacer.wait())  # the next send is paced from now: no saved credit
-        return seen
+    async def main() -> list[list[float]]:
+        limits = RateLimits(rpm=None, tpm=None)
+        stretches = []
+        for advertised in ("600", "300", "1200"):
+            limits.observe({"x-ratelimit-limit-requests": advertised})
+            stretches.append(await _send_times(limits, workers=8, sends=10))
+        return stretches
 
-    seen = run_virtual(main)
-    assert seen == pytest.approx(
-        [0.0, 3.0, 0.3 - CATCH_UP_SECONDS, 0.6 - CATCH_UP_SECONDS, 0.0, 0.2 - CATCH_UP_SECONDS]
-    )
+    ten, five, twenty = run_virtual(main)
+    for before, after, per_second in ((ten, five, 5), (five, twenty, 20)):
+        gap = 1 / (per_second * LEARNED_SHARE)
+        spaced = [b - a for a, b in zip([before[-1], *after], after, strict=False)]
+        assert spaced == pytest.approx([gap] * len(after), abs=CATCH_UP_SECONDS)
 
 
 def test_a_request_the_tpm_limit_can_never_pass_is_a_config_error() -> None:
@@ -455,7 +449,7 @@ def test_a_request_the_tpm_limit_can_never_pass_is_a_config_error() -> None:
         run_virtual(main)
 
 
-# --- issue 23: a stop ends every wait; a limit no account has is ignored --------------------
+# --- a stop ends every wait; a limit no account has is ignored -------------------------------
 
 
 @pytest.mark.parametrize("wait", ["cool-down", "bucket", "cool-down, no bucket", "first reply"])
@@ -477,14 +471,17 @@ def test_a_stop_ends_each_limiter_wait_at_the_moment_it_is_set(wait: str) -> Non
             limits.refused(10, 999999.0)
         asyncio.get_running_loop().call_later(5.0, stop.set)
         await limits.acquire(10)
-        bucket = limits.buckets.get("requests")
-        return now(), (bucket.owed if bucket is not None else 0.0)
+        ended = now()
+        if wait == "bucket":
+            stop.clear()  # the same limits asked again: the stopped request took no slot
+            await limits.acquire(10)
+        return ended, now()
 
-    ended, owed = run_virtual(main)
-    assert ended == pytest.approx(5.0)
+    ended, next_send = run_virtual(main)
+    assert ended == pytest.approx(5.0, abs=1e-3)
     if wait == "bucket":
-        # The first send's charge only, less the 5 s drained of it; none for the stopped one.
-        assert owed == pytest.approx(1 - 5 * CONFIGURED_SHARE / 60)
+        # The minute's next slot, after the one send (not a slot further on).
+        assert next_send == pytest.approx(60 / CONFIGURED_SHARE, abs=CATCH_UP_SECONDS)
 
 
 @pytest.mark.parametrize(

@@ -137,7 +137,8 @@ async def test_a_misspelt_keyword_fails_like_a_misspelt_key(
         else:
             getattr(ga, door)(study.config, concurency=1)
     message = str(as_keyword.value)
-    assert message.startswith("overrides: unknown key 'concurency' (known keys: base_url, cache,")
+    known = "overrides: unknown key 'concurency' (known keys: api, base_url, cache,"
+    assert message.startswith(known)
     assert "concurrency" in message and "\n" not in message
     assert sim.stats.received == 0
 

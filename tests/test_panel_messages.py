@@ -7,30 +7,11 @@ A real panel config, each judge on its own loopback server."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiohttp import web
-from conftest import POLL, LoopbackApp, StudyFiles, run_cli
+from conftest import POLL, StudyFiles, run_cli
 
 from geval_async.sim import SimServer, SimSettings
-
-
-class ResponsesOnly(LoopbackApp):
-    """An endpoint whose model is served on the Responses API only (OpenAI's 404 for it)."""
-
-    async def _complete(self, request: web.Request) -> web.Response:
-        error: dict[str, Any] = {
-            "message": "This model is only supported in v1/responses and not in "
-            "v1/chat/completions.",
-            "type": "invalid_request_error",
-            "param": "model",
-            "code": None,
-        }
-        return web.json_response({"error": error}, status=404)
-
-    def routes(self) -> list[web.RouteDef]:
-        return [web.post("/v1/chat/completions", self._complete)]
 
 
 def write_panel(
@@ -101,20 +82,6 @@ def test_a_stopped_panel_judge_names_the_sampling_table_the_setting_came_from(
     assert line in stopped[0], stopped[0]
     if "[judges.sampling]" not in line:
         assert "[judges.sampling]" not in done.stdout + done.stderr
-
-
-def test_a_setting_refused_for_a_panel_judge_names_its_judges_entry(
-    study: StudyFiles, sim: SimServer
-) -> None:
-    with ResponsesOnly() as responses_only:
-        config = write_panel(study, {"gpt": responses_only.base_url, "local": sim.base_url})
-        done = run_cli("run", str(config))
-    assert done.returncode == 1, done.stdout + done.stderr
-    stopped = [line for line in done.stdout.splitlines() if line.startswith("  stopped:")]
-    assert len(stopped) == 1, done.stdout  # the other judge went on and finished
-    assert "served on the Responses API only" in stopped[0]
-    assert stopped[0].endswith('set [[judges]] name = "gpt" model to a chat-completions model')
-    assert "[judge]" not in done.stdout + done.stderr
 
 
 def test_a_flag_over_a_panel_judges_own_setting_is_named_as_the_studys(

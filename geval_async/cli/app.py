@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -42,6 +44,9 @@ from .steps import add_steps_command
 from .summary import budget_left, coverage_table, dry_run, orphan_note, run_summary
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+# The commands that ask a judge: an interrupted one has saved what it received.
+_ASKING = frozenset({"run", "demo", "steps", "batch"})
 
 
 _say = say
@@ -140,7 +145,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     for line in invalid_lines(status):
         print(line)
-    for line in endpoint_summaries(study.config.cache_path):
+    for line in endpoint_summaries(study.config.cache_path, [study.config.judge]):
         print(f"endpoint: {line}")
     billed = study_spent(study.config.cache_path, study.config, billed=True)
     if billed:
@@ -298,6 +303,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        return _command(args)
+    finally:
+        if argv is None:  # the process's own command line, not a caller's call
+            with contextlib.suppress(ValueError):  # not in the main thread: no handler
+                signal.signal(signal.SIGINT, _interrupted_late)
+
+
+def _command(args: argparse.Namespace) -> int:
+    """The command's exit code, its errors said in one line."""
+    try:
         code = int(args.handler(args))
         sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
         return code
@@ -313,6 +328,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         _debug()
         _say(f"error: {exc}")
         return EXIT_INCOMPLETE
+    except PermissionError as exc:
+        # A file or folder this user may not open (a shared drive's): what and where, in
+        # one line, where a traceback would otherwise end the command.
+        _debug()
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(
+            f"error: {where}permission denied: check its permissions and those of the "
+            "folders above it, or choose another path"
+        )
+        return EXIT_USAGE
     except BrokenPipeError:
         # The reader closed the pipe (`geval-async score ... | head`): the files are written
         # before anything long is printed, so this is a normal end. Python would otherwise
@@ -320,8 +345,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except (KeyboardInterrupt, asyncio.CancelledError):
-        _say("interrupted: answers received so far are saved; run the same command to resume")
+        if args.command in _ASKING:
+            _say("interrupted: answers received so far are saved; run the same command to resume")
+        else:
+            _say("interrupted")
         return EXIT_INTERRUPTED
+
+
+def _interrupted_late(signum: int, frame: object) -> None:
+    """A Ctrl-C after the command has ended, while the interpreter shuts down (joins its
+    threads, runs its exit handlers): still the user's interrupt, so the exit is 130, and
+    without Python's "Exception ignored ... KeyboardInterrupt" report of a handler it cut."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, RuntimeError):
+            stream.flush()
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _debug() -> None:

@@ -75,8 +75,13 @@ def study_config(args: argparse.Namespace, names: Iterable[str]) -> EvalConfig:
 
 
 def load_study(args: argparse.Namespace) -> EvalConfig:
-    """The study config of a study command: ``args.config`` with its :data:`STUDY_FLAGS`."""
-    return study_config(args, STUDY_FLAGS)
+    """The study config of a study command: ``args.config`` with its :data:`STUDY_FLAGS`,
+    read once a command (the check for a panel and the command itself both ask for it, and
+    a config of 10,000 criteria takes a second to read)."""
+    loaded: EvalConfig | None = getattr(args, "loaded_study", None)
+    if loaded is None:
+        loaded = args.loaded_study = study_config(args, STUDY_FLAGS)
+    return loaded
 
 
 def judge_key(config: EvalConfig) -> str | None:

@@ -259,7 +259,7 @@ def panel_status(args: argparse.Namespace, config: EvalConfig) -> int:
         print()
     shard = config.shard
     print(f"cache: {config.cache_path}" + (f" (shard {shard})" if shard else ""))
-    for line in endpoint_summaries(config.cache_path):
+    for line in endpoint_summaries(config.cache_path, [m.judge for m in config.members()]):
         print(f"endpoint: {line}")
     billed = study_spent(config.cache_path, config, billed=True)
     if billed:

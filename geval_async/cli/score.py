@@ -1,4 +1,5 @@
-"""The scoring-stage commands: ``score``, ``average``, ``ttest``, ``report`` (and ``demo``).
+"""The scoring-stage commands: ``score``, ``average``, ``ttest``, ``report``, ``calibrate`` (and
+``demo``).
 
 All of them read the cache only; with the judge server gone (or no network at all) they run to
 completion. Items the cache lacks are reported with a count and left out; ``--strict`` refuses
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..options import StatTest, words
+from ..study.overrides import OVERRIDES
 from .overrides import SCORE_FLAGS, study_config
 from .summary import SIMULATED_NOTE, table
 
@@ -32,6 +34,12 @@ def add_score_commands(
         ("average", "the 100-point composite per group and condition", cmd_average),
         ("ttest", "compare the two conditions on every criterion (+ BH FDR)", cmd_ttest),
         ("report", "score, average, ttest and a Markdown (or --html) report", cmd_report),
+        (
+            "calibrate",
+            "from the records' human scores: calibrated scores with intervals, and the means "
+            "and comparison on the human scale",
+            cmd_calibrate,
+        ),
     ]
     for name, help_text, handler in specs:
         parser = commands.add_parser(name, help=help_text)
@@ -44,6 +52,12 @@ def add_score_commands(
                 "--plots", action="store_true", help="also render box plots (needs matplotlib)"
             )
             parser.add_argument("--test", choices=words(StatTest), help="override [stats] test")
+        if name in ("score", "report", "calibrate"):
+            for flag in ("labelled", "coverage"):
+                override = OVERRIDES[flag]
+                parser.add_argument(
+                    f"--{flag}", type=override.kind, metavar=override.metavar, help=override.help
+                )
         if name == "report":
             parser.add_argument(
                 "--html",
@@ -221,6 +235,33 @@ def cmd_report(args: argparse.Namespace) -> int:
         human = human_comparison(results)
     paths = write_outputs(results, test=args.test, plots=args.plots, html=args.html, human=human)
     return _end_with_tests(results, args.test, paths)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from ..scoring.output.human_scale_report import (
+        ESTIMATE_HEADER,
+        SUMMARY_HEADER,
+        estimate_rows,
+        summary_rows,
+    )
+    from ..scoring.output.writer import write_outputs
+
+    results = _results(args)
+    config = results.config
+    if results.labelled is None:
+        raise ConfigError(
+            f"{config.source}: no human scores to calibrate with: name each criterion's record "
+            'field in [meta] human, e.g. human = { coh = "scores.coherence" }'
+        )
+    paths = write_outputs(results, ["scores", "human"])
+    _coverage_note(results)
+    _subset_note(results)
+    print(table(SUMMARY_HEADER, [list(r) for r in summary_rows(results.calibration_summary)]))
+    for criterion, rows in estimate_rows(results.human_scale).items():
+        print(f"\n{criterion}: on the human scale, at {config.meta.coverage:.0%}")
+        print(table(ESTIMATE_HEADER, [list(r) for r in rows]))
+    _print_paths(paths)
+    return 0
 
 
 def _end_with_tests(results: StudyResults, test: str | None, paths: list[Path]) -> int:

@@ -47,6 +47,9 @@ SETTING_HELP = {
     "retry_after_ms": "retry-after-ms of a spurious 429",
     "quota_after": "answer this many requests, then refuse with insufficient_quota",
     "invalid_answers": "share of sampled answers that hold no rating",
+    "length_effect": "rating points the hidden score rises per 1,000 characters of the prompt",
+    "collapse": "share of answers that give collapse-rating whatever the text (a collapsed scale)",
+    "collapse_rating": "the rating a collapsed answer gives (at most the scale's top)",
     "ignore_n": "answer one choice whatever n asks for, as llama.cpp does",
     "max_n": "refuse (400) a request asking for more than this n, as llama-server does",
     "api_key": "the only API key it accepts (default: any, or none)",
@@ -62,13 +65,17 @@ SETTING_HELP = {
     "batch_queue_tokens": "Batch API: enqueued-token limit per model; a batch over it fails",
     "batch_polls": "Batch API: a batch ends after this many retrievals (overrides batch-seconds)",
     "profile": "the model's dialect: default, openai-reasoning, deepseek-reasoner, think-tags, "
-    "anthropic-compat",
+    "anthropic-compat, openai-responses",
     "reasoning_field": "deepseek-reasoner: the message field of the reasoning",
     "think_cut_off": "think-tags: share of answers cut off inside their reasoning",
     "position_bias": "pairwise prompts: how much more than half of its verdicts the text shown "
     "first wins (0-0.5)",
     "pair_ties": "pairwise prompts: share of verdicts that are ties",
     "pair_strengths": "pairwise prompts: a JSON file of text -> strength (the judge's preference)",
+    "responses_only": "model names (comma-separated) chat completions refuse with OpenAI's 404 "
+    "'only supported in v1/responses'; POST /v1/responses serves them",
+    "refuse_summary": "Responses API: refuse reasoning.summary (400), as OpenAI does to an "
+    "organization it has not verified",
 }
 
 

@@ -13,6 +13,7 @@ from ..judging.run.budget import StudyBudget
 from ..judging.run.estimate import RunEstimate
 from ..judging.run.progress import RunCounters
 from ..judging.store.coverage import Coverage
+from ..options import JudgeApi
 from ..study.config import EvalConfig
 from ..study.plan import Study
 
@@ -174,7 +175,19 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
             else ""
         )
     )
-    if estimate.one_choice:
+    if estimate.api is JudgeApi.RESPONSES:
+        print(
+            f"note: {config.judge.model} is judged on the Responses API at "
+            f"{config.judge.responses_url} ("
+            + (
+                "the config's [judge] api"
+                if config.judge.api is JudgeApi.RESPONSES
+                else "an earlier run learned chat completions refuse it"
+            )
+            + f"): one answer a request, so an item's {config.sampling.n} answers are that "
+            "many requests, each carrying the prompt"
+        )
+    elif estimate.one_choice:
         print(
             f"note: {config.judge.model} at {config.judge.url} gives one answer a request "
             f"(an earlier run learned it refuses n > 1): an item's {config.sampling.n} answers "

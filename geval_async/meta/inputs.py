@@ -4,37 +4,17 @@ from the cache, paired per record and criterion with any judge's (files: :mod:`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from ..errors import ConfigError
 from ..scoring.scores.scores import NO_VALID, SCORED
+from ..study.human_labels import check_found, field_value, human_number
 from ..study.records import Record
 
 PAIR_COLUMNS = ["record_id", "group", "condition", "criterion", "human", "judge"]
 NOT_COVERED = "not covered"
-_NAN = float("nan")
-# Cells of a judge file that mean "no score" rather than a bad one.
-EMPTY_CELLS = {"", "nan", "na", "n/a", "null", "none"}
-
-
-def field_value(fields: Mapping[str, Any], path: str) -> Any:
-    """The value at a dotted ``path`` ("scores.coherence") of a record; KeyError if absent.
-
-    A key that itself contains the dots ("scores.coherence" at the top level) wins.
-    """
-    if path in fields:
-        return fields[path]
-    value: Any = fields
-    for part in path.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            raise KeyError(path)
-        value = value[part]
-    return value
 
 
 def human_scores(
@@ -43,54 +23,36 @@ def human_scores(
     """The human score of every record on every criterion ``human`` maps to a field path.
 
     Returns:
-        Columns record_id, group, condition, criterion, human (NaN where the field is null).
+        Columns record_id, group, condition, criterion, human (NaN where the record has no
+        such field, or a null one: it is unlabelled).
 
     Raises:
-        ConfigError: a record lacks the field, or its value is not a number.
+        ConfigError: no record has the field (a mistyped path), or a value is not a number.
     """
     rows = []
+    first: Record | None = None
+    found: set[str] = set()
     for record in records:
+        first = first or record
         for criterion, path in human.items():
             label = f"{source}: {record.where}, record {record.id!r}"
             try:
                 value = field_value(record.fields, path)
             except KeyError:
-                raise ConfigError(
-                    f"{label}: no field {path!r} (the human score of {criterion!r} named by "
-                    "[meta] human): fix the path or the record"
-                ) from None
+                value = None
+            else:
+                found.add(criterion)
             rows.append(
                 {
                     "record_id": record.id,
                     "group": record.group,
                     "condition": record.condition,
                     "criterion": criterion,
-                    "human": _number(value, f"{label}: field {path!r}"),
+                    "human": human_number(value, f"{label}: field {path!r}"),
                 }
             )
+    check_found(first, found, human, source)
     return pd.DataFrame(rows, columns=PAIR_COLUMNS[:5])
-
-
-def _number(value: Any, where: str) -> float:
-    """A score as float; None or an empty cell is NaN; anything else non-numeric raises."""
-    if value is None:
-        return _NAN
-    if isinstance(value, str):
-        if value.strip().lower() in EMPTY_CELLS:
-            return _NAN
-        try:
-            number = float(value)
-        except ValueError:
-            raise ConfigError(f"{where}: {value!r} is not a number") from None
-    elif isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{where}: {value!r} is not a number")
-    else:
-        number = float(value)
-    if math.isnan(number):
-        return _NAN
-    if not math.isfinite(number):
-        raise ConfigError(f"{where}: {value!r} is not a finite number")
-    return number
 
 
 def judge_scores(long: pd.DataFrame) -> pd.DataFrame:

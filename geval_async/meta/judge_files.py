@@ -28,9 +28,9 @@ import orjson
 import pandas as pd
 
 from ..errors import ConfigError
+from ..study.human_labels import EMPTY_CELLS, field_value
 from ..study.records import Record
 from ..study.settings import JudgeFile
-from .inputs import EMPTY_CELLS, field_value
 
 SCORED, UNPARSEABLE = "scored", "unparseable"
 JUDGE_COLUMNS = ["record_id", "criterion", "judge", "status", "cell"]

@@ -21,6 +21,7 @@ from .profiles import (
     ANTHROPIC_COMPAT,
     DEEPSEEK_REASONER,
     OPENAI_REASONING,
+    OPENAI_RESPONSES,
     fresh_samples,
     ignores_logprobs,
     reasoning_text,
@@ -120,6 +121,21 @@ def true_score(messages: list[dict[str, Any]], top: int, seed: int) -> float:
     return 1 + _units(seed, "item", canonical(messages))[0] * (top - 1)
 
 
+def with_length(t: float, characters: int, top: int, settings: SimSettings) -> float:
+    """The hidden score ``t`` raised by the judge's reaction to length (``length_effect``
+    points per 1,000 characters of the prompt), kept on the scale."""
+    if not settings.length_effect:
+        return t
+    return min(float(top), max(1.0, t + settings.length_effect * characters / 1000))
+
+
+def collapsed(messages: list[dict[str, Any]], settings: SimSettings, *draw: Any) -> bool:
+    """Whether this prompt (or this draw of it) answers the collapsed rating."""
+    return bool(settings.collapse) and (
+        _units(settings.seed, "collapse", canonical(messages), *draw)[0] < settings.collapse
+    )
+
+
 def _token(token: str, logprob: float) -> dict[str, Any]:
     return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
 
@@ -203,6 +219,10 @@ class Judged:
     # each choice's verdict ("A", "B", "tie"; None: none).
     pair: tuple[str, str] | None = None
     verdicts: list[str | None] = field(default_factory=list)
+    # The prompt's characters and the hidden score meant for it (None: evaluation steps).
+    intended: tuple[int, float] | None = None
+    # Each choice's hidden reasoning, as its summary would tell it ("" where none was spent).
+    thoughts: list[str] = field(default_factory=list)
 
 
 def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> list[int | None]:
@@ -211,7 +231,9 @@ def ratings(body: dict[str, Any], settings: SimSettings, repeat: int = 0) -> lis
     return judge(body, settings, repeat).ratings
 
 
-def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
+def judge(
+    body: dict[str, Any], settings: SimSettings, repeat: int, fresh: bool | None = None
+) -> Judged:
     """The choices for a validated request, their tokens and ratings.
 
     Args:
@@ -220,14 +242,17 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         repeat: how often this exact body was answered before; mixed into the draws only
             where a real server samples anew on every call (``ignore_n``, the
             ``anthropic-compat`` profile, which ignores the seed).
+        fresh: whether every call samples anew (None: as the profile does; the Responses
+            API, one request a draw, always does).
     """
     messages = body["messages"]
     prompt = "\n".join(message_text(m) for m in messages)
     yes_no = asks_yes_no(prompt)
     # A yes/no question is a two-point scale: 2 = "Yes", 1 = "No".
     top = 2 if yes_no else rating_scale(prompt)
-    t = true_score(messages, top, settings.seed)
+    t = with_length(true_score(messages, top, settings.seed), len(prompt), top, settings)
     writes_steps = asks_for_steps(prompt)
+    fixed = min(settings.collapse_rating, top)
     # Choice i of a request with seed s is the sample of seed s + i: geval-async sends seed +
     # draw index, so an item's k-th sample is the same however its samples were chunked.
     seed = None if settings.profile == ANTHROPIC_COMPAT else body.get("seed")
@@ -237,12 +262,14 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         kept.pop("seed", None)
     draw_key = canonical(kept)
     n = 1 if settings.ignore_n else body.get("n") or 1
-    fresh = fresh_samples(settings)
+    fresh = fresh_samples(settings) if fresh is None else fresh
     with_logprobs = bool(body.get("logprobs")) and not ignores_logprobs(settings)
     judged = Judged([], 0, 0, 0, [], writes_steps)
     texts = None if writes_steps else pair_texts(prompt)
     if texts is not None:
         judged.pair = (text_digest(texts[0]), text_digest(texts[1]))
+    if not writes_steps:
+        judged.intended = (len(prompt), t)
     for i in range(n):
         u1, u2, u3, u4 = _units(settings.seed, draw_key, (offset or 0) + i, repeat if fresh else 0)
         invalid = u3 < settings.invalid_answers and not writes_steps
@@ -254,9 +281,10 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
         if with_logprobs and not writes_steps:
             max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
             k = body.get("top_logprobs") or 0
-            greedy = first_token_probs(t, top, False)[0][0].strip()  # the rating token
+            centre = fixed if collapsed(messages, settings) else t
+            greedy = first_token_probs(centre, top, False)[0][0].strip()  # the rating token
             prefix = thinking_tokens(settings, int(greedy), top, yes_no, [u1, u2, u3, u4])
-            text, logprobs, cut = _logprob_choice(t, top, invalid, k, max_tokens, prefix)
+            text, logprobs, cut = _logprob_choice(centre, top, invalid, k, max_tokens, prefix)
             rename = _yes_no if yes_no else _letter if settings.answer_styles == "letters" else None
             rated = logprobs["content"][len(prefix) : len(prefix) + 1]  # none when cut before
             if rename is not None:
@@ -268,11 +296,14 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
             first = rated[0]["token"].strip() if rated else ""
             judged.ratings.append(None if invalid else _rating_of(first, yes_no))
             judged.completion_tokens += len(logprobs["content"])
+            judged.thoughts.append("")
             message = {"role": "assistant", "content": text, "refusal": None}
         else:
             noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
             rating = min(top, max(1, math.floor(t + noise + 0.5)))
             draw = repeat if fresh else 0
+            if collapsed(messages, settings, (offset or 0) + i, draw):
+                rating = fixed
             extra = _units(settings.seed, draw_key, (offset or 0) + i, "profile", draw)
             if writes_steps:
                 full = write_steps(prompt, rating_scale(prompt), [u1, u2, u3, u4])
@@ -291,6 +322,7 @@ def judge(body: dict[str, Any], settings: SimSettings, repeat: int) -> Judged:
             message, cut, logprobs = shaped.message, shaped.cut, None
             judged.completion_tokens += shaped.completion_tokens
             judged.reasoning_tokens += shaped.reasoning_tokens
+            judged.thoughts.append(thought if shaped.reasoning_tokens else "")
         judged.choices.append(
             {
                 "index": i,
@@ -345,14 +377,19 @@ def _rating_of(token: str, yes_no: bool) -> int | None:
 
 
 def completion(
-    body: dict[str, Any], settings: SimSettings, model: str, answer_id: str, repeat: int = 0
+    body: dict[str, Any],
+    settings: SimSettings,
+    model: str,
+    answer_id: str,
+    repeat: int = 0,
+    fresh: bool | None = None,
 ) -> tuple[dict[str, Any], Judged]:
     """The chat-completion object answering a validated request, and how it was judged.
 
     The online endpoint and the Batch API both answer with it, so a batch answers exactly as
     online requests do.
     """
-    judged = judge(body, settings, repeat)
+    judged = judge(body, settings, repeat, fresh)
     prompt = prompt_tokens(body["messages"])
     used = judged.completion_tokens
     usage: dict[str, Any] = {
@@ -360,7 +397,7 @@ def completion(
         "completion_tokens": used,
         "total_tokens": prompt + used,
     }
-    if settings.profile in (OPENAI_REASONING, DEEPSEEK_REASONER):
+    if settings.profile in (OPENAI_REASONING, DEEPSEEK_REASONER, OPENAI_RESPONSES):
         usage["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
         usage["completion_tokens_details"] = {
             "reasoning_tokens": judged.reasoning_tokens,

@@ -1,11 +1,12 @@
 """The simulated judge's Batch API: ``/v1/files`` and ``/v1/batches``, as OpenAI serves them.
 
 A client uploads a JSONL input file (``purpose = "batch"``), creates a batch on it, polls the
-batch and downloads its output and error files, exactly as with OpenAI (and under
-``/openai/...?api-version=`` as with Azure OpenAI). The input is validated the way OpenAI does
-(one JSON request per line, unique ``custom_id``, the batch's endpoint, at most 50,000 lines);
-a batch that fails validation ends ``failed`` with its reason in ``errors``. After
-``batch_seconds`` a batch is done: every line is answered by the very function that answers
+batch and downloads its output and error files (and lists and deletes files), exactly as
+with OpenAI (and under ``/openai/...?api-version=`` as with Azure OpenAI). The input is
+validated the way OpenAI does (one JSON request per line, unique ``custom_id``, the batch's
+endpoint, at most 50,000 lines); a batch that fails validation ends ``failed`` with its
+reason in ``errors``. After ``batch_seconds``
+a batch is done: every line is answered by the very function that answers
 online requests (:func:`~geval_async.sim.answers.completion`), so a study judged by batch
 rates exactly as one judged online. Settings make a share of the lines fail
 (``batch_failed_lines``, with ``batch_failure_status``), a share expire (``batch_expired_lines``:
@@ -18,6 +19,7 @@ the batch ends ``expired``) or the whole batch fail validation (``batch_invalid`
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -29,12 +31,13 @@ from .answers import canonical, completion
 from .batch_objects import FINAL, Batch, BatchFile
 from .batch_queue import input_tokens, over_limit, queued_tokens, request_digest
 from .limits import error, validate
-from .profiles import refusal
+from .profiles import OPENAI_REASONING, OPENAI_RESPONSES, refusal
+from .responses import chat_refusal, chat_request, response_object
 from .settings import SimSettings, SimStats
 
 MAX_LINES = 50_000
 MAX_BYTES = 200 * 1024**2
-ENDPOINTS = ("/v1/chat/completions", "/chat/completions")
+ENDPOINTS = ("/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses")
 
 
 def _share(seed: int, *parts: Any) -> float:
@@ -57,7 +60,9 @@ class BatchService:
         for root in ("/v1", "/openai"):
             routes += [
                 web.post(f"{root}/files", self.upload),
+                web.get(f"{root}/files", self.file_listing),
                 web.get(f"{root}/files/{{id}}", self.file),
+                web.delete(f"{root}/files/{{id}}", self.delete_file),
                 web.get(f"{root}/files/{{id}}/content", self.content),
                 web.post(f"{root}/batches", self.create),
                 web.get(f"{root}/batches", self.listing),
@@ -106,6 +111,24 @@ class BatchService:
             return refused
         file = self.files.get(request.match_info["id"])
         return _no_file() if file is None else web.json_response(file.view())
+
+    async def file_listing(self, request: web.Request) -> web.Response:
+        """Every file (of ``purpose``, when asked), in one page, as OpenAI lists them."""
+        if (refused := self._refused(request)) is not None:
+            return refused
+        purpose = request.query.get("purpose")
+        files = [f for f in self.files.values() if purpose in (None, f.purpose)]
+        return web.json_response(
+            {"object": "list", "data": [f.view() for f in files], "has_more": False}
+        )
+
+    async def delete_file(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        file = self.files.pop(request.match_info["id"], None)
+        if file is None:
+            return _no_file()
+        return web.json_response({"id": file.id, "object": "file", "deleted": True})
 
     async def content(self, request: web.Request) -> web.Response:
         if (refused := self._refused(request)) is not None:
@@ -324,11 +347,21 @@ class BatchService:
 
     def _answer(self, body: dict[str, Any], endpoint: str, custom_id: str) -> tuple[int, Any]:
         s = self.settings
+        asked: dict[str, Any] | None = None  # a Responses line, as it came (sim.responses)
+        if endpoint.endswith("/responses"):
+            chat, refused_line = chat_request(body, s)
+            if chat is None:
+                return refused_line  # type: ignore[no-any-return]
+            asked, body = body, chat
+        else:
+            refused_chat = chat_refusal(body, s)
+            if refused_chat is not None:
+                return refused_chat
         problem = validate(body, s.context_window, s.content_filter_marker)
         if problem is not None:
             message, code = problem
             return 400, _error_body(message, "invalid_request_error", code)
-        refused = refusal(body, s)
+        refused = None if asked is not None else refusal(body, s)
         if refused is not None:
             return refused
         if _share(s.seed, "fail", custom_id) < s.batch_failed_lines:
@@ -337,14 +370,24 @@ class BatchService:
             return status, _error_body(f"The request failed (simulated {status}).", kind, None)
         model = str(body.get("model") or "sim-judge")
         answer_id = f"chatcmpl-sim-batch-{custom_id[-16:]}"
-        answer, judged = completion(body, s, model, answer_id)
+        settings = s
+        if s.profile == OPENAI_RESPONSES:
+            settings = dataclasses.replace(s, profile=OPENAI_REASONING)
+        # A Responses line is one draw of identical requests: each line samples anew.
+        repeat = int(hashlib.sha256(custom_id.encode()).hexdigest()[:8], 16) if asked else 0
+        answer, judged = completion(body, settings, model, answer_id, repeat, bool(asked) or None)
         if judged.refusals:
             self.stats.faults["invalid_answer"] += judged.refusals
         self.stats.samples += len(answer["choices"])
-        self.stats.ratings.setdefault(request_digest(body), []).extend(judged.ratings)
+        digest = request_digest(asked if asked is not None else body)
+        self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
+        if judged.intended is not None:
+            self.stats.intended[digest] = judged.intended
         self.stats.steps += judged.steps
         if judged.pair is not None:
             self.stats.verdicts.append((*judged.pair, judged.verdicts))
+        if asked is not None:
+            return 200, response_object(answer, asked, judged.thoughts)
         return 200, answer
 
     def _store(self, lines: list[dict[str, Any]], filename: str) -> str | None:

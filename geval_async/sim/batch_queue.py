@@ -31,7 +31,8 @@ def input_tokens(lines: list[dict[str, Any]]) -> tuple[str, int]:
     model = str(lines[0]["body"].get("model") or MODEL) if lines else MODEL
     tokens = 0
     for line in lines:
-        messages = line["body"].get("messages")
+        body = line["body"]
+        messages = body.get("messages", body.get("input"))  # chat's, or a Responses line's
         if isinstance(messages, list):  # a malformed line fails when answered, not here
             tokens += prompt_tokens([m for m in messages if isinstance(m, dict)])
     return model, tokens

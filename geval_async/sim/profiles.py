@@ -20,6 +20,9 @@ A profile decides what a request may hold and how an answer carries its reasonin
 - ``anthropic-compat``: Anthropic's OpenAI-compatible endpoint: ``n`` must be 1 (400);
   ``logprobs``, ``top_logprobs``, ``seed`` and ``reasoning_effort`` are ignored, so every
   call is a fresh sample.
+- ``openai-responses``: a model of OpenAI's codex and pro kind, served on the Responses API
+  only (:mod:`geval_async.sim.responses`): chat completions answer 404 "This model is only
+  supported in v1/responses ..."; on ``/v1/responses`` it reasons as ``openai-reasoning`` does.
 
 Every reasoning text holds numbers that disagree with the rating that follows it ("It's a 1
 out of 5 for grammar? No ... maybe 4."), so a test shows a parser does not read it. The
@@ -40,7 +43,15 @@ OPENAI_REASONING = "openai-reasoning"
 DEEPSEEK_REASONER = "deepseek-reasoner"
 THINK_TAGS = "think-tags"
 ANTHROPIC_COMPAT = "anthropic-compat"
-PROFILES = (DEFAULT, OPENAI_REASONING, DEEPSEEK_REASONER, THINK_TAGS, ANTHROPIC_COMPAT)
+OPENAI_RESPONSES = "openai-responses"
+PROFILES = (
+    DEFAULT,
+    OPENAI_REASONING,
+    DEEPSEEK_REASONER,
+    THINK_TAGS,
+    ANTHROPIC_COMPAT,
+    OPENAI_RESPONSES,
+)
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 # Hidden reasoning tokens per choice, by reasoning_effort: uniform in [low, high).
 EFFORT_TOKENS = {
@@ -193,7 +204,7 @@ def shape(
     budget = body.get("max_completion_tokens", body.get("max_tokens"))
     message: dict[str, Any] = {"role": "assistant", "content": "", "refusal": None}
     profile = settings.profile
-    if profile == OPENAI_REASONING:
+    if profile in (OPENAI_REASONING, OPENAI_RESPONSES):
         low, high = EFFORT_TOKENS[str(body.get("reasoning_effort") or DEFAULT_EFFORT)]
         spent = low + int(units[0] * (high - low))
         if budget is not None and spent >= budget:

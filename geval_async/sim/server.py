@@ -1,7 +1,8 @@
 """The simulated OpenAI-compatible judge server, standing in for the remote API.
 
 Tests, benchmarks and the demo talk HTTP to it exactly as to OpenAI or Azure OpenAI
-(``POST /v1/chat/completions``, ``POST /openai/deployments/{name}/chat/completions``).
+(``POST /v1/chat/completions``, ``POST /openai/deployments/{name}/chat/completions``, and
+the Responses API: ``POST /v1/responses``, ``POST /openai/v1/responses``, :mod:`.responses`).
 It answers deterministically from a hash of the request: every prompt has a hidden "true
 score" on the scale named in the prompt, and each choice is that score plus deterministic
 noise, written the ways real judges write ratings; with ``logprobs`` the first token carries
@@ -47,7 +48,15 @@ from .limits import (
     too_many,
     validate,
 )
-from .profiles import ANTHROPIC_COMPAT, check_profile, fresh_samples, refusal
+from .profiles import (
+    ANTHROPIC_COMPAT,
+    OPENAI_REASONING,
+    OPENAI_RESPONSES,
+    check_profile,
+    fresh_samples,
+    refusal,
+)
+from .responses import chat_refusal, chat_request, response_object
 from .settings import SimSettings, SimStats
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -78,6 +87,12 @@ class _Judge:
         self.batches: BatchService | None = None
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, responses=False)
+
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, responses=True)
+
+    async def _handle(self, request: web.Request, *, responses: bool) -> web.StreamResponse:
         raw = await request.read()
         digest = hashlib.sha256(raw).hexdigest()
         stats = self.stats
@@ -87,7 +102,7 @@ class _Judge:
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         try:
-            response = await self._answer(request, raw, digest)
+            response = await self._answer(request, raw, digest, responses)
         except asyncio.CancelledError:
             stats.by_status[-1] += 1
             stats.events.append((arrived, time.monotonic(), -1))
@@ -104,7 +119,9 @@ class _Judge:
         response.headers.update(self.limiter.headers(s.rpm, s.tpm, s.bucket_seconds))
         return response
 
-    async def _answer(self, request: web.Request, raw: bytes, digest: str) -> web.Response | None:
+    async def _answer(
+        self, request: web.Request, raw: bytes, digest: str, responses: bool = False
+    ) -> web.Response | None:
         s = self.settings
         if "deployment" in request.match_info and "api-version" not in request.query:
             return error(404, "Resource not found", "invalid_request_error", "404")
@@ -118,6 +135,18 @@ class _Judge:
             body = json.loads(raw)
         except ValueError:
             body = None
+        asked: dict[str, Any] | None = None  # a Responses request, as it came
+        if responses:
+            # Checked as OpenAI checks it, then judged as the chat completion of its one choice.
+            chat, refused_request = chat_request(body, s)
+            if chat is None:
+                status, payload = refused_request
+                return web.json_response(payload, status=status)
+            asked, body = body, chat
+        else:
+            refused_chat = chat_refusal(body, s)
+            if refused_chat is not None:
+                return web.json_response(refused_chat[1], status=refused_chat[0])
         problem = validate(body, s.context_window, s.content_filter_marker)
         if problem is not None:
             message, code = problem
@@ -129,7 +158,7 @@ class _Judge:
                 f"but got {body.get('n')} (sim)"
             )
             return error(400, message, "invalid_request_error", None)
-        refused = refusal(body, s)
+        refused = None if responses else refusal(body, s)
         if refused is not None:
             status, payload = refused
             return web.json_response(payload, status=status)
@@ -167,22 +196,37 @@ class _Judge:
             if delay > 0:
                 await asyncio.sleep(delay)
             model = body.get("model") or request.match_info.get("deployment") or MODEL
-            return self._completion(body, model, digest, truncate=fault == "truncated")
+            return self._completion(body, model, digest, fault == "truncated", asked)
         finally:
             self.granted -= 1
 
     def _completion(
-        self, body: dict[str, Any], model: str, digest: str, truncate: bool
+        self,
+        body: dict[str, Any],
+        model: str,
+        digest: str,
+        truncate: bool,
+        asked: dict[str, Any] | None = None,
     ) -> web.Response:
+        """The answer to ``body`` (``asked``: the Responses request it judges, answered as a
+        ``response`` object)."""
         repeat = self.stats.answered[digest]
         # llama.cpp samples anew on every call, also when only n differs between calls;
         # an endpoint that ignores the seed does when only the seed differs.
         unseeded = ("n", "seed") if self.settings.profile == ANTHROPIC_COMPAT else ("n",)
         call = json.dumps({k: v for k, v in body.items() if k not in unseeded}, sort_keys=True)
-        if fresh_samples(self.settings):
+        # The Responses API takes one request a draw: each call is a fresh sample.
+        fresh = asked is not None
+        if fresh_samples(self.settings) or fresh:
             repeat = self.calls[call]
         answer_id = f"chatcmpl-sim-{hashlib.sha256(f'{digest}:{repeat}'.encode()).hexdigest()[:24]}"
-        answer, judged = completion(body, self.settings, model, answer_id, repeat)
+        settings = self.settings
+        if settings.profile == OPENAI_RESPONSES:
+            settings = dataclasses.replace(settings, profile=OPENAI_REASONING)
+        answer, judged = completion(body, settings, model, answer_id, repeat, fresh or None)
+        samples = len(answer["choices"])
+        if asked is not None:
+            answer = response_object(answer, asked, judged.thoughts)
         if judged.refusals:
             self.stats.faults["invalid_answer"] += judged.refusals
         text = json.dumps(answer)
@@ -190,8 +234,10 @@ class _Judge:
             text = text[: len(text) // 2]
         else:
             self.stats.answered[digest] += 1
-            self.stats.samples += len(answer["choices"])
+            self.stats.samples += samples
             self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
+            if judged.intended is not None:
+                self.stats.intended[digest] = judged.intended
             self.stats.steps += judged.steps
             if judged.pair is not None:
                 self.stats.verdicts.append((*judged.pair, judged.verdicts))
@@ -260,6 +306,8 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
         [
             web.post("/v1/chat/completions", judge.completions),
             web.post("/openai/deployments/{deployment}/chat/completions", judge.completions),
+            web.post("/v1/responses", judge.responses),
+            web.post("/openai/v1/responses", judge.responses),
             web.get("/v1/models", judge.models),
             web.get("/sim/stats", judge.stats_view),
             web.post("/sim/settings", judge.update_settings),

@@ -26,6 +26,14 @@ class SimSettings:
     retry_after_ms: int = 200
     quota_after: int | None = None
     invalid_answers: float = 0.0
+    # A judge that reacts to length: the hidden score of a prompt rises by this many rating
+    # points per 1,000 characters of the prompt (kept on the scale), so a report's length
+    # check can be held against what was put in (SimStats.intended records it).
+    length_effect: float = 0.0
+    # A collapsed scale: the share of choices that answer collapse_rating (at most the
+    # scale's top) whatever the text; in logprobs mode, the share of prompts centred on it.
+    collapse: float = 0.0
+    collapse_rating: int = 4
     ignore_n: bool = False
     max_n: int | None = None  # llama-server-style: n above this -> 400 "Field 'n': ..."
     api_key: str | None = None
@@ -65,6 +73,12 @@ class SimSettings:
     position_bias: float = 0.0
     pair_ties: float = 0.0
     pair_strengths: str = ""
+    # Model names (comma-separated) that chat completions refuse with OpenAI's 404 "only
+    # supported in v1/responses": they are served on POST /v1/responses alone.
+    responses_only: str | None = None
+    # The Responses API refuses reasoning.summary, as OpenAI does to an organization it has not
+    # verified (400, param "reasoning.summary").
+    refuse_summary: bool = False
 
 
 @dataclass
@@ -106,6 +120,10 @@ class SimStats:
     # Pairwise prompts: per answer, the digests of the texts shown first and second
     # (sim.pairs.text_digest) and the verdict of each choice ("A", "B", "tie"; None: none).
     verdicts: list[tuple[str, str, list[str | None]]] = field(default_factory=list)
+    # Per answer, by sha256 of the raw body as ``answered`` counts it: the characters of its
+    # prompt and the hidden score it meant to give (after length_effect), so a test can work
+    # out the rank correlation of score and length that was put in.
+    intended: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     def reset(self) -> None:
         """Zero every counter in place (the server keeps its reference)."""
@@ -117,6 +135,7 @@ class SimStats:
             counter.clear()
         self.ratings.clear()
         self.verdicts.clear()
+        self.intended.clear()
         self.arrivals.clear()
         self.events.clear()
 
@@ -163,4 +182,5 @@ class SimStats:
         if ratings:
             summary["ratings"] = dict(self.ratings)
             summary["verdicts"] = [list(v) for v in self.verdicts]
+            summary["intended"] = {k: list(v) for k, v in self.intended.items()}
         return summary

@@ -48,13 +48,14 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "id": ("data", "id"),
     "group": ("data", "group"),
     "condition": ("data", "condition"),
+    "writer": ("data", "writer"),
     "limit": ("data", "limit"),
     "cache": ("cache", "path"),
     "output": ("output", "path"),
     "prefix": ("output", "prefix"),
 }
 # Sections given whole, as a dict in the file's words (stats={"conditions": ["A", "B"]}).
-TABLES = ("composite", "stats", "meta", "panel", "prices")
+TABLES = ("composite", "stats", "meta", "panel", "prices", "bias")
 RECORDS_FILE = "records.jsonl"
 
 
@@ -297,9 +298,10 @@ def define_study(
         name: the study's name: its config file's stem and its output files' prefix.
         settings: any key of ``[judge]``, ``[sampling]`` and ``[limits]`` under its name
             (``base_url``, ``api_key_env``, ``n``, ``mode``, ``temperature``, ``rpm``,
-            ``concurrency``, ...); ``id``, ``group``, ``condition``, ``limit``; ``cache``
-            and ``output`` (folders, relative to the working folder); ``prefix``; and the
-            tables ``composite``, ``stats``, ``meta``, ``panel``, ``prices`` as dicts.
+            ``concurrency``, ...); ``id``, ``group``, ``condition``, ``writer``, ``limit``;
+            ``cache`` and ``output`` (folders, relative to the working folder); ``prefix``;
+            and the tables ``composite``, ``stats``, ``meta``, ``panel``, ``prices``,
+            ``bias`` as dicts.
 
     Raises:
         ConfigError: an argument of the wrong kind or an unknown setting.

@@ -38,6 +38,7 @@ from typing import Any, cast
 from ..errors import ConfigError
 from ..options import AnswerForm, CriterionKind, Fractional, ParserMode, Role, TemplateStyle
 from .definition import DEFINITION_KEYS, Definition, parse_definition
+from .input_files import file_problem
 from .pairing import PAIRING_KEYS, Pairing, parse_pairing
 from .reader import TableReader
 from .scale import Scale
@@ -185,8 +186,8 @@ def parse_criterion(
         definition, prompt = defined
     else:
         definition, prompt = None, resolve(t.required("prompt", str))
-        if not prompt.is_file():
-            raise t.error(f"prompt file {prompt} not found")
+        if (problem := file_problem(prompt)) is not None:
+            raise t.error(f"prompt file {prompt} {problem}")
     rubrics = _rubrics(t, kind)
     scale = _scale(t, kind, rubrics)
     labels = tuple(t.get("labels", list, []))
@@ -428,6 +429,8 @@ def _parts(t: Any, resolve: Callable[[str], Path]) -> dict[str, str]:
             parts[name] = value
         elif isinstance(value, dict) and set(value) == {"file"} and isinstance(value["file"], str):
             path = resolve(value["file"])
+            if (problem := file_problem(path)) is not None:
+                raise t.error(f"part {name!r}: {path} {problem}")
             try:
                 parts[name] = path.read_text(encoding="utf-8-sig").strip("\n")
             except (OSError, UnicodeDecodeError) as exc:

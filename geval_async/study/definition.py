@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..options import StepsOrigin
+from .input_files import file_problem
 from .prompts import Template
 from .reader import TableReader
 from .shipped import shipped
@@ -123,8 +124,8 @@ def parse_definition(
         max_tokens=t.positive("steps_max_tokens", 512, integer=True),
     )
     template = resolve(t.get("template", str)) if "template" in t.table else form_template()
-    if not template.is_file():
-        raise t.error(f"template file {template} not found")
+    if (problem := file_problem(template)) is not None:
+        raise t.error(f"template file {template} {problem}")
     return definition, template
 
 

@@ -29,6 +29,7 @@ from .definition import Steps
 from .keys import request_key
 from .plan import PlannedCriterion, Study
 from .prompts import load_template
+from .responses_api import answer_choices
 from .shipped import shipped
 
 __all__ = [
@@ -130,10 +131,9 @@ _THINKING_END = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
 
 
 def answer_steps(body: str) -> str | None:
-    """The steps in a stored chat-completions body: the first choice's text, or None."""
+    """The steps in a stored answer body (either API's): the first choice's text, or None."""
     try:
-        parsed = orjson.loads(body)
-        content = parsed["choices"][0]["message"]["content"]
+        content = answer_choices(orjson.loads(body))[0]["message"]["content"]
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
         return None
     if not isinstance(content, str):

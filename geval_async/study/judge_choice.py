@@ -4,8 +4,9 @@ On a one-judge config the overrides apply as they always did. On a panel (``[[ju
 
 - ``--judge NAME`` (``judge=`` in Python) picks that judge's one-judge study
   (:meth:`~geval_async.study.settings.EvalConfig.for_judge`); every override then applies to
-  it, ``--model`` and ``--base-url`` included;
-- without it, ``--model`` and ``--base-url`` are refused (which judge would they replace?), and
+  it, ``--model``, ``--base-url`` and ``--api`` included;
+- without it, ``--model``, ``--base-url`` and ``--api`` are refused (which judge would they
+  replace?), and
   every other override (``--n``, ``--rpm``, ``--concurrency``, ``--limit``, ``--cache``, ...)
   applies to every judge: ``--rpm 30`` caps each judge at 30 requests a minute, each under its
   own limiter. The panel config returned holds the judges so patched, so that
@@ -28,7 +29,7 @@ from .settings import EvalConfig, PanelJudge
 __all__ = ["apply_overrides", "choose_judges"]
 
 # Overrides that name one judge's endpoint: on a panel, only with a judge chosen.
-_ONE_JUDGE = ("model", "base_url")
+_ONE_JUDGE = ("model", "base_url", "api")
 
 
 def choose_judges(
@@ -48,7 +49,8 @@ def choose_judges(
 
     Raises:
         ConfigError: no judge of that name (the line lists the names), a judge chosen on a
-            one-judge config, ``--model``/``--base-url`` on a panel without a judge chosen,
+            one-judge config, ``--model``/``--base-url``/``--api`` on a panel without a judge
+            chosen,
             or an override the file could not hold either.
     """
     if judge is not None:
@@ -80,12 +82,12 @@ def apply_overrides(
     """``config`` with keyword overrides applied (None means "not given"), by the rule of
     :func:`choose_judges`: on a panel, to every judge, or to the judge ``judge`` alone.
 
-    Known names: base_url, model, mode, n, temperature, max_tokens, reasoning_effort,
+    Known names: base_url, model, api, mode, n, temperature, max_tokens, reasoning_effort,
     concurrency, rpm, tpm, timeout, retries, limit, cache, output, criteria (a comma-separated
     text or a list of names), max_cost, shard ("I/K" or a :class:`~geval_async.study.shard.Shard`).
 
     Raises:
         ConfigError: an unknown name, a value the config file could not hold either, or on a
-            panel an unknown ``judge``, or ``model``/``base_url`` without one.
+            panel an unknown ``judge``, or ``model``/``base_url``/``api`` without one.
     """
     return choose_judges(config, overrides, judge=judge)

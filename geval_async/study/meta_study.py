@@ -188,7 +188,7 @@ def _criterion_names(
         return tuple(human)
     if not isinstance(raw, list):
         raise ConfigError(f"{source}: [[criteria]] must be a list of tables")
-    names: list[str] = []
+    names: dict[str, None] = {}  # in order, looked up by hash
     for index, table in enumerate(raw, start=1):
         if not isinstance(table, dict):
             raise ConfigError(f"{source}: [[criteria]] #{index} must be a table")
@@ -196,5 +196,5 @@ def _criterion_names(
         name = reader.required("name", str)
         if name in names:
             raise ConfigError(f"{source}: criterion name {name!r} is used twice")
-        names.append(name)
+        names[name] = None
     return tuple(names)

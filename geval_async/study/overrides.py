@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..options import Provider, ReasoningEffort, SamplingMode, words
+from ..options import JudgeApi, Provider, ReasoningEffort, SamplingMode, words
 from .criteria import CriterionConfig
 from .pricing import price_of
 from .reader import TableReader
@@ -35,6 +35,7 @@ from .sections import (
     SECTION_KEYS,
     parse_cache,
     parse_data,
+    parse_human_scale,
     parse_judge,
     parse_limits,
     parse_output,
@@ -62,7 +63,8 @@ class Override:
     key, or which part of the study), so ``answers``, ``score`` and ``meta`` take it too;
     ``outputs``: it chooses where (and which shard) those that write outputs write.
     ``every_command``: every study command has the flag (``--max-cost`` is added by the
-    commands that spend, with their own words).
+    commands that spend, with their own words; ``--labelled`` and ``--coverage`` by those that
+    put scores on the human scale).
     """
 
     target: tuple[str, str] | None
@@ -81,6 +83,12 @@ OVERRIDES: dict[str, Override] = {
         ("judge", "base_url"), str, "chat-completions base URL, e.g. http://127.0.0.1:8000/v1"
     ),
     "model": Override(("judge", "model"), str, "judge model name", answers=True),
+    "api": Override(
+        ("judge", "api"),
+        str,
+        "[judge] api: chat completions or the Responses API",
+        choices=tuple(words(JudgeApi)),
+    ),
     "mode": Override(
         ("sampling", "mode"), str, "sampling mode", choices=tuple(words(SamplingMode)), answers=True
     ),
@@ -112,6 +120,22 @@ OVERRIDES: dict[str, Override] = {
     "cache": Override(("cache", "path"), str, "cache folder", answers=True),
     "output": Override(("output", "path"), str, "output folder", outputs=True),
     "criteria": Override(None, str, "comma-separated criteria to use (default: all)", answers=True),
+    "labelled": Override(
+        ("meta", "labelled"),
+        float,
+        "[meta] labelled: the share of the labelled records used (seeded draw)",
+        metavar="SHARE",
+        outputs=True,
+        every_command=False,
+    ),
+    "coverage": Override(
+        ("meta", "coverage"),
+        float,
+        "[meta] coverage: the level of the intervals on the human scale",
+        metavar="LEVEL",
+        outputs=True,
+        every_command=False,
+    ),
     "max_cost": Override(
         None, float, "cap the study's estimated spend at USD", metavar="USD", every_command=False
     ),
@@ -180,6 +204,7 @@ _READ: dict[str, Callable[[EvalConfig, TableReader], EvalConfig]] = {
     "data": lambda c, t: _with_data(c, *parse_data(t, as_given)),
     "cache": lambda c, t: replace(c, cache_path=parse_cache(t, as_given)),
     "output": lambda c, t: replace(c, output=parse_output(t, as_given, c.source.stem)),
+    "meta": lambda c, t: replace(c, meta=replace(c.meta, **parse_human_scale(t))),
 }
 
 
@@ -189,6 +214,7 @@ def _with_data(config: EvalConfig, data: DataConfig, limit: int | None) -> EvalC
 
 def _table(config: EvalConfig, section: str) -> dict[str, Any]:
     """A section of ``config`` as the table the file would hold for it (values as read)."""
+    table: dict[str, Any]
     if section == "data":
         d = config.data
         table = {
@@ -196,12 +222,15 @@ def _table(config: EvalConfig, section: str) -> dict[str, Any]:
             "id": d.id_field,
             "group": d.group_field,
             "condition": d.condition_field,
+            "writer": d.writer_field,
             "limit": config.limit,
         }
     elif section == "cache":
         table = {"path": str(config.cache_path)}
     elif section == "output":
         table = {"path": str(config.output.path), "prefix": config.output.prefix}
+    elif section == "meta":  # the human scale's keys: the rest are read by `meta` itself
+        table = {"labelled": config.meta.labelled, "coverage": config.meta.coverage}
     else:
         table = asdict(getattr(config, section))
     return {key: value for key, value in table.items() if value is not None}
@@ -225,8 +254,9 @@ def criterion_names(t: TableReader, known: Sequence[str]) -> tuple[str, ...]:
     names = [name.strip() for name in names if name.strip()]
     if not names:
         raise t.error("'criteria' must name at least one criterion")
+    unknown = set(names) - set(known)
     for name in names:
-        if name not in known:
+        if name in unknown:
             raise t.error(f"no criterion named {name!r} (the config has: {', '.join(known)})")
     return tuple(names)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .responses_api import read_usage
+
 # model prefix -> (input, output) USD per 1M tokens. The longest matching prefix wins.
 PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o-mini": (0.15, 0.60),
@@ -114,14 +116,12 @@ def billed_cost(
 
 def _billed_tokens(usage: Mapping[str, object]) -> tuple[int, int, int] | None:
     """The prompt's uncached and cached tokens and the completion's (reasoning included) the
-    usage reports; None when it gives no token counts."""
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if not isinstance(prompt, int) or not isinstance(completion, int):
+    usage reports, in either API's names (:func:`.responses_api.read_usage`); None when it
+    gives no token counts."""
+    tokens = read_usage(usage)
+    if tokens is None:
         return None
-    details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    cached = min(cached, prompt) if isinstance(cached, int) and cached > 0 else 0
-    return prompt - cached, cached, completion
+    return tokens.prompt - tokens.cached, tokens.cached, tokens.completion
 
 
 def estimate_cost(

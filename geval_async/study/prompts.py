@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..options import TemplateStyle
+from .input_files import file_problem
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -76,6 +77,9 @@ def load_template(path: Path, style: TemplateStyle = TemplateStyle.DOUBLE) -> Te
     Raises:
         ConfigError: the file is missing, unreadable or has no text.
     """
+    problem = file_problem(path)  # a FIFO would block the open, a device never end
+    if problem is not None:
+        raise ConfigError(f"{path}: prompt file {problem}")
     try:
         # utf-8-sig: a byte order mark (Windows editors save one) is not the prompt's text.
         text = path.read_text(encoding="utf-8-sig")

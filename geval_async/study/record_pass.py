@@ -18,12 +18,14 @@ from __future__ import annotations
 import json
 from array import array
 from collections.abc import Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
 from ..errors import ConfigError
+from .input_files import file_problem
 from .record_checks import check_required, key_field, label
 from .record_index import Names, Record, RecordIndex, Texts
 from .record_tables import TableForm, read_rows, table_form
@@ -31,6 +33,8 @@ from .record_tables import TableForm, read_rows, table_form
 __all__ = ["as_written", "index_records"]
 
 _BOM = b"\xef\xbb\xbf"
+# No record of a JSON-lines file is this long; a JSON array may be (it is read whole).
+_LONGEST_FIRST_LINE = 64 << 20
 
 
 def index_records(
@@ -47,6 +51,9 @@ def index_records(
         ConfigError: the file cannot be read or a record is invalid.
     """
     index = _Pass(path, id_field, group_field, condition_field, sorted(set(required_fields)))
+    # Asked before the open: a FIFO would block it, a device (/dev/zero) never end.
+    if (problem := file_problem(path)) is not None:
+        raise ConfigError(f"{path}: records file {problem} (check [data] path)")
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -165,7 +172,7 @@ def _fill(index: _Pass, handle: BinaryIO) -> None:
     """Add every record of the file to ``index``: a JSONL file line by line, in one loop; a
     JSON array, or lines that end in a bare CR (old Mac exports), parsed whole and held."""
     path = index.path
-    first = _first_line(handle)
+    first = _first_line(path, handle)
     if first is None:
         raise ConfigError(f"{path}: the records file is empty")
     number, at, line = first
@@ -243,10 +250,21 @@ def _fill_lines(index: _Pass, handle: BinaryIO, number: int, offset: int) -> Non
         add(number, at, item, line, None)
 
 
-def _first_line(handle: BinaryIO) -> tuple[int, int, bytes] | None:
-    """The first line that is not blank: its number, byte offset and text (no BOM)."""
+def _first_line(path: Path, handle: BinaryIO) -> tuple[int, int, bytes] | None:
+    """The first line that is not blank: its number, byte offset and text (no BOM).
+
+    Read at most :data:`_LONGEST_FIRST_LINE` bytes at a time: a file of gigabytes with no
+    line break (a disk image, a file of zeros) is refused, not read into memory whole.
+    """
     offset = 0
-    for number, line in enumerate(handle, start=1):
+    for number, line in enumerate(iter(partial(handle.readline, _LONGEST_FIRST_LINE), b""), 1):
+        if len(line) == _LONGEST_FIRST_LINE and not line.endswith(b"\n"):
+            if line.removeprefix(_BOM).lstrip()[:1] == b"[":
+                return number, offset, line  # a JSON array, read whole from the start
+            raise ConfigError(
+                f"{path}: line {number} is longer than {_LONGEST_FIRST_LINE >> 20} MB: not "
+                "a records file (JSON lines, or a JSON array); check [data] path"
+            )
         at = offset
         offset += len(line)
         if number == 1 and line.startswith(_BOM):

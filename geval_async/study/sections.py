@@ -15,11 +15,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..options import Provider, ReasoningEffort, SamplingMode
+from ..options import JudgeApi, Provider, ReasoningEffort, SamplingMode
 from .file_names import is_file_name_part
 from .reader import TableReader
 from .settings import (
     DEFAULT_BASE_URL,
+    BiasConfig,
     DataConfig,
     JudgeConfig,
     JudgeFile,
@@ -32,10 +33,12 @@ from .settings import (
 __all__ = [
     "SECTION_KEYS",
     "Resolve",
+    "parse_bias",
     "parse_bootstrap",
     "parse_cache",
     "parse_data",
     "parse_judge",
+    "parse_human_scale",
     "parse_limits",
     "parse_meta",
     "parse_output",
@@ -45,7 +48,7 @@ __all__ = [
 
 # The keys each table of the file may hold ([[criteria]] and [prices] are read apart).
 SECTION_KEYS = {
-    "data": {"path", "id", "group", "condition", "limit"},
+    "data": {"path", "id", "group", "condition", "writer", "limit"},
     "judge": {
         "model",
         "provider",
@@ -55,6 +58,8 @@ SECTION_KEYS = {
         "deployment",
         "api_version",
         "headers",
+        "api",
+        "store",
     },
     "sampling": {
         "mode",
@@ -83,8 +88,9 @@ SECTION_KEYS = {
     "output": {"path", "prefix"},
     "composite": {"criteria", "normalize"},
     "stats": {"conditions", "alpha", "test"},
-    "meta": {"human", "bootstrap", "seed", "confidence", "judges"},
+    "meta": {"human", "bootstrap", "seed", "confidence", "judges", "labelled", "coverage"},
     "panel": {"pool", "weights"},
+    "bias": {"length_field", "judge_family", "bootstrap", "seed", "confidence"},
 }
 
 # Turns a path as written into a Path (the file's: against its folder; a flag's: as given).
@@ -98,7 +104,10 @@ def parse_data(t: TableReader, resolve: Resolve) -> tuple[DataConfig, int | None
         id_field=t.get("id", str, "id"),
         group_field=t.get("group", str),
         condition_field=t.get("condition", str),
+        writer_field=t.get("writer", str),
     )
+    if data.writer_field is not None and not data.writer_field.strip():
+        raise t.error("'writer' must name the record field holding the model that wrote each text")
     return data, t.positive("limit", None, integer=True)
 
 
@@ -165,6 +174,8 @@ def parse_prices(source: Path, table: Any) -> dict[str, tuple[float, float]]:
 
 def parse_judge(t: TableReader) -> JudgeConfig:
     provider = t.choice("provider", Provider, Provider.OPENAI)
+    api = t.choice("api", JudgeApi, JudgeApi.CHAT)
+    store = t.get("store", bool, False)
     headers = t.get("headers", dict, {})
     if not all(isinstance(v, str) for v in headers.values()):
         raise t.error("'headers' values must be strings")
@@ -189,6 +200,8 @@ def parse_judge(t: TableReader) -> JudgeConfig:
             deployment=deployment,
             api_version=version,
             headers=headers,
+            api=api,
+            store=store,
         )
     return JudgeConfig(
         model=t.required("model", str),
@@ -197,6 +210,8 @@ def parse_judge(t: TableReader) -> JudgeConfig:
         ),
         api_key_env=t.get("api_key_env", str, "OPENAI_API_KEY"),
         headers=headers,
+        api=api,
+        store=store,
     )
 
 
@@ -251,8 +266,9 @@ def parse_sampling(t: TableReader) -> SamplingConfig:
 def parse_meta(t: TableReader, criteria: Sequence[str], resolve: Resolve) -> MetaConfig:
     """``[meta]``: human score fields, judge files (``[meta.judges.NAME]``), bootstrap."""
     human = t.get("human", dict, {})
+    known = set(criteria)
     for name, path in human.items():
-        if name not in criteria:
+        if name not in known:
             raise t.error(f"'human' names {name!r}, which is not among the [[criteria]]")
         if not isinstance(path, str) or not path.strip(". "):
             raise t.error(
@@ -260,7 +276,27 @@ def parse_meta(t: TableReader, criteria: Sequence[str], resolve: Resolve) -> Met
                 f'e.g. {name} = "scores.{name}", not {path!r}'
             )
     judges = _judge_files(t, criteria, resolve)
-    return MetaConfig(human=dict(human), judges=judges, **parse_bootstrap(t))
+    return MetaConfig(
+        human=dict(human), judges=judges, **parse_bootstrap(t), **parse_human_scale(t)
+    )
+
+
+def parse_human_scale(t: TableReader) -> dict[str, Any]:
+    """``[meta]`` labelled and coverage (the keys :class:`MetaConfig` takes for the human
+    scale): the share of the labelled records used, and the intervals' coverage."""
+    labelled = t.get("labelled", (int, float), 1.0)
+    if not 0 < labelled <= 1:
+        raise t.error(
+            f"'labelled' must be a share of the labelled records above 0 and at most 1 "
+            f"(0.1 uses a tenth of them, 1 all), not {labelled!r}"
+        )
+    coverage = t.get("coverage", (int, float), 0.9)
+    if not 0 < coverage < 1:
+        raise t.error(
+            f"'coverage' must be between 0 and 1 (0.9: intervals that hold the human score "
+            f"nine times in ten), not {coverage!r}"
+        )
+    return {"labelled": float(labelled), "coverage": float(coverage)}
 
 
 def parse_bootstrap(t: TableReader) -> dict[str, Any]:
@@ -272,6 +308,37 @@ def parse_bootstrap(t: TableReader) -> dict[str, Any]:
     if not 0 < confidence < 1:
         raise t.error(f"'confidence' must be between 0 and 1, not {confidence!r}")
     return {"bootstrap": bootstrap, "seed": t.get("seed", int, 0), "confidence": float(confidence)}
+
+
+def parse_bias(t: TableReader, criteria: Sequence[str]) -> BiasConfig:
+    """``[bias]``: the field whose length is the text judged (one for every criterion, or a
+    table criterion -> field), the judge's family, and the length interval's resamples."""
+    given = t.get("length_field", (str, dict), {})
+    if isinstance(given, str):
+        lengths = dict.fromkeys(criteria, given)
+    else:
+        lengths = dict(given)
+        for name, field_name in lengths.items():
+            if name not in criteria:
+                raise t.error(
+                    f"'length_field' names {name!r}, which is not a criterion "
+                    f"({', '.join(criteria)})"
+                )
+            if not isinstance(field_name, str):
+                raise t.error(
+                    f"'length_field' maps criteria to record fields, e.g. {{ {name} = "
+                    f'"summary" }}, not {name} = {field_name!r}'
+                )
+    if not all(name.strip() for name in lengths.values()):
+        raise t.error("'length_field' must name a record field, not an empty text")
+    family = t.get("judge_family", str)
+    if family is not None and not family.strip():
+        raise t.error("'judge_family' must name a model family such as 'openai' or 'llama'")
+    return BiasConfig(
+        length_fields=lengths,
+        judge_family=None if family is None else family.strip().casefold(),
+        **parse_bootstrap(t),
+    )
 
 
 def _judge_files(t: TableReader, criteria: Sequence[str], resolve: Resolve) -> dict[str, JudgeFile]:

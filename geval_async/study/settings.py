@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from ..options import (
+    JudgeApi,
     Normalization,
     PanelPool,
     Provider,
@@ -36,6 +38,9 @@ class DataConfig:
     id_field: str = "id"
     group_field: str | None = None
     condition_field: str | None = None
+    # The field naming the model that wrote each text (``[data] writer``): a judge's scores of
+    # its own family's texts are then set against the others' (self-preference).
+    writer_field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -50,10 +55,17 @@ class JudgeConfig:
     deployment: str | None = None
     api_version: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Which API carries the requests; an endpoint that answers chat completions "only
+    # supported in v1/responses" is switched to the Responses API whatever this says.
+    api: JudgeApi = JudgeApi.CHAT
+    # The Responses API keeps a response for 30 days unless told not to: a study's texts are
+    # often private, so it is told not to unless the config says otherwise.
+    store: bool = False
 
     @property
     def url(self) -> str:
-        """The full chat-completions URL."""
+        """The full chat-completions URL (also what the endpoint's learned facts are kept
+        under, whichever API carries the requests)."""
         if self.provider == Provider.AZURE:
             endpoint = (self.azure_endpoint or "").rstrip("/")
             return (
@@ -61,6 +73,14 @@ class JudgeConfig:
                 f"?api-version={self.api_version}"
             )
         return f"{(self.base_url or DEFAULT_BASE_URL).rstrip('/')}/chat/completions"
+
+    @property
+    def responses_url(self) -> str:
+        """The full Responses API URL (Azure serves it on its v1 surface, the deployment
+        named as the body's model)."""
+        if self.provider == Provider.AZURE:
+            return f"{(self.azure_endpoint or '').rstrip('/')}/openai/v1/responses"
+        return f"{(self.base_url or DEFAULT_BASE_URL).rstrip('/')}/responses"
 
     @property
     def is_local(self) -> bool:
@@ -175,13 +195,39 @@ class JudgeFile:
 @dataclass(frozen=True)
 class MetaConfig:
     """Meta-evaluation: the record field (dotted path) holding each criterion's human score,
-    the judges' files, and the bootstrap over documents (see :mod:`geval_async.meta`)."""
+    the judges' files, and the bootstrap over documents (see :mod:`geval_async.meta`).
+
+    The same human scores carry the judge's scores to the human scale when scoring: ``labelled``
+    is the share of the labelled records used (drawn with ``seed``; 1 uses them all) and
+    ``coverage`` the level of the intervals on the human scale.
+    """
 
     human: Mapping[str, str] = field(default_factory=dict)
     bootstrap: int = 1000
     seed: int = 0
     confidence: float = 0.95
     judges: Mapping[str, JudgeFile] = field(default_factory=dict)
+    labelled: float = 1.0
+    coverage: float = 0.9
+
+
+@dataclass(frozen=True)
+class BiasConfig:
+    """``[bias]``: how the report looks for what the judge reacts to besides quality.
+
+    Attributes:
+        length_fields: criterion -> the record field whose length is "the text judged" (a
+            criterion not named: the fields its prompt inserts that differ between the
+            records of a group, else every field it inserts).
+        judge_family: the judge's model family when the family table does not know its name.
+        bootstrap, seed, confidence: the resamples of the length correlation's interval.
+    """
+
+    length_fields: Mapping[str, str] = field(default_factory=dict)
+    judge_family: str | None = None
+    bootstrap: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -235,6 +281,7 @@ class EvalConfig:
     stats: StatsConfig
     limit: int | None = None
     meta: MetaConfig = field(default_factory=MetaConfig)
+    bias: BiasConfig = field(default_factory=BiasConfig)
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     max_cost: float | None = None
     shard: Shard | None = None
@@ -297,10 +344,16 @@ class EvalConfig:
 
     def criterion(self, name: str) -> CriterionConfig:
         """The criterion called ``name``."""
-        for criterion in self.criteria:
-            if criterion.name == name:
-                return criterion
-        raise ConfigError(f"{self.source}: no criterion named {name!r}")
+        criterion = self._criteria_by_name.get(name)
+        if criterion is None:
+            raise ConfigError(f"{self.source}: no criterion named {name!r}")
+        return criterion
+
+    @cached_property
+    def _criteria_by_name(self) -> dict[str, CriterionConfig]:
+        # Looked up by name once for each criterion by the tables and reports: a scan each
+        # would make them grow with the square of the criteria.
+        return {criterion.name: criterion for criterion in self.criteria}
 
     @property
     def judge_entry(self) -> str:

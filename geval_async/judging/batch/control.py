@@ -5,7 +5,8 @@ collect, cancel.
 input files (:mod:`.files`), claims them for the batch, uploads each file and creates its batch,
 writing each step to the ledger (:mod:`.ledger`) before the next. :meth:`~BatchControl.attach`
 picks up what an interrupted process left: a batch created from an uploaded file is found
-(``batches.list``) or created, a record that never reached the provider is dropped.
+(``batches.list``) or created, a record never recorded as uploaded is dropped (and its file
+deleted where the provider has it).
 :meth:`~BatchControl.poll` asks for each live batch's status, :meth:`~BatchControl.collect`
 streams an ended batch's output and error files into the cache (:mod:`.store`) and releases its
 claims. The online hot path stays on aiohttp (:mod:`geval_async.judging.wire.transport`); this
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...study.plan import JudgeRequest, Study
@@ -66,11 +68,18 @@ class BatchControl:
         self.entries = ServerEntries(cache, simulated)
         self.ledger = Ledger(cache.directory)
         self.judge = study.config.judge
-        self.endpoint = endpoint(self.judge)
-        self.key_entry = study.config.api_key_entry  # a refused key's line names it
+        # The provider's errors in our words: a refused key's line names its entry, no key quoted.
+        self.call = partial(provider_call, key_entry=study.config.api_key_entry, key=client.api_key)
         # What the endpoint accepts, as online runs and earlier batches learned it: the lines
-        # are spelt as an online run would send them (max_completion_tokens, n = 1).
-        self.capabilities = load_capabilities(cache.directory, self.judge.url, self.judge.model)
+        # are spelt as an online run would send them (max_completion_tokens, n = 1, the
+        # Responses API).
+        self.capabilities = load_capabilities(
+            cache.directory,
+            self.judge.url,
+            self.judge.model,
+            api=self.judge.api,
+            store=self.judge.store,
+        )
         # The requests behind live batches' keys, found by one walk of the plan (see
         # _requests_for): without it, every ended batch walked the whole plan again.
         self._requests: dict[str, JudgeRequest] = {}
@@ -78,6 +87,12 @@ class BatchControl:
         # What the last submit left for lack of room in the queue (see .queue).
         self.queue_full = False
         self.too_large = 0
+
+    @property
+    def endpoint(self) -> str:
+        """The batch endpoint of the lines submitted now: the Responses API's once an answer
+        showed the model lives there (learned between two submits of one run)."""
+        return endpoint(self.judge, self.capabilities)
 
     def coverage(self) -> dict[str, Coverage]:
         """Per criterion, the items answered, refused, missing and in live batch jobs, as the
@@ -111,7 +126,7 @@ class BatchControl:
         limit, room = queue.tokens, queue.room(self.ledger.live())
         self.queue_full, self.too_large = False, 0
         tokens_of: dict[str, int] = {}  # the estimated tokens of the lines of unsent files
-        one = self.capabilities.one_choice  # each line asks for one answer: charged so
+        one = self.capabilities.one_request_per_draw  # each line asks for one answer: charged so
 
         def lines() -> Any:
             nonlocal held_back, room
@@ -153,7 +168,7 @@ class BatchControl:
     def _chunks(self, to_send: list[JudgeRequest]) -> list[JudgeRequest]:
         """An item's requests to submit: its next chunk, or, to an endpoint known to give one
         choice a request, every chunk it lacks (else one batch a draw: see .store)."""
-        if not self.capabilities.one_choice:
+        if not self.capabilities.one_request_per_draw:
             return to_send
         return [c for request in to_send for c in one_choice_chunks(request, self.study.config)]
 
@@ -170,7 +185,7 @@ class BatchControl:
         record.tokens = sum(tokens[key] for key in claimed)
         self.ledger.save_keys(record, claimed)
         self.ledger.save(record)
-        async with provider_call("uploading the batch input file", self.key_entry):
+        async with self.call("uploading the batch input file"):
             with self.ledger.open_input(record) as handle:
                 uploaded = await self.client.files.create(file=handle, purpose="batch")
         record.input_file_id, record.state = uploaded.id, UPLOADED
@@ -180,7 +195,7 @@ class BatchControl:
         return True
 
     async def _create(self, record: BatchRecord) -> None:
-        async with provider_call("creating the batch", self.key_entry):
+        async with self.call("creating the batch"):
             batch = await self.client.batches.create(
                 input_file_id=str(record.input_file_id),
                 endpoint=self.endpoint,  # type: ignore[arg-type]
@@ -207,6 +222,9 @@ class BatchControl:
                     continue
                 record = current
                 if record.state == PREPARING:
+                    # Killed before the upload was recorded: the provider may hold the file
+                    # all the same, unused and kept for good (the requests go into a new one).
+                    await self._delete_uploads(record)
                     claims.release_batch(self.ledger.keys(record), record.name)
                     self.ledger.drop(record)
                 elif record.state == UPLOADED:
@@ -221,9 +239,16 @@ class BatchControl:
             finally:
                 claims.release(f"batch-record:{record.name}")
 
+    async def _delete_uploads(self, record: BatchRecord) -> None:
+        """Delete the files uploaded as ``record``'s input (by its name, the record's own)."""
+        name, files = self.ledger.input_path(record).name, self.client.files.list(purpose="batch")
+        async with self.call("deleting an unused batch input file"):
+            for file_id in [f.id async for f in files if f.filename == name]:
+                await self.client.files.delete(file_id)
+
     async def _created_from(self, input_file_id: str) -> Batch | None:
         """The batch the provider created from an input file, if any."""
-        async with provider_call("listing batches", self.key_entry):
+        async with self.call("listing batches"):
             async for batch in self.client.batches.list(limit=100):
                 if batch.input_file_id == input_file_id:
                     return batch
@@ -286,7 +311,7 @@ class BatchControl:
         unknown = set(keys).difference(self._requests)
         if unknown:
             wanted = unknown | self.ledger.live_keys().difference(self._requests)
-            one_choice = self.capabilities.one_choice
+            one_choice = self.capabilities.one_request_per_draw
             found = requests_by_key(self.study, self.entries, wanted, one_choice=one_choice)
             self._requests.update(found)
         found = self._requests
@@ -295,7 +320,7 @@ class BatchControl:
     async def _store_file(self, file_id: str, requests: dict[str, Any]) -> Stored:
         stored = Stored()
         source = f"batch file {file_id}"
-        async with provider_call(f"downloading {source}", self.key_entry):
+        async with self.call(f"downloading {source}"):
             stream = self.client.files.with_streaming_response.content(file_id)
             async with stream as response:
                 simulated = response.headers.get("x-geval-simulated") == "true"
@@ -339,7 +364,7 @@ class BatchControl:
         """``call`` the provider for each batch of ``records`` (``doing``: what its error
         says was being done), each record updated from the answer and saved at once."""
         for record in records:
-            async with provider_call(f"{doing} batch {record.batch_id}", self.key_entry):
+            async with self.call(f"{doing} batch {record.batch_id}"):
                 batch = await call(str(record.batch_id))
             _update(record, batch)
             self.ledger.save(record)

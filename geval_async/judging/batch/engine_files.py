@@ -15,14 +15,15 @@ import os
 from pathlib import Path
 
 from ...errors import ConfigError
-from ...study.plan import Study
+from ...options import JudgeApi
+from ...study.plan import JudgeRequest, Study
 from ..store.cache import JudgeCache
 from ..store.coverage import Coverage
 from ..store.left import coverage, what_is_left
 from ..store.origin import ServerEntries
 from .files import endpoint, input_line, read_output
 from .ledger import Ledger
-from .store import Stored, requests_by_key, store_lines
+from .store import Stored, one_choice_chunks, requests_by_key, store_lines
 
 __all__ = ["export_inputs", "import_outputs"]
 
@@ -41,7 +42,7 @@ def export_inputs(study: Study, target: Path) -> int:
             with open(temporary, "wb") as handle:
                 # For a real engine: the simulated judge's answers count as missing (..origin).
                 for item in what_is_left(study, ServerEntries(cache, False)):
-                    for request in item.to_send:
+                    for request in _lines_of(item.to_send, study):
                         if request.key not in taken:  # a live batch's, or another item's twin
                             taken.add(request.key)
                             handle.write(input_line(request, study.config.judge))
@@ -51,6 +52,14 @@ def export_inputs(study: Study, target: Path) -> int:
             temporary.unlink(missing_ok=True)
             raise ConfigError(f"{target}: cannot write the file ({exc})") from exc
     return lines
+
+
+def _lines_of(to_send: list[JudgeRequest], study: Study) -> list[JudgeRequest]:
+    """The requests an item's input lines ask: its next chunk, or on the Responses API (one
+    answer a request) every draw it lacks, one line each, as a batch submit sends them."""
+    if study.config.judge.api is not JudgeApi.RESPONSES:
+        return to_send
+    return [c for request in to_send for c in one_choice_chunks(request, study.config)]
 
 
 def import_outputs(study: Study, source: Path) -> tuple[Stored, dict[str, Coverage]]:
@@ -70,8 +79,13 @@ def import_outputs(study: Study, source: Path) -> tuple[Stored, dict[str, Covera
         cache.check_writable()
         # A file from elsewhere holds real answers: simulated entries give way (..origin).
         entries = ServerEntries(cache, False)
-        requests = requests_by_key(study, entries, {line.custom_id for line in parsed})
         config = study.config
+        requests = requests_by_key(
+            study,
+            entries,
+            {line.custom_id for line in parsed},
+            one_choice=config.judge.api is JudgeApi.RESPONSES,
+        )
         stored = store_lines(
             parsed,
             requests,

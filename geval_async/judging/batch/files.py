@@ -2,9 +2,10 @@
 the lines of output and error files read back.
 
 An input line is ``{"custom_id", "method": "POST", "url", "body"}`` where ``custom_id`` is the
-request's cache key and ``body`` the chat-completions body an online run sends. Azure OpenAI
-wants its deployment as the model and ``/chat/completions`` as the URL; the cache key stays the
-one of the online request, so both forms fill the same cache. An output line is
+request's cache key and ``body`` the body an online run sends: chat completions' at
+``/v1/chat/completions``, or the Responses API's at ``/v1/responses`` (configured, or learned by
+an online run). Azure OpenAI wants its deployment as the model and no ``/v1``; the cache key
+stays the one of the online request, so every form fills the same cache. An output line is
 ``{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}``; a request
 that never ran (expired, cancelled) has no response and an ``error`` with its code.
 """
@@ -18,7 +19,7 @@ from typing import Any
 import orjson
 
 from ...errors import ConfigError
-from ...options import Provider
+from ...options import JudgeApi, Provider
 from ...study.config import JudgeConfig
 from ...study.plan import JudgeRequest
 from ..wire.capabilities import Capabilities
@@ -28,20 +29,29 @@ MAX_LINES = 50_000
 MAX_BYTES = 200 * 1024**2
 
 
-def endpoint(judge: JudgeConfig) -> str:
-    """The batch endpoint (and every line's URL) in the judge provider's form."""
-    return "/chat/completions" if judge.provider == Provider.AZURE else "/v1/chat/completions"
+def endpoint(judge: JudgeConfig, capabilities: Capabilities | None = None) -> str:
+    """The batch endpoint (and every line's URL) in the judge provider's form, for the API
+    the requests go to (``capabilities``'s, else the config's)."""
+    api = judge.api if capabilities is None else capabilities.api
+    path = "/responses" if api is JudgeApi.RESPONSES else "/chat/completions"
+    return path if judge.provider == Provider.AZURE else f"/v1{path}"
 
 
 def input_line(
     request: JudgeRequest, judge: JudgeConfig, capabilities: Capabilities | None = None
 ) -> bytes:
     """One line of an input file, newline included; its body spelt as the endpoint has shown
-    it wants (``capabilities``: ``max_completion_tokens``, n = 1), as an online run sends it."""
-    body = request.body if capabilities is None else capabilities.wire(request.body)
+    it wants (``capabilities``: ``max_completion_tokens``, n = 1, the Responses API), as an
+    online run sends it."""
+    if capabilities is None:
+        capabilities = Capabilities(
+            configured_responses=judge.api is JudgeApi.RESPONSES, store=judge.store
+        )
+    body = capabilities.wire(request.body)
     if judge.provider == Provider.AZURE:
         body = {**body, "model": judge.deployment}
-    line = {"custom_id": request.key, "method": "POST", "url": endpoint(judge), "body": body}
+    url = endpoint(judge, capabilities)
+    line = {"custom_id": request.key, "method": "POST", "url": url, "body": body}
     return orjson.dumps(line) + b"\n"
 
 

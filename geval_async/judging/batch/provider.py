@@ -13,6 +13,7 @@ from ...errors import RunStopped
 from ...options import Provider
 from ...study.plan import Study
 from ...study.settings import DEFAULT_BASE_URL
+from ..wire.quoted_key import without_key
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -38,10 +39,13 @@ def make_client(study: Study, api_key: str | None) -> AsyncOpenAI:
 
 
 @asynccontextmanager
-async def provider_call(what: str, key_entry: str = "[judge] api_key_env") -> AsyncIterator[None]:
+async def provider_call(
+    what: str, key_entry: str = "[judge] api_key_env", key: str | None = None
+) -> AsyncIterator[None]:
     """Translate the ``openai`` package's errors into ours, once (no key ever in the text);
     ``key_entry``: where the key's variable is named (a panel judge's ``[[judges]]`` entry,
-    :attr:`~geval_async.study.settings.EvalConfig.api_key_entry`)."""
+    :attr:`~geval_async.study.settings.EvalConfig.api_key_entry`); ``key``: the key sent, taken
+    out of what the provider says."""
     import openai
 
     try:
@@ -57,7 +61,8 @@ async def provider_call(what: str, key_entry: str = "[judge] api_key_env") -> As
             "and api_version) and that the provider offers the Batch API"
         ) from exc
     except openai.APIStatusError as exc:
-        raise RunStopped(f"{what}: HTTP {exc.status_code}: {_message(exc.body)}") from exc
+        said = without_key(_message(exc.body), key)
+        raise RunStopped(f"{what}: HTTP {exc.status_code}: {said}") from exc
     except openai.APIError as exc:
         raise RunStopped(f"{what}: {type(exc).__name__}; run the command again") from exc
 

@@ -9,9 +9,9 @@ answer (:mod:`geval_async.judging.store.origin`). A refusal no retry fixes is st
 a transient failure and a request that never ran (expired, cancelled) are not stored: the item
 stays missing, for another batch or an online run. A line refused for a setting every request
 carries is decided as online too (:mod:`geval_async.judging.wire.refused_settings`): the budget's
-name
-or n = 1 is learned into the endpoint's capabilities and the line sent again in the next batch;
-any other such setting stops the run with the online run's line, and nothing is stored for it.
+name, n = 1 or the Responses API is learned into the endpoint's capabilities and the line sent
+again in the next batch; any other such setting stops the run with the online run's line, and
+nothing is stored for it.
 The lines of one pass are written in one transaction, as the online writer does
 (:mod:`geval_async.judging.run.writer`).
 """
@@ -150,7 +150,12 @@ def store_lines(
             decision = _decide(exc, request, history, capabilities)
             if decision.action is Action.REFUSE:
                 ready[request.key] = refusal_entry(request, exc, 1, decision.message), "refused"
-            elif decision.action in (Action.TOKEN_PARAMETER, Action.ONE_CHOICE):
+            elif decision.action in (
+                Action.TOKEN_PARAMETER,
+                Action.ONE_CHOICE,
+                Action.RESPONSES_API,
+                Action.DROP_PARAMETER,
+            ):
                 stored.missing += 1
                 stored.resend += 1
                 stored.reasons[decision.label] += 1
@@ -202,5 +207,6 @@ def _decide(
         sent[named] = sent.pop("max_tokens")
     decision = decide(exc.fact, history, n=sent.get("n", 1), sent=sent)
     if capabilities is not None:
-        capabilities.learn(decision.action, named)
+        dropped = decision.action is Action.DROP_PARAMETER
+        capabilities.learn(decision.action, exc.fact.param if dropped else named)
     return decision

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Container
 from dataclasses import dataclass
 
+from ...options import JudgeApi
 from ...study.evaluation_steps import with_estimated_steps
 from ...study.plan import Study
 from ..store.cache import JudgeCache
@@ -42,6 +43,7 @@ class RunEstimate:
     tokens: int = 0  # prompt estimate + completion budget
     completion_tokens: int = 0  # the budget: max_tokens x n per request, at most
     one_choice: bool = False  # the endpoint refuses n > 1 (learned): one answer a request
+    api: JudgeApi = JudgeApi.CHAT  # the API the requests go to (configured or learned)
 
     @property
     def prompt_tokens(self) -> int:
@@ -68,8 +70,9 @@ async def estimate_run(
         # Generated steps not in the cache yet: one request each, then every item anew.
         study, asked = read_steps(study, entries)
         judge = config.judge
-        one_choice = load_capabilities(cache.directory, judge.url, judge.model).one_choice
-        estimate = RunEstimate(study, simulated, one_choice=one_choice)
+        endpoint = load_capabilities(cache.directory, judge.url, judge.model, api=judge.api)
+        one_choice = endpoint.one_request_per_draw
+        estimate = RunEstimate(study, simulated, one_choice=one_choice, api=endpoint.api)
         for steps_request in asked:
             estimate.requests += 1
             estimate.steps_requests += 1

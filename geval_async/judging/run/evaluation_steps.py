@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ...errors import RunStopped, TransportError
-from ...options import EntryStatus
+from ...options import EntryStatus, JudgeApi
 from ...study.evaluation_steps import StepsRequest, answer_steps
 from ...study.plan import Study
 from ...study.pricing import Budget, SharedCap
@@ -24,6 +24,7 @@ from ..store.claims import Claims
 from ..store.origin import ServerEntries
 from ..store.stored import CachedResponse
 from ..store.stored_steps import read_steps, require_steps
+from ..wire.capabilities import Capabilities, load_capabilities, save_capabilities
 from ..wire.failures import Action, FailureFact, History, decide
 from .budget import record_spend, run_budget
 
@@ -64,6 +65,11 @@ async def generate_steps(
         config.sampling_entry,
         retries=config.limits.retries,
     )
+    # The steps go where the items go: the Responses API when the config or the endpoint's
+    # learned facts say so (a switch learned here is kept for the items' requests).
+    endpoint = load_capabilities(
+        entries.cache.directory, judge.url, judge.model, api=judge.api, store=judge.store
+    )
     sent = 0
     try:
         async with Transport(
@@ -74,13 +80,20 @@ async def generate_steps(
                     if await _claimed(claims, entries, request.key):
                         try:
                             await _send(
-                                transport, request, entries, (history, claims), study, budget
+                                transport,
+                                request,
+                                entries,
+                                (history, claims, endpoint),
+                                study,
+                                budget,
                             )
                             sent += 1
                         finally:
                             claims.release(request.key)
     finally:
         record_spend(entries.cache.directory, config, budget)
+        if endpoint.responses_only or endpoint.dropped:
+            save_capabilities(entries.cache.directory, judge.url, judge.model, endpoint)
     return require_steps(study, entries), sent
 
 
@@ -103,7 +116,7 @@ async def _send(
     transport: Transport,
     request: StepsRequest,
     entries: ServerEntries,
-    run: tuple[History, Claims],
+    run: tuple[History, Claims, Capabilities],
     study: Study,
     budget: Budget | None,
 ) -> None:
@@ -132,21 +145,29 @@ async def _send(
 
 
 async def _ask(
-    transport: Transport, request: StepsRequest, run: tuple[History, Claims], study: Study
+    transport: Transport,
+    request: StepsRequest,
+    run: tuple[History, Claims, Capabilities],
+    study: Study,
 ) -> tuple[JudgeAnswer, int]:
-    history, claims = run
+    history, claims, endpoint = run
     limits = study.config.limits
     attempts = 0
     while True:
         attempts += 1
         if attempts > 1:
             claims.renew(request.key)  # the claim outlives each attempt, not every retry
+        responses = endpoint.api is JudgeApi.RESPONSES
+        body = endpoint.wire(request.body) if responses else request.body
         try:
-            answer = await transport.complete(request.body)
+            answer = await transport.complete(body, responses=responses)
         except TransportError as exc:
             fact = exc.fact if isinstance(exc.fact, FailureFact) else FailureFact()
             history.saw(fact)
-            decision = decide(fact, history, n=1, attempt=attempts)
+            decision = decide(fact, history, n=1, attempt=attempts, responses=responses)
+            if decision.action in (Action.RESPONSES_API, Action.DROP_PARAMETER):
+                endpoint.learn(decision.action, fact.param)  # sent again at once, spelt anew
+                continue
             if decision.action in (Action.STOP, Action.REFUSE, Action.GIVE_UP):
                 raise RunStopped(
                     f"criterion {request.criterion!r}: the judge did not write its evaluation "

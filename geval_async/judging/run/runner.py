@@ -71,7 +71,8 @@ async def run_study(
     stop = stop if stop is not None else asyncio.Event()
     limits = study.config.limits
     started = time.monotonic()
-    entries = ServerEntries(cache, await server_is_simulated(study.config.judge, limits.timeout))
+    simulated = await server_is_simulated(study.config.judge, limits.timeout, stop)
+    entries = ServerEntries(cache, simulated)
     # The evaluation steps, before any item (they are part of every item's prompt).
     study, steps_sent = await generate_steps(study, entries, api_key, cap=cap)
     run = Run(

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import TransportError
-from ...options import ItemOutcome, SamplingMode
+from ...options import ItemOutcome, JudgeApi, SamplingMode
 from ...study.plan import JudgeRequest, Study, chunk_request
 from ...study.pricing import SharedCap
 from ..store.cache import CachedResponse
@@ -58,7 +58,7 @@ _STOPPED = ItemOutcome.STOPPED
 
 def _settings(body: dict[str, Any]) -> dict[str, Any]:
     """What a request body set besides its messages (what a failure's decision reads)."""
-    return {name: value for name, value in body.items() if name != "messages"}
+    return {name: value for name, value in body.items() if name not in ("messages", "input")}
 
 
 class Run:
@@ -91,6 +91,8 @@ class Run:
             if warn is not None:
                 warn(line)
 
+        self.note = note
+
         self.limits = RateLimits(
             limits.rpm, limits.tpm, stop=stop, warn=note, max_wait=limits.max_wait
         )
@@ -107,9 +109,12 @@ class Run:
         judge = self.config.judge
         # What the endpoint accepts (the token parameter's name, n > 1), as earlier runs
         # learned it: the wire is spelt right from the first request.
-        self.endpoint = load_capabilities(self.cache.directory, judge.url, judge.model)
+        self.endpoint = load_capabilities(
+            self.cache.directory, judge.url, judge.model, api=judge.api, store=judge.store
+        )
+        responses = self.endpoint.api is JudgeApi.RESPONSES
         self.history = History(
-            judge.url,
+            judge.responses_url if responses else judge.url,  # the URL failures name
             judge.api_key_env,
             self.config.judge_entry,
             self.config.sampling_entry,
@@ -227,7 +232,8 @@ class Run:
             cost = 0.0
             if budget is not None:
                 # Each request asks for one answer from an endpoint that refuses n > 1: charged so.
-                cost = request_cost(budget, request, one_choice=self.endpoint.one_choice)
+                one = self.endpoint.one_request_per_draw
+                cost = request_cost(budget, request, one_choice=one)
                 if not budget.charge(cost):
                     self.stop.set()  # the reason is written at the end, with the final estimate
                     return _STOPPED, 0
@@ -238,9 +244,12 @@ class Run:
             counters.in_flight += 1
             if counters.in_flight > counters.peak_in_flight:
                 counters.peak_in_flight = counters.in_flight
-            body = self.endpoint.wire(request.body)
+            # The logical request (its digest is the key) is spelt for the API at the wire.
+            logical = request.body
+            body = self.endpoint.wire(logical)
+            responses = self.endpoint.api is JudgeApi.RESPONSES
             try:
-                answer = await self.transport.complete(body)
+                answer = await self.transport.complete(body, responses=responses)
             except TransportError as exc:
                 sent = _settings(body)
                 fact = exc.fact
@@ -250,7 +259,14 @@ class Run:
                 else:
                     transient += 1
                 attempt = limited if fact.status == 429 else transient
-                decision = decide(fact, self.history, n=body["n"], attempt=attempt, sent=sent)
+                decision = decide(
+                    fact,
+                    self.history,
+                    n=body.get("n", 1),
+                    attempt=attempt,
+                    sent=sent,
+                    responses=responses,
+                )
                 outcome = await self.apply(decision, request, exc, (attempts, attempt), cost)
                 if outcome is not None:
                     return outcome, 0
@@ -261,11 +277,11 @@ class Run:
             self.history.answered = True
             limits.observe(answer.headers)
             parsed = answer.parsed
-            self.endpoint.observe(body, answer)
+            self.endpoint.observe(logical, answer)
             if budget is not None:
                 usage = parsed.get("usage")
                 budget.settle(usage if isinstance(usage, dict) else None)
-            if self.logprobs and body.get("logprobs") and self.endpoint.logprobs is False:
+            if self.logprobs and logical.get("logprobs") and self.endpoint.logprobs is False:
                 # Ignored, not refused: every answer would come without them. Not stored (a
                 # samples-mode run asks under other keys).
                 self.halt(ignored_logprobs(_settings(body), self.history.sampling))
@@ -323,6 +339,22 @@ class Run:
             # one, and the rest come as further draws (stored as draw 0's answer, as from a
             # server that ignores n).
             self.endpoint.learn(action)
+        elif action is Action.RESPONSES_API:
+            # Sent again at once on the Responses API (the key stays the same): nothing was
+            # billed, and nothing is stored for the 404.
+            if self.endpoint.learn(action):
+                self.history.url = self.config.judge.responses_url
+                self.note(
+                    f"{self.config.judge.model} is served on the Responses API only: this run "
+                    "and later ones send their requests there"
+                )
+        elif action is Action.DROP_PARAMETER:
+            # Sent again at once without it (a 400: nothing billed, nothing stored).
+            if self.endpoint.learn(action, exc.fact.param):
+                self.note(
+                    f"{self.config.judge.model} refuses {exc.fact.param} ({exc.fact.message}): "
+                    "the requests go without it from now on"
+                )
         elif action is Action.TOKEN_PARAMETER:
             # Sent again at once under the name the endpoint wants (the key stays the same).
             if self.endpoint.token_parameter == exc.fact.param:

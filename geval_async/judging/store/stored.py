@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from ...options import EntryStatus
+from ...study.responses_api import answer_choices
 
 __all__ = [
     "DEFLATED",
@@ -102,22 +103,20 @@ class CachedResponse:
         return EntryHead(self.ok, self.received, self.simulated)
 
     def choices(self) -> list[dict[str, Any]]:
-        """The ``choices`` of the stored response body ([] for a refusal)."""
+        """The choices of the stored response body ([] for a refusal)."""
         return self.answer()[0]
 
     def answer(self) -> tuple[list[dict[str, Any]], str | None]:
-        """The body's ``choices`` and the ``model`` the server says it served (None: it named
-        none), read in one parse ([] and None for a refusal)."""
+        """The body's choices (a Responses answer's: the one its output items make,
+        :func:`~geval_async.study.responses_api.answer_choices`) and the ``model`` the server
+        says it served (None: it named none), read in one parse ([] and None for a refusal)."""
         if not self.ok:
             return [], None
         parsed = orjson.loads(self.body)
         if not isinstance(parsed, dict):
             return [], None
-        choices, served = parsed.get("choices"), parsed.get("model")
-        return (
-            choices if isinstance(choices, list) else [],
-            served if isinstance(served, str) else None,
-        )
+        served = parsed.get("model")
+        return answer_choices(parsed), served if isinstance(served, str) else None
 
     def encode(self) -> bytes:
         """The entry's bytes in a cache folder (the one way an entry is written)."""

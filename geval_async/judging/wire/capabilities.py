@@ -2,13 +2,18 @@
 
 Per base URL and model: which name it wants the completion budget under (``max_tokens`` or
 ``max_completion_tokens``), whether it refuses ``n`` > 1 and the most choices it has returned
-in one answer, whether it gives logprobs, whether it returns reasoning. Nothing is guessed from
+in one answer, whether it gives logprobs, whether it returns reasoning, whether the model is
+served on the Responses API only (chat completions answered 404 "only supported in
+v1/responses": every later request of this run and of later runs goes there), and which
+optional parameters it refuses (a reasoning summary). Nothing is guessed from
 a model's name (names change with every snapshot): a fact is written when an answer shows it,
 and a fact that stops being true is corrected by the next answer that says otherwise (a stale
 token parameter costs one failed request, then the run resends under the other name).
 
 The facts shape only the wire: :meth:`Capabilities.wire` spells the body the plan built (whose
-digest is the cache key) the way the endpoint wants it, so a wire spelling never changes a key.
+digest is the cache key) the way the endpoint wants it (on the Responses API, as
+:func:`~geval_async.study.responses_api.responses_body` spells it, one request a draw), so a
+wire spelling never changes a key.
 They live in ``endpoints.json`` in the cache folder, outside the answer store, and hold no API
 key (the URL and model only).
 """
@@ -18,8 +23,8 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -27,11 +32,14 @@ from urllib.parse import urlsplit
 import orjson
 
 from ...errors import CacheError
+from ...options import JudgeApi
+from ...study.responses_api import responses_body
 from ..store.folder import RESUME
 from .failures import Action
 from .refused_settings import TOKEN_PARAMETERS, reasoning_tokens
 
 if TYPE_CHECKING:
+    from ...study.config import JudgeConfig
     from .transport import JudgeAnswer
 
 __all__ = ["ENDPOINTS", "Capabilities", "load_capabilities", "save_capabilities"]
@@ -48,10 +56,34 @@ class Capabilities:
     max_n: int = 0  # the most choices one answer has held (0: not seen)
     logprobs: bool | None = None  # None: not asked yet
     reasoning: bool | None = None
+    # Chat completions answered that the model lives on the Responses API only.
+    responses_only: bool = False
+    # The optional parameters the endpoint refused (a reasoning summary): sent without them.
+    dropped: list[str] = field(default_factory=list)
+    # [judge] api = "responses": the config's choice, not a learned fact (never saved).
+    configured_responses: bool = field(default=False, repr=False)
+    # [judge] store: whether the Responses API may keep the answers (the config's).
+    store: bool = field(default=False, repr=False)
+
+    @property
+    def api(self) -> JudgeApi:
+        """The API the requests go to: the Responses API when the config or the endpoint
+        says so."""
+        if self.responses_only or self.configured_responses:
+            return JudgeApi.RESPONSES
+        return JudgeApi.CHAT
+
+    @property
+    def one_request_per_draw(self) -> bool:
+        """Whether each request asks for one answer (n refused, or the Responses API, which
+        takes no n): the plan's further draws then come as requests of their own."""
+        return self.one_choice or self.api is JudgeApi.RESPONSES
 
     def wire(self, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` as this endpoint wants it sent: ``body`` itself when it is already (the
         usual endpoint), else a copy spelt anew."""
+        if self.api is JudgeApi.RESPONSES:
+            return responses_body(body, store=self.store, dropped=self.dropped)
         if self.token_parameter == "max_tokens" and not self.one_choice:
             return body
         sent = dict(body)
@@ -72,9 +104,18 @@ class Capabilities:
         ``ONE_CHOICE``: the endpoint refuses n > 1, so every request from now on asks for one
         choice (the rest come as further draws). ``TOKEN_PARAMETER``: it refused the budget
         under ``refused_name``; when that is the name it was thought to want, the other one.
+        ``RESPONSES_API``: the model lives there. ``DROP_PARAMETER``: it refused the optional
+        parameter ``refused_name``, sent no more.
         """
         if action is Action.ONE_CHOICE:
             self.one_choice = True
+            return True
+        if action is Action.RESPONSES_API:
+            learned = not self.responses_only
+            self.responses_only = True
+            return learned
+        if action is Action.DROP_PARAMETER and refused_name and refused_name not in self.dropped:
+            self.dropped.append(refused_name)
             return True
         if action is Action.TOKEN_PARAMETER and self.token_parameter == refused_name:
             self.switch_token_parameter()
@@ -86,7 +127,7 @@ class Capabilities:
         choices = answer.parsed["choices"]  # a list of dicts, each with a message (transport.py)
         if len(choices) > self.max_n:
             self.max_n = len(choices)
-        if sent.get("logprobs"):
+        if sent.get("logprobs") or sent.get("include"):
             self.logprobs = any(isinstance(c.get("logprobs"), dict) for c in choices)
         if self.reasoning:
             return  # shown once is enough: nothing below could take it back
@@ -100,9 +141,14 @@ class Capabilities:
 
     def summary(self, url: str, model: str) -> str:
         """One line: "gpt-5-mini at api.openai.com: max_completion_tokens, n up to 8, no
-        logprobs"."""
+        logprobs"; "gpt-5-codex at api.openai.com: Responses API only (learned: chat
+        completions refuse it), one request a draw"."""
         parts = [self.token_parameter]
-        if self.one_choice:
+        if self.api is JudgeApi.RESPONSES:
+            learned = " only (learned: chat completions refuse it)" if self.responses_only else ""
+            parts = [f"Responses API{learned}", "one request a draw"]
+            parts += [f"no {name}" for name in self.dropped]
+        elif self.one_choice:
             parts.append("n = 1 only")
         elif self.max_n:
             parts.append(f"n up to {self.max_n}")
@@ -129,13 +175,25 @@ def _read(cache_dir: Path) -> dict[str, Any]:
     return table if isinstance(table, dict) else {}
 
 
-def load_capabilities(cache_dir: Path, url: str, model: str) -> Capabilities:
-    """What the endpoint showed in earlier runs (all unknown when nothing was learned)."""
+def load_capabilities(
+    cache_dir: Path,
+    url: str,
+    model: str,
+    *,
+    api: JudgeApi = JudgeApi.CHAT,
+    store: bool = False,
+) -> Capabilities:
+    """What the endpoint showed in earlier runs (all unknown when nothing was learned), with
+    the config's ``[judge] api`` and ``store``."""
     known = _read(cache_dir).get(_key(url, model))
-    if not isinstance(known, dict):
-        return Capabilities()
-    names = {f.name for f in fields(Capabilities)}
-    caps = Capabilities(**{k: v for k, v in known.items() if k in names})
+    caps = _facts(known) if isinstance(known, dict) else Capabilities()
+    caps.configured_responses = api is JudgeApi.RESPONSES
+    caps.store = store
+    return caps
+
+
+def _facts(known: Mapping[str, Any]) -> Capabilities:
+    caps = Capabilities(**{k: v for k, v in known.items() if k in _LEARNED})
     if caps.token_parameter not in TOKEN_PARAMETERS:
         caps.token_parameter = "max_tokens"
     return caps
@@ -144,7 +202,7 @@ def load_capabilities(cache_dir: Path, url: str, model: str) -> Capabilities:
 def save_capabilities(cache_dir: Path, url: str, model: str, caps: Capabilities) -> None:
     """Remember ``caps`` for the endpoint (the file is replaced whole: never half-written)."""
     table = _read(cache_dir)
-    table[_key(url, model)] = asdict(caps)
+    table[_key(url, model)] = {k: v for k, v in asdict(caps).items() if k in _LEARNED}
     # Created as spend.jsonl is (0o666 less the umask): colleagues sharing the cache read it.
     temporary = Path(cache_dir) / f".endpoints-{os.getpid()}-{uuid.uuid4().hex}"
     try:
@@ -160,13 +218,19 @@ def save_capabilities(cache_dir: Path, url: str, model: str, caps: Capabilities)
         ) from exc
 
 
-def endpoint_summaries(cache_dir: Path) -> list[str]:
-    """A line per endpoint remembered in the cache folder, for ``status``."""
+def endpoint_summaries(cache_dir: Path, judges: Iterable[JudgeConfig] = ()) -> list[str]:
+    """A line per endpoint remembered in the cache folder, for ``status``; ``judges``: the
+    config's, whose ``[judge] api`` the lines show too."""
+    configured = {_key(j.url, j.model) for j in judges if j.api is JudgeApi.RESPONSES}
     lines = []
     for key, known in sorted(_read(cache_dir).items()):
         model, _, url = key.partition(" ")
         if isinstance(known, dict):
-            names = {f.name for f in fields(Capabilities)}
-            caps = Capabilities(**{k: v for k, v in known.items() if k in names})
+            caps = _facts(known)
+            caps.configured_responses = key in configured
             lines.append(caps.summary(url, model))
     return lines
+
+
+# The facts an endpoint's answers taught, as endpoints.json keeps them (not the config's).
+_LEARNED = frozenset(f.name for f in fields(Capabilities)) - {"configured_responses", "store"}

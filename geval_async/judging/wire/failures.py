@@ -15,7 +15,8 @@ server restarting and are retried like a 5xx.
 
 A 429 asking for a wait above ``[limits] max_wait`` stops the run, saying when to resume (a
 day-long wait is not a pause to sit out), and so do 429s to one request ``max(retries,
-MIN_RATE_LIMITED)`` times in a row. A redirect stops it naming the ``Location``.
+MIN_RATE_LIMITED)`` times in a row. A redirect stops it naming the ``Location``, and so does
+a web page in place of an answer (a 200 of ``text/html``: a proxy's or a site's page).
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ from __future__ import annotations
 import enum
 import math
 import re
-import socket
-import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -32,7 +31,8 @@ from typing import Any
 
 import orjson
 
-from ...errors import ANSWER_TOO_LARGE, UNREACHABLE, Connection, FailureFact
+from ...errors import ANSWER_TOO_LARGE, UNREACHABLE, WEB_PAGE, Connection, FailureFact
+from ...study.responses_api import OPTIONAL_PARAMETERS
 from .refused_settings import (
     REASONING_EXHAUSTED,
     reasoning_exhausted,
@@ -48,7 +48,6 @@ __all__ = [
     "Decision",
     "FailureFact",
     "History",
-    "connection_kind",
     "decide",
     "describe",
     "response_fact",
@@ -89,6 +88,12 @@ class Action(enum.StrEnum):
     # with max_tokens spelt the other way (max_tokens <-> max_completion_tokens).
     TOKEN_PARAMETER = "token parameter"
     KEEP = "keep"  # an answer that used its whole budget: stored as received (cut_off)
+    # The model is served on the Responses API only: send it again at once there, and every
+    # request after it (the endpoint's learned fact, kept for later runs).
+    RESPONSES_API = "responses api"
+    # A parameter the wire adds of its own accord (a reasoning summary) is refused: send the
+    # request again at once without it, and every request after it.
+    DROP_PARAMETER = "parameter dropped"
 
 
 @dataclass
@@ -194,32 +199,6 @@ def describe(fact: FailureFact) -> str:
     return detail + (f": {fact.message}" if fact.message else "")
 
 
-def connection_kind(exc: BaseException) -> Connection:
-    """The kind of a connection-level exception (aiohttp's or the OS's)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, TimeoutError):
-            return Connection.TIMEOUT
-        if isinstance(current, ssl.SSLError | ssl.CertificateError):
-            return Connection.TLS
-        if isinstance(current, socket.gaierror):
-            return Connection.DNS
-        if isinstance(current, ConnectionRefusedError):
-            return Connection.REFUSED
-        name = type(current).__name__
-        if "DNS" in name:
-            return Connection.DNS
-        if "SSL" in name or "Certificate" in name:
-            return Connection.TLS
-        if "Payload" in name:
-            return Connection.TRUNCATED
-        os_error = getattr(current, "os_error", None)
-        current = os_error if isinstance(os_error, BaseException) else current.__cause__
-    return Connection.RESET
-
-
 def decide(
     fact: FailureFact,
     history: History | None = None,
@@ -227,6 +206,7 @@ def decide(
     n: int = 1,
     attempt: int = 1,
     sent: Mapping[str, Any] | None = None,
+    responses: bool = False,
 ) -> Decision:
     """What a failed attempt means; reads ``history`` and never changes it (the caller
     records the attempt with :meth:`History.saw` first).
@@ -238,7 +218,14 @@ def decide(
         attempt: how many times this request has failed this way (transient or 429).
         sent: the body as sent (its messages unread): a refused setting is named with the
             value the request carried.
+        responses: the request went to the Responses API (not chat completions).
     """
+    if fact.responses_only and not responses:
+        # Not billed (a 404), and no other request could pass there: the API changes.
+        return Decision(Action.RESPONSES_API, "responses api", describe(fact), billed=False)
+    if fact.status in (400, 422) and fact.param in OPTIONAL_PARAMETERS:
+        label = f"{fact.param} refused"
+        return Decision(Action.DROP_PARAMETER, label, describe(fact), billed=False)
     decision = _decide(fact, history, n=n, attempt=attempt, sent=sent or {})
     unbilled = (Action.PAUSE, Action.ONE_CHOICE, Action.TOKEN_PARAMETER)
     if decision.action in unbilled or not fact.reached_server:
@@ -286,6 +273,14 @@ def _decide(
             )
         if fact.code == "content_filter":
             return Decision(Action.REFUSE, label, "the answer was withheld by the content filter")
+        if fact.code == WEB_PAGE:
+            # A site's or a proxy's page: every request gets the same, so no retry can help.
+            return Decision(
+                Action.STOP,
+                label,
+                f"the judge URL {url} answers with a web page (HTTP 200, text/html), not a "
+                "chat-completions answer: check base_url (it should end in /v1 for most servers)",
+            )
         if fact.code == REASONING_EXHAUSTED:
             if history is not None and history.content_seen:
                 # Other answers fit the budget: this one is a cut-off answer, scored as such.

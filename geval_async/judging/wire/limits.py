@@ -1,26 +1,34 @@
 """Client-side rate limits, learned from the server when not configured, and the 429 cool-down.
 
-Two paced buckets hold the run under the requests-per-minute and tokens-per-minute limits; a
-request costs one request and its estimated tokens (prompt estimate plus ``max_tokens x n``,
-the way providers count it). A cache hit never reaches this module.
+Two limits hold the run under the requests-per-minute and tokens-per-minute limits; a request
+costs one request and its estimated tokens (prompt estimate plus ``max_tokens x n``, the way
+providers count it). A cache hit never reaches this module.
 
 Pacing, not bursting. Providers enforce their per-minute limits over much shorter windows
-(the stub of ``bench/`` over any one second), so a limit is honoured as a steady rate: each
-send leaves at least its cost's share of a minute after the send before it actually left,
-never in a burst, not at the start and not after a stall. Each limit is a
-:class:`~.pacer.Pacer`, a GCRA with :data:`~.pacer.CATCH_UP_SECONDS` of tolerance (our own:
-its module says why aiolimiter's public API cannot pace this way). One lock takes
-the sends through both buckets at once, so a request that waited for tokens does not leave on
-the heels of the one before. The pace
-is a little below the limit (:data:`CONFIGURED_SHARE`): the server counts arrivals, and the
-loopback, the network or a loaded machine moves them by a few milliseconds, enough to put
-one request too many into a server's second; each such 429 pauses every worker, which costs
-far more than the margin. The margin goes while the server's ``x-ratelimit-remaining-*``
-says it could take at least a second's worth at once (a token bucket with room, like the
-simulated judge's: a few milliseconds of bunching cannot overflow it, so the pace is the full
-limit and a late send may be caught up by :data:`~.pacer.SPARE_CATCH_UP_SECONDS`), and comes
-back for good at the first 429. A server that counts over one second never says so: after it
-admitted a request, at most a second's worth less one remains.
+(the stub of ``bench/`` over any one second), so a limit is honoured as a steady rate. Each
+limit is an :class:`aiolimiter.AsyncLimiter`, a leaky bucket, used through its public API
+only (``acquire``, ``has_capacity``, ``max_rate``, ``time_period``: a private name could change
+in any release), with a small bucket: room for one request (the requests
+limit) or for the largest request so far (the tokens limit), plus what the rate earns in
+:data:`CATCH_UP_SECONDS`. Such a bucket spaces sends by their cost: it stores no idle credit
+beyond that room, so nothing bursts at the start or after a lull; and the sliver of room past
+one request lets a send whose timer woke a little late (the event loop rounds its sleeps up to
+the millisecond) be followed on time, so a late wake-up costs no rate. The tokens bucket also
+keeps :data:`TOKENS_CARRY_SECONDS` for the long prompt after a short one. A cost larger than a
+bucket (the requests sent before a limit was learned, owed to it) is paid in pieces.
+
+One lock takes the sends through both limits in turn, so a request that waited for tokens
+does not leave on the heels of the one before; the requests limit is charged last, when the
+request leaves, so its spacing is the spacing the server sees. The pace is a little below the
+limit (:data:`CONFIGURED_SHARE`): the server counts arrivals, and the loopback, the network or
+a loaded machine moves them by a few milliseconds, enough to put one request too many into a
+server's second; each such 429 pauses every worker, which costs far more than the margin. The
+margin goes while the server's ``x-ratelimit-remaining-*`` says it could take at least a
+second's worth at once (a token bucket with room, like the simulated judge's: a few
+milliseconds of bunching cannot overflow it, so the pace is the full limit and the bucket
+holds :data:`SPARE_CATCH_UP_SECONDS` of catch-up), and comes back for good at the first 429. A
+server that counts over one second never says so: after it admitted a request, at most a
+second's worth less one remains.
 
 The limits come from the config (``rpm``/``tpm``) or, when a limit is not configured, from the
 ``x-ratelimit-limit-*`` headers of the server's answers (:meth:`RateLimits.observe`, called for
@@ -28,31 +36,39 @@ every answer and every 429); when both exist the lower one holds. Until the firs
 arrives nothing is known, so the run begins small: at most :data:`START_IN_FLIGHT` requests
 go out until then (:meth:`RateLimits.replied`), and only then do the workers open up, paced by
 whatever the headers said; a learned limit is paced further below what the server advertises
-(:data:`LEARNED_SHARE`), as those first requests went out unpaced. A ``remaining`` header
-without a ``limit`` header says nothing about the rate and is ignored.
+(:data:`LEARNED_SHARE`), as those first requests went out unpaced, and they are owed to it
+first. A ``remaining`` header without a ``limit`` header says nothing about the rate and is
+ignored.
+
+A limiter's rate and bucket are fixed when it is made, so a limit that changes mid-run (a
+learned figure, the margin going or coming back, a request larger than any before against the
+TPM) gets a new limiter, made at the next send. The new one is first charged what the last
+send still owes at the old rate, so the change makes no burst.
 
 A 429 pauses every worker, not just the one that got it: all of them wait on one shared
 :class:`CoolDown` until the time the server asked for (:mod:`.server_waits` reads it), and
 after the pause they leave at the paced rate, not all at once. Without that, N workers would
 each discover the limit on their own and hit the server again together (a thundering herd).
-The refused request's costs go back to the buckets (:meth:`RateLimits.refused`).
+A bucket takes no cost back, so the refused request's charge stays: at most one slot a 429.
 
-A stop (Ctrl-C, SIGTERM, ``--max-cost``) ends every wait here at once. A learned limit no
+A stop (Ctrl-C, SIGTERM, ``--max-cost``) ends every wait here at once (a wait for a limit
+that cannot last beyond :data:`STOP_WITHIN_SECONDS` ends first). A learned limit no
 account has (below one request a minute, or one request's tokens) is ignored with a warning.
 
-Buckets and cool-down belong to one event loop; create them inside the running loop.
+Limiters and cool-down belong to one event loop: :class:`RateLimits` is made inside the
+running loop, and it makes its limiters there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
+from aiolimiter import AsyncLimiter
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ...errors import ConfigError
-from .pacer import Pacer
 
 _HEADER_PREFIX = "x-ratelimit-"
 _KINDS = ("requests", "tokens")
@@ -64,11 +80,28 @@ _READ = tuple(
 )
 _FLOOR_WORDS = {"requests": "one request", "tokens": "the tokens of one request"}
 
-#: Seconds of tokens kept for a request that the requests limit held back: a short prompt
-#: (fewer tokens than a request's share of the TPM) leaves them to the long one after it, so
-#: a plan of mixed prompt sizes uses the whole TPM. Requests keep none (no bunching).
+#: Seconds of the rate a bucket holds beyond one request: a send whose timer woke up to this
+#: late (an event loop rounds its sleeps up to the millisecond) is caught up by the next one.
+#: Small against the margin: any second then carries at most one request more than the rate's
+#: share, which the margin's 1 % leaves room for at 600 requests a minute and above.
+CATCH_UP_SECONDS = 0.002
+
+#: The catch-up allowed while the server says it has a second's worth of room to spare.
+SPARE_CATCH_UP_SECONDS = 0.05
+
+#: Seconds of tokens the tokens bucket holds beyond the largest request: a short prompt (fewer
+#: tokens than a request's share of the TPM) leaves them to the long one after it, so a plan of
+#: mixed prompt sizes uses the whole TPM, and a send held back by a busy machine is caught up.
+#: A server's tokens limit counts a whole minute, or a second's worth at once (OpenAI's TPM
+#: bucket): a tenth of a second's worth of bunching stays well inside it. Requests keep none.
 TOKENS_CARRY_SECONDS = 0.1
-_CARRY = {"requests": 0.0, "tokens": TOKENS_CARRY_SECONDS}
+
+# What each limit's bucket holds before the first request: one request, or the tokens carry
+# (the largest request's tokens are added as requests come).
+_ROOM = {"requests": {"unit": 1.0}, "tokens": {"unit": 0.0, "carry": TOKENS_CARRY_SECONDS}}
+
+#: A wait for a limit this short is not cut by a stop: the stop takes effect when it ends.
+STOP_WITHIN_SECONDS = 0.05
 
 #: The share of a configured limit the client paces at (with a margin).
 CONFIGURED_SHARE = 0.99
@@ -109,6 +142,87 @@ class CoolDown:
         self.pauses += 1
 
 
+class Limit:
+    """One limit (requests or tokens a minute) as an :class:`~aiolimiter.AsyncLimiter`.
+
+    Args:
+        per_minute: the limit honoured.
+        share: the fraction of it paced at while a send must leave room for jitter (a margin).
+        unit: one request's cost, the room the bucket keeps (1, or the largest request's tokens).
+        carry: seconds of the rate the bucket holds beyond that (:data:`TOKENS_CARRY_SECONDS`).
+        owed: units sent before this limit was known, paid for first (a learned limit's probes).
+    """
+
+    def __init__(
+        self,
+        per_minute: float,
+        share: float,
+        *,
+        unit: float = 1.0,
+        carry: float = 0.0,
+        owed: float = 0.0,
+    ) -> None:
+        self.per_minute, self.share, self.unit, self.carry = per_minute, share, unit, carry
+        # The server's last answer said it could take a second's worth at once, and no 429
+        # has come (RateLimits.observe): no margin, and more catch-up.
+        self.spare = False
+        self.clock = asyncio.get_running_loop().time
+        # What the last send (or the probes) still owes, as of ``owed_at``: charged to a new
+        # limiter before anything else, so that a change of terms is no burst. The carry counts
+        # as spent: it is room for later, not credit given away at once.
+        self.owed, self.owed_at = owed + carry * self.rate, self.clock()
+        self.limiter: AsyncLimiter | None = None  # made at the next send
+        self.version = 0  # one more at each change of terms: a send that waited goes again
+
+    @property
+    def rate(self) -> float:
+        """Units a second paced at."""
+        return self.per_minute / 60.0 * (1.0 if self.spare else self.share)
+
+    def reshape(self, per_minute: float, spare: bool) -> None:
+        """Pace at ``per_minute`` (without the margin if ``spare``) from the next send on."""
+        if (per_minute, spare) != (self.per_minute, self.spare):
+            self._renew()
+            self.per_minute, self.spare = per_minute, spare
+
+    def fit(self, cost: float) -> None:
+        """Make room for a request of ``cost`` units, the largest so far."""
+        if cost > self.unit:
+            self._renew()
+            self.unit = cost
+
+    def _renew(self) -> None:
+        """Let the next send make a new limiter on the new terms, owing what is left now."""
+        now = self.clock()
+        self.owed = max(0.0, self.owed - (now - self.owed_at) * self.rate)
+        self.owed_at = now
+        self.limiter = None
+        self.version += 1
+
+    def bucket(self) -> tuple[AsyncLimiter, Iterator[float]]:
+        """The limiter to acquire from, and what it is owed first, in pieces that fit in it."""
+        owed = 0.0
+        if self.limiter is None:
+            catch_up = SPARE_CATCH_UP_SECONDS if self.spare else CATCH_UP_SECONDS
+            rate = self.rate
+            room = self.unit + (catch_up + self.carry) * rate
+            self.limiter = AsyncLimiter(room, room / rate)
+            owed = max(0.0, self.owed - (self.clock() - self.owed_at) * rate)
+        return self.limiter, _split(owed, self.limiter.max_rate)
+
+    def sent(self, cost: float) -> None:
+        """A send of ``cost`` units leaves now."""
+        self.owed, self.owed_at = cost + self.carry * self.rate, self.clock()
+
+
+def _split(total: float, room: float) -> Iterator[float]:
+    while total > room:
+        yield room
+        total -= room
+    if total > 0:
+        yield total
+
+
 def check_request_fits(tokens: int, tpm: float | None) -> None:
     """Raise ConfigError for a request that a TPM limit of ``tpm`` can never let through (the
     run's check, and ``--dry-run``'s, which says the same before anything is sent)."""
@@ -120,7 +234,7 @@ def check_request_fits(tokens: int, tpm: float | None) -> None:
 
 
 class RateLimits:
-    """The requests and tokens buckets plus the cool-down; one per run, made inside the loop.
+    """The requests and tokens limits plus the cool-down; one per run, made inside the loop.
 
     Args:
         rpm: requests per minute from the config, or None to learn it from the server.
@@ -145,13 +259,13 @@ class RateLimits:
         self._warned: set[str] = set()
         self.configured: dict[str, float | None] = {"requests": rpm, "tokens": tpm}
         self.learned: dict[str, float] = {}
-        self.buckets: dict[str, Pacer] = {
-            kind: Pacer(limit, CONFIGURED_SHARE, carry=_CARRY[kind])
+        self.limits: dict[str, Limit] = {
+            kind: Limit(limit, CONFIGURED_SHARE, **_ROOM[kind])
             for kind, limit in self.configured.items()
             if limit
         }
         self.cooldown = CoolDown()
-        # One send at a time through the buckets, in the order the workers asked: each one's
+        # One send at a time through the limits, in the order the workers asked: each one's
         # spacing is measured from the one before it actually left.
         self._turn = asyncio.Lock()
         # Begin small: until a reply tells the limits, only a few requests go out (unless both
@@ -159,7 +273,7 @@ class RateLimits:
         self.opened = asyncio.Event()
         if rpm and tpm:
             self.opened.set()
-        # What went out before the first reply: a bucket learned from it starts that much used.
+        # What went out before the first reply: a limit learned from it starts that much owed.
         self._probes = {"requests": 0, "tokens": 0}
 
     def check_request(self, tokens: int) -> None:
@@ -170,7 +284,7 @@ class RateLimits:
         """Whether a request of ``tokens`` may go at once, without :meth:`acquire`: no limit
         configured or learned, the run open and not paused (then it is counted as acquire
         would count it). Spares the usual unlimited run a coroutine or two a request."""
-        if self.buckets or not self.opened.is_set():
+        if self.limits or not self.opened.is_set():
             return False
         cooldown = self.cooldown
         if cooldown.until and cooldown.remaining > 0:  # 0.0: the run was never paused
@@ -180,9 +294,9 @@ class RateLimits:
         return True
 
     async def acquire(self, tokens: int) -> None:
-        """Wait for the cool-down and for this request's turn in both buckets.
+        """Wait for the cool-down and for this request's turn in both limits.
 
-        Returns at once when the run's ``stop`` is set (then nothing is charged).
+        Returns at once when the run's ``stop`` is set; the wait it cuts short charges nothing.
         """
         self.largest = max(self.largest, tokens)
         if not self.opened.is_set():
@@ -193,42 +307,64 @@ class RateLimits:
             else:
                 self._probes["requests"] += 1
                 self._probes["tokens"] += tokens
-        if not self.buckets:
-            await self._pause()
+        if not self.limits:
+            await self._paused()
             return
+        costs = {"tokens": tokens, "requests": 1}
         async with self._turn:
-            # Both buckets at once (the longer of their waits, then both charged): a request
-            # that passed the requests bucket and then waited for tokens would leave closer to
-            # the next one than the requests rate allows.
-            # Re-read after every sleep: a 429 may have paused the run, a header changed a rate.
-            while (wait := self._wait()) > 0:  # noqa: ASYNC110
-                if await self._stopped_within(wait):
+            # Tokens first, requests last: the requests limit is charged as the request leaves.
+            # A charge made under terms that changed while it waited (a 429 paused the run, a
+            # header changed a rate) does not count: that limit is paid again on the new terms.
+            paid: dict[str, int] = {}
+            while True:
+                if await self._paused():
                     return
-            for kind, cost in (("requests", 1), ("tokens", tokens)):
-                bucket = self.buckets.get(kind)
-                if bucket is not None:
-                    bucket.charge(cost)
+                for kind in ("tokens", "requests"):
+                    limit = self.limits.get(kind)
+                    if limit is None or paid.get(kind) == limit.version:
+                        continue
+                    if kind == "tokens":
+                        limit.fit(tokens)
+                    version = limit.version
+                    if not await self._pay(limit, costs[kind]):
+                        return
+                    paid[kind] = version
+                if self.cooldown.remaining > 0:
+                    paid.clear()  # sent after the pause, paced from then
+                elif all(paid.get(k) == limit.version for k, limit in self.limits.items()):
+                    break
+            for kind, limit in self.limits.items():
+                limit.sent(costs[kind])
 
-    def _wait(self) -> float:
-        if self.cooldown.pauses:
-            # The server has refused at this pace: the margin is back, whatever it says.
-            for bucket in self.buckets.values():
-                bucket.reshape(bucket.per_minute, spare=False)
-        ready = max(bucket.wait() for bucket in self.buckets.values())
-        return max(self.cooldown.remaining, ready)
+    async def _pay(self, limit: Limit, cost: float) -> bool:
+        """Charge ``cost`` (and what is owed) to ``limit``; False if the run stopped first."""
+        limiter, owed = limit.bucket()
+        for piece in (*owed, *_split(cost, limiter.max_rate)):
+            # The longest this piece can wait: the bucket drains it in its own time. A wait that
+            # short is awaited as it is (a stop meanwhile takes effect as it ends); a longer one
+            # races the stop, which costs two tasks a send, felt at hundreds of sends a second.
+            if piece * limiter.time_period / limiter.max_rate <= STOP_WITHIN_SECONDS:
+                await limiter.acquire(piece)
+                continue
+            acquiring = asyncio.ensure_future(limiter.acquire(piece))
+            stopping = asyncio.ensure_future(self.stop.wait())
+            try:
+                await asyncio.wait((acquiring, stopping), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
+                stopped = not acquiring.done()
+                if stopped:
+                    acquiring.cancel()  # leaves the limiter's queue uncharged
+            if stopped:
+                return False
+            acquiring.result()
+        return True
 
     def refused(self, tokens: int, seconds: float) -> None:
-        """A 429: pause every worker for ``seconds``, and give the request's costs back.
-
-        Servers do not count a request they refuse (OpenAI's buckets, the simulated judge,
-        ``bench/stub.py``), so neither do the buckets: the retry after the pause takes the
-        slot the refused request would have used, instead of one more behind it.
-        """
+        """A 429: pause every worker for ``seconds``; the margin is back for good."""
         self.cooldown.pause(seconds)
-        for kind, cost in (("requests", 1), ("tokens", tokens)):
-            bucket = self.buckets.get(kind)
-            if bucket is not None:
-                bucket.refund(cost)
+        for limit in self.limits.values():
+            limit.reshape(limit.per_minute, spare=False)
 
     def _plausible(self, kind: str, limit: float) -> bool:
         """Whether a learned limit can be a real account's (pacing by 1e-9 a minute would send
@@ -265,11 +401,13 @@ class RateLimits:
         """
         self.opened.set()
 
-    async def _pause(self) -> None:
+    async def _paused(self) -> bool:
+        """Wait out the cool-down; whether the run stopped first."""
         # A plain sleep, not an Event: the pause can grow while we sleep; re-check on waking.
         while (left := self.cooldown.remaining) > 0:  # noqa: ASYNC110
             if await self._stopped_within(left):
-                return
+                return True
+        return self.stop.is_set()
 
     async def _stopped_within(self, seconds: float) -> bool:
         """Sleep ``seconds`` unless the run stops first; whether it stopped."""
@@ -304,7 +442,7 @@ class RateLimits:
         if isinstance(headers, _CASE_FREE):
             # As aiohttp hands them over (looked up without regard to case): the four names
             # read below, each the last of its kind as the loop below keeps it, instead of a
-            # look at every header of every answer (1 us an answer; 0.3 without rate headers).
+            # look at every header of every answer.
             for name in _READ:
                 values = headers.getall(name, None)
                 if values:
@@ -324,12 +462,12 @@ class RateLimits:
                 self.learned[kind] = limit
             else:
                 limit = configured
-            bucket = self.buckets.get(kind)
-            if bucket is None:
-                bucket = self.buckets[kind] = Pacer(
-                    limit, LEARNED_SHARE, spent=self._probes[kind], carry=_CARRY[kind]
+            paced = self.limits.get(kind)
+            if paced is None:
+                room = _ROOM[kind] | ({"unit": float(self.largest)} if kind == "tokens" else {})
+                paced = self.limits[kind] = Limit(
+                    limit, LEARNED_SHARE, owed=self._probes[kind], **room
                 )
             remaining = _number(found.get(f"x-ratelimit-remaining-{kind}"))
             spare = not self.cooldown.pauses and remaining is not None and remaining >= limit / 60.0
-            # In place: the requests already waiting go at the new pace too.
-            bucket.reshape(limit, spare)
+            paced.reshape(limit, spare)

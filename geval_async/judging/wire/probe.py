@@ -15,6 +15,8 @@ import asyncio
 import functools
 import re
 import ssl
+from collections.abc import Coroutine
+from typing import Any
 from urllib.parse import urlsplit
 
 from ...study.config import JudgeConfig
@@ -24,14 +26,41 @@ __all__ = ["same_model", "server_is_simulated"]
 _HEAD_LIMIT = 65_536  # bytes: a response head longer than this is not the simulated judge's
 
 
-async def server_is_simulated(judge: JudgeConfig, seconds: float = 10.0) -> bool | None:
+async def server_is_simulated(
+    judge: JudgeConfig, seconds: float = 10.0, stop: asyncio.Event | None = None
+) -> bool | None:
     """Whether the endpoint is geval-async's simulated judge (None when it cannot tell
-    within ``seconds``, at most 10)."""
+    within ``seconds``, at most 10, or when ``stop`` is set first: a Ctrl-C while a server
+    holds the GET unanswered ends the run at once, not when the GET gives up)."""
     try:
         async with asyncio.timeout(min(seconds, 10.0)):
-            return await _ask(judge.url)
+            if stop is None:
+                return await _ask(judge.url)
+            return await _unless_stopped(_ask(judge.url), stop)
     except (TimeoutError, OSError, ValueError, ssl.SSLError, asyncio.IncompleteReadError):
         return None
+
+
+async def _unless_stopped(
+    asking: Coroutine[Any, Any, bool | None], stop: asyncio.Event
+) -> bool | None:
+    """What ``asking`` tells, or None as soon as ``stop`` is set."""
+    if stop.is_set():
+        asking.close()
+        return None
+    ask = asyncio.ensure_future(asking)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((ask, stopped), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (ask, stopped):
+            task.cancel()
+        # Each task's end awaited (asyncio.wait raises neither's error nor cancellation): the
+        # GET's connection is closed before the run goes on.
+        await asyncio.wait((ask, stopped))
+    if ask.cancelled():
+        return None
+    return ask.result()
 
 
 async def _ask(url: str) -> bool | None:

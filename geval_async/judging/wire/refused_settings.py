@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import FailureFact
+from ...study.responses_api import read_usage
 
 __all__ = [
     "REASONING_EXHAUSTED",
@@ -57,8 +58,22 @@ _SETTING = {
     "logprobs": "mode",
     "top_logprobs": "mode",
     "reasoning_effort": "reasoning_effort",
+    # The Responses API's names of the same settings.
+    "max_output_tokens": "max_tokens",
+    "include": "mode",
+    "reasoning": "reasoning_effort",
+    "reasoning.effort": "reasoning_effort",
 }
-_UNSUPPORTED = ("unsupported_parameter", "unsupported_value")
+# Codes of a refusal that every request carrying the setting gets (the Responses API answers
+# a name it does not know with unknown_parameter, a budget under its minimum of 16 with
+# integer_below_min_value).
+_UNSUPPORTED = (
+    "unsupported_parameter",
+    "unsupported_value",
+    "unknown_parameter",
+    "integer_below_min_value",
+    "integer_above_max_value",
+)
 _DEFAULT = re.compile(r"\bdefault \(([^()]{1,20})\)")
 
 
@@ -112,7 +127,7 @@ def refused_setting(
             f"{model} refuses the requests' {fact.param or 'parameters'} ({reason}): no setting "
             f"of geval-async sends it; check {judge} base_url and model"
         )
-    value = '"logprobs"' if key == "mode" else _toml(sent.get(fact.param))
+    value = '"logprobs"' if key == "mode" else _toml(_sent_value(sent, fact.param))
     return f"{sampling(key)} {key} = {value} is refused by {model} ({reason}): {_advice(key, fact)}"
 
 
@@ -139,16 +154,23 @@ def _reason(message: str) -> str:
     return last[:1].lower() + last[1:] if len(sentences) > 1 else message
 
 
+def _sent_value(sent: Mapping[str, Any], param: str) -> Any:
+    """The value the request carried for ``param``, a dotted name reaching into an object
+    ("reasoning.effort")."""
+    value: Any = sent
+    for part in param.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
 def _toml(value: Any) -> str:
     return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def reasoning_tokens(parsed: Mapping[str, Any]) -> int:
-    """``usage.completion_tokens_details.reasoning_tokens`` of an answer (0 when absent)."""
-    usage = parsed.get("usage")
-    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
-    tokens = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
+    """The reasoning tokens an answer's usage reports, in either API's names (0 when absent)."""
+    tokens = read_usage(parsed.get("usage"))
+    return 0 if tokens is None else tokens.reasoning
 
 
 def answer_fact(parsed: Mapping[str, Any]) -> FailureFact | None:
@@ -198,7 +220,7 @@ def reasoning_exhausted(
 ) -> str:
     """The line that stops a run whose first answers were all reasoning and no rating;
     ``sampling``: the table that sets a sampling key (:func:`study_sampling`)."""
-    budget = next((sent[p] for p in TOKEN_PARAMETERS if p in sent), None)
+    budget = next((sent[p] for p in (*TOKEN_PARAMETERS, "max_output_tokens") if p in sent), None)
     spent = f"max_tokens ({budget})" if budget is not None else "max_tokens"
     effort = sampling("reasoning_effort")
     effort = "" if effort == sampling("max_tokens") else f"{effort} "  # named where it differs

@@ -1,4 +1,8 @@
-"""One chat-completions POST over aiohttp, and the translation of its failures to our errors.
+"""One judge POST over aiohttp, and the translation of its failures to our errors.
+
+A request goes to chat completions or, spelt as the Responses API wants it, to
+``/v1/responses``; a Responses answer is checked and read as the one choice its ``output``
+items make (:func:`~geval_async.study.responses_api.answer_choices`), its body kept as received.
 
 One ``aiohttp.ClientSession`` per run with a connection pool sized to the concurrency; bodies are
 encoded with orjson. This is the boundary where the outside world's failures become the
@@ -6,8 +10,9 @@ project's: every failed attempt raises one :class:`~geval_async.errors.Transport
 its :class:`~geval_async.errors.FailureFact` (a timeout, reset or 5xx a :class:`Transient`, a
 429 :class:`RateLimited`, another 4xx :class:`Rejected`). The transport decides nothing: what a
 failure means for the run (retry, store a refusal, stop) is the runner's one call of
-:func:`~geval_async.judging.wire.failures.decide`. The API key goes into a header and nowhere else:
-it never appears in an error message.
+:func:`~geval_async.judging.wire.failures.decide`. The API key goes into a header and nowhere
+else: it never appears in an error message, and where a server quotes it back (in a body, a
+header or a malformed head) it is taken out here, before anything is printed or stored.
 
 Each attempt has ``[limits] timeout`` seconds. The deadlines are kept by one watch task
 (:class:`_Deadlines`) instead of an ``asyncio.timeout`` each attempt: a timer handle made,
@@ -33,6 +38,7 @@ import orjson
 
 from ...errors import (
     ANSWER_TOO_LARGE,
+    WEB_PAGE,
     Connection,
     FailureFact,
     RateLimited,
@@ -41,7 +47,10 @@ from ...errors import (
     TransportError,
 )
 from ...study.config import JudgeConfig
-from .failures import connection_kind, describe, response_fact
+from ...study.responses_api import answer_choices, is_response
+from .connection_kinds import connection_kind
+from .failures import describe, response_fact
+from .quoted_key import KEY_REMOVED, headers_without_key, secret, without_key
 
 _CONTENT_ENCODING = aiohttp.hdrs.CONTENT_ENCODING
 
@@ -92,7 +101,8 @@ class _Deadlines:
 
 @dataclass(slots=True)
 class JudgeAnswer:
-    """A 200 answer: the raw body as received, its parsed form and the response headers
+    """A 200 answer: the raw body as received, its parsed form (a Responses answer's: the
+    choice its output items make, with its model and usage) and the response headers
     (as aiohttp received them: looked up without regard to case).
 
     Not frozen, though nothing changes it once made: a frozen dataclass sets each field
@@ -134,7 +144,11 @@ class Transport:
     ) -> None:
         self._judge = judge
         self._url = judge.url
+        self._responses_url = judge.responses_url
         self._headers = {"Content-Type": "application/json", **judge.auth_headers(api_key)}
+        self._api_key = api_key
+        # The key as a server would quote it back (None: no key, or too short to be a secret).
+        self._key_bytes = None if (key := secret(api_key)) is None else key.encode()
         self._concurrency = concurrency
         self._timeout = timeout
         self._max_answer_bytes = max_answer_bytes
@@ -166,8 +180,9 @@ class Transport:
             await self._session.close()
             self._session = None
 
-    async def complete(self, body: Mapping[str, Any]) -> JudgeAnswer:
-        """Send one request; return the answer or raise a :class:`TransportError`."""
+    async def complete(self, body: Mapping[str, Any], *, responses: bool = False) -> JudgeAnswer:
+        """Send one request (``responses``: a Responses API body, to that API's URL); return
+        the answer or raise a :class:`TransportError`."""
         assert self._session is not None, "use Transport as an async context manager"
         assert self._deadlines is not None
         data = orjson.dumps(body)
@@ -182,9 +197,12 @@ class Transport:
                 # Never follow a redirect: aiohttp would re-send a 301/302 as a GET, and the
                 # run would stop on a 405 that hides the cause (decide() names the Location).
                 async with self._session.post(
-                    self._url, data=data, allow_redirects=False
+                    self._responses_url if responses else self._url,
+                    data=data,
+                    allow_redirects=False,
                 ) as response:
-                    status, headers = response.status, response.headers
+                    status = response.status
+                    headers: Mapping[str, str] = response.headers
                     declared = response.content_length
                     # A compressed answer's declared length is not its body's: aiohttp hands
                     # over the body decompressed, so it is read under the cap (a 3 kB gzip of
@@ -208,17 +226,28 @@ class Transport:
             raise
         except aiohttp.ClientPayloadError as exc:
             fact = FailureFact(connection=Connection.TRUNCATED)
-            raise Transient(f"the response body was cut off ({exc})", fact=fact) from exc
+            said = without_key(str(exc), self._api_key)
+            raise Transient(f"the response body was cut off ({said})", fact=fact) from exc
         except (aiohttp.ClientError, OSError) as exc:
+            # aiohttp quotes a malformed head's bytes in its message: the key may be in them.
+            said = without_key(str(exc), self._api_key)
             fact = FailureFact(connection=connection_kind(exc))
-            raise Transient(f"{fact.connection} ({type(exc).__name__}: {exc})", fact=fact) from exc
+            raise Transient(f"{fact.connection} ({type(exc).__name__}: {said})", fact=fact) from exc
         # To the microsecond as stored, from integer nanoseconds: round(ms, 3) of a float
         # formats and parses a decimal string (3,300 instructions, a third of an entry's).
         latency_ms = (time.perf_counter_ns() - started + 500) // 1000 / 1000
+        key = self._key_bytes
+        if key is not None:  # one search of the body: the usual answer quotes no key
+            if raw is not None and key in raw:
+                raw = raw.replace(key, _KEY_REMOVED)
+            if status != 200:
+                headers = headers_without_key(headers, self._api_key)
         if raw is None:
             limit = self._max_answer_bytes
             if status != 200:  # an error body only gives its first words to the message
                 raise _failure(status, b"", headers)
+            if _is_web_page(headers):  # a site's page, whatever its size
+                raise _web_page(status, b"", headers)
             raise Rejected(
                 f"the answer body is larger than [limits] max_answer_bytes ({limit} bytes)",
                 headers=headers,
@@ -227,6 +256,9 @@ class Transport:
         if status == 200:
             return _answer(status, raw, headers, latency_ms)
         raise _failure(status, raw, headers)
+
+
+_KEY_REMOVED = KEY_REMOVED.encode()
 
 
 async def _read_capped(
@@ -249,11 +281,21 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if _is_web_page(headers):
+            raise _web_page(status, raw, headers) from exc
         raise Transient(
             f"the response body is not valid JSON ({len(raw)} bytes)",
             body=raw,
             fact=FailureFact(status=status, connection=Connection.MALFORMED),
         ) from exc
+    if isinstance(parsed, dict) and is_response(parsed):
+        # A Responses answer, checked as the chat completion of its one choice would be;
+        # the body stays as received.
+        parsed = {
+            "model": parsed.get("model"),
+            "choices": answer_choices(parsed),
+            "usage": parsed.get("usage"),
+        }
     choices = parsed.get("choices") if isinstance(parsed, dict) else None
     if not isinstance(choices, list) or not choices:
         raise Transient("the response has no choices", body=raw, fact=_malformed(status))
@@ -286,6 +328,20 @@ def _answer(status: int, raw: bytes, headers: Mapping[str, str], latency_ms: flo
             fact=FailureFact(status=status, code="content_filter"),
         )
     return JudgeAnswer(status, raw, parsed, headers, latency_ms, texts, reasoned)
+
+
+def _is_web_page(headers: Mapping[str, str]) -> bool:
+    return "text/html" in headers.get("Content-Type", "").lower()
+
+
+def _web_page(status: int, raw: bytes, headers: Mapping[str, str]) -> Rejected:
+    """A 200 that is a web page, not an answer: a proxy's or a site's (the run stops)."""
+    return Rejected(
+        "the answer is a web page (text/html), not JSON",
+        body=raw,
+        headers=headers,
+        fact=FailureFact(status=status, code=WEB_PAGE),
+    )
 
 
 def _malformed(status: int) -> FailureFact:

@@ -17,6 +17,7 @@ from ...study.evaluation_steps import steps_origin
 from ...study.plan import JudgeItem, Study, render_messages
 from ...study.records import Record
 from ..panel.agreement_view import agreement_markdown
+from ..scores.bias_checks import JudgeReactions
 from ..scores.columns import ScoreColumns
 from ..scores.scores import CriterionTally, ItemScore
 from ..scores.trust import ONE_DRAW, n_curve_sentences
@@ -369,3 +370,70 @@ def trust_section(
 
 def _number(value: object) -> str:
     return "" if value is None or pd.isna(value) else f"{float(value):.3f}"  # type: ignore[arg-type]
+
+
+BIAS_HEADING = "What the judge may be reacting to"
+# What each measure is, as the reports name it.
+MEASURE_WORDS = {
+    "spearman": "Spearman rho, score vs length",
+    "top_share": "share of the most common rating",
+    "points_used": "share of the scale's points used",
+    "entropy_bits": "entropy of the ratings (bits)",
+    "first_shown_wins": "share won by the text shown first",
+    "own_minus_other": "own family's mean score minus the others'",
+}
+
+
+def bias_flags(reactions: JudgeReactions) -> list[str]:
+    """One sentence per flagged check of a criterion: what was found in each scope, then what
+    to do about it."""
+    flagged = reactions.frame[reactions.frame["flagged"]]
+    sentences = []
+    for (check, criterion, measure), rows in flagged.groupby(
+        ["check", "criterion", "measure"], sort=False
+    ):
+        found = []
+        for row in rows.itertuples():
+            interval = (
+                "" if pd.isna(row.ci_low) else f" [{_number(row.ci_low)}, {_number(row.ci_high)}]"
+            )
+            scope = "" if row.condition == "all" else f" in {row.condition}"
+            found.append(f"{_number(row.value)}{interval}{scope}")
+        words = MEASURE_WORDS.get(str(measure), str(measure))
+        advice = rows["advice"].iloc[0]
+        sentences.append(f"{check} ({criterion}): {words} = {'; '.join(found)}. {advice}")
+    return sentences
+
+
+def bias_section(reactions: JudgeReactions, csv_name: str) -> str:
+    """The Markdown of what the judge may be reacting to besides quality (``csv_name``: the
+    bias table's file, relative to the report)."""
+    out = [
+        "",
+        f"## {BIAS_HEADING}",
+        "",
+        "Checked from the cached answers alone (no request): the rank correlation of each "
+        "criterion's weighted score with the length of the text judged (flagged when its "
+        "bootstrap interval excludes 0 and |rho| >= 0.3), the use of the scale (flagged when "
+        "one rating takes 80% or more of the valid ratings), the share won by the text shown "
+        "first in pairwise criteria (flagged when its interval excludes 0.5) and the judge's "
+        "scores of its own model family's texts against the others'. A flag is a reason to "
+        f"look, not a verdict. Every row is in `{csv_name}`.",
+        "",
+    ]
+    flags = bias_flags(reactions)
+    out += [f"- **Flag:** {sentence}" for sentence in flags] or ["No check is flagged."]
+    out += [
+        "",
+        "| check | criterion | condition | measure | value | interval | n | flagged | note |",
+        "|---|---|---|---|---:|---:|---:|:-:|---|",
+    ]
+    for row in reactions.frame.itertuples():
+        interval = "" if pd.isna(row.ci_low) else f"[{_number(row.ci_low)}, {_number(row.ci_high)}]"
+        out.append(
+            f"| {row.check} | {row.criterion} | {row.condition} | {row.measure} | "
+            f"{_number(row.value)} | {interval} | {row.n} | {'yes' if row.flagged else 'no'} | "
+            f"{row.note} |"
+        )
+    out += ["", *(f"Note: {note}." for note in reactions.notes)] if reactions.notes else []
+    return "\n".join(out) + "\n"

@@ -16,6 +16,8 @@ Layout under the output folder (``<prefix>`` is ``[output] prefix``)::
     stats/<prefix>_n_curve.csv        was n worth it: mean SE and Spearman for k = 1..n draws
     stats/<prefix>_pairwise.csv       pairwise criteria: wins, ties, win rate, sign test, position
     stats/<prefix>_strengths.csv      pairwise criteria of > 2 conditions: Bradley-Terry strengths
+    stats/<prefix>_human_scale.csv    means and the comparison on the human scale ([meta] human)
+    stats/<prefix>_bias.csv           what the judge may be reacting to: length, scale, ...
     raw/<prefix>_<criterion>.json     per item: the prompt sent, every answer and parsed rating
     plots/<prefix>_<criterion>.png    box plots (--plots), and plots/<prefix>_n_curve.png
     <prefix>_report.md                coverage, invalid samples, tables, tests, plot links
@@ -54,11 +56,20 @@ from ..panel.results import PanelResults, PanelStudyResults
 from ..scores.human import HumanComparison
 from ..scores.tables import COMPOSITE, standard_errors, write_long_csv
 from ..stats.comparisons import comparisons_frame
+from ..stats.human_scale import ppi_missing
+from .csv_cells import spreadsheet_safe
 from .files import Output, write_files
+from .human_output import human_outputs, human_scale_section
 from .overwrite_guard import check_not_emptier
 from .pairwise import pairwise_outputs, pairwise_section
 from .plots import n_curve_plot
-from .report import comparison_section, markdown_report, trust_section, write_raw_document
+from .report import (
+    bias_section,
+    comparison_section,
+    markdown_report,
+    trust_section,
+    write_raw_document,
+)
 
 if TYPE_CHECKING:
     from ..scores.results import StudyResults
@@ -83,8 +94,9 @@ class OutputOptions:
 
 
 def csv_bytes(frame: pd.DataFrame, *, index: bool = True, float_format: str | None = None) -> bytes:
-    """A frame as CSV bytes (``float_format`` e.g. "%.3f"; None keeps every digit)."""
-    return frame.to_csv(index=index, float_format=float_format).encode()
+    """A frame as CSV bytes (``float_format`` e.g. "%.3f"; None keeps every digit), its
+    text cells written so that a spreadsheet never runs one as a formula."""
+    return spreadsheet_safe(frame).to_csv(index=index, float_format=float_format).encode()
 
 
 # --- names -------------------------------------------------------------------------------------
@@ -138,9 +150,14 @@ def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
             Output(output_path(results, "scores", "long.csv"), long_csv),
             Output(output_path(results, "stats", "agreement.csv"), agreement),
         ]
-    # Written as rendered, a chunk of rows at a time: a million rows' text is never held.
-    long = partial(write_long_csv, scores=results.columns)
-    outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
+    if results.labelled is not None:
+        # With its calibrated scores: a study labelled by people is not a million records.
+        long_csv = csv_bytes(results.long, index=False)
+        outputs.append(Output(output_path(results, "scores", "long.csv"), long_csv))
+    else:
+        # Written as rendered, a chunk of rows at a time: a million rows' text is never held.
+        long = partial(write_long_csv, scores=results.columns, cells=spreadsheet_safe)
+        outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
     for c in results.study.criteria:
         # Written as rendered: a large study's prompts are never all held.
         write = partial(
@@ -206,6 +223,20 @@ def trust_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
     return outputs
 
 
+def bias_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """What the judge may be reacting to (:meth:`StudyResults.bias`); none for a panel (each
+    judge's own outputs have theirs: a pooled score is no one judge's habit)."""
+    if isinstance(results, PanelStudyResults):
+        return []
+    frame = results.bias()
+    return [
+        Output(
+            output_path(results, "stats", "bias.csv"),
+            csv_bytes(frame, index=False, float_format=f"%.{SIGNIFICANT}g"),
+        )
+    ]
+
+
 def plot_paths(results: StudyResults) -> dict[str, Path]:
     """Where the box plots go, per criterion (and the composite when it can be computed)."""
     names = [c.name for c in results.study.criteria]
@@ -267,8 +298,12 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         section = comparison_section(results.comparisons(other), results.config.stats.alpha, note)
         text += "\n".join(section) + "\n"
     if not study.criteria:
-        # Every criterion is pairwise: the report's head, then their section alone.
+        # Every criterion is pairwise: the report's head, their section and the position
+        # check; the rating sections would be empty.
         text = text.split("\n## ", 1)[0].rstrip("\n") + "\n" + pairwise_section(results)
+        if not isinstance(results, PanelStudyResults):
+            csv_name = f"stats/{output_path(results, 'stats', 'bias.csv').name}"
+            text += bias_section(results.reactions, csv_name)
         return [Output(output_path(results, "", "report.md"), text.encode())]
     text += pairwise_section(results)
     plot = f"plots/{results.prefix}_n_curve.png" if options.plots else None
@@ -278,6 +313,9 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         text += trust_section(
             errors, results.consistency, results.n_curve, results.config.sampling.mode, plot
         )
+        text += human_scale_section(results)
+        csv_name = f"stats/{output_path(results, 'stats', 'bias.csv').name}"
+        text += bias_section(results.reactions, csv_name)
     else:
         # A one-judge report names its judge on its third line; the panel's names them all.
         lines = text.split("\n")
@@ -312,6 +350,8 @@ KINDS: dict[str, Kind] = {
     "tests": test_outputs,
     "trust": trust_outputs,
     "pairwise": pairwise_kind,
+    "human": lambda r, o: human_outputs(r, output_path(r, "stats", "human_scale.csv")),
+    "bias": bias_outputs,
     "plots": plot_outputs,
     "report": report_outputs,
     "html": html_outputs,
@@ -353,6 +393,8 @@ def write_outputs(
         results = results.panel
     if kinds is None:
         kinds = [k for k in KINDS if k != "average" or results.has_composite]
+        if ppi_missing():  # the report says how to install it, in its human-scale section
+            kinds.remove("human")
     unknown = [kind for kind in kinds if kind not in KINDS]
     if unknown:
         raise ConfigError(f"unknown output kind {unknown[0]!r} (known: {', '.join(KINDS)})")

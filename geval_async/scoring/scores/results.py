@@ -7,6 +7,7 @@
     >>> results.comparisons()        # Welch + BH (or the configured test)
     >>> results.consistency          # Krippendorff's alpha over the judge's draws
     >>> results.n_curve              # was n worth it: mean SE and Spearman for k = 1..n
+    >>> results.bias()               # what the judge may be reacting to: length, scale, ...
     >>> write_outputs(results)       # every output file, as `geval-async report` writes them
 
 Nothing here calls the network: scoring reads the cache only, so re-scoring is free. Nothing
@@ -34,9 +35,12 @@ from ...study.file_names import file_name_text
 from ...study.plan import Study
 from ...study.prepare import prepare_study
 from ..stats.comparisons import Comparison
+from ..stats.human_scale import calibration_summary
 from ..stats.pairwise import pairwise_frame, strengths_frame
+from .bias_checks import JudgeReactions, judge_reactions
 from .columns import ScoreColumns, collect_scores
 from .joined import join_scores, record_ids
+from .labelled import human_scale_estimates, labelled_items, with_calibration
 from .pairs import OrderVerdict, outcomes_frame, read_orders, verdicts_frame
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .record_heads import RecordHeads
@@ -100,8 +104,34 @@ class StudyResults:
 
     @cached_property
     def long(self) -> pd.DataFrame:
-        """One row per record and criterion: score, status, valid/invalid, distribution."""
-        return long_frame(self.columns)
+        """One row per record and criterion: score, status, valid/invalid, distribution (and
+        with ``[meta] human``: the calibrated score and its interval, ``calibrated``, ``lo``,
+        ``hi``)."""
+        return with_calibration(long_frame(self.columns), self.labelled)
+
+    @cached_property
+    def labelled(self) -> pd.DataFrame | None:
+        """Per record and criterion (the long table's rows), the judge's score beside the human
+        label, whether the label is used, and the calibrated score with its interval; None
+        without ``[meta] human`` (see :mod:`.labelled`)."""
+        return labelled_items(long_frame(self.columns), self.study)
+
+    @cached_property
+    def human_scale(self) -> pd.DataFrame:
+        """The means and the comparison on the human scale: prediction-powered, labels only and
+        judge only (see :mod:`..stats.human_scale`); empty without ``[meta] human``.
+
+        Raises:
+            ConfigError: ppi-python is not installed.
+        """
+        return human_scale_estimates(self.labelled, self.config, self.paired_design)
+
+    @cached_property
+    def calibration_summary(self) -> pd.DataFrame:
+        """Per criterion: labels used, the judge's bias on them, errors and Spearman before and
+        after calibration, the intervals' cross-validated coverage and mean width."""
+        items = self.labelled
+        return pd.DataFrame() if items is None else calibration_summary(items)
 
     def frame(self) -> pd.DataFrame:
         """The records, one row each, with each criterion's score, standard error and status
@@ -127,6 +157,19 @@ class StudyResults:
         the first k draws and their Spearman correlation with the n-draw scores (samples
         mode; empty in logprobs mode)."""
         return n_curve_frame(self.study, self.scores)
+
+    def bias(self) -> pd.DataFrame:
+        """What the judge may be reacting to besides quality: one row per check, criterion
+        and scope (length, use of the scale, self-preference; see :mod:`.bias_checks`), as
+        ``stats/<prefix>_bias.csv`` holds it."""
+        return self.reactions.frame.copy()
+
+    @cached_property
+    def reactions(self) -> JudgeReactions:
+        """The bias table and its notes on the checks not made (computed once: the CSV, the
+        report and the HTML report show them)."""
+        # The position check reads the pairwise criteria's statistics.
+        return judge_reactions(self.study, self.columns, self._pairwise if self.orders else None)
 
     @cached_property
     def _heads(self) -> RecordHeads:
@@ -402,6 +445,9 @@ def _variant(config: EvalConfig) -> str:
         variant += f"-mode-{sampling.mode}"
     if sampling.mode == SamplingMode.SAMPLES and sampling.n != stated.n:
         variant += f"-n-{sampling.n}"
+    for key in ("labelled", "coverage"):  # the labels drawn, the intervals' level
+        if getattr(config.meta, key) != getattr(study_file.meta, key):
+            variant += f"-{key}-{getattr(config.meta, key):g}"
     return variant
 
 

@@ -56,6 +56,14 @@ def standard_errors(scores: ScoreColumns) -> pd.DataFrame:
     return _long_from_columns(scores, names=["criterion", "se"])
 
 
+def score_rows(scores: ScoreColumns) -> pd.DataFrame:
+    """The long table's ``record_id``, ``condition``, ``criterion``, ``score`` and ``status``
+    alone (what the bias checks read), not its distributions."""
+    return _long_from_columns(
+        scores, names=["record_id", "condition", "criterion", "score", "status"]
+    )
+
+
 def long_columns(columns: ScoreColumns) -> list[str]:
     """The long table's columns: a panel's add its flags after ``status``."""
     if columns.panel is None:
@@ -162,13 +170,21 @@ def _held_at(columns: ScoreColumns, rows: slice | np.ndarray) -> dict[int, ItemS
     }
 
 
-def write_long_csv(out: BinaryIO, scores: ScoreColumns, rows: int = 20_000) -> None:
+def write_long_csv(
+    out: BinaryIO,
+    scores: ScoreColumns,
+    rows: int = 20_000,
+    cells: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+) -> None:
     """Write the long table as CSV to ``out`` (the bytes of ``long_frame(scores).to_csv(
     index=False)``), ``rows`` items at a time: the text of a study's every row is never held
-    whole."""
+    whole. ``cells``: what the writer makes of each block's cells before they are written
+    (its guard of text a spreadsheet would run)."""
     names = long_columns(scores)
     for start in range(0, max(len(scores), 1), rows):
         chunk = _long_from_columns(scores, slice(start, start + rows), names)
+        if cells is not None:
+            chunk = cells(chunk)
         out.write(chunk.to_csv(index=False, header=start == 0).encode())
 
 

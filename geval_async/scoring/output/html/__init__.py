@@ -5,9 +5,12 @@ stick or an e-mail attachment and never makes a network request. Sections: Overv
 coverage, invalid shares with reasons, the per-criterion tables and tests), Figures (box plots
 with every group as a point, rating distributions, judge-vs-human scatter plots for a study with
 human scores), Agreement between the judges (a panel's: alpha, ICC, pairwise Spearman, the
-effective number of judges, when handed the agreement frame), How far to trust the scores (mean
-standard error, the judge's self-consistency over its draws, the n curve) and the Drill-down
-(every record with its standard errors; its answers rendered on demand from inline JSON).
+effective number of judges, when handed the agreement frame), On the human scale (a study with
+human scores: calibration and prediction-powered means), How far to trust the scores (mean
+standard error, the judge's self-consistency over its draws, the n curve), What the judge may
+be reacting to (length, use of the scale, self-preference: each flag with what to do) and the
+Drill-down (every record with its standard errors; its answers rendered on demand from inline
+JSON).
 
 The page is a Jinja2 template (``templates/``, shipped as package data); this package is a
 pure renderer: handed :class:`StudyResults` (and the judge-vs-human data), it returns the page
@@ -31,12 +34,15 @@ from markupsafe import Markup
 from ....errors import ConfigError
 from ....options import StatTest
 from ....study.evaluation_steps import steps_origin
+from ...panel.results import PanelStudyResults
 from ...scores.human import HumanComparison
 from ...scores.results import StudyResults
 from ...scores.tables import COMPOSITE
 from .agreement import agreement_section
+from .bias import bias_section
 from .drilldown import drilldown_data, script_json
 from .gallery import box_figures, distribution_figures, human_section
+from .human_scale import human_scale_view
 from .overview import (
     CriterionView,
     coverage_table,
@@ -142,8 +148,13 @@ def render_html_report(
         figures=box_figures(results) + distribution_figures(results),
         meta=None if human is None else human_section(results, human),
         agreement=None if agreement is None else agreement_section(agreement, prefix),
+        human_scale=human_scale_view(results),
         trust=trust_section(results),
         pairwise=pairwise_section(results),
+        # A panel's pooled score is no one judge's habit: each judge's own page has its section.
+        bias=None
+        if isinstance(results, PanelStudyResults)
+        else bias_section(results.reactions, f"stats/{prefix}_bias.csv"),
         data=Markup(script_json(data)),
         reason_words=REASON_WORDS,
         invalid_warnings=[d.warning() for d in results.share_differences()],

@@ -279,6 +279,14 @@ def test_outputs_csv_report_and_rerun_sending_nothing(tmp_path: Path) -> None:
     assert "| ind_pair | UEQ-mLLM | UEQ-sLLM | 24 |" in text
     assert "first shown wins" in text
     assert "## Coverage" not in text  # no criterion rates: no empty rating tables
+    # The bias section's position check reads the same share and flags it.
+    results = load_results(UEQ_PAIRWISE, cache=str(tmp_path / "cache"))
+    position = results.bias().query("check == 'position'").set_index("criterion")
+    pairwise = results.pairwise().set_index("criterion")
+    for criterion, row in position.iterrows():
+        assert row["value"] == pytest.approx(pairwise.loc[criterion, "first_shown_wins"])
+        assert row["flagged"] == (pairwise.loc[criterion, "first_ci_low"] > 0.5)
+    assert "**Flag:** position (rel_pair)" in text
     assert "first shown wins" in report.stdout  # the terminal shows the table too
 
 

@@ -305,6 +305,16 @@ def test_dry_run_and_status_count_every_order(tmp_path: Path) -> None:
     assert rows["rel_pair"][:4] == ["48", "0", "0", "48"]
 
 
+def test_a_batch_job_judges_the_pairs_as_the_online_run_does(tmp_path: Path) -> None:
+    with SimServer(SimSettings(position_bias=0.1)) as sim:
+        _run(*_ueq_flags(sim, tmp_path / "online"))
+        _run(*_ueq_flags(sim, tmp_path / "batch"), "--batch", "--poll", "0.05")
+        assert sim.stats.batch_lines == 96  # every order of every pair, in the batch
+    online = load_results(UEQ_PAIRWISE, cache=str(tmp_path / "online" / "cache"))
+    batch = load_results(UEQ_PAIRWISE, cache=str(tmp_path / "batch" / "cache"))
+    pd.testing.assert_frame_equal(online.pairwise(), batch.pairwise())
+
+
 def test_logprobs_mode_reads_the_probability_of_a_against_b(tmp_path: Path) -> None:
     with SimServer(SimSettings()) as sim:
         _run(*_ueq_flags(sim, tmp_path, "--criteria", "ind_pair", "--mode", "logprobs"))

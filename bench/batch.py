@@ -1,4 +1,4 @@
-"""Benchmark 7, batch: a 50,000-request study judged through the Batch API of the simulated
+"""Benchmark 8, batch: a 50,000-request study judged through the Batch API of the simulated
 judge, as a user runs it (``geval-async run CONFIG --batch``).
 
 12,500 SummEval-style records x 4 criteria, n = 10, against the simulated judge in its own

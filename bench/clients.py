@@ -18,7 +18,7 @@ reads too, so that benchmark 2 places the server's first and last arrival inside
                  (answers not written, claims always granted, nothing released), to show
                  what the rest of the client costs.
 * ``geval-nofold`` analysis only: ``geval`` with its answers journaled and its claims taken
-                 and let go, but no answer written to the cache's table (since session 10).
+                 and let go, but no answer written to the cache's table.
 * ``bare``       the floor: a bare aiohttp loop POSTing the same pre-encoded bodies with the same
                  number of workers, reading each answer and nothing else.
 * ``sequential`` the original G-Eval loop, re-implemented: one request at a time with the
@@ -122,7 +122,7 @@ def geval_nostore(spec: Spec) -> dict[str, Any]:
     from geval_async.judging.store.cache import JudgeCache
     from geval_async.judging.store.claims import Claims
 
-    try:  # since session 10 answers go to a journal first, then in groups to the table
+    try:  # a tree with a journal: answers go to it first, then in groups to the table
         from geval_async.judging.store.journal import Journal
 
         Journal.append = lambda self, records: 0  # type: ignore[method-assign]
@@ -159,7 +159,7 @@ def _use_limits_module(path: str, package: str) -> None:
     module_spec.loader.exec_module(module)
     if not hasattr(module.RateLimits, "observe"):  # before header learning existed
         module.RateLimits.observe = lambda self, headers: None
-    # Where the run makes its RateLimits: judging/run/worker.py since the runner was split.
+    # Where the run makes its RateLimits: judging/run/worker.py, or runner.py in a tree without it.
     holder = worker if hasattr(worker, "RateLimits") else runner
     holder.RateLimits = module.RateLimits  # type: ignore[attr-defined]
 

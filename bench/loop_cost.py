@@ -29,12 +29,12 @@ the trees taking turns, who goes first alternating by round, so that before/afte
 command:
 
     .venv/bin/python bench/loop_cost.py [--requests 8000] [--rounds 7] [--workers 16,64]
-        [--baseline base=/tmp/base9] [--callgrind] [--save-as loop_cost]
+        [--baseline base=/tmp/base] [--callgrind] [--save-as loop_cost]
 
 The harness touches ``Run(study, entries, stop=, retry_failed=, backoff=)``, ``run.feed``
 (``first_work``, ``produce``, ``writer``), ``run.work``, ``run.transport`` / ``run.claims`` /
 ``run.writer`` and the writer's ``claim`` / ``claim_many`` / ``put`` / ``release`` / ``close``:
-the same in the tree session 9 started from (01de49a) and after it.
+a tree given with ``--baseline`` must offer the same.
 """
 
 from __future__ import annotations

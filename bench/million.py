@@ -1,6 +1,6 @@
 """Benchmark 9, a million requests: 250,000 records x 4 criteria on one machine, flat memory.
 
-The study of issue 22: 250,000 records of 760 bytes (a 190 MB JSONL file, generated here into
+The study: 250,000 records of 760 bytes (a 190 MB JSONL file, generated here into
 a temporary folder, never committed) x 4 G-Eval criteria, n = 1 (1,000,000 requests). Each
 command runs as a user runs it, in a fresh process (peak RSS from ``os.wait4``, wall time,
 CPU seconds):
@@ -36,7 +36,7 @@ from common import PYTHON, SimProcess, StudyFiles, run_child, save, table, workd
 
 FLOOR_MB = 250
 RERUN_FLOOR_S = 15
-# 100 + 25 words of the benchmarks' vocabulary: 760 bytes a record on average, as issue 22's.
+# 100 + 25 words of the benchmarks' vocabulary: 760 bytes a record on average.
 DOCUMENT_WORDS, SUMMARY_WORDS = 100, 25
 COMMANDS = ("dry-run", "run", "rerun", "status", "score")
 

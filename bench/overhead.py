@@ -26,7 +26,7 @@ that tree's loop without its stores. They take their turns with the others, alte
 floor is still computed against ``bare`` only:
 
     .venv/bin/python bench/overhead.py --servers stub+250 --workers 16,64 \
-        --contenders bare,geval,geval-nostore --baseline base=/tmp/base9
+        --contenders bare,geval,geval-nostore --baseline base=/tmp/base
 
 Where the client's CPU goes, in each row (and their medians in the summary), from the
 contender's own report (bench/clients.py, bench/thread_clocks.py); per request, as
@@ -34,8 +34,7 @@ contender's own report (bench/clients.py, bench/thread_clocks.py); per request, 
 
 * ``loop_cpu_ms_per_req``: the event loop's thread (the main thread), aiohttp's parse included;
 * ``writer_cpu_ms_per_req``: the ``geval-writer`` thread (sqlite commits of answers and claims);
-* ``other_cpu_ms_per_req``: every other thread (the default executor: a host name's lookup;
-  before session 9, the server probe);
+* ``other_cpu_ms_per_req``: every other thread (the default executor: a host name's lookup);
 * ``vcsw_per_req`` / ``ivcsw_per_req``: the process's voluntary context switches (a thread
   waits: an epoll with nothing ready, a thread hand-off) and involuntary ones (the kernel takes
   the core for another process) a request; ``loop_vcsw_per_req`` /
@@ -70,8 +69,8 @@ from common import (
     write_study,
 )
 
-FLOOR = 0.85  # issue 8's, against the free servers
-WORKING_SERVER_FLOOR = 0.90  # issue 22's, against a stub that spends CPU a request (stub+W)
+FLOOR = 0.85  # against the free servers
+WORKING_SERVER_FLOOR = 0.90  # against a stub that spends CPU a request (stub+W)
 
 
 def main() -> None:

@@ -104,7 +104,7 @@ def main() -> None:
         "--baseline",
         metavar="REV",
         help="compare the configured variant with geval_async/limits.py as of "
-        "git revision REV (e4999e0: before this benchmark's changes); "
+        "git revision REV; "
         "writes results/rate_limits_baseline.json",
     )
     args = parser.parse_args()

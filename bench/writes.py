@@ -1,7 +1,7 @@
 """What storing an answer costs: ``JudgeCache.put_many`` of 8,000 entries in groups of 1, 6 and 25.
 
 The write half of the client's hot path (benchmark 2), on its own: real cache folders, entries
-with a 2.5 kB body like the stub's answers (stored deflated since session 11, as every answer
+with a 2.5 kB body like the stub's answers (stored deflated, as every answer
 whose body deflates smaller), CPU and wall microseconds per entry for each group size (the
 writer commits whatever answers arrived together as one group).
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import CacheError, ConfigError, GevalError, RunStopped
 from ..judging.batch.ledger import Ledger
-from ..judging.run.budget import study_budget, study_spent
+from ..judging.run.budget import study_budget, study_prompt_cache, study_spent
 from ..judging.run.runner import RunResult
 from ..judging.run.stage import judge_study
 from ..judging.wire.capabilities import endpoint_summaries
@@ -150,6 +150,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     billed = study_spent(study.config.cache_path, study.config, billed=True)
     if billed:
         print(f"spent so far: {usd(billed)} (this config's runs, as their answers' usage billed)")
+    prompt_cache = study_prompt_cache(study.config.cache_path, study.config)
+    if prompt_cache is not None:
+        print(f"prompt cache: {prompt_cache.line()} (this config's runs)")
     return EXIT_OK
 
 
@@ -181,6 +184,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"endpoint: {result.endpoint}")
     if result.billed:
         print(f"billed: {usd(result.billed)} (from the usage the server reported)")
+    if (prompt_cache := result.counters.prompt_cache()) is not None:
+        print(f"prompt cache: {prompt_cache.line()}")
     if result.corrupted:
         print(
             f"{result.corrupted} corrupted cache entries were found, counted as missing "

@@ -18,7 +18,7 @@ from functools import partial
 
 from ..errors import ConfigError
 from ..judging.batch.ledger import Ledger
-from ..judging.run.budget import study_budget, study_spent
+from ..judging.run.budget import study_budget, study_prompt_cache, study_spent
 from ..judging.run.estimate import estimate_run
 from ..judging.run.panel import JudgeOutcome, PanelRunResult
 from ..judging.run.progress import RunCounters
@@ -175,6 +175,8 @@ def _panel_summary(args: argparse.Namespace, config: EvalConfig, result: PanelRu
         line = f"judge {name} ({_who(member)}): {run.elapsed:.1f} s"
         if run.billed:
             line += f", billed {usd(run.billed)}"
+        if (prompt_cache := run.counters.prompt_cache()) is not None:
+            line += f", prompt cache: {prompt_cache.line()}"
         print(line)
         if run.endpoint is not None:
             print(f"  endpoint: {run.endpoint}")
@@ -264,4 +266,7 @@ def panel_status(args: argparse.Namespace, config: EvalConfig) -> int:
     billed = study_spent(config.cache_path, config, billed=True)
     if billed:
         print(f"spent so far: {usd(billed)} (this config's runs, as their answers' usage billed)")
+    prompt_cache = study_prompt_cache(config.cache_path, config)
+    if prompt_cache is not None:
+        print(f"prompt cache: {prompt_cache.line()} (this config's runs, every judge's)")
     return EXIT_OK

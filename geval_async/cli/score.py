@@ -233,7 +233,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         from ..api import human_comparison
 
         human = human_comparison(results)
-    paths = write_outputs(results, test=args.test, plots=args.plots, html=args.html, human=human)
+    from ..judging.run.budget import study_prompt_cache
+
+    config = results.config
+    paths = write_outputs(
+        results,
+        test=args.test,
+        plots=args.plots,
+        html=args.html,
+        human=human,
+        prompt_cache=study_prompt_cache(config.cache_path, config),
+    )
     return _end_with_tests(results, args.test, paths)
 
 

@@ -72,6 +72,9 @@ SETTING_HELP = {
     "first wins (0-0.5)",
     "pair_ties": "pairwise prompts: share of verdicts that are ties",
     "pair_strengths": "pairwise prompts: a JSON file of text -> strength (the judge's preference)",
+    "prompt_cache": "model OpenAI's prompt cache: a start of 1,024+ tokens (128-token blocks) "
+    "an answered request carried is reported as cached_tokens",
+    "cache_retention_minutes": "prompt cache: minutes a prompt's start is kept unused",
     "responses_only": "model names (comma-separated) chat completions refuse with OpenAI's 404 "
     "'only supported in v1/responses'; POST /v1/responses serves them",
     "refuse_summary": "Responses API: refuse reasoning.summary (400), as OpenAI does to an "

@@ -191,7 +191,8 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
         print(
             f"note: {config.judge.model} at {config.judge.url} gives one answer a request "
             f"(an earlier run learned it refuses n > 1): an item's {config.sampling.n} answers "
-            "are that many requests, each carrying the prompt"
+            "are that many requests, each carrying the prompt (all but the first read it from "
+            "a provider's prompt cache when it is 1,024 tokens or more)"
         )
     if estimate.simulated is None:
         print(
@@ -208,9 +209,20 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
         + _batch_cost(config, prompt_tokens, completion_tokens)
     )
     print(expected_duration(requests, tokens, config.limits.rpm, config.limits.tpm))
+    for line in prompt_cache_lines(estimate.study):
+        print(f"prompt cache: {line}")
     orphan_note(config.cache_path)
     print("dry run: nothing was sent")
     return DryRunEstimate(requests, tokens, cost)
+
+
+def prompt_cache_lines(study: Study) -> list[str]:
+    """A line per criterion: how many tokens of its prompt all its requests share (the start
+    a provider's prompt cache can serve them), as ``--dry-run`` says it."""
+    from ..study.evaluation_steps import with_estimated_steps
+    from ..study.prompt_cache import prefix_share
+
+    return [prefix_share(c).line() for c in with_estimated_steps(study).criteria]
 
 
 def _batch_cost(config: EvalConfig, prompt_tokens: int, completion_tokens: int) -> str:

@@ -260,6 +260,7 @@ def judge(
     kept = {k: v for k, v in body.items() if k != "n" and (k != "seed" or offset is None)}
     if settings.profile == ANTHROPIC_COMPAT:
         kept.pop("seed", None)
+    kept.pop("prompt_cache_key", None)  # routing only: it cannot change an answer
     draw_key = canonical(kept)
     n = 1 if settings.ignore_n else body.get("n") or 1
     fresh = fresh_samples(settings) if fresh is None else fresh
@@ -383,11 +384,13 @@ def completion(
     answer_id: str,
     repeat: int = 0,
     fresh: bool | None = None,
+    cached: int | None = None,
 ) -> tuple[dict[str, Any], Judged]:
     """The chat-completion object answering a validated request, and how it was judged.
 
     The online endpoint and the Batch API both answer with it, so a batch answers exactly as
-    online requests do.
+    online requests do. ``cached``: the prompt tokens read from the prompt cache (None: the
+    cache is not modelled).
     """
     judged = judge(body, settings, repeat, fresh)
     prompt = prompt_tokens(body["messages"])
@@ -397,8 +400,12 @@ def completion(
         "completion_tokens": used,
         "total_tokens": prompt + used,
     }
-    if settings.profile in (OPENAI_REASONING, DEEPSEEK_REASONER, OPENAI_RESPONSES):
-        usage["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
+    if cached is not None or settings.profile in (
+        OPENAI_REASONING,
+        DEEPSEEK_REASONER,
+        OPENAI_RESPONSES,
+    ):
+        usage["prompt_tokens_details"] = {"cached_tokens": cached or 0, "audio_tokens": 0}
         usage["completion_tokens_details"] = {
             "reasoning_tokens": judged.reasoning_tokens,
             "audio_tokens": 0,

@@ -236,7 +236,9 @@ def response_object(
         "truncation": "disabled",
         "usage": {
             "input_tokens": prompt,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {
+                "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+            },
             "output_tokens": completion,
             "output_tokens_details": {"reasoning_tokens": thought_tokens},
             "total_tokens": prompt + completion,

@@ -10,6 +10,8 @@ a distribution over the ratings centred on the true score. On request it injects
 remote API shows (429s with retry-after, quota exhaustion, 5xx, resets, stalls, truncated
 bodies) and counts everything it received, so a test can assert what a client sent.
 
+With ``prompt_cache`` it models OpenAI's prompt cache (:mod:`geval_async.sim.prompt_cache`):
+``cached_tokens`` in the usage of a request whose start an answered one carried.
 Model profiles (:mod:`geval_async.sim.profiles`: ``openai-reasoning``, ``deepseek-reasoner``,
 ``think-tags``, ``anthropic-compat``) make it refuse and answer as those endpoints do; a prompt
 ending in "Evaluation Steps:" gets G-Eval's evaluation steps (:mod:`geval_async.sim.steps`).
@@ -56,6 +58,7 @@ from .profiles import (
     fresh_samples,
     refusal,
 )
+from .prompt_cache import PromptCache
 from .responses import chat_refusal, chat_request, response_object
 from .settings import SimSettings, SimStats
 
@@ -85,6 +88,7 @@ class _Judge:
         self.granted = 0  # 200s promised but not yet sent, so quota_after holds under load
         self.calls: collections.Counter[str] = collections.Counter()  # ignore_n: per body, not n
         self.batches: BatchService | None = None
+        self.cache = PromptCache()
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, responses=False)
@@ -163,6 +167,20 @@ class _Judge:
             status, payload = refused
             return web.json_response(payload, status=status)
         prompt = prompt_tokens(body["messages"])
+        # What the prompt cache holds as the request arrives: a start being computed for a
+        # request still in flight is not there yet.
+        cached: int | None = None
+        starts: list[bytes] = []
+        if s.prompt_cache:
+            # Routed by the key the request carried (a Responses request's, not its chat form's).
+            routed = (
+                body
+                if asked is None
+                else {**body, "prompt_cache_key": asked.get("prompt_cache_key")}
+            )
+            cached, starts = self.cache.read(
+                routed, prompt, time.monotonic(), s.cache_retention_minutes * 60
+            )
 
         if self.rng_seed != s.seed:
             self.rng, self.rng_seed = random.Random(s.seed), s.seed
@@ -196,7 +214,10 @@ class _Judge:
             if delay > 0:
                 await asyncio.sleep(delay)
             model = body.get("model") or request.match_info.get("deployment") or MODEL
-            return self._completion(body, model, digest, fault == "truncated", asked)
+            response = self._completion(body, model, digest, fault == "truncated", asked, cached)
+            if s.prompt_cache:
+                self.cache.keep(starts, time.monotonic(), s.cache_retention_minutes * 60)
+            return response
         finally:
             self.granted -= 1
 
@@ -207,9 +228,11 @@ class _Judge:
         digest: str,
         truncate: bool,
         asked: dict[str, Any] | None = None,
+        cached: int | None = None,
     ) -> web.Response:
         """The answer to ``body`` (``asked``: the Responses request it judges, answered as a
-        ``response`` object)."""
+        ``response`` object; ``cached``: its prompt tokens read from the prompt cache, None
+        when the cache is not modelled)."""
         repeat = self.stats.answered[digest]
         # llama.cpp samples anew on every call, also when only n differs between calls;
         # an endpoint that ignores the seed does when only the seed differs.
@@ -223,8 +246,11 @@ class _Judge:
         settings = self.settings
         if settings.profile == OPENAI_RESPONSES:
             settings = dataclasses.replace(settings, profile=OPENAI_REASONING)
-        answer, judged = completion(body, settings, model, answer_id, repeat, fresh or None)
+        answer, judged = completion(
+            body, settings, model, answer_id, repeat, fresh or None, cached=cached
+        )
         samples = len(answer["choices"])
+        prompt = answer["usage"]["prompt_tokens"]
         if asked is not None:
             answer = response_object(answer, asked, judged.thoughts)
         if judged.refusals:
@@ -241,6 +267,10 @@ class _Judge:
             self.stats.steps += judged.steps
             if judged.pair is not None:
                 self.stats.verdicts.append((*judged.pair, judged.verdicts))
+            self.stats.prompt_tokens += prompt
+            self.stats.cached_tokens += cached or 0
+            self.stats.cache_hits += bool(cached)
+            self.stats.cache_keys[str((asked or body).get("prompt_cache_key") or "")] += 1
             self.calls[call] += 1
         return web.Response(text=text, content_type="application/json")
 

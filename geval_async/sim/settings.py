@@ -73,6 +73,11 @@ class SimSettings:
     position_bias: float = 0.0
     pair_ties: float = 0.0
     pair_strengths: str = ""
+    # OpenAI's prompt cache (sim.prompt_cache): a prompt's start of 1,024 tokens or more, in
+    # 128-token blocks, kept once answered, reported as cached_tokens; unused this many
+    # minutes, it is gone.
+    prompt_cache: bool = False
+    cache_retention_minutes: float = 5.0
     # Model names (comma-separated) that chat completions refuse with OpenAI's 404 "only
     # supported in v1/responses": they are served on POST /v1/responses alone.
     responses_only: str | None = None
@@ -120,6 +125,12 @@ class SimStats:
     # Pairwise prompts: per answer, the digests of the texts shown first and second
     # (sim.pairs.text_digest) and the verdict of each choice ("A", "B", "tie"; None: none).
     verdicts: list[tuple[str, str, list[str | None]]] = field(default_factory=list)
+    # Prompt tokens of the online answers, of them the ones read from the prompt cache, and
+    # the prompt_cache_key values the requests carried ("" for none).
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cache_hits: int = 0  # answers with cached tokens
+    cache_keys: collections.Counter[str] = field(default_factory=collections.Counter)
     # Per answer, by sha256 of the raw body as ``answered`` counts it: the characters of its
     # prompt and the hidden score it meant to give (after length_effect), so a test can work
     # out the rank correlation of score and length that was put in.
@@ -129,9 +140,17 @@ class SimStats:
         """Zero every counter in place (the server keeps its reference)."""
         self.received = self.rate_limited = self.samples = 0
         self.batches = self.batch_lines = self.batch_calls = self.steps = 0
+        self.prompt_tokens = self.cached_tokens = self.cache_hits = 0
         self.batch_peak_queued_tokens = dict(self.batch_queued_tokens)  # queued batches stay
         self.peak_in_flight = self.in_flight  # requests still running count on
-        for counter in (self.by_status, self.answered, self.faults, self.batch_requests):
+        counters = (
+            self.by_status,
+            self.answered,
+            self.faults,
+            self.batch_requests,
+            self.cache_keys,
+        )
+        for counter in counters:
             counter.clear()
         self.ratings.clear()
         self.verdicts.clear()
@@ -177,6 +196,10 @@ class SimStats:
             "batch_queued_tokens": dict(self.batch_queued_tokens),
             "batch_peak_queued_tokens": dict(self.batch_peak_queued_tokens),
             "steps": self.steps,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cache_hits": self.cache_hits,
+            "cache_keys": dict(self.cache_keys),
             "timeline": self.timeline(),
         }
         if ratings:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .responses_api import read_usage
+from .responses_api import UsageTokens, read_usage
 
 # model prefix -> (input, output) USD per 1M tokens. The longest matching prefix wins.
 PRICES: dict[str, tuple[float, float]] = {
@@ -124,6 +124,26 @@ def _billed_tokens(usage: Mapping[str, object]) -> tuple[int, int, int] | None:
     return tokens.prompt - tokens.cached, tokens.cached, tokens.completion
 
 
+@dataclass(frozen=True)
+class PromptCacheShare:
+    """How many of the prompt tokens answers reported were read from the provider's prompt
+    cache (billed at the cached-input price)."""
+
+    prompt_tokens: int
+    cached_tokens: int
+
+    @property
+    def share(self) -> float:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def line(self) -> str:
+        """ "84% of 1,234,000 prompt tokens billed as cached (1,036,560)"."""
+        return (
+            f"{self.share:.0%} of {self.prompt_tokens:,} prompt tokens billed as cached "
+            f"({self.cached_tokens:,})"
+        )
+
+
 def estimate_cost(
     model: str,
     prompt_tokens: int,
@@ -206,8 +226,9 @@ class Budget:
         if self.shared is not None:
             self.shared.spent = round(self.shared.spent - cost, 9)
 
-    def settle(self, usage: Mapping[str, object] | None) -> None:
-        """Add what the server reported an answer billed (its usage), beside the estimate.
+    def settle(self, tokens: UsageTokens | None) -> None:
+        """Add what the server reported an answer billed (its usage, as
+        :func:`~.responses_api.read_usage` reads it), beside the estimate.
 
         The cap keeps counting estimates (the most each request could cost), so that a run
         never passes it whatever the answers turn out to cost; the spend a user is shown is
@@ -215,14 +236,13 @@ class Budget:
         """
         # As billed_cost reads the usage, its tokens added up instead of its USD rounded: the
         # sum is priced once, when the spend is read.
-        tokens = _billed_tokens(usage) if usage is not None else None
         if tokens is None:
             self.unbilled += 1
         else:
             total = self.billed_tokens
-            total[0] += tokens[0]
-            total[1] += tokens[1]
-            total[2] += tokens[2]
+            total[0] += tokens.prompt - tokens.cached
+            total[1] += tokens.cached
+            total[2] += tokens.completion
 
     @property
     def billed(self) -> float:

@@ -40,8 +40,9 @@ __all__ = [
 INCLUDE_LOGPROBS = "message.output_text.logprobs"
 # What the wire adds of its own accord: no setting asks for it and no rating depends on it, so
 # an endpoint that refuses it is sent the request without it (OpenAI refuses reasoning
-# summaries to an organization it has not verified: 400 with param "reasoning.summary").
-OPTIONAL_PARAMETERS = ("reasoning.summary",)
+# summaries to an organization it has not verified: 400 with param "reasoning.summary"; an
+# endpoint that knows no prompt cache may refuse prompt_cache_key, study.prompt_cache).
+OPTIONAL_PARAMETERS = ("reasoning.summary", "prompt_cache_key")
 # The names the completion budget has on chat completions.
 _BUDGETS = ("max_tokens", "max_completion_tokens")
 # incomplete_details.reason -> the finish_reason a chat choice would carry.
@@ -158,6 +159,9 @@ class UsageTokens:
     cached: int
     completion: int
     reasoning: int
+    # Whether the usage says how many prompt tokens were cached (0 included): a server that
+    # never says is not shown as caching nothing.
+    cache_reported: bool = False
 
     @property
     def total(self) -> int:
@@ -184,7 +188,10 @@ def read_usage(usage: Any) -> UsageTokens | None:
     thought = (
         completion_details.get("reasoning_tokens") if isinstance(completion_details, dict) else None
     )
-    return UsageTokens(prompt, _part(cached, prompt), completion, _part(thought, completion))
+    reported = isinstance(cached, int) and not isinstance(cached, bool)
+    return UsageTokens(
+        prompt, _part(cached, prompt), completion, _part(thought, completion), reported
+    )
 
 
 def _part(value: Any, whole: int) -> int:

@@ -6,7 +6,8 @@ tokens; to an endpoint that refuses n > 1, each request asks for one answer, so 
 the cap counts these estimates. Beside them, each answer adds what its usage says was
 billed (prompt tokens, the cached part at the cached-input price, completion tokens with
 reasoning): the spend ``run`` and ``status`` show. Each run appends both to ``spend.jsonl`` in
-the cache folder, one line per run.
+the cache folder, one line per run, with the prompt tokens its answers reported and how many
+of them were read from the provider's prompt cache.
 ``--max-cost`` caps the study's total: a resumed run may spend what the earlier runs of the same
 config left, not the whole cap again.
 """
@@ -24,7 +25,13 @@ import orjson
 from ...errors import CacheError, ConfigError
 from ...study.config import EvalConfig
 from ...study.plan import JudgeRequest
-from ...study.pricing import Budget, SharedCap, cached_input_price, price_of
+from ...study.pricing import (
+    Budget,
+    PromptCacheShare,
+    SharedCap,
+    cached_input_price,
+    price_of,
+)
 
 __all__ = [
     "LEDGER",
@@ -34,6 +41,7 @@ __all__ = [
     "request_cost",
     "run_budget",
     "study_budget",
+    "study_prompt_cache",
     "study_spent",
 ]
 
@@ -85,20 +93,30 @@ def study_budget(config: EvalConfig) -> StudyBudget | None:
     return StudyBudget(config.max_cost, study_spent(config.cache_path, config))
 
 
-def record_spend(cache_dir: Path, config: EvalConfig, budget: Budget | None) -> None:
-    """Append a run's estimated and billed spend to the ledger (nothing when it spent
-    nothing)."""
-    if budget is None or (budget.spent <= 0 and budget.billed <= 0):
+def record_spend(
+    cache_dir: Path,
+    config: EvalConfig,
+    budget: Budget | None,
+    prompt_cache: PromptCacheShare | None = None,
+) -> None:
+    """Append a run's estimated and billed spend to the ledger, and (``prompt_cache``) how
+    many of its prompt tokens the answers' usage said were cached (nothing when the run spent
+    nothing and no usage said)."""
+    spent = budget is not None and (budget.spent > 0 or budget.billed > 0)
+    if not spent and prompt_cache is None:
         return
-    line = orjson.dumps(
-        {
-            "config": _study(config),
-            "model": config.judge.model,
-            "usd": round(budget.spent, 9),
-            "billed_usd": round(budget.billed, 9),  # the part the answers' usage reported
-            "time": time.time(),
-        }
-    )
+    run: dict[str, object] = {
+        "config": _study(config),
+        "model": config.judge.model,
+        "usd": round(budget.spent, 9) if budget is not None else 0.0,
+        # the part the answers' usage reported
+        "billed_usd": round(budget.billed, 9) if budget is not None else 0.0,
+        "time": time.time(),
+    }
+    if prompt_cache is not None:
+        run["prompt_tokens"] = prompt_cache.prompt_tokens
+        run["cached_tokens"] = prompt_cache.cached_tokens
+    line = orjson.dumps(run)
     try:
         # One write of one line with O_APPEND: two runs appending at once do not interleave.
         handle = os.open(Path(cache_dir) / LEDGER, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
@@ -108,6 +126,29 @@ def record_spend(cache_dir: Path, config: EvalConfig, budget: Budget | None) -> 
             os.close(handle)
     except OSError as exc:
         raise CacheError(f"{cache_dir}: cannot record the run's spend ({exc.strerror})") from exc
+
+
+def study_prompt_cache(cache_dir: Path, config: EvalConfig) -> PromptCacheShare | None:
+    """The prompt tokens the earlier runs of this study's config recorded, and how many of
+    them the answers' usage said were cached (None: no run recorded any)."""
+    try:
+        lines = (Path(cache_dir) / LEDGER).read_bytes().splitlines()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CacheError(f"{cache_dir}: cannot read {LEDGER} ({exc.strerror})") from exc
+    study, prompt, cached, found = _study(config), 0, 0, False
+    for line in lines:
+        try:
+            run = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(run, dict) or run.get("config") != study:
+            continue
+        tokens, hits = run.get("prompt_tokens"), run.get("cached_tokens")
+        if type(tokens) is int and type(hits) is int:
+            prompt, cached, found = prompt + tokens, cached + hits, True
+    return PromptCacheShare(prompt, cached) if found and prompt else None
 
 
 def run_budget(

@@ -6,25 +6,38 @@ what is stored is counted and never touches a limiter or the network; an item wi
 missing is claimed for this run (:mod:`geval_async.judging.store.claims`), many items in one
 transaction, and goes onto a bounded queue the workers take from. A claim another process
 holds is left to the worker, which waits for that process's answer instead.
+
+A criterion whose requests share a prefix a provider caches (1,024 tokens or more,
+:mod:`geval_async.study.prompt_cache`) is opened by one item: its first request goes alone,
+and the criterion's other items wait until it is answered, then go as fast as ever, each
+reading the prefix from the provider's cache instead of paying for it. Sent together, the
+first requests would all miss (the prefix is kept only once computed). The walk waits for that
+one answer (a round trip a criterion, once a run: what was queued before goes on meanwhile);
+a study whose criteria are all below the threshold never waits. Likewise an item's draws sent one a
+request (an endpoint that refuses ``n``): the first goes alone, the others are then lent out
+to every worker at once (:attr:`Feed.lent`), each reading the whole prompt from the cache.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
+from ...options import ItemOutcome
 from ...study.config import EvalConfig
 from ...study.plan import ChunkSizes, JudgeItem, JudgeRequest, Study
+from ...study.prompt_cache import prefix_share
 from ..store.left import Left, LeftChunk, collector_paused, left_chunks
 from ..store.origin import ServerEntries
 from ..wire.limits import RateLimits
 from .progress import RunCounters
 from .writer import Writer
 
-__all__ = ["Feed", "ItemWork"]
+__all__ = ["Feed", "ItemDraws", "ItemWork"]
 
 _CLAIM_BATCH = 64
 # Items in the walk's first chunk, and in each chunk made once the run sends (the walk of a
@@ -32,6 +45,15 @@ _CLAIM_BATCH = 64
 # the workers' answers wait (study.plan.ChunkSizes).
 _FIRST_CHUNK = 64
 _SENDING_CHUNK = 256
+
+
+@dataclass
+class ItemDraws:
+    """The draws of an item lent out one a request (:attr:`Feed.lent`): how many are still
+    out, and the item's outcome so far (the first draw's, or the first failure)."""
+
+    left: int
+    outcome: ItemOutcome = ItemOutcome.OK
 
 
 @dataclass
@@ -46,6 +68,15 @@ class ItemWork:
     requests: list[JudgeRequest]
     claimed: float | None = None
     stored: bool = False
+    # Set once its first request is over (answered or not): it opens its criterion's prefix.
+    opens: asyncio.Event | None = None
+    # One draw of an item whose other draws are lent out too (Feed.lent): their shared tally.
+    draws: ItemDraws | None = None
+
+    def opened(self) -> None:
+        """Its first request is over: the criterion's other items may go."""
+        if self.opens is not None:
+            self.opens.set()
 
 
 class Feed:
@@ -75,6 +106,20 @@ class Feed:
         # 25: bench/claims.py).
         self._ahead: list[ItemWork] = []
         self._batch = max(self.workers, _CLAIM_BATCH)
+        # The criteria whose shared prefix a provider caches, and the event of each one's
+        # opening item (set when its first request is over).
+        self._cached_prefix = {c.name for c in study.criteria if prefix_share(c).cacheable}
+        self._openers: dict[str, asyncio.Event] = {}
+        # The draws of items an endpoint answers one a request, lent out once the item's first
+        # answer is in (the provider's cache then holds its prompt): every worker takes them
+        # before new items, so that an item's draws go together instead of one after another.
+        self.lent: deque[ItemWork] = deque()
+        # Workers on an item taken from the queue (each may lend its draws), and an event
+        # that wakes the workers the queue has nothing more for, when draws are lent or an
+        # item is over: they help with the draws until no item is left that could lend any.
+        self.on_items = 0
+        self.waiting = 0
+        self.wake = asyncio.Event()
 
     def first_work(self) -> Iterator[LeftChunk] | None:
         """Count what the cache settles up to the first chunk of items with something
@@ -117,7 +162,10 @@ class Feed:
             for item, requests in chunk.to_send():
                 if self.stop.is_set():
                     break
-                await self._enqueue(ItemWork(item, requests))
+                work = ItemWork(item, requests)
+                if self._cached_prefix:
+                    await self._hold_for_opener(work)
+                await self._enqueue(work)
         await self._enqueue(None)
         self.writer.wind_down()  # what is left is in the queue or in flight
         # Not in a `finally`: when the producer fails or is cancelled (a second Ctrl-C) the
@@ -125,6 +173,19 @@ class Feed:
         # drains any more would hang the run.
         for _ in range(self.workers):
             await self.queue.put(None)
+
+    async def _hold_for_opener(self, work: ItemWork) -> None:
+        """Make ``work`` its criterion's opening item, or wait until that one's first request
+        is over (its answer puts the prefix in the provider's cache)."""
+        name = work.item.criterion.name
+        if name not in self._cached_prefix:
+            return
+        opener = self._openers.get(name)
+        if opener is None:
+            work.opens = self._openers[name] = asyncio.Event()
+        elif not opener.is_set():
+            await self._enqueue(None)  # the items held back for a claim go out, the opener too
+            await opener.wait()  # set by the worker whatever happens, a stop included
 
     async def _enqueue(self, work: ItemWork | None) -> None:
         """Queue ``work``, claiming items in batches (None: the last batch).

@@ -15,6 +15,9 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...study.pricing import PromptCacheShare
+from ...study.responses_api import UsageTokens
+
 # How often a quiet run looks for new retries: the first is said within this, not an interval.
 RETRY_LOOK = 0.25
 
@@ -63,6 +66,11 @@ class RunCounters:
     served: Counter[str] = field(default_factory=Counter)
     asked_model: str = ""
     in_batch: int = 0  # items skipped because a live batch job holds their requests
+    # Prompt tokens this run's answers reported, and of them the ones read from the
+    # provider's prompt cache (cache_reported: some usage said how many, 0 included).
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cache_reported: bool = False
     started: float = field(default_factory=time.monotonic)
     # Answers and tokens per second of the last minute: [second, answers, tokens] (a deque of
     # one entry per answer held 200,000 tuples at 3,500 answers a second).
@@ -99,6 +107,19 @@ class RunCounters:
         if self.usable or not self.unusable:
             return ""
         return ", ".join(f"{count} x {why}" for why, count in self.unusable.most_common())
+
+    def note_usage(self, tokens: UsageTokens | None) -> None:
+        """Count an answer's prompt tokens and the cached part (its usage, read once)."""
+        if tokens is not None:
+            self.prompt_tokens += tokens.prompt
+            self.cached_tokens += tokens.cached
+            self.cache_reported = self.cache_reported or tokens.cache_reported
+
+    def prompt_cache(self) -> PromptCacheShare | None:
+        """The cached share of this run's prompt tokens (None: no usage said)."""
+        if not self.cache_reported or not self.prompt_tokens:
+            return None
+        return PromptCacheShare(self.prompt_tokens, self.cached_tokens)
 
     @property
     def retried(self) -> int:

@@ -124,7 +124,9 @@ async def run_study(
                     # The answers journaled but not yet in the cache are stored here (each
                     # worker waited for its answer's journal write, not for the cache).
                     run.writer.close()
-                    record_spend(cache.directory, study.config, run.budget)
+                    record_spend(
+                        cache.directory, study.config, run.budget, run.counters.prompt_cache()
+                    )
                     judge = study.config.judge
                     save_capabilities(cache.directory, judge.url, judge.model, run.endpoint)
                     run.counters.wait_until = 0.0  # the run is over: nothing waits any more

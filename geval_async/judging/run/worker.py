@@ -1,8 +1,9 @@
 """One run's shared state and its workers: claim, send, decide, store.
 
-A worker takes an item from the feed, claims each request (:mod:`.claims`), waits for the
-shared cool-down and the RPM/TPM buckets, sends one attempt spelt as the endpoint wants it
-(:mod:`.capabilities`), and writes the answer to the cache at once. A request another process,
+A worker takes an item from the feed (an item's draws lent out first, :attr:`.Feed.lent`),
+claims each request (:mod:`.claims`), waits for the shared cool-down and the RPM/TPM buckets,
+sends one attempt spelt as the endpoint wants it (:mod:`.capabilities`), and writes the answer
+to the cache at once. A request another process,
 or another item of this run, is already asking for is not sent twice: the worker waits for its
 answer in the cache.
 
@@ -29,6 +30,8 @@ from ...errors import TransportError
 from ...options import ItemOutcome, JudgeApi, SamplingMode
 from ...study.plan import JudgeRequest, Study, chunk_request
 from ...study.pricing import SharedCap
+from ...study.prompt_cache import prefix_share, prompt_cache_key
+from ...study.responses_api import read_usage
 from ..store.cache import CachedResponse
 from ..store.claims import Claims
 from ..store.origin import ServerEntries
@@ -39,7 +42,7 @@ from ..wire.probe import same_model
 from ..wire.refused_settings import answer_fact, ignored_logprobs, unusable_choice
 from .budget import request_cost, run_budget
 from .entries import answer_entry, refusal_entry
-from .feed import Feed
+from .feed import Feed, ItemDraws, ItemWork
 from .progress import CriterionCounts, RunCounters
 from .writer import Writer
 
@@ -121,7 +124,15 @@ class Run:
             retries=limits.retries,
             max_wait=limits.max_wait,
         )
-        # Each request's body made as request.body makes it, its template made ready once.
+        # The prompt_cache_key of each criterion whose requests share a prefix long enough for
+        # the provider to cache: it routes them to the machines that hold it (None: nothing
+        # shared to route by, and nothing sent that a local server might not know).
+        self.cache_keys = {
+            criterion.name: prompt_cache_key(judge.model, criterion)
+            if prefix_share(criterion).cacheable
+            else None
+            for criterion in study.criteria
+        }
         self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
         self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?
         self.feed = Feed(
@@ -147,37 +158,106 @@ class Run:
     # --- workers -------------------------------------------------------------------------
 
     async def work(self) -> None:
-        """Judge the feed's items until it has none left."""
-        queue, criteria, config = self.feed.queue, self.counters.criteria, self.config
+        """Judge the feed's items until it has none left, and the draws lent out until no
+        item is left that could lend any."""
+        feed, config = self.feed, self.config
+        queue, lent = feed.queue, feed.lent
+        queue_done = False  # the queue has handed this worker its last None
         while True:
-            work = await queue.get() if queue.empty() else queue.get_nowait()  # no coroutine
-            if work is None:
+            work: ItemWork | None
+            if lent:  # an item's draws, lent out once its first answer was in: first
+                work = lent.popleft()
+            elif not queue_done:
+                work = await queue.get() if queue.empty() else queue.get_nowait()  # no coroutine
+                if work is None:
+                    queue_done = True
+                    continue
+            elif feed.on_items:  # items in other workers' hands may still lend their draws
+                feed.waiting += 1
+                feed.wake.clear()
+                try:
+                    await feed.wake.wait()
+                finally:
+                    feed.waiting -= 1
+                continue
+            else:
                 return
             if self.stop.is_set():
                 if work.claimed is not None:
                     self.writer.release(work.requests[0].key)
+                work.opened()
                 continue  # drain without sending: the item stays missing
+            if work.draws is not None:
+                await self.fetch_lent(work, work.draws)
+                continue
             # The item's requests in turn, here rather than in a coroutine of their own (one
             # made an item, and a frame more each time the task resumes).
-            outcome, pending = _OK, work.requests
+            feed.on_items += 1
+            outcome, pending, lent_out = _OK, work.requests, False
             claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
-            while pending:
-                request, pending = pending[0], pending[1:]
-                outcome, received = await self.fetch_claimed(request, claim)
-                claim = None  # a later chunk is claimed by the worker
-                if outcome is not _OK:
-                    break
-                if received < request.n:
-                    # Fewer choices than asked (an earlier run with a smaller n, or llama.cpp,
-                    # which ignores n): the rest is the chunk that starts where this one ended,
-                    # an earlier run may have stored it (fetch_claimed then reads it).
-                    pending = [chunk_request(request, request.draw + received, config)]
-            if outcome is _OK:
-                criteria[work.item.criterion.config.name].answered += 1
-            elif outcome is _REJECTED:
-                criteria[work.item.criterion.config.name].rejected += 1
-            elif outcome is _FAILED:
-                criteria[work.item.criterion.config.name].failed += 1
+            try:
+                while pending:
+                    request, pending = pending[0], pending[1:]
+                    try:
+                        outcome, received = await self.fetch_claimed(request, claim)
+                    finally:
+                        if claim is not None:  # the item's first request: its criterion may go
+                            work.opened()
+                    claim = None  # a later chunk is claimed by the worker
+                    if outcome is not _OK:
+                        break
+                    if received < request.n:
+                        # Fewer choices than asked (an earlier run with a smaller n, or
+                        # llama.cpp, which ignores n): the rest is the chunk that starts where
+                        # this one ended, an earlier run may have stored it (fetch_claimed then
+                        # reads it); to an endpoint of one answer a request, its draws are lent
+                        # out, and the item counted when the last is in.
+                        rest = chunk_request(request, request.draw + received, config)
+                        if self.lend_draws(work, rest):
+                            lent_out = True
+                            break
+                        pending = [rest]
+            finally:
+                feed.on_items -= 1
+                if feed.waiting:
+                    feed.wake.set()
+            if not lent_out:
+                self.count(work, outcome)
+
+    def lend_draws(self, work: ItemWork, rest: JudgeRequest) -> bool:
+        """Lend out the draws of ``rest`` one a request (:attr:`Feed.lent`), when the endpoint
+        answers one a request and no earlier run stored the rest; whether they were."""
+        if not self.endpoint.one_request_per_draw or rest.n < 2 or self.cached(rest) is not None:
+            return False
+        total = rest.draw + rest.n
+        draws = ItemDraws(left=rest.n)
+        feed = self.feed
+        feed.lent.extend(
+            ItemWork(work.item, [chunk_request(rest, draw, self.config)], draws=draws)
+            for draw in range(rest.draw, total)
+        )
+        if feed.waiting:
+            feed.wake.set()
+        return True
+
+    async def fetch_lent(self, work: ItemWork, draws: ItemDraws) -> None:
+        """One lent draw of an item; the item is counted when its last draw is in."""
+        outcome, _ = await self.fetch_claimed(work.requests[0], None)
+        if draws.outcome is _OK:
+            draws.outcome = outcome
+        draws.left -= 1
+        if draws.left == 0:
+            self.count(work, draws.outcome)
+
+    def count(self, work: ItemWork, outcome: ItemOutcome) -> None:
+        """Count an item's outcome for its criterion."""
+        counts = self.counters.criteria[work.item.criterion.config.name]
+        if outcome is _OK:
+            counts.answered += 1
+        elif outcome is _REJECTED:
+            counts.rejected += 1
+        elif outcome is _FAILED:
+            counts.failed += 1
 
     async def fetch_claimed(
         self, request: JudgeRequest, claim: tuple[float | None, bool] | None
@@ -246,7 +326,7 @@ class Run:
                 counters.peak_in_flight = counters.in_flight
             # The logical request (its digest is the key) is spelt for the API at the wire.
             logical = request.body
-            body = self.endpoint.wire(logical)
+            body = self.endpoint.wire(logical, self.cache_keys[request.item.criterion.config.name])
             responses = self.endpoint.api is JudgeApi.RESPONSES
             try:
                 answer = await self.transport.complete(body, responses=responses)
@@ -278,9 +358,10 @@ class Run:
             limits.observe(answer.headers)
             parsed = answer.parsed
             self.endpoint.observe(logical, answer)
+            tokens = read_usage(parsed.get("usage"))  # either API's usage
+            counters.note_usage(tokens)
             if budget is not None:
-                usage = parsed.get("usage")
-                budget.settle(usage if isinstance(usage, dict) else None)
+                budget.settle(tokens)
             if self.logprobs and logical.get("logprobs") and self.endpoint.logprobs is False:
                 # Ignored, not refused: every answer would come without them. Not stored (a
                 # samples-mode run asks under other keys).

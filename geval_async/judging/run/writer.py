@@ -152,9 +152,8 @@ class Writer:
     def wind_down(self) -> None:
         """The run has handed out its last items: from now on the journaled answers are
         folded whenever the thread is free, while the last requests are in flight, so that
-        :meth:`close` is left with the last few, not up to ``_FOLD_ROWS`` (from the last answer
-        to the run's end 0.012-0.020 against 0.024-0.029 s at ``stub+250``, with the
-        feed's first chunk: docs/benchmarks.md section 2, "Session 11")."""
+        :meth:`close` is left with the last few, not up to ``_FOLD_ROWS``: the time from the
+        last answer to the run's end is the run's, not a fold's."""
         self._winding_down = True
         if self._next.puts:
             self._schedule()

@@ -6,8 +6,8 @@ that holds the GIL, per answer, while the event loop's thread waits for that GIL
 answer that way cost 93-107 and 81-95 CPU us in groups of 6 and 25, against 60-71 and 35-53
 here (``bench/writes.py``; the tree before, 887c86f, through diskcache's private connection:
 71-75 and 50-53); at ``stub+250`` the writes' share of the writer thread's CPU a request fell
-from 0.16 to 0.14 ms at 16 in flight and from 0.13 to 0.09 ms at 64 (docs/benchmarks-history.md,
-"The answers' own grouped write"). diskcache has no call that adds many keys, so the new answers
+from 0.16 to 0.14 ms at 16 in flight and from 0.13 to 0.09 ms at 64.
+diskcache has no call that adds many keys, so the new answers
 of a group are written here, openly, with a connection of our own to the folder's
 ``cache.db``: one ``INSERT OR IGNORE`` of all the group's rows, a statement that is its own
 transaction (atomic across processes, as ``add`` is); the table's unique key index skips a
@@ -17,8 +17,8 @@ rows read back to tell which. One statement a group, where ``BEGIN IMMEDIATE``, 
 row: each a hand-back of the GIL that the event loop's thread holds most of the time, so a
 wait for it. In one thread (no GIL to wait for) an answer cost 81-86 against 95-98 CPU us in
 groups of 4, 58-63 against 64-65 in 16; in the run at ``stub+250``, 16 in flight, the
-writes 0.105-0.120 against 0.125-0.138 ms a request, three pairs (docs/benchmarks-history.md,
-"Session 9: the store"). An earlier try, one INSERT of many rows inside the same transaction
+writes 0.105-0.120 against 0.125-0.138 ms a request, three pairs.
+An earlier try, one INSERT of many rows inside the same transaction
 and SELECT, was neutral: the statements around it stayed.
 
 The rows are exactly the ones ``Cache.add`` writes for a ``str`` key and a ``bytes`` value

@@ -5,7 +5,7 @@ Per base URL and model: which name it wants the completion budget under (``max_t
 in one answer, whether it gives logprobs, whether it returns reasoning, whether the model is
 served on the Responses API only (chat completions answered 404 "only supported in
 v1/responses": every later request of this run and of later runs goes there), and which
-optional parameters it refuses (a reasoning summary). Nothing is guessed from
+optional parameters it refuses (a reasoning summary, ``prompt_cache_key``). Nothing is guessed from
 a model's name (names change with every snapshot): a fact is written when an answer shows it,
 and a fact that stops being true is corrected by the next answer that says otherwise (a stale
 token parameter costs one failed request, then the run resends under the other name).
@@ -79,14 +79,24 @@ class Capabilities:
         takes no n): the plan's further draws then come as requests of their own."""
         return self.one_choice or self.api is JudgeApi.RESPONSES
 
-    def wire(self, body: dict[str, Any]) -> dict[str, Any]:
+    def wire(self, body: dict[str, Any], cache_key: str | None = None) -> dict[str, Any]:
         """``body`` as this endpoint wants it sent: ``body`` itself when it is already (the
-        usual endpoint), else a copy spelt anew."""
+        usual endpoint), else a copy spelt anew. ``cache_key``: the ``prompt_cache_key`` of
+        the request's criterion (:func:`~geval_async.study.prompt_cache.prompt_cache_key`),
+        added unless the endpoint refused it: a wire setting, as the token parameter's name,
+        never part of the request's key."""
+        if cache_key is not None and "prompt_cache_key" in self.dropped:
+            cache_key = None
         if self.api is JudgeApi.RESPONSES:
-            return responses_body(body, store=self.store, dropped=self.dropped)
-        if self.token_parameter == "max_tokens" and not self.one_choice:
+            sent = responses_body(body, store=self.store, dropped=self.dropped)
+            if cache_key is not None:
+                sent["prompt_cache_key"] = cache_key
+            return sent
+        if self.token_parameter == "max_tokens" and not self.one_choice and cache_key is None:
             return body
         sent = dict(body)
+        if cache_key is not None:
+            sent["prompt_cache_key"] = cache_key
         if self.token_parameter != "max_tokens" and "max_tokens" in sent:
             sent[self.token_parameter] = sent.pop("max_tokens")
         if self.one_choice and sent.get("n", 1) > 1:
@@ -152,6 +162,8 @@ class Capabilities:
             parts.append("n = 1 only")
         elif self.max_n:
             parts.append(f"n up to {self.max_n}")
+        if self.api is JudgeApi.CHAT:
+            parts += [f"no {name}" for name in self.dropped]
         if self.logprobs is not None:
             parts.append("logprobs" if self.logprobs else "no logprobs")
         if self.reasoning:

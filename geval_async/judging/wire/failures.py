@@ -135,12 +135,19 @@ class Decision:
     billed: bool = True
 
 
+_UNRECOGNIZED = re.compile(r"Unrecognized request arguments? supplied: ([A-Za-z_][\w.]*)")
+
+
 def response_fact(status: int, raw: bytes, headers: Mapping[str, str]) -> FailureFact:
     """The fact of an HTTP answer that is not a usable 200."""
     code, kind, message = error_fields(raw)
     asked = asked_wait(headers, kind) if status == 429 else None
     wait, wait_header = (None, "") if asked is None else asked
-    param = error_param(raw)
+    # Azure OpenAI names a parameter it does not know in words only: "Unrecognized request
+    # argument supplied: prompt_cache_key" (no code, no param).
+    param = error_param(raw) or (
+        unknown.group(1) if status == 400 and (unknown := _UNRECOGNIZED.search(message)) else ""
+    )
     lowered = message.lower()
     return FailureFact(
         status=status,

@@ -15,6 +15,7 @@ import pandas as pd
 from ...options import SamplingMode, StatTest
 from ...study.evaluation_steps import steps_origin
 from ...study.plan import JudgeItem, Study, render_messages
+from ...study.pricing import PromptCacheShare
 from ...study.records import Record
 from ..panel.agreement_view import agreement_markdown
 from ..scores.bias_checks import JudgeReactions
@@ -147,6 +148,7 @@ def markdown_report(
     invalid_warnings: Sequence[str] = (),
     agreement: pd.DataFrame | None = None,
     agreement_file: str = "",
+    prompt_cache: PromptCacheShare | None = None,
 ) -> str:
     """The short Markdown report: coverage, invalid samples, tables, tests, plot links, and
     for a panel the agreement between its judges (``agreement``: the frame of
@@ -156,7 +158,8 @@ def markdown_report(
     ``invalid`` is :func:`geval_async.scoring.scores.readings.invalid_shares` (per criterion and
     condition, by reason); ``invalid_warnings`` say where the invalid share differs between
     the compared conditions. ``paired_file`` names the paired tests' file when the same
-    groups appear in both conditions (None: they do not).
+    groups appear in both conditions (None: they do not). ``prompt_cache``: the share of the
+    runs' prompt tokens the provider's prompt cache served (None: not reported).
     """
     config = study.config
     out = [f"# {config.output.prefix}: G-Eval report", ""]
@@ -165,6 +168,8 @@ def markdown_report(
         + (f", n = {config.sampling.n}" if config.sampling.mode == SamplingMode.SAMPLES else "")
         + f". Config: `{config.source}`."
     )
+    if prompt_cache is not None:
+        out += ["", f"Prompt cache: {prompt_cache.line()}, over the runs of this config."]
     if simulated:
         out += [
             "",

@@ -51,6 +51,7 @@ import pandas as pd
 
 from ...errors import ConfigError
 from ...options import StatTest
+from ...study.pricing import PromptCacheShare
 from ..panel.report import panel_judges_line, panel_section
 from ..panel.results import PanelResults, PanelStudyResults
 from ..scores.human import HumanComparison
@@ -88,6 +89,9 @@ class OutputOptions:
     html: bool = False
     human: HumanComparison | None = None
     agreement: pd.DataFrame | None = None  # a panel's agreement between its judges
+    # The share of the study's prompt tokens read from the provider's prompt cache, as the
+    # runs recorded it (the caller reads it: the scoring stage never opens the cache).
+    prompt_cache: PromptCacheShare | None = None
 
 
 # --- writing: see .files -----------------------------------------------------------------
@@ -287,6 +291,7 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         invalid_warnings=[d.warning() for d in results.share_differences()],
         agreement=options.agreement,
         agreement_file=f"stats/{output_path(results, 'stats', 'agreement.csv').name}",
+        prompt_cache=options.prompt_cache,
     )
     other = _other_test(results) if has_conditions and options.test is None else None
     if other is not None:
@@ -337,7 +342,11 @@ def html_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     from .html import render_html_report
 
     page = render_html_report(
-        results, test=options.test, human=options.human, agreement=options.agreement
+        results,
+        test=options.test,
+        human=options.human,
+        agreement=options.agreement,
+        prompt_cache=options.prompt_cache,
     )
     return [Output(output_path(results, "", "report.html"), page.encode("utf-8"))]
 
@@ -370,6 +379,7 @@ def write_outputs(
     html: bool = False,
     human: HumanComparison | None = None,
     agreement: pd.DataFrame | None = None,
+    prompt_cache: PromptCacheShare | None = None,
 ) -> list[Path]:
     """Render the outputs of ``kinds`` and write them.
 
@@ -378,7 +388,8 @@ def write_outputs(
     is an error that names them). Plots and the HTML report come when ``plots`` / ``html``
     ask for them; ``human`` adds judge-vs-human scatter plots to the HTML report, and
     ``agreement`` (a panel's :func:`~geval_async.scoring.panel.agreement.agreement_frame`) the
-    agreement between its judges to both reports.
+    agreement between its judges to both reports; ``prompt_cache`` the cached share of the
+    prompt tokens to the Markdown report.
 
     A panel's results (:class:`~.panel_results.PanelResults`, or its ``panel``) write every
     judge's outputs (``<prefix>-judge-<name>_...``) and the panel's (``<prefix>_...``, with
@@ -409,7 +420,14 @@ def write_outputs(
     studies = [*members.values(), results]
     if agreement is None and isinstance(results, PanelStudyResults):
         agreement = results.agreement  # the panel's own, to its reports
-    options = OutputOptions(test=test, plots=plots, html=html, human=human, agreement=agreement)
+    options = OutputOptions(
+        test=test,
+        plots=plots,
+        html=html,
+        human=human,
+        agreement=agreement,
+        prompt_cache=prompt_cache,
+    )
     # Judge-vs-human pairs and the agreement are the caller's, of the results it passed: the
     # panel's, not a judge's.
     alone = OutputOptions(test=test, plots=plots, html=html)

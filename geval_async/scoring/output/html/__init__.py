@@ -34,6 +34,7 @@ from markupsafe import Markup
 from ....errors import ConfigError
 from ....options import StatTest
 from ....study.evaluation_steps import steps_origin
+from ....study.pricing import PromptCacheShare
 from ...panel.results import PanelStudyResults
 from ...scores.human import HumanComparison
 from ...scores.results import StudyResults
@@ -75,6 +76,7 @@ def render_html_report(
     test: StatTest | str | None = None,
     human: HumanComparison | None = None,
     agreement: pd.DataFrame | None = None,
+    prompt_cache: PromptCacheShare | None = None,
 ) -> str:
     """The report as one HTML document.
 
@@ -84,6 +86,8 @@ def render_html_report(
         human: judge-vs-human pairs and correlations, for the scatter plots.
         agreement: a panel's agreement between its judges
             (:func:`~geval_async.scoring.panel.agreement.agreement_frame`), for its section.
+        prompt_cache: the share of the runs' prompt tokens the provider's prompt cache served,
+            as the runs recorded it (a line of the study's facts).
     """
     import jinja2
 
@@ -136,7 +140,8 @@ def render_html_report(
     )
     return environment.get_template("report.html.j2").render(
         title=f"{prefix}: G-Eval report",
-        facts=study_facts(results),
+        facts=study_facts(results)
+        + ([("prompt cache", prompt_cache.line())] if prompt_cache is not None else []),
         simulated=results.simulated,
         coverage=coverage_table(results),
         criteria=criteria,

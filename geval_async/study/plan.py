@@ -73,6 +73,11 @@ class Study:
     # planned after the rated criteria's items.
     pairwise: tuple[PlannedCriterion, ...] = ()
 
+    @property
+    def planned_criteria(self) -> tuple[PlannedCriterion, ...]:
+        """Every criterion the plan asks, rated and pairwise: what the judge stage sends."""
+        return (*self.criteria, *self.pairwise)
+
     def rated(self) -> Study:
         """The study without its pairwise criteria: what the rating tables score."""
         return replace(self, pairwise=()) if self.pairwise else self

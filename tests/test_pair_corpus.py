@@ -14,10 +14,13 @@ from collections import Counter
 from pathlib import Path
 
 from corpus.pair_build import OUT, build
+from hypothesis import given
+from hypothesis import strategies as st
 
 from geval_async.scoring.reading.pair_verdicts import (
     PairVerdict,
     pair_verdict_from_logprobs,
+    read_pair_choice,
     read_pair_verdict,
 )
 
@@ -103,3 +106,21 @@ def test_logprobs_give_the_probability_of_a_against_b() -> None:
         ]
     )
     assert pair_verdict_from_logprobs(reasoned).choice == "A"
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+# Prose with no letter a judge could mean as a side: no A, B or C in either case, no "tie".
+_PROSE = st.text(alphabet=st.sampled_from("defghijklmnopqrsuvwxyz .,;:!?'\n0123456789"))
+_MARKS = {"[[A]]": "A", "[[B]]": "B", "[[C]]": "tie", "[[A>>B]]": "A", "[[B>A]]": "B",
+          "[[A=B]]": "tie", "Output (b)": "B"}  # fmt: skip
+
+
+@given(_PROSE)
+def test_prose_without_a_side_is_never_a_verdict(text: str) -> None:
+    assert read_pair_choice(text).choice is None
+
+
+@given(_PROSE, st.sampled_from(sorted(_MARKS)))
+def test_a_mark_after_any_reasoning_is_the_verdict(reasoning: str, mark: str) -> None:
+    assert read_pair_choice(f"{reasoning}\n\n{mark}").choice == _MARKS[mark]

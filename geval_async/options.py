@@ -25,6 +25,7 @@ __all__ = [
     "JudgeApi",
     "Left",
     "Normalization",
+    "PairOrders",
     "ParserMode",
     "Provider",
     "Reason",
@@ -103,11 +104,20 @@ class CriterionKind(StrEnum):
     AND = "and"
     OR = "or"
     WEIGHTED = "weighted"
+    PAIRWISE = "pairwise"  # two conditions' texts of a group compared: a verdict, not a rating
 
     @property
     def is_rubric(self) -> bool:
         """Whether this kind asks several yes/no rubrics and combines them."""
         return self in (CriterionKind.AND, CriterionKind.OR, CriterionKind.WEIGHTED)
+
+
+class PairOrders(StrEnum):
+    """A pairwise criterion's ``orders``: each pair asked in both orders (the text shown
+    first swapped), or in one order drawn at random (seeded) per pair."""
+
+    BOTH = "both"
+    RANDOM = "random"
 
 
 class ParserMode(StrEnum):

@@ -241,13 +241,14 @@ def test_the_404_switches_to_the_responses_api_and_no_answer_is_lost(
         assert body["max_output_tokens"] == 2000
         assert body["reasoning"] == {"effort": "low", "summary": "auto"}
         assert [item["role"] for item in body["input"]] == ["user"]
-    # The ratings are exactly the server's, each item's draws in order.
+    # The ratings are exactly the server's: each item's draws are the answers it gave that
+    # item's prompt (the draws of one item go out together, so they arrive in any order).
     results = load_results(
         UEQ, model=MODEL, limit=4, max_tokens=2000, reasoning_effort="low",
         cache=tmp_path / "cache", output=tmp_path / "o",
     )  # fmt: skip
-    scored = Counter(score.ratings for score in results.scores)
-    assert scored == Counter(tuple(r) for r in judge.ratings.values())
+    scored = Counter(tuple(sorted(score.ratings)) for score in results.scores)
+    assert scored == Counter(tuple(sorted(r)) for r in judge.ratings.values())
     assert sum(scored.values()) == 16
     # The switch is said, remembered, and the spend read from the Responses usage.
     assert "served on the Responses API only" in done.stderr + done.stdout
@@ -378,7 +379,13 @@ def _without_include(answer: Any) -> Any:
 
 
 def _server_ratings(sim: SimServer) -> Counter[tuple[float, ...]]:
-    return Counter(tuple(float(r) for r in given) for given in sim.stats.ratings.values())
+    """Each item's ratings as the server gave them (an item's draws go out together, so they
+    arrive in any order: compared as sorted)."""
+    return Counter(tuple(sorted(float(r) for r in given)) for given in sim.stats.ratings.values())
+
+
+def _scored(scores: Any) -> Counter[tuple[float, ...]]:
+    return Counter(tuple(sorted(s.ratings)) for s in scores)
 
 
 def test_the_sims_responses_only_model_is_judged_draw_by_draw(study: StudyFiles) -> None:
@@ -395,7 +402,7 @@ def test_the_sims_responses_only_model_is_judged_draw_by_draw(study: StudyFiles)
         assert sim.stats.by_status[200] == 10 * items  # one request a draw, none twice
         results = load_results(study.config)
         assert len(results.scores) == items
-        assert Counter(s.ratings for s in results.scores) == _server_ratings(sim)
+        assert _scored(results.scores) == _server_ratings(sim)
         # The dry run of the same study says the API and sends nothing.
         received = sim.stats.received
         dry = run_cli("run", str(study.config), "--dry-run")
@@ -439,7 +446,7 @@ def test_the_batch_api_takes_responses_lines(study: StudyFiles) -> None:
         results = load_results(study.config)
         assert len(results.scores) == items
         assert all(len(s.ratings) == 3 for s in results.scores)
-        assert Counter(s.ratings for s in results.scores) == _server_ratings(sim)
+        assert _scored(results.scores) == _server_ratings(sim)
         # The first batch's chat lines were refused (404, nothing stored, nothing billed); then
         # each draw a line of its own on /v1/responses, none sent twice.
         assert sim.stats.samples == 3 * items
@@ -525,7 +532,7 @@ def test_azure_serves_the_responses_api_on_its_v1_surface(
     assert done.returncode == 0, done.stderr
     # No 404 on the way: every request went to /openai/v1/responses, one a draw.
     assert sim.stats.by_status == Counter({200: 3 * 2 * study.n_records})
-    assert Counter(s.ratings for s in load_results(study.config).scores) == _server_ratings(sim)
+    assert _scored(load_results(study.config).scores) == _server_ratings(sim)
 
 
 # --- the one reader of an answer body (pure) -------------------------------------------------

@@ -89,6 +89,12 @@ def cmd_answers(args: argparse.Namespace) -> int:
     if config.is_panel:
         return _panel_answers(args, config)
     results = _judge_results(args, config)
+    if not results.study.criteria and config.pairwise:
+        raise ConfigError(
+            f"{config.source}: every criterion is pairwise: `answers` lists the ratings of "
+            f"criteria that rate; the pairwise verdicts, both orders side by side, are in "
+            f"`geval-async report {config.source} --html` (and results.pair_verdicts in Python)"
+        )
     if args.record is None and results.samples.empty:
         # "0 of 0 answers are invalid" would read as a clean bill of health.
         raise ConfigError(

@@ -145,9 +145,12 @@ def _subset_note(results: StudyResults) -> None:
 
 
 def print_tests(results: StudyResults, test: str | None) -> None:
+    from ..scoring.output.pairwise import pairwise_table
     from ..scoring.stats.comparisons import format_table
 
-    if len(results.config.stats.conditions) != 2:
+    if results.orders:
+        print(pairwise_table(results.pairwise()))
+    if not results.compares_conditions:
         return
     print(format_table(results.comparisons(test)))
     summary = results.summary_test(test)
@@ -192,7 +195,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from ..scoring.output.writer import write_outputs
 
     results = _results(args)
-    paths = write_outputs(results, ["scores"])
+    paths = write_outputs(results, ["scores", "pairwise"])
     _coverage_note(results)
     _panel_note(results)
     _subset_note(results)

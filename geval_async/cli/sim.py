@@ -68,6 +68,10 @@ SETTING_HELP = {
     "anthropic-compat, openai-responses",
     "reasoning_field": "deepseek-reasoner: the message field of the reasoning",
     "think_cut_off": "think-tags: share of answers cut off inside their reasoning",
+    "position_bias": "pairwise prompts: how much more than half of its verdicts the text shown "
+    "first wins (0-0.5)",
+    "pair_ties": "pairwise prompts: share of verdicts that are ties",
+    "pair_strengths": "pairwise prompts: a JSON file of text -> strength (the judge's preference)",
     "prompt_cache": "model OpenAI's prompt cache: a start of 1,024+ tokens (128-token blocks) "
     "an answered request carried is reported as cached_tokens",
     "cache_retention_minutes": "prompt cache: minutes a prompt's start is kept unused",

@@ -140,9 +140,12 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
     requests, tokens = estimate.requests, estimate.tokens
     prompt_tokens, completion_tokens = estimate.prompt_tokens, estimate.completion_tokens
     cost = estimate_cost(config.judge.model, prompt_tokens, completion_tokens, config.price_table)
+    rated = len(study.criteria)
+    paired = len(study.pairwise)
     print(
         f"items: {study.item_count} ({len(study.selected_records)} records x "
-        f"{len(study.criteria)} {'criterion' if len(study.criteria) == 1 else 'criteria'}"
+        f"{rated} {'criterion' if rated == 1 else 'criteria'}"
+        + (f", and pairs of them on {paired} pairwise" if paired else "")
         + (f", shard {config.shard}" if config.shard else "")
         + f"), {config.sampling.choices_per_item} answers each"
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .limits import message_text, prompt_tokens
+from .pairs import pair_choice, pair_texts, text_digest, verdict_tokens
 from .profiles import (
     ANTHROPIC_COMPAT,
     DEEPSEEK_REASONER,
@@ -214,6 +215,10 @@ class Judged:
     refusals: int  # choices that hold no rating (invalid_answers)
     ratings: list[int | None]  # the rating each choice gives (None: none, or steps)
     steps: bool  # the request asked for evaluation steps (sim.steps)
+    # A pairwise prompt (sim.pairs): the digests of the texts shown first and second, and
+    # each choice's verdict ("A", "B", "tie"; None: none).
+    pair: tuple[str, str] | None = None
+    verdicts: list[str | None] = field(default_factory=list)
     # The prompt's characters and the hidden score meant for it (None: evaluation steps).
     intended: tuple[int, float] | None = None
     # Each choice's hidden reasoning, as its summary would tell it ("" where none was spent).
@@ -261,12 +266,19 @@ def judge(
     fresh = fresh_samples(settings) if fresh is None else fresh
     with_logprobs = bool(body.get("logprobs")) and not ignores_logprobs(settings)
     judged = Judged([], 0, 0, 0, [], writes_steps)
+    texts = None if writes_steps else pair_texts(prompt)
+    if texts is not None:
+        judged.pair = (text_digest(texts[0]), text_digest(texts[1]))
     if not writes_steps:
         judged.intended = (len(prompt), t)
     for i in range(n):
         u1, u2, u3, u4 = _units(settings.seed, draw_key, (offset or 0) + i, repeat if fresh else 0)
         invalid = u3 < settings.invalid_answers and not writes_steps
         judged.refusals += invalid
+        if texts is not None:
+            judged.choices.append(_pair_answer(judged, texts, body, settings, draw_key, i, offset))
+            judged.ratings.append(None)
+            continue
         if with_logprobs and not writes_steps:
             max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
             k = body.get("top_logprobs") or 0
@@ -321,6 +333,40 @@ def judge(
             }
         )
     return judged
+
+
+def _pair_answer(
+    judged: Judged,
+    texts: tuple[str, str],
+    body: dict[str, Any],
+    settings: SimSettings,
+    draw_key: str,
+    i: int,
+    offset: int | None,
+) -> dict[str, Any]:
+    """One choice of a pairwise prompt (sim.pairs): its verdict recorded in ``judged``."""
+    units = _units(settings.seed, draw_key, (offset or 0) + i, 0)
+    extra = _units(settings.seed, draw_key, (offset or 0) + i, "pair")
+    invalid = units[2] < settings.invalid_answers
+    verdict, text, core, p_first, ties = pair_choice(texts, units, extra, settings, _units, invalid)
+    logprobs = None
+    if bool(body.get("logprobs")) and not ignores_logprobs(settings) and not invalid:
+        letter, tokens = verdict_tokens(p_first, ties, body.get("top_logprobs") or 0)
+        verdict = "tie" if letter == "C" else letter
+        text, logprobs = "".join(t["token"] for t in tokens), {"content": tokens, "refusal": None}
+        core = text
+    budget = body.get("max_completion_tokens", body.get("max_tokens"))
+    shown = text if budget is None else text[: 4 * budget]
+    cut = len(shown) < len(text)
+    # Cut off by max_tokens before its verdict was written out, the answer gives none.
+    judged.verdicts.append(verdict if core in shown else None)
+    judged.completion_tokens += max(1, math.ceil(len(shown) / 4))
+    return {
+        "index": i,
+        "message": {"role": "assistant", "content": shown},
+        "logprobs": logprobs,
+        "finish_reason": "length" if cut else "stop",
+    }
 
 
 def _rating_of(token: str, yes_no: bool) -> int | None:

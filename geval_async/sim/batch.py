@@ -384,6 +384,8 @@ class BatchService:
         if judged.intended is not None:
             self.stats.intended[digest] = judged.intended
         self.stats.steps += judged.steps
+        if judged.pair is not None:
+            self.stats.verdicts.append((*judged.pair, judged.verdicts))
         if asked is not None:
             return 200, response_object(answer, asked, judged.thoughts)
         return 200, answer

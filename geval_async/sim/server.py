@@ -265,6 +265,8 @@ class _Judge:
             if judged.intended is not None:
                 self.stats.intended[digest] = judged.intended
             self.stats.steps += judged.steps
+            if judged.pair is not None:
+                self.stats.verdicts.append((*judged.pair, judged.verdicts))
             self.stats.prompt_tokens += prompt
             self.stats.cached_tokens += cached or 0
             self.stats.cache_hits += bool(cached)

@@ -67,6 +67,12 @@ class SimSettings:
     reasoning_field: str = "reasoning_content"
     # think-tags: the share of answers cut off inside their reasoning (no closing tag).
     think_cut_off: float = 0.0
+    # Pairwise prompts (sim.pairs): how much more often than half of its verdicts the text
+    # shown first wins (0 to 0.5), the share of verdicts that are ties, and a JSON file of
+    # text -> strength (Bradley-Terry log-strength) that sets the judge's preference.
+    position_bias: float = 0.0
+    pair_ties: float = 0.0
+    pair_strengths: str = ""
     # OpenAI's prompt cache (sim.prompt_cache): a prompt's start of 1,024 tokens or more, in
     # 128-token blocks, kept once answered, reported as cached_tokens; unused this many
     # minutes, it is gone.
@@ -116,6 +122,9 @@ class SimStats:
     # body as ``answered`` counts it; appended to on every answer, so a repeated body adds.
     ratings: dict[str, list[int | None]] = field(default_factory=dict)
     steps: int = 0  # answers that wrote evaluation steps (sim.steps) rather than a rating
+    # Pairwise prompts: per answer, the digests of the texts shown first and second
+    # (sim.pairs.text_digest) and the verdict of each choice ("A", "B", "tie"; None: none).
+    verdicts: list[tuple[str, str, list[str | None]]] = field(default_factory=list)
     # Prompt tokens of the online answers, of them the ones read from the prompt cache, and
     # the prompt_cache_key values the requests carried ("" for none).
     prompt_tokens: int = 0
@@ -144,6 +153,7 @@ class SimStats:
         for counter in counters:
             counter.clear()
         self.ratings.clear()
+        self.verdicts.clear()
         self.intended.clear()
         self.arrivals.clear()
         self.events.clear()
@@ -194,5 +204,6 @@ class SimStats:
         }
         if ratings:
             summary["ratings"] = dict(self.ratings)
+            summary["verdicts"] = [list(v) for v in self.verdicts]
             summary["intended"] = {k: list(v) for k, v in self.intended.items()}
         return summary

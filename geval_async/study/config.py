@@ -147,10 +147,14 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
     raw_criteria = document.get("criteria")
     if not isinstance(raw_criteria, list) or not raw_criteria:
         raise ConfigError(f"{source}: no criteria: add at least one [[criteria]] table")
-    criteria = tuple(
+    parsed = tuple(
         parse_criterion(source, i, c, resolve) for i, c in enumerate(raw_criteria, start=1)
     )
-    names = [c.name for c in criteria]
+    # Pairwise criteria are planned and judged with the rest but scored apart (a verdict
+    # between two texts, not a rating of one): the tables, composite and tests never see them.
+    criteria = tuple(c for c in parsed if not c.is_pairwise)
+    pairwise = tuple(c for c in parsed if c.is_pairwise)
+    names = [c.name for c in parsed]
     # Counted and looked up by hash, not by list.count or `in names`: for 10,000 criteria
     # each of those checks is 100 million comparisons.
     known = Counter(names)
@@ -168,10 +172,15 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
 
     output = parse_output(table("output"), resolve, source.stem)
     composite_t = table("composite")
-    composite_names = tuple(composite_t.get("criteria", list, names))
+    rated = [c.name for c in criteria]
+    composite_names = tuple(composite_t.get("criteria", list, rated))
+    rated_names = set(rated)  # looked up by hash, as the names above
     for name in composite_names:
-        if name not in known:
-            raise composite_t.error(f"criterion {name!r} is not among the [[criteria]]")
+        if name not in rated_names:
+            raise composite_t.error(
+                f"criterion {name!r} is not among the [[criteria]]"
+                + (" that rate (a pairwise criterion has no score)" if name in known else "")
+            )
     composite = CompositeConfig(
         criteria=composite_names,
         normalize=composite_t.choice("normalize", Normalization, Normalization.MAX),
@@ -201,11 +210,12 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
         composite=composite,
         stats=stats,
         limit=data_limit,
-        meta=parse_meta(table("meta"), names, resolve),
-        bias=parse_bias(table("bias"), names),
+        meta=parse_meta(table("meta"), rated, resolve),
+        bias=parse_bias(table("bias"), rated),
         prices=parse_prices(source, document.get("prices", {})),
         judges=judges,
         panel=parse_panel(table("panel"), judges),
+        pairwise=pairwise,
     )
 
 

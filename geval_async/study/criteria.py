@@ -39,18 +39,31 @@ from ..errors import ConfigError
 from ..options import AnswerForm, CriterionKind, Fractional, ParserMode, Role, TemplateStyle
 from .definition import DEFINITION_KEYS, Definition, parse_definition
 from .input_files import file_problem
+from .pairing import PAIRING_KEYS, Pairing, parse_pairing
 from .reader import TableReader
 from .scale import Scale
 
 # The names of a study's other output files (scoring/output/writer.py): scores/<prefix>_long.csv,
-# scores/<prefix>_average.csv, plots/<prefix>_composite.png, stats/<prefix>_ttest.csv and
-# _paired.csv, plots/<prefix>_n_curve.png, <prefix>_report.md/.html, meta/<prefix>_meta.csv.
+# scores/<prefix>_average.csv, plots/<prefix>_composite.png, stats/<prefix>_ttest.csv,
+# _paired.csv, _pairwise.csv and _strengths.csv, plots/<prefix>_n_curve.png,
+# <prefix>_report.md/.html, meta/<prefix>_meta.csv.
 # (stats/<prefix>_consistency.csv shares no folder with a criterion's files, and "consistency"
 # is a criterion of SummEval's: it stays a name a criterion may have.) A criterion's own files are
 # scores/<prefix>_<name>.csv, raw/<prefix>_<name>.json and plots/<prefix>_<name>.png, so a
 # criterion called "long" would overwrite the long table; the rest are kept out as well, so a
 # name never reads as another output's. Compared case-insensitively (macOS, Windows).
-RESERVED_NAMES = ("average", "composite", "long", "meta", "n_curve", "paired", "report", "ttest")
+RESERVED_NAMES = (
+    "average",
+    "composite",
+    "long",
+    "meta",
+    "n_curve",
+    "paired",
+    "pairwise",
+    "report",
+    "strengths",
+    "ttest",
+)
 
 CRITERION_KEYS = {
     "name",
@@ -70,6 +83,7 @@ CRITERION_KEYS = {
     "parts",
     "fractional",
     "options",
+    *PAIRING_KEYS,
     *DEFINITION_KEYS,
 }
 
@@ -111,6 +125,12 @@ class CriterionConfig:
     parser_function: Callable[[str], Any] | None = field(default=None, compare=False)
     # Given by definition (task, criterion text, steps): ``prompt`` is then its form template.
     definition: Definition | None = None
+    # kind = "pairwise": what it compares and how (``fields`` are then the pair record's).
+    pairing: Pairing | None = None
+
+    @property
+    def is_pairwise(self) -> bool:
+        return self.pairing is not None
 
     @property
     def is_rubric(self) -> bool:
@@ -156,6 +176,11 @@ def parse_criterion(
             "be overwritten by it: choose another name"
         )
     kind = t.choice("kind", CriterionKind, CriterionKind.GEVAL)
+    if kind == CriterionKind.PAIRWISE:
+        return _pairwise(t, name, resolve)
+    for key in PAIRING_KEYS:
+        if key in raw:
+            raise t.error(f"{key!r} belongs to kind = 'pairwise' criteria, not to kind = {kind!r}")
     defined = parse_definition(t, resolve, rated=not kind.is_rubric)
     if defined is not None:
         definition, prompt = defined
@@ -222,6 +247,51 @@ def parse_criterion(
         options=options,
         parser_function=function,
         definition=definition,
+    )
+
+
+# What a pairwise criterion cannot have: its answer is a verdict between two texts, not a
+# rating on a scale, and its prompt is a file of its own.
+_NOT_PAIRWISE = (
+    "scale",
+    "points",
+    "labels",
+    "answer",
+    "rubrics",
+    "options",
+    "parser",
+    "pattern",
+    "fractional",
+    *DEFINITION_KEYS,
+)
+
+
+def _pairwise(t: Any, name: str, resolve: Callable[[str], Path]) -> CriterionConfig:
+    """A ``kind = "pairwise"`` criterion: a prompt, shared fields and compared ones."""
+    for key in _NOT_PAIRWISE:
+        if key in t.table:
+            raise t.error(
+                f"{key!r} does not apply to kind = 'pairwise' (its judge answers which of two "
+                "texts is better: A, B or a tie); remove it"
+            )
+    prompt = resolve(t.required("prompt", str))
+    if not prompt.is_file():
+        raise t.error(f"prompt file {prompt} not found")
+    shared = t.get("fields", list, [])
+    if not all(isinstance(f, str) for f in shared):
+        raise t.error("'fields' must be a list of record field names (shared by the two texts)")
+    pairing = parse_pairing(t, {f: f for f in shared})
+    return CriterionConfig(
+        name=name,
+        display_name=t.get("display_name", str, name),
+        prompt=prompt,
+        scale=Scale((0.0, 1.0)),  # the share of verdicts for the text shown first
+        fields=pairing.placeholders,
+        role=t.choice("role", Role, Role.USER),
+        kind=CriterionKind.PAIRWISE,
+        style=t.choice("style", TemplateStyle, TemplateStyle.DOUBLE),
+        parts=_parts(t, resolve),
+        pairing=pairing,
     )
 
 

@@ -166,7 +166,12 @@ def read_overrides(
         if target is None:
             t = TableReader(origin, "", {name: value}, {name})
             if name == "criteria":
-                config = replace(config, criteria=_criteria(config, t))
+                names = criterion_names(t, [c.name for c in (*config.criteria, *config.pairwise)])
+                config = replace(
+                    config,
+                    criteria=_named(config.criteria, names),
+                    pairwise=_named(config.pairwise, names),
+                )
             elif name == "shard":
                 config = replace(config, shard=_shard(t))
             else:
@@ -231,9 +236,12 @@ def _table(config: EvalConfig, section: str) -> dict[str, Any]:
     return {key: value for key, value in table.items() if value is not None}
 
 
-def _criteria(config: EvalConfig, t: TableReader) -> tuple[CriterionConfig, ...]:
-    names = criterion_names(t, [c.name for c in config.criteria])
-    return tuple(config.criterion(name) for name in names)
+def _named(
+    criteria: tuple[CriterionConfig, ...], names: Sequence[str]
+) -> tuple[CriterionConfig, ...]:
+    """The criteria called ``names``, in the order named."""
+    by_name = {c.name: c for c in criteria}
+    return tuple(by_name[name] for name in names if name in by_name)
 
 
 def criterion_names(t: TableReader, known: Sequence[str]) -> tuple[str, ...]:

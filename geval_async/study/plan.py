@@ -24,14 +24,15 @@ is :mod:`.requests`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import islice
 
 from ..errors import ConfigError
 from .config import EvalConfig
 from .criteria import Rubric
+from .pairing import PairSlot, pair_records, pair_slots
 from .records import Record, Records
 from .requests import (
     JudgeItem,
@@ -68,6 +69,33 @@ class Study:
     records: Records  # read from the file again as each walk of the plan needs them
     criteria: tuple[PlannedCriterion, ...]
     warnings: tuple[str, ...] = ()  # doubts found at load (a prompt stating another scale)
+    # The pairwise criteria (:mod:`.pairing`): their items are pairs of records in an order,
+    # planned after the rated criteria's items.
+    pairwise: tuple[PlannedCriterion, ...] = ()
+
+    @property
+    def planned_criteria(self) -> tuple[PlannedCriterion, ...]:
+        """Every criterion the plan asks, rated and pairwise: what the judge stage sends."""
+        return (*self.criteria, *self.pairwise)
+
+    def rated(self) -> Study:
+        """The study without its pairwise criteria: what the rating tables score."""
+        return replace(self, pairwise=()) if self.pairwise else self
+
+    def paired(self) -> Study:
+        """The study's pairwise criteria alone: what the pairwise statistics read."""
+        return replace(self, criteria=())
+
+    def pair_slots(self, criterion: PlannedCriterion) -> list[PairSlot]:
+        """A pairwise criterion's requests, from the records' index (no text read)."""
+        pairing = criterion.config.pairing
+        assert pairing is not None  # only pairwise criteria are asked
+        return pair_slots(
+            self.selected_records,
+            pairing,
+            self.config.stats.conditions,
+            f"{self.config.source}: criterion {criterion.name!r}",
+        )
 
     @property
     def pending_steps(self) -> tuple[PlannedCriterion, ...]:
@@ -84,8 +112,9 @@ class Study:
         """How many items of each criterion the plan (or its shard) holds."""
         if self.config.shard is None:
             records = len(self.selected_records)
-            return {c.name: records * len(c.rubrics) for c in self.criteria}
-        counts = dict.fromkeys((c.name for c in self.criteria), 0)
+            counts = {c.name: records * len(c.rubrics) for c in self.criteria}
+            return counts | {c.name: len(self.pair_slots(c)) for c in self.pairwise}
+        counts = dict.fromkeys((c.name for c in (*self.criteria, *self.pairwise)), 0)
         for item in plan_items(self):
             counts[item.criterion.name] += 1
         return counts
@@ -219,7 +248,9 @@ def _chunks(study: Study, *, send: bool, chunk: int | ChunkSizes) -> Iterator[Pl
     _check_steps(study)
     config = study.config
     pairs = [(criterion, rubric) for criterion in study.criteria for rubric in criterion.rubrics]
+    sizes = chunk if isinstance(chunk, ChunkSizes) else ChunkSizes(chunk)
     if not pairs:
+        yield from _pair_chunks(study, sizes, config)
         return
     # In send order, record by record: all criteria of a record go out together, so the
     # token cost of the requests stays even over the run. Sent criterion by criterion, a
@@ -228,23 +259,34 @@ def _chunks(study: Study, *, send: bool, chunk: int | ChunkSizes) -> Iterator[Pl
     # by tokens with requests to spare; interleaved, both limits can be used at once.
     # (Provider prompt caches keep a prefix for minutes, so each criterion's instructions
     # stay cached as they alternate.)
-    sizes = chunk if isinstance(chunk, ChunkSizes) else ChunkSizes(chunk)
+    records = study.selected_records
     if send:
-        yield from _record_chunks(study, pairs, sizes, config)
+        yield from _record_chunks(records, pairs, sizes, config)
     else:
         for pair in pairs:
-            yield from _record_chunks(study, [pair], sizes, config)
+            yield from _record_chunks(records, [pair], sizes, config)
+    yield from _pair_chunks(study, sizes, config)
+
+
+def _pair_chunks(study: Study, sizes: ChunkSizes, config: EvalConfig) -> Iterator[PlanChunk]:
+    """The pairwise criteria's items, criterion by criterion: each pair in each order asked
+    is a pair record (:mod:`.pairing`) judged on its criterion."""
+    for criterion in study.pairwise:
+        pairing = criterion.config.pairing
+        assert pairing is not None  # study.pairwise holds pairwise criteria only
+        records = pair_records(study.selected_records, study.pair_slots(criterion), pairing)
+        yield from _record_chunks(records, [(criterion, None)], sizes, config)
 
 
 def _record_chunks(
-    study: Study,
+    selected: Iterable[Record],
     pairs: list[tuple[PlannedCriterion, Rubric | None]],
     sizes: ChunkSizes,
     config: EvalConfig,
 ) -> Iterator[PlanChunk]:
     """Chunks of records x ``pairs``, about as many items as ``sizes`` says for each, record
     by record; each item's first request made and only its key and token estimate kept."""
-    records = iter(study.selected_records)
+    records = iter(selected)
     count = len(pairs)
     items: int | None = None  # the last chunk's size, in items
     while True:
@@ -280,3 +322,8 @@ def _plan_order(study: Study) -> Iterator[JudgeItem]:
         for rubric in criterion.rubrics:
             for record in records:
                 yield JudgeItem(record, criterion, rubric)
+    for criterion in study.pairwise:
+        pairing = criterion.config.pairing
+        assert pairing is not None  # study.pairwise holds pairwise criteria only
+        for pair in pair_records(records, study.pair_slots(criterion), pairing):
+            yield JudgeItem(pair, criterion)

@@ -26,14 +26,24 @@ def prepare_study(config: EvalConfig) -> Study:
         ConfigError: a prompt file or the records file is missing or invalid.
     """
     plans = [_plan_criterion(criterion, config) for criterion in config.criteria]
+    paired = [_plan_criterion(criterion, config) for criterion in config.pairwise]
     criteria = [planned for planned, _ in plans]
-    braces = tuple(dict.fromkeys(w for _, w in plans if w is not None))
+    braces = tuple(dict.fromkeys(w for _, w in plans + paired if w is not None))
     required = {
         planned.config.fields[name]
         for planned in criteria
         for name in planned.template.placeholders
         if name in planned.config.fields
     }
+    for criterion in config.pairwise:
+        assert criterion.pairing is not None  # config.pairwise holds pairwise criteria only
+        required.update(criterion.pairing.record_fields)
+        if config.data.group_field is None or config.data.condition_field is None:
+            raise ConfigError(
+                f"{config.source}: criterion {criterion.name!r} is pairwise: it compares the "
+                'texts of two conditions within a group, so set [data] group = "..." and '
+                'condition = "..."'
+            )
     records = load_records(
         config.data.path,
         id_field=config.data.id_field,
@@ -43,7 +53,8 @@ def prepare_study(config: EvalConfig) -> Study:
     )
     check_stats(config, records)
     warnings = _scale_warnings(criteria) + braces
-    return Study(config, records, tuple(criteria), warnings)
+    pairwise = tuple(planned for planned, _ in paired)
+    return Study(config, records, tuple(criteria), warnings, pairwise)
 
 
 def _scale_warnings(criteria: list[PlannedCriterion]) -> tuple[str, ...]:

@@ -295,6 +295,9 @@ class EvalConfig:
     judge_name: str | None = None
     # The sampling keys that judge's own ``[judges.sampling]`` sets (:meth:`sampling_entry`).
     judge_sampling: frozenset[str] = frozenset()
+    # The ``kind = "pairwise"`` criteria (:mod:`.pairing`), kept apart from ``criteria``,
+    # which rate: planned and judged with them, scored by the pairwise statistics.
+    pairwise: tuple[CriterionConfig, ...] = ()
 
     @property
     def is_panel(self) -> bool:

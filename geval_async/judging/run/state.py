@@ -109,7 +109,7 @@ class RunState:
             criterion.name: prompt_cache_key(judge.model, criterion)
             if prefix_share(criterion).cacheable
             else None
-            for criterion in study.criteria
+            for criterion in study.planned_criteria
         }
         self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
         self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?

@@ -292,7 +292,8 @@ def tally_left(
     """Count what is left of the plan (arguments as :func:`what_is_left`); with ``tpm``, stop
     at the first item whose first request that limit can never let through (``over``); with
     ``one_choice``, count requests as an endpoint that refuses n > 1 is sent them."""
-    tally = LeftTally({c.name: Coverage() for c in study.criteria}, one_choice=one_choice)
+    criteria = study.planned_criteria
+    tally = LeftTally({c.name: Coverage() for c in criteria}, one_choice=one_choice)
     with collector_paused():
         for chunk in left_chunks(study, entries, retry_failed=retry_failed, in_batch=in_batch):
             tally.over = chunk.plan.first_over(tpm)

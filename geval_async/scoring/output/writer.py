@@ -14,6 +14,8 @@ Layout under the output folder (``<prefix>`` is ``[output] prefix``)::
     stats/<prefix>_paired.csv         paired t and Wilcoxon (when groups appear in both conditions)
     stats/<prefix>_consistency.csv    Krippendorff's alpha over the judge's draws, per criterion
     stats/<prefix>_n_curve.csv        was n worth it: mean SE and Spearman for k = 1..n draws
+    stats/<prefix>_pairwise.csv       pairwise criteria: wins, ties, win rate, sign test, position
+    stats/<prefix>_strengths.csv      pairwise criteria of > 2 conditions: Bradley-Terry strengths
     stats/<prefix>_human_scale.csv    means and the comparison on the human scale ([meta] human)
     stats/<prefix>_bias.csv           what the judge may be reacting to: length, scale, ...
     raw/<prefix>_<criterion>.json     per item: the prompt sent, every answer and parsed rating
@@ -60,6 +62,7 @@ from .csv_cells import spreadsheet_safe
 from .files import Output, write_files
 from .human_output import human_outputs, human_scale_section
 from .overwrite_guard import check_not_emptier
+from .pairwise import pairwise_outputs, pairwise_section
 from .plots import n_curve_plot
 from .report import (
     bias_section,
@@ -128,6 +131,8 @@ def _other_test(results: StudyResults) -> str | None:
 
 def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     """Per-criterion tables, the long table and the raw exports."""
+    if not results.study.criteria:
+        return []  # every criterion is pairwise: see pairwise_kind
     decimals = f"%.{DECIMALS}f"
 
     def table_csv(criterion: str, out: BinaryIO) -> None:
@@ -178,7 +183,7 @@ def average_outputs(results: StudyResults, options: OutputOptions) -> list[Outpu
 
 def test_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     """The summary test per criterion (+ composite), and both paired tests when they fit."""
-    if len(results.config.stats.conditions) != 2:
+    if not results.compares_conditions:
         return []
     statistic = f"%.{SIGNIFICANT}g"
     other = _other_test(results)
@@ -207,7 +212,7 @@ def test_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
 def trust_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     """The judge's self-consistency and the n curve (its plot with --plots, samples mode);
     none for a panel (a pooled score has no draws: each judge's are in its own outputs)."""
-    if isinstance(results, PanelStudyResults):
+    if isinstance(results, PanelStudyResults) or not results.study.criteria:
         return []
     outputs = [
         Output(
@@ -272,7 +277,7 @@ def plot_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
 def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     """The Markdown report."""
     study = results.study
-    has_conditions = len(study.config.stats.conditions) == 2
+    has_conditions = results.compares_conditions
     text = markdown_report(
         study,
         results.tallies,
@@ -297,6 +302,15 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         )
         section = comparison_section(results.comparisons(other), results.config.stats.alpha, note)
         text += "\n".join(section) + "\n"
+    if not study.criteria:
+        # Every criterion is pairwise: the report's head, their section and the position
+        # check; the rating sections would be empty.
+        text = text.split("\n## ", 1)[0].rstrip("\n") + "\n" + pairwise_section(results)
+        if not isinstance(results, PanelStudyResults):
+            csv_name = f"stats/{output_path(results, 'stats', 'bias.csv').name}"
+            text += bias_section(results.reactions, csv_name)
+        return [Output(output_path(results, "", "report.md"), text.encode())]
+    text += pairwise_section(results)
     plot = f"plots/{results.prefix}_n_curve.png" if options.plots else None
     if not isinstance(results, PanelStudyResults):
         # The long table's two columns the section reads, not the whole frame.
@@ -314,6 +328,11 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
             lines[2] = panel_judges_line(results)
         text = "\n".join(lines) + panel_section(results, results.prefix)
     return [Output(output_path(results, "", "report.md"), text.encode())]
+
+
+def pairwise_kind(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """The pairwise criteria's tables (see :mod:`.pairwise`)."""
+    return pairwise_outputs(results)
 
 
 def html_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
@@ -339,6 +358,7 @@ KINDS: dict[str, Kind] = {
     "average": average_outputs,
     "tests": test_outputs,
     "trust": trust_outputs,
+    "pairwise": pairwise_kind,
     "human": lambda r, o: human_outputs(r, output_path(r, "stats", "human_scale.csv")),
     "bias": bias_outputs,
     "plots": plot_outputs,
@@ -383,7 +403,7 @@ def write_outputs(
     if isinstance(results, PanelResults):
         results = results.panel
     if kinds is None:
-        kinds = [k for k in KINDS if k != "average" or not results.composite_missing]
+        kinds = [k for k in KINDS if k != "average" or results.has_composite]
         if ppi_missing():  # the report says how to install it, in its human-scale section
             kinds.remove("human")
     unknown = [kind for kind in kinds if kind not in KINDS]

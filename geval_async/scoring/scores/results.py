@@ -36,10 +36,12 @@ from ...study.plan import Study
 from ...study.prepare import prepare_study
 from ..stats.comparisons import Comparison
 from ..stats.human_scale import calibration_summary
+from ..stats.pairwise import pairwise_frame, strengths_frame
 from .bias_checks import JudgeReactions, judge_reactions
 from .columns import ScoreColumns, collect_scores
 from .joined import join_scores, record_ids
 from .labelled import human_scale_estimates, labelled_items, with_calibration
+from .pairs import OrderVerdict, outcomes_frame, read_orders, verdicts_frame
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .record_heads import RecordHeads
 from .scores import CriterionTally, ItemScore, score_items
@@ -71,6 +73,8 @@ class StudyResults:
     variant: str = ""  # added to output names: "-criteria-con-flu", "-limit-10"
     # When the answers scored arrived (UNIX times, first and last); None: no answer yet.
     judged: tuple[float, float] | None = None
+    # The pairwise criteria's orders asked, their answers read (:mod:`.pairs`).
+    orders: list[OrderVerdict] = field(default_factory=list)
     # The DataFrame a study built in code was given (None: read from a records file), which
     # :meth:`frame` gives back with the scores joined on.
     records_frame: pd.DataFrame | None = field(default=None, init=False, repr=False, compare=False)
@@ -164,8 +168,8 @@ class StudyResults:
     def reactions(self) -> JudgeReactions:
         """The bias table and its notes on the checks not made (computed once: the CSV, the
         report and the HTML report show them)."""
-        # The position check joins here from the pairwise criteria's statistics.
-        return judge_reactions(self.study, self.columns)
+        # The position check reads the pairwise criteria's statistics.
+        return judge_reactions(self.study, self.columns, self._pairwise if self.orders else None)
 
     @cached_property
     def _heads(self) -> RecordHeads:
@@ -228,6 +232,39 @@ class StudyResults:
         """Items left out because the cache has no (or only a refused) answer."""
         return sum(t.missing + t.refused for t in self.tallies.values())
 
+    @cached_property
+    def pair_verdicts(self) -> pd.DataFrame:
+        """Pairwise criteria: one row per pair of a group asked in one order (criterion,
+        group, a, b, the condition shown first, its verdict "A"/"B"/"tie", the condition
+        that won, the preference for the text shown first, valid and invalid answers)."""
+        return verdicts_frame(self.orders)
+
+    @cached_property
+    def pair_outcomes(self) -> pd.DataFrame:
+        """Pairwise criteria: one row per pair of a group, its orders combined (winner a, b
+        or "tie", None without a verdict; inconsistent when the orders disagreed)."""
+        return outcomes_frame(self.orders)
+
+    def pairwise(self) -> pd.DataFrame:
+        """Pairwise criteria: per criterion and pair of conditions, the wins, ties,
+        inconsistent pairs, ``a``'s win rate with its interval, the sign test (BH-adjusted
+        across criteria) and the share of verdicts won by the text shown first with its
+        interval (``stats/<prefix>_pairwise.csv``)."""
+        return self._pairwise.copy()
+
+    def strengths(self) -> pd.DataFrame:
+        """Pairwise criteria comparing more than two conditions: Bradley-Terry strengths per
+        condition with their intervals (``stats/<prefix>_strengths.csv``)."""
+        return self._strengths.copy()
+
+    @cached_property
+    def _pairwise(self) -> pd.DataFrame:
+        return pairwise_frame(self.pair_outcomes, self.pair_verdicts)
+
+    @cached_property
+    def _strengths(self) -> pd.DataFrame:
+        return strengths_frame(self.pair_outcomes)
+
     def table(self, criterion: str, *, average: bool = True) -> pd.DataFrame:
         """Mean weighted score per group and condition (plus the Average row)."""
         self.config.criterion(criterion)
@@ -235,9 +272,16 @@ class StudyResults:
         return with_average(table) if average else table.copy()
 
     @property
+    def compares_conditions(self) -> bool:
+        """Whether the rated criteria are tested between two conditions: ``[stats]`` names
+        two and the study has criteria that rate (pairwise ones are compared in pairs)."""
+        return len(self.config.stats.conditions) == 2 and bool(self.study.criteria)
+
+    @property
     def has_composite(self) -> bool:
-        """Whether every criterion of the composite is among the study's (``--criteria``)."""
-        return not self.composite_missing
+        """Whether every criterion of the composite is among the study's (``--criteria``);
+        a study whose criteria are all pairwise has none."""
+        return bool(self.config.composite.criteria) and not self.composite_missing
 
     @property
     def composite_missing(self) -> list[str]:
@@ -319,11 +363,25 @@ def load_results(
     if not isinstance(config, EvalConfig):
         config = load_config(config)
     config = apply_overrides(config, **overrides)
-    with open_answers(prepare_study(config)) as answers:
+    prepared = prepare_study(config)
+    with open_answers(prepared.rated()) as answers:
         study = answers.study  # with the generated steps read from the cache
         scores = collect_scores(study, score_items(study, answers))
     give_back_freed_memory()  # what the pass over the answers left (see .heap)
-    if answers.mixed:
+    orders: list[OrderVerdict] = []
+    if prepared.pairwise:
+        sampling = config.sampling
+        with open_answers(prepared.paired()) as paired:
+            orders = read_orders(paired, sampling.mode, sampling.choices_per_item)
+        judged = answers.arrived, paired.arrived
+        # Each part all simulated or all real, but one of each, mixes them as well.
+        mixed = answers.mixed or paired.mixed
+        mixed |= None not in judged and answers.simulated != paired.simulated
+        simulated = answers.simulated or paired.simulated
+        arrived = _span(*judged)
+    else:
+        mixed, simulated, arrived = answers.mixed, answers.simulated, answers.arrived
+    if mixed:
         raise ConfigError(
             f"the cache {config.cache_path} holds answers of geval-async's simulated judge and "
             "of another server for this study: scores would mix synthetic and real ratings; "
@@ -331,7 +389,13 @@ def load_results(
             "simulated answers), or keep each in its own --cache folder"
         )
     results = StudyResults(
-        study, scores, answers.simulated, answers.corrupted, _variant(config), answers.arrived
+        study,
+        scores,
+        simulated,
+        answers.corrupted,
+        _variant(config),
+        arrived,
+        orders=orders,
     )
     if strict and study.warnings:
         raise ConfigError(f"{study.warnings[0]} (--strict makes this an error)")
@@ -342,6 +406,14 @@ def load_results(
             "or drop --strict to score what is there"
         )
     return results
+
+
+def _span(*spans: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The first and last arrival over several spans (None: no answer in any)."""
+    known = [span for span in spans if span is not None]
+    if not known:
+        return None
+    return min(first for first, _ in known), max(last for _, last in known)
 
 
 def _variant(config: EvalConfig) -> str:
@@ -359,8 +431,8 @@ def _variant(config: EvalConfig) -> str:
         if member.output.prefix == config.output.prefix:
             study_file = member
     variant = ""
-    names = [c.name for c in config.criteria]
-    if names != [c.name for c in study_file.criteria]:
+    names = [c.name for c in (*config.criteria, *config.pairwise)]
+    if names != [c.name for c in (*study_file.criteria, *study_file.pairwise)]:
         variant += "-criteria-" + "-".join(names)
     if config.limit is not None and config.limit != study_file.limit:
         variant += f"-limit-{config.limit}"

@@ -55,7 +55,7 @@ def study_status(study: Study, in_batch: Container[str] = frozenset()) -> StudyS
     Raises:
         ConfigError: generated steps are not in the cache (run ``run`` first).
     """
-    counts = {c.name: Coverage() for c in study.criteria}
+    counts = {c.name: Coverage() for c in (*study.criteria, *study.pairwise)}
     shares = ShareCounts()
     with open_answers(study, in_batch) as answers:
         planned = {c.name: c for c in answers.study.criteria}
@@ -64,7 +64,8 @@ def study_status(study: Study, in_batch: Container[str] = frozenset()) -> StudyS
         for item in answers:
             name = item.item.criterion.name
             counts[name].add(item.left)  # as the dry run and the batch commands count
-            if item.left is Left.CACHED:
+            # A pairwise criterion's answers are verdicts, not ratings: counted as covered.
+            if item.left is Left.CACHED and name in parsers:
                 # A rubric's answers count per rubric part, as the samples table lists them.
                 score = score_item(
                     item,

@@ -53,6 +53,7 @@ from .overview import (
     test_line,
     test_table,
 )
+from .pairwise import pairwise_section
 from .readings import REASON_WORDS, reason_counts
 from .trust import trust_section
 
@@ -92,7 +93,7 @@ def render_html_report(
 
     config = results.config
     prefix = results.prefix  # with the variant, as every output is named
-    has_conditions = len(config.stats.conditions) == 2
+    has_conditions = results.compares_conditions
     comparisons = {c.criterion: c for c in results.comparisons(test)} if has_conditions else {}
     reasons = reason_counts(results.invalid_shares())
     group = config.data.group_field or "record"
@@ -154,6 +155,7 @@ def render_html_report(
         agreement=None if agreement is None else agreement_section(agreement, prefix),
         human_scale=human_scale_view(results),
         trust=trust_section(results),
+        pairwise=pairwise_section(results),
         # A panel's pooled score is no one judge's habit: each judge's own page has its section.
         bias=None
         if isinstance(results, PanelStudyResults)

@@ -31,7 +31,7 @@ def box_figures(results: StudyResults) -> list[Figure]:
     condition, every group a point."""
     study = results.study
     figures = []
-    if set(results.config.composite.criteria) <= {c.name for c in study.criteria}:
+    if results.has_composite:
         figures.append(
             Figure(
                 "box-composite",

@@ -180,8 +180,13 @@ def study_facts(results: StudyResults) -> list[tuple[str, str]]:
         f"{sampling.temperature:g}"
     )
     criteria = ", ".join(
-        f"{c.config.display_name} ({c.name}, {_scale(c.config.scale.points)})"
-        for c in study.criteria
+        [
+            *(
+                f"{c.config.display_name} ({c.name}, {_scale(c.config.scale.points)})"
+                for c in study.criteria
+            ),
+            *(f"{c.display_name} ({c.name}, pairwise)" for c in config.pairwise),
+        ]
     )
     selected = study.selected_records
     conditions = sorted({c for c in selected.conditions if c is not None})
@@ -207,6 +212,10 @@ def study_facts(results: StudyResults) -> list[tuple[str, str]]:
             + (f"; {results.missing} without an answer" if results.missing else ""),
         ),
     ]
+    if results.orders:
+        verdicts = results.pair_verdicts
+        given = int(verdicts["verdict"].notna().sum())
+        facts.append(("pairwise", f"{given} of {len(verdicts)} orders asked have a verdict"))
     if results.corrupted:
         facts.append(("corrupted entries", f"{results.corrupted} (count as missing)"))
     return facts

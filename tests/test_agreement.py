@@ -20,7 +20,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
@@ -234,6 +234,7 @@ def test_icc_interval_matches_r_on_mcgraw_and_wong_table_6() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(panels(min_records=3))
+@example(np.array([[2.0, 1.0], [np.nan, np.nan], [1.0, 2.0]]))
 def test_icc_equals_the_anova_on_the_records_every_judge_scored(x: np.ndarray) -> None:
     agreement = _agree(x, bootstrap=0)
     complete = ~np.isnan(x).any(axis=1)
@@ -249,6 +250,11 @@ def test_icc_equals_the_anova_on_the_records_every_judge_scored(x: np.ndarray) -
         return
     with np.errstate(divide="ignore", invalid="ignore"):
         hand_single, hand_average = _anova_icc(kept)
+    if not math.isfinite(hand_single):
+        # The ANOVA's denominator is zero (no variation between records or judges beyond the
+        # residual): the ICC is undefined, reported as NaN with the reason, never as -inf.
+        assert math.isnan(single.value) and "no variation" in single.note
+        return
     assert single.value == pytest.approx(hand_single, abs=1e-9)
     if hand_single <= -1 / (x.shape[1] - 1) + 1e-9:  # Spearman-Brown's pole and beyond
         assert math.isnan(average.value) and "ICC(2,k) undefined" in average.note

@@ -41,8 +41,8 @@ __all__ = ["Feed", "ItemDraws", "ItemWork"]
 
 _CLAIM_BATCH = 64
 # Items in the walk's first chunk, and in each chunk made once the run sends (the walk of a
-# rerun grows to 2,048): a chunk is made on the loop in one go, about 5 us an item, while
-# the workers' answers wait (study.plan.ChunkSizes).
+# rerun grows to 2,048): a chunk is made on the loop in one go, rendering and hashing each
+# item, while the workers' answers wait (study.plan.ChunkSizes).
 _FIRST_CHUNK = 64
 _SENDING_CHUNK = 256
 
@@ -102,8 +102,7 @@ class Feed:
         # is none left (one None per worker).
         self.queue: asyncio.Queue[ItemWork | None] = asyncio.Queue(maxsize=2 * self.workers)
         # Items claimed together, in one transaction: as many as there are workers, and at
-        # least _CLAIM_BATCH (a claims transaction costs 26 CPU us a key for 6 keys, 12 for
-        # 25: bench/claims.py).
+        # least _CLAIM_BATCH (a transaction's cost is shared by the keys it claims).
         self._ahead: list[ItemWork] = []
         self._batch = max(self.workers, _CLAIM_BATCH)
         # The criteria whose shared prefix a provider caches, and the event of each one's

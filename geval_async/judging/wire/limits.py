@@ -5,7 +5,7 @@ costs one request and its estimated tokens (prompt estimate plus ``max_tokens x 
 providers count it). A cache hit never reaches this module.
 
 Pacing, not bursting. Providers enforce their per-minute limits over much shorter windows
-(the stub of ``bench/`` over any one second), so a limit is honoured as a steady rate. Each
+(some over any one second), so a limit is honoured as a steady rate. Each
 limit is an :class:`aiolimiter.AsyncLimiter`, a leaky bucket, used through its public API
 only (``acquire``, ``has_capacity``, ``max_rate``, ``time_period``: a private name could change
 in any release), with a small bucket: room for one request (the requests

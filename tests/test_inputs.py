@@ -98,6 +98,14 @@ def test_bad_config(sim: SimServer, study: StudyFiles, content: str, needle: str
     _expect_refusal(sim, study, "config.toml", needle)
 
 
+@pytest.mark.parametrize("listed", [[[]], [1], [{"name": "clar"}]])
+def test_composite_criteria_that_are_not_names(
+    sim: SimServer, study: StudyFiles, listed: list[object]
+) -> None:
+    study.write_config(sim.base_url, composite={"criteria": listed})
+    _expect_refusal(sim, study, "config.toml", "[composite]", "list the criteria's names")
+
+
 def test_unreadable_config(sim: SimServer, study: StudyFiles) -> None:
     study.write_config(sim.base_url)
     study.config.write_bytes(b"\xff\xfe not utf-8")

@@ -176,6 +176,10 @@ def parse_config(document: Mapping[str, Any], source: Path) -> EvalConfig:
     composite_names = tuple(composite_t.get("criteria", list, rated))
     rated_names = set(rated)  # looked up by hash, as the names above
     for name in composite_names:
+        if not isinstance(name, str):
+            raise composite_t.error(
+                f'\'criteria\' holds {name!r}: list the criteria\'s names, e.g. ["con", "flu"]'
+            )
         if name not in rated_names:
             raise composite_t.error(
                 f"criterion {name!r} is not among the [[criteria]]"

@@ -833,3 +833,42 @@ def azure_judge(sim: SimServer, api_version: str, **keys: object) -> dict[str, o
         "base_url": None,
         **keys,
     }
+
+
+# --- a study a user other than root can read --------------------------------------------------
+
+
+def as_other_user() -> list[str]:
+    """The command prefix that runs a process as a user the folders' modes bind (root passes
+    every mode): ``nobody`` through ``setpriv``; nothing when not root."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: cannot drop to a user chmod binds")
+    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@contextlib.contextmanager
+def study_every_user_may_read(records: int, cache: str, output: str) -> Iterator[StudyFiles]:
+    """The test study in a folder every user may read (pytest's tmp_path is root's alone),
+    its cache and output at these paths inside it; every mode put back and removed after."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="geval-shared-"))
+    root.chmod(0o755)
+    (root / "prompts").mkdir(mode=0o755)
+    (root / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
+    (root / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
+    count = write_records(root / "records.jsonl", records)
+    for path in root.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    try:
+        yield StudyFiles(
+            root, root / "config.toml", root / "records.jsonl", root / cache, root / output, count
+        )
+    finally:
+        for path in [root, *root.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o755)
+        shutil.rmtree(root)

@@ -12,23 +12,20 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import (
     CRITERIA,
-    PROMPT_A,
-    PROMPT_B,
     ROOT,
     StudyFiles,
+    as_other_user,
     run_cli,
     run_process,
-    write_records,
+    study_every_user_may_read,
 )
 
 from geval_async.sim import SimServer
@@ -111,35 +108,10 @@ def test_a_config_nested_500_deep_is_one_line(study: StudyFiles) -> None:
 # --- a cache folder the user may not search ----------------------------------------------------
 
 
-def _as_other_user() -> list[str]:
-    """The command prefix that runs a process as a user the folder's modes bind (root passes
-    every mode): ``nobody`` through ``setpriv``."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: cannot drop to a user chmod binds")
-    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
-
 @pytest.fixture
 def open_study() -> Iterator[StudyFiles]:
-    """The test study in a folder every user may read (pytest's tmp_path is root's alone)."""
-    root = Path(tempfile.mkdtemp(prefix="geval-hostile-"))
-    root.chmod(0o755)
-    (root / "prompts").mkdir(mode=0o755)
-    (root / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
-    (root / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
-    count = write_records(root / "records.jsonl", 4)
-    for path in root.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    yield StudyFiles(
-        root, root / "config.toml", root / "records.jsonl", root / "locked" / "cache", root, count
-    )
-    for path in [root, *root.rglob("*")]:
-        if path.is_dir():
-            path.chmod(0o755)
-    shutil.rmtree(root)
+    with study_every_user_may_read(4, "locked/cache", "") as study:
+        yield study
 
 
 @pytest.mark.parametrize("command", ["status", "run"])
@@ -153,7 +125,7 @@ def test_a_cache_folder_behind_a_folder_the_user_may_not_search_is_one_line(
     study.cache.parent.chmod(0o700)  # the owner's alone: no one else may search it
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
     result = subprocess.run(
-        [*_as_other_user(), sys.executable, "-m", "geval_async", command, str(study.config)],
+        [*as_other_user(), sys.executable, "-m", "geval_async", command, str(study.config)],
         capture_output=True,
         text=True,
         env=env,

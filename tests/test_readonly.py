@@ -9,7 +9,6 @@ timestamp for timestamp what it was, and the scores those of the writable origin
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -19,47 +18,22 @@ from pathlib import Path
 
 import pytest
 from conftest import (
-    PROMPT_A,
-    PROMPT_B,
     ROOT,
     StudyFiles,
+    as_other_user,
     run_cli,
     run_study,
+    study_every_user_may_read,
     summary_cells,
-    write_records,
 )
 
 from geval_async.sim import SimServer
 
 
-def _as_reader() -> list[str]:
-    """The command prefix that runs a process as a user who cannot write the cache."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: cannot drop to a user chmod binds")
-    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
-
 @pytest.fixture
 def shared_study() -> Iterator[StudyFiles]:
-    """The test study in a folder every user may read (pytest's tmp_path is root-only)."""
-    root = Path(tempfile.mkdtemp(prefix="geval-ro-"))
-    root.chmod(0o755)
-    (root / "prompts").mkdir()
-    (root / "prompts" / "clar.txt").write_text(PROMPT_A, encoding="utf-8")
-    (root / "prompts" / "fit.txt").write_text(PROMPT_B, encoding="utf-8")
-    count = write_records(root / "records.jsonl", 12)
-    for path in root.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    yield StudyFiles(
-        root, root / "config.toml", root / "records.jsonl", root / "cache", root / "out", count
-    )
-    for path in [root, *root.rglob("*")]:
-        if path.is_dir():
-            path.chmod(0o755)
-    shutil.rmtree(root)
+    with study_every_user_may_read(12, "cache", "out") as study:
+        yield study
 
 
 def _freeze(folder: Path) -> dict[str, tuple[bytes, int, int]]:
@@ -106,7 +80,7 @@ def test_status_score_and_export_read_a_cache_the_user_cannot_write(
     expected = (study.root / "mine" / "scores" / "t_long.csv").read_text()
 
     before = _freeze(study.cache)
-    reader = _as_reader()
+    reader = as_other_user()
     writable = Path(tempfile.mkdtemp(prefix="geval-ro-out-", dir=study.root))
     writable.chmod(0o777)
     # Proof the reader cannot write there (so this test can fail): diskcache's open does.

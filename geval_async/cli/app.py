@@ -222,7 +222,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _judge(study: Study, key: str | None, *, quiet: bool, retry_failed: bool = False) -> RunResult:
-    start = partial(judge_study, study, api_key=key, retry_failed=retry_failed)
+    from ..scoring.scores.draws import next_round
+
+    start = partial(judge_study, study, api_key=key, retry_failed=retry_failed, rounds=next_round)
     return run_with_progress(start, quiet=quiet, progress=render_progress, retries=render_retries)
 
 

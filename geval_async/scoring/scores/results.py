@@ -41,7 +41,7 @@ from .bias_checks import JudgeReactions, judge_reactions
 from .columns import ScoreColumns, collect_scores
 from .draws import DrawTally, score_by_need
 from .joined import join_scores, record_ids
-from .labelled import human_scale_estimates, labelled_items, with_calibration
+from .labelled import human_scale_estimates, labelled_items
 from .pairs import OrderVerdict, outcomes_frame, read_orders, verdicts_frame
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .record_heads import RecordHeads
@@ -54,6 +54,7 @@ from .tables import (
     group_tables,
     long_frame,
     with_average,
+    with_calibration,
 )
 from .trust import consistency_frame, n_curve_frame
 
@@ -117,7 +118,7 @@ class StudyResults:
         """Per record and criterion (the long table's rows), the judge's score beside the human
         label, whether the label is used, and the calibrated score with its interval; None
         without ``[meta] human`` (see :mod:`.labelled`)."""
-        return labelled_items(long_frame(self.columns), self.study)
+        return labelled_items(self.columns, self.study)
 
     @cached_property
     def human_scale(self) -> pd.DataFrame:

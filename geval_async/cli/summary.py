@@ -293,9 +293,7 @@ def draws_lines(tally: DrawTally, sampling: SamplingConfig) -> list[str]:
     """``status`` of a study whose draws are spent by need: per criterion, the items settled
     (how many at first_draws) and still drawing, and the draws the settled ones used against
     the fixed n's."""
-    lines = [
-        f"draws spent by need ({rule}, first_draws = {sampling.first_draws}, n = {sampling.n}):"
-    ]
+    lines = [f"{_by_need(sampling)}:"]
     for name in sorted(set(tally.settled) | set(tally.drawing)):
         settled, drawing = tally.settled[name], tally.drawing[name]
         used, fixed = tally.used[name], settled * sampling.n

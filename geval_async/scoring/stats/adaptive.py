@@ -15,8 +15,9 @@ scored later, or with more draws in its cache, reads exactly the draws its rule 
 - **A budget** (``draws``): every item gets ``first`` draws; the rest of the budget goes in
   rounds to the items whose means are least sure (the largest s^2 / k, in units of each
   criterion's scale span), one draw at a time; no item more than doubles in a round, and what
-  that holds back waits for the next round, which reads the new ratings first. This minimises the largest standard error for a
-  given cost, where an even spread gives the sure items draws they do not need.
+  that holds back waits for the next round, which reads the new ratings first. This
+  minimises the largest standard error for a given cost, where an even spread gives the
+  sure items draws they do not need.
 
 An early stop sees agreement more often than it is (three equal ratings stop an item whose
 fourth would have differed): the bias this puts on a mean is measured in docs/benchmarks.md.

@@ -278,3 +278,18 @@ def test_the_budget_goes_to_the_least_sure_items_first() -> None:
         (6, False),
         (3, False),
     ]
+
+
+def test_each_judge_of_a_panel_asks_its_own_rounds_of_its_own_items(study: StudyFiles) -> None:
+    from conftest import running_sims, sim_judges
+
+    with running_sims(("a", "b"), lambda: SimSettings(certainty="varied", seed=7)) as sims:
+        study.write_panel(sim_judges(sims), sampling=ADAPTIVE)
+        result = run_study(study)
+        assert result.returncode == 0, result.stderr
+        panel = ga.load_results(study.config)
+        for name, server in sims.items():
+            own = panel.members[name]
+            used = own.long["valid"] + own.long["invalid"]
+            assert own.draws is not None and sum(own.draws.drawing.values()) == 0
+            assert server.stats.samples == used.sum() < N * len(used)

@@ -9,10 +9,24 @@ printed, the exit code, every file of the cache folder, the simulated judge's re
 from __future__ import annotations
 
 import gzip
+import signal
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import StudyFiles, cache_snapshot, run_cli, summary_cells
+from conftest import (
+    StudyFiles,
+    cache_snapshot,
+    keys_by_digest,
+    remount,
+    run_cli,
+    run_process,
+    start_process,
+    summary_cells,
+    wait_for,
+    write_records,
+)
 
 from geval_async.judging.store.cache import CachedResponse
 from geval_async.sim import SimServer
@@ -82,3 +96,80 @@ def test_a_key_the_batch_api_quotes_in_its_lines_never_reaches_the_cache_or_the_
     if failing == "lines":
         assert b"[API key removed]" in unpacked  # the refusals and the answers, as received
     assert _files_holding(study.output, KEY.encode()) == []
+
+
+# --- a disk that fills mid-run ----------------------------------------------------------------
+
+_HELD = "the disk is full;"
+
+
+def _run_onto_a_small_disk(
+    sim: SimServer, study: StudyFiles, mount: Callable[[Path, str], None]
+) -> tuple[subprocess.Popen[str], Path, Path]:
+    """A run started on a tmpfs with room for a few dozen answers of its 600, waited for until
+    it says it holds answers for lack of room; the run, its log and the disk."""
+    disk = study.root / "disk"
+    mount(disk, "600k")  # the empty cache, its claims and a few dozen answers
+    study.n_records = write_records(study.records, 150)  # 300 records: 600 requests
+    study.write_config(sim.base_url, cache={"path": "disk/cache"}, limits={"concurrency": 4})
+    log = study.root / "run.log"
+    run = start_process("run", str(study.config), "--quiet", log=log)
+    wait_for(lambda: _HELD in log.read_text(), "the run says the disk is full", run)
+    return run, log, disk
+
+
+def _decoded(folder: Path) -> dict[str, CachedResponse]:
+    """Every entry of a cache folder, decoded (raises if one is half-written)."""
+    return {key: CachedResponse.decode(value) for key, value in cache_snapshot(folder).items()}
+
+
+def test_a_full_disk_holds_the_answers_received_until_there_is_room(
+    sim: SimServer, study: StudyFiles, mount_tmpfs: Callable[[Path, str], None]
+) -> None:
+    run, log, disk = _run_onto_a_small_disk(sim, study, mount_tmpfs)
+    remount(disk, "size=8m")  # the user frees space
+    assert run.wait(timeout=120) == 0, log.read_text()
+
+    said = log.read_text().splitlines()
+    held = [line for line in said if _HELD in line]
+    assert len(held) == 1, said  # said once, in one line: where, how many, what to do
+    assert str(disk / "cache") in held[0] and "answers received are held" in held[0]
+    assert "Traceback" not in log.read_text()
+    keys = keys_by_digest(study)
+    assert set(_decoded(disk / "cache")) == set(keys.values()), "every answer is stored"
+    # No answer was lost: each request was asked once, none paid twice.
+    assert set(sim.stats.answered) == set(keys)
+    assert max(sim.stats.answered.values()) == 1
+    received = sim.stats.received
+    again = run_process("run", str(study.config), "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert sim.stats.received == received, "the rerun has nothing left to ask"
+
+
+def test_ctrl_c_while_answers_are_held_says_how_many_were_lost(
+    sim: SimServer, study: StudyFiles, mount_tmpfs: Callable[[Path, str], None]
+) -> None:
+    run, log, disk = _run_onto_a_small_disk(sim, study, mount_tmpfs)
+    run.send_signal(signal.SIGINT)
+    assert run.wait(timeout=60) == 2, log.read_text()
+    said = log.read_text().strip().splitlines()
+    assert "Traceback" not in log.read_text()
+    last = said[-1]
+    assert last.startswith(f"error: {disk / 'cache'}: the disk is still full; "), said
+    lost = int(last.split("still full; ")[1].split()[0])
+    assert 0 < lost <= 4, last  # a few answers in flight, never more than the workers
+    assert "answers received were lost" in last and "run again to resume" in last
+
+    remount(disk, "size=8m")
+    stored = _decoded(disk / "cache")  # nothing half-written
+    asked_before = dict(sim.stats.answered)
+    again = run_process("run", str(study.config), "--quiet")
+    assert again.returncode == 0, again.stderr
+    keys = keys_by_digest(study)
+    assert set(_decoded(disk / "cache")) == set(keys.values())
+    # The rerun asks what was never answered, and again exactly the answers said lost.
+    asked_twice = [digest for digest, count in sim.stats.answered.items() if count > 1]
+    assert len(asked_twice) == lost, log.read_text()
+    assert max(sim.stats.answered.values()) == 2
+    assert not {keys[digest] for digest in asked_twice} & set(stored)
+    assert set(asked_before) | set(keys) == set(keys)

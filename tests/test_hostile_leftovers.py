@@ -9,20 +9,26 @@ printed, the exit code, every file of the cache folder, the simulated judge's re
 from __future__ import annotations
 
 import gzip
+import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import (
+    NOT_PASSED,
+    ROOT,
     StudyFiles,
+    as_other_user,
     cache_snapshot,
     keys_by_digest,
     remount,
     run_cli,
     run_process,
     start_process,
+    study_every_user_may_read,
     summary_cells,
     wait_for,
     write_records,
@@ -173,3 +179,77 @@ def test_ctrl_c_while_answers_are_held_says_how_many_were_lost(
     assert max(sim.stats.answered.values()) == 2
     assert not {keys[digest] for digest in asked_twice} & set(stored)
     assert set(asked_before) | set(keys) == set(keys)
+
+
+# --- a cache folder made read-only mid-run ---------------------------------------------------
+
+
+def _make_read_only(folder: Path) -> list[Path]:
+    """Every file and folder under ``folder`` (itself included) made read-only to its owner
+    and everyone; the paths changed."""
+    paths = [folder, *folder.rglob("*")]
+    for path in paths:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    return paths
+
+
+def test_a_cache_folder_made_read_only_mid_run_ends_in_one_line_with_its_answers_readable(
+    sim: SimServer,
+) -> None:
+    # Root passes every mode: the run is another user's (as_other_user), whom chmod binds.
+    sim.settings.latency_ms = 5
+    with study_every_user_may_read(150, "cache", "out") as study:  # 600 requests
+        study.write_config(sim.base_url, limits={"concurrency": 4})
+        study.config.chmod(0o644)
+        for folder in (study.cache, study.output):
+            folder.mkdir(mode=0o777)
+            folder.chmod(0o777)
+        log = study.root / "run.log"
+        with log.open("wb") as out:
+            run = subprocess.Popen(
+                _as_other_user("run", str(study.config)),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=_ENV,
+                cwd=ROOT,
+            )
+        wait_for(lambda: sum(sim.stats.answered.values()) >= 40, "40 answers", run)
+        changed = _make_read_only(study.cache)
+        try:
+            assert run.wait(timeout=120) == 2, log.read_text()
+            said = log.read_text()
+            assert "Traceback" not in said, said
+            errors = [line for line in said.splitlines() if line.startswith("error:")]
+            assert len(errors) == 1 and str(study.cache) in errors[0], said
+            assert "fix permissions" in errors[0], errors
+            leftovers = [p.name for p in study.cache.rglob("*") if p.name.startswith(".")]
+            assert leftovers == [], "nothing half-written"
+            stored = _decoded(study.cache)  # every entry whole
+            keys = keys_by_digest(study)
+            assert set(stored) <= set(keys.values())
+            # Every answer the run received is stored (its open database is still written).
+            assert {keys[digest] for digest in sim.stats.answered} <= set(stored)
+            # The user reads them from the read-only folder.
+            status = subprocess.run(
+                _as_other_user("status", str(study.config)),
+                capture_output=True,
+                text=True,
+                env=_ENV,
+                cwd=ROOT,
+                timeout=120,
+            )
+            assert status.returncode == 0, status.stderr
+            assert summary_cells(status.stdout)[1] == str(len(stored)), status.stdout
+            print(f"\n{len(stored)} answers stored; the run said: {errors[0]}")
+        finally:
+            for path in changed:
+                if path.exists():  # a write-ahead log is gone once the last reader closed
+                    path.chmod(0o777 if path.is_dir() else 0o666)
+
+
+_ENV = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
+
+
+def _as_other_user(*args: str) -> list[str]:
+    """``python -m geval_async ARGS`` as a user the folders' modes bind."""
+    return [*as_other_user(), sys.executable, "-m", "geval_async", *args]

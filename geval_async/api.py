@@ -20,6 +20,7 @@ from .judging.run.panel import PanelRunResult
 from .judging.run.runner import RunResult
 from .judging.run.stage import judge_panel, judge_study, panel_api_keys
 from .options import StatTest
+from .scoring.scores.draws import next_round
 from .study.config import EvalConfig, apply_overrides, load_config
 from .study.prepare import prepare_study
 
@@ -56,14 +57,16 @@ async def judge(
     if config.is_panel:
         return await _judge_panel(config, retry_failed=retry_failed)
     study = prepare_study(config)
-    return await judge_study(study, api_key=config.required_api_key(), retry_failed=retry_failed)
+    return await judge_study(
+        study, api_key=config.required_api_key(), retry_failed=retry_failed, rounds=next_round
+    )
 
 
 async def _judge_panel(config: EvalConfig, *, retry_failed: bool) -> PanelRunResult:
     names, members = config.judge_names, config.members()
     studies = {name: prepare_study(m) for name, m in zip(names, members, strict=True)}
     keys = panel_api_keys(config)  # a judge without its key is not run, and says why
-    return await judge_panel(studies, api_keys=keys, retry_failed=retry_failed)
+    return await judge_panel(studies, api_keys=keys, retry_failed=retry_failed, rounds=next_round)
 
 
 def load_results(

@@ -38,6 +38,7 @@ from .cli.progress import render_progress
 from .judging.run.panel import JudgeOutcome
 from .judging.run.progress import RunCounters
 from .judging.run.stage import judge_panel, judge_study, panel_api_keys
+from .scoring.scores.draws import next_round
 from .scoring.scores.results import StudyResults
 from .study.code_study import CodeStudy, Criterion, define_study
 from .study.config import load_config
@@ -125,7 +126,7 @@ async def run_study_in_code(
     path = study.save(folder) if folder is not None else study.save_by_content(STUDIES)
     config = load_config(path)
     bar = _Progress(study.name) if progress else None
-    options: dict[str, Any] = {"retry_failed": retry_failed, "stop": stop}
+    options: dict[str, Any] = {"retry_failed": retry_failed, "stop": stop, "rounds": next_round}
     if bar is not None:
         options |= {"on_progress": bar, "progress_interval": bar.interval}
     try:

@@ -129,7 +129,12 @@ def _with_control(
     source = study.config.source
 
     async def main() -> int:
+        from ..scoring.scores.draws import next_round
+
         async with batch_session(study, key) as (control, claims):
+            # Draws spent by need: the round the cache stands at (every item of the plan, each
+            # asking the draws the rule gives it now).
+            control.ask(next_round(control.study, control.cache, opening=True)[0])
             return await work(control, claims)
 
     try:
@@ -147,21 +152,32 @@ def run_batch(study: Study, key: str | None, *, poll: float, quiet: bool) -> int
     """``run --batch``: submit what the cache lacks, wait with a progress line, collect."""
 
     async def work(control: BatchControl, claims: Claims) -> int:
+        from ..scoring.scores.draws import next_round
+
         show = progress_printer(quiet=quiet, started=time.monotonic())
-        run = await run_batches(
-            control,
-            claims,
-            poll_seconds=poll,
-            budget=lambda: _budget(study),
-            on_submitted=report_submitted,
-            on_progress=show,
-        )
-        if not quiet and sys.stderr.isatty():
-            print(file=sys.stderr)
-        report_collected(run.collected, run.stored)
-        report_too_large(control)
-        if run.stored.stopped is not None:
-            raise RunStopped(run.stored.stopped)  # as an online run stops, with its line
+        whole = control.study
+        while True:
+            run = await run_batches(
+                control,
+                claims,
+                poll_seconds=poll,
+                budget=lambda: _budget(study),
+                on_submitted=report_submitted,
+                on_progress=show,
+            )
+            if not quiet and sys.stderr.isatty():
+                print(file=sys.stderr)
+            report_collected(run.collected, run.stored)
+            report_too_large(control)
+            if run.stored.stopped is not None:
+                raise RunStopped(run.stored.stopped)  # as an online run stops, with its line
+            # Draws spent by need: a round is a batch; the next asks what its answers left
+            # unsettled, until none is (or a round would ask what this one asked).
+            asked = control.study.allotment
+            later, drawing = next_round(whole, control.cache, opening=True)
+            if not drawing or later.allotment == asked:
+                break
+            control.ask(later)
         return coverage_exit(control.study, control.coverage(), run.held_back)
 
     return _with_control(None, work, study, key)

@@ -130,8 +130,14 @@ def run_panel_cli(args: argparse.Namespace, config: EvalConfig) -> int:
     if args.dry_run:
         panel_dry_run(config)
         return EXIT_OK
+    from ..scoring.scores.draws import next_round
+
     start = partial(
-        judge_panel, studies, api_keys=panel_api_keys(config), retry_failed=args.retry_failed
+        judge_panel,
+        studies,
+        api_keys=panel_api_keys(config),
+        retry_failed=args.retry_failed,
+        rounds=next_round,
     )
     result = run_with_progress(
         start, quiet=args.quiet, progress=render_panel_progress, retries=_judge_retries

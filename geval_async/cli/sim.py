@@ -50,6 +50,8 @@ SETTING_HELP = {
     "length_effect": "rating points the hidden score rises per 1,000 characters of the prompt",
     "collapse": "share of answers that give collapse-rating whatever the text (a collapsed scale)",
     "collapse_rating": "the rating a collapsed answer gives (at most the scale's top)",
+    "certainty": "how sure the judge is of each rated item: even (the same noise for all) or "
+    "varied (a third always one rating, a third mostly one, a third spread across the scale)",
     "ignore_n": "answer one choice whatever n asks for, as llama.cpp does",
     "max_n": "refuse (400) a request asking for more than this n, as llama-server does",
     "api_key": "the only API key it accepts (default: any, or none)",
@@ -101,10 +103,15 @@ def sim_setting_names() -> list[str]:
 
 
 def _setting_arguments(sim: argparse.ArgumentParser) -> None:
+    from ..sim.certainty import CERTAINTIES
     from ..sim.profiles import PROFILES, REASONING_FIELDS
     from ..sim.settings import SimSettings
 
-    choices = {"profile": PROFILES, "reasoning_field": REASONING_FIELDS}
+    choices = {
+        "profile": PROFILES,
+        "reasoning_field": REASONING_FIELDS,
+        "certainty": CERTAINTIES,
+    }
     for f in dataclasses.fields(SimSettings):
         default = f.default
         flag = "--" + f.name.replace("_", "-")

@@ -5,19 +5,25 @@ Tests, benchmarks and the demo use it; no production path imports it (the CLI's 
 """
 
 from .answers import FINGERPRINT, MODEL, ratings
+from .certainty import CERTAINTIES, KINDS, LOGPROB_WIDTH, NOISE_SD, item_certainty
 from .profiles import PROFILES
 from .server import SimServer, make_app, serve
 from .settings import SimSettings, SimStats
 from .steps import asks_for_steps
 
 __all__ = [
+    "CERTAINTIES",
     "FINGERPRINT",
+    "KINDS",
+    "LOGPROB_WIDTH",
     "MODEL",
+    "NOISE_SD",
     "PROFILES",
     "SimServer",
     "SimSettings",
     "SimStats",
     "asks_for_steps",
+    "item_certainty",
     "make_app",
     "ratings",
     "serve",

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .certainty import EVEN, LOGPROB_WIDTH, NOISE_SD, item_certainty, rating_centre
 from .limits import message_text, prompt_tokens
 from .pairs import pair_choice, pair_texts, text_digest, verdict_tokens
 from .profiles import (
@@ -64,8 +65,6 @@ JUDGE_STYLES: dict[str, tuple[str, ...]] = {
 # "judges": every style a number-reading parser should read as the plain rating.
 JUDGES = tuple(k for k in JUDGE_STYLES if k not in ("letters", "half"))
 _WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
-NOISE_SD = 0.7
-LOGPROB_WIDTH = 0.6
 # Matches "(1-5)", "1-3", "1 to 5", "scale of 1 to 10"; the rating line comes last in a prompt.
 SCALE = re.compile(r"(?<![\d.])1\s*(?:-|–|to)\s*(\d{1,3})\b")
 
@@ -140,13 +139,16 @@ def _token(token: str, logprob: float) -> dict[str, Any]:
     return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
 
 
-def first_token_probs(t: float, top: int, invalid: bool) -> list[tuple[str, float]]:
-    """The first-token distribution: ratings centred on ``t`` plus tokenizer variants.
+def first_token_probs(
+    t: float, top: int, invalid: bool, width: float = LOGPROB_WIDTH[EVEN]
+) -> list[tuple[str, float]]:
+    """The first-token distribution: ratings centred on ``t`` (``width`` wide, as a Gaussian's
+    standard deviation) plus tokenizer variants.
 
     Bare ratings never get all the mass (a spaced " 4", a newline, "The", "Score" take
     some, and some stays unlisted), as with real models.
     """
-    weights = [math.exp(-((r - t) ** 2) / (2 * LOGPROB_WIDTH**2)) for r in range(1, top + 1)]
+    weights = [math.exp(-((r - t) ** 2) / (2 * width**2)) for r in range(1, top + 1)]
     total = sum(weights)
     probs = [(str(r), 0.88 * w / total) for r, w in enumerate(weights, 1)]
     probs += [(f" {r}", 0.06 * w / total) for r, w in enumerate(weights, 1)]
@@ -157,10 +159,16 @@ def first_token_probs(t: float, top: int, invalid: bool) -> list[tuple[str, floa
 
 
 def _logprob_choice(
-    t: float, top: int, invalid: bool, k: int, max_tokens: int | None, prefix: list[str]
+    t: float,
+    width: float,
+    top: int,
+    invalid: bool,
+    k: int,
+    max_tokens: int | None,
+    prefix: list[str],
 ) -> tuple[str, dict[str, Any], bool]:
     """Greedy tokens with logprobs; ``prefix`` (reasoning, think-tags) comes before the rating."""
-    probs = first_token_probs(t, top, invalid)
+    probs = first_token_probs(t, top, invalid, width)
     # Greedy, as judges asking for logprobs sample once at temperature 0.
     best, p_best = probs[0]
     first = _token(best, math.log(p_best))
@@ -253,6 +261,11 @@ def judge(
     t = with_length(true_score(messages, top, settings.seed), len(prompt), top, settings)
     writes_steps = asks_for_steps(prompt)
     fixed = min(settings.collapse_rating, top)
+    texts = None if writes_steps else pair_texts(prompt)
+    # How sure the judge is of a rated item; yes/no questions and pairs are drawn evenly.
+    rated = not (writes_steps or yes_no or texts is not None)
+    kind = item_certainty(messages, settings) if rated else EVEN
+    centre = rating_centre(kind, t, top)
     # Choice i of a request with seed s is the sample of seed s + i: geval-async sends seed +
     # draw index, so an item's k-th sample is the same however its samples were chunked.
     seed = None if settings.profile == ANTHROPIC_COMPAT else body.get("seed")
@@ -266,7 +279,6 @@ def judge(
     fresh = fresh_samples(settings) if fresh is None else fresh
     with_logprobs = bool(body.get("logprobs")) and not ignores_logprobs(settings)
     judged = Judged([], 0, 0, 0, [], writes_steps)
-    texts = None if writes_steps else pair_texts(prompt)
     if texts is not None:
         judged.pair = (text_digest(texts[0]), text_digest(texts[1]))
     if not writes_steps:
@@ -282,26 +294,30 @@ def judge(
         if with_logprobs and not writes_steps:
             max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
             k = body.get("top_logprobs") or 0
-            centre = fixed if collapsed(messages, settings) else t
-            greedy = first_token_probs(centre, top, False)[0][0].strip()  # the rating token
+            middle, width = centre, LOGPROB_WIDTH[kind]
+            if collapsed(messages, settings):
+                middle, width = fixed, LOGPROB_WIDTH[EVEN]
+            greedy = first_token_probs(middle, top, False, width)[0][0].strip()  # the rating
             prefix = thinking_tokens(settings, int(greedy), top, yes_no, [u1, u2, u3, u4])
-            text, logprobs, cut = _logprob_choice(centre, top, invalid, k, max_tokens, prefix)
+            text, logprobs, cut = _logprob_choice(
+                middle, width, top, invalid, k, max_tokens, prefix
+            )
             rename = _yes_no if yes_no else _letter if settings.answer_styles == "letters" else None
-            rated = logprobs["content"][len(prefix) : len(prefix) + 1]  # none when cut before
+            rating_token = logprobs["content"][len(prefix) : len(prefix) + 1]  # none: cut before
             if rename is not None:
-                for token in rated:
+                for token in rating_token:
                     token["token"] = rename(token["token"])
                     for alternative in token["top_logprobs"]:
                         alternative["token"] = rename(alternative["token"])
                 text = "".join(token["token"] for token in logprobs["content"])
-            first = rated[0]["token"].strip() if rated else ""
+            first = rating_token[0]["token"].strip() if rating_token else ""
             judged.ratings.append(None if invalid else _rating_of(first, yes_no))
             judged.completion_tokens += len(logprobs["content"])
             judged.thoughts.append("")
             message = {"role": "assistant", "content": text, "refusal": None}
         else:
-            noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * NOISE_SD
-            rating = min(top, max(1, math.floor(t + noise + 0.5)))
+            noise = math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2)
+            rating = min(top, max(1, math.floor(centre + noise * NOISE_SD[kind] + 0.5)))
             draw = repeat if fresh else 0
             if collapsed(messages, settings, (offset or 0) + i, draw):
                 rating = fixed

@@ -38,6 +38,7 @@ from aiohttp.typedefs import Handler
 
 from .answers import MODEL, answer_forms, completion
 from .batch import BatchService
+from .certainty import check_certainty
 from .limits import (
     QUOTA_MESSAGE,
     SERVER_ERRORS,
@@ -302,7 +303,9 @@ class _Judge:
                 message = f"Invalid setting {name}={value!r}."
                 return error(400, message, "invalid_request_error", None)
         try:
-            check_profile(dataclasses.replace(self.settings, **update))
+            updated = dataclasses.replace(self.settings, **update)
+            check_profile(updated)
+            check_certainty(updated)
         except ValueError as exc:
             return error(400, f"Invalid setting: {exc}.", "invalid_request_error", None)
         for name, value in update.items():
@@ -327,6 +330,7 @@ def make_app(settings: SimSettings, stats: SimStats | None = None) -> web.Applic
     """
     answer_forms(settings.answer_styles)  # an unknown style fails here, not on every request
     check_profile(settings)  # and so does an unknown profile
+    check_certainty(settings)  # and an unknown certainty
     judge = _Judge(settings, stats if stats is not None else SimStats())
     batches = BatchService(settings, judge.stats)
     judge.batches = batches

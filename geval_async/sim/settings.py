@@ -34,6 +34,10 @@ class SimSettings:
     # scale's top) whatever the text; in logprobs mode, the share of prompts centred on it.
     collapse: float = 0.0
     collapse_rating: int = 4
+    # How sure the judge is of each rated item (sim.certainty): "even", the same noise for
+    # every item; "varied", some items always one rating, some mostly one with a neighbour,
+    # some spread across the scale, so that draws spent by need can be measured.
+    certainty: str = "even"
     ignore_n: bool = False
     max_n: int | None = None  # llama-server-style: n above this -> 400 "Field 'n': ..."
     api_key: str | None = None

@@ -93,6 +93,20 @@ OVERRIDES: dict[str, Override] = {
         ("sampling", "mode"), str, "sampling mode", choices=tuple(words(SamplingMode)), answers=True
     ),
     "n": Override(("sampling", "n"), int, "sampled ratings per item (samples mode)", answers=True),
+    "target_se": Override(
+        ("sampling", "target_se"),
+        float,
+        "[sampling] target_se: draw in rounds until each item's standard error is at most this",
+        metavar="SE",
+        answers=True,
+    ),
+    "draws": Override(
+        ("sampling", "draws"),
+        int,
+        "[sampling] draws: a budget of draws for the study, spent where ratings disagree most",
+        metavar="N",
+        answers=True,
+    ),
     "temperature": Override(
         ("sampling", "temperature"), float, "[sampling] temperature", answers=True
     ),

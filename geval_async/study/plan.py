@@ -27,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from itertools import islice
+from itertools import islice, product
 
 from ..errors import ConfigError
 from .config import EvalConfig
 from .criteria import Rubric
+from .draws import Allotment
 from .pairing import PairSlot, pair_records, pair_slots
 from .records import Record, Records
 from .requests import (
@@ -72,6 +73,9 @@ class Study:
     # The pairwise criteria (:mod:`.pairing`): their items are pairs of records in an order,
     # planned after the rated criteria's items.
     pairwise: tuple[PlannedCriterion, ...] = ()
+    # The draws each item of a round asks for, when draws are spent by need (:mod:`.draws`);
+    # None: every item asks the study's n.
+    allotment: Allotment | None = None
 
     @property
     def planned_criteria(self) -> tuple[PlannedCriterion, ...]:
@@ -110,6 +114,10 @@ class Study:
 
     def items_by_criterion(self) -> dict[str, int]:
         """How many items of each criterion the plan (or its shard) holds."""
+        allotment = self.allotment
+        if allotment is not None and allotment.only:
+            asked = allotment.items_by_criterion()
+            return {c.name: asked.get(c.name, 0) for c in self.planned_criteria}
         if self.config.shard is None:
             records = len(self.selected_records)
             counts = {c.name: records * len(c.rubrics) for c in self.criteria}
@@ -126,7 +134,10 @@ class Study:
         shard = self.config.shard
         if shard is None:
             return None
-        return shard.cut(key for part in _chunks(self, send=False, chunk=2048) for key in part.keys)
+        # Cut from every item's key, whatever a round asks: an item keeps its shard.
+        whole = replace(self, allotment=None)
+        parts = _chunks(whole, send=False, chunk=2048)
+        return shard.cut(key for part in parts for key in part.keys)
 
     @property
     def selected_records(self) -> Records:
@@ -168,6 +179,7 @@ class PlanChunk:
     keys: list[str]
     tokens: list[int]  # each first request's est_tokens
     where: list[int] | None = None  # the items' places in records x prompts (None: all)
+    draws: list[int] | None = None  # each first request's n, when a round allots them
     n: int = field(init=False)  # each first request's n (choices_per_item: read once)
 
     def __post_init__(self) -> None:
@@ -186,7 +198,8 @@ class PlanChunk:
     def request(self, index: int) -> JudgeRequest:
         """The first request of the ``index``-th item, as :func:`first_request` makes it."""
         item = self.item(index)
-        return JudgeRequest(item, 0, self.n, self.keys[index], self.tokens[index], self.config)
+        n = self.n if self.draws is None else self.draws[index]
+        return JudgeRequest(item, 0, n, self.keys[index], self.tokens[index], self.config)
 
     def requests(self) -> list[JudgeRequest]:
         return [self.request(index) for index in range(len(self.keys))]
@@ -236,10 +249,12 @@ def plan_chunks(
     share = study.share
     for part in _chunks(study, send=send, chunk=chunk):
         if share is not None:
-            where = [i for i, key in enumerate(part.keys) if share.holds(key)]
-            part.keys = [part.keys[i] for i in where]
-            part.tokens = [part.tokens[i] for i in where]
-            part.where = where
+            kept = [i for i, key in enumerate(part.keys) if share.holds(key)]
+            part.keys = [part.keys[i] for i in kept]
+            part.tokens = [part.tokens[i] for i in kept]
+            if part.draws is not None:
+                part.draws = [part.draws[i] for i in kept]
+            part.where = kept if part.where is None else [part.where[i] for i in kept]
         if part.keys:
             yield part
 
@@ -260,17 +275,20 @@ def _chunks(study: Study, *, send: bool, chunk: int | ChunkSizes) -> Iterator[Pl
     # (Provider prompt caches keep a prefix for minutes, so each criterion's instructions
     # stay cached as they alternate.)
     records = study.selected_records
+    allotment = study.allotment
     if send:
-        yield from _record_chunks(records, pairs, sizes, config)
+        yield from _record_chunks(records, pairs, sizes, config, allotment)
     else:
         for pair in pairs:
-            yield from _record_chunks(records, [pair], sizes, config)
+            yield from _record_chunks(records, [pair], sizes, config, allotment)
     yield from _pair_chunks(study, sizes, config)
 
 
 def _pair_chunks(study: Study, sizes: ChunkSizes, config: EvalConfig) -> Iterator[PlanChunk]:
     """The pairwise criteria's items, criterion by criterion: each pair in each order asked
-    is a pair record (:mod:`.pairing`) judged on its criterion."""
+    is a pair record (:mod:`.pairing`) judged on its criterion (in a round's opening only)."""
+    if study.allotment is not None and study.allotment.only:
+        return
     for criterion in study.pairwise:
         pairing = criterion.config.pairing
         assert pairing is not None  # study.pairwise holds pairwise criteria only
@@ -283,11 +301,15 @@ def _record_chunks(
     pairs: list[tuple[PlannedCriterion, Rubric | None]],
     sizes: ChunkSizes,
     config: EvalConfig,
+    allotment: Allotment | None = None,
 ) -> Iterator[PlanChunk]:
     """Chunks of records x ``pairs``, about as many items as ``sizes`` says for each, record
-    by record; each item's first request made and only its key and token estimate kept."""
+    by record; each item's first request made and only its key and token estimate kept.
+    With an ``allotment``, each item asks the draws it allots (and a later round holds only
+    the items it names)."""
     records = iter(selected)
     count = len(pairs)
+    n = config.sampling.choices_per_item
     items: int | None = None  # the last chunk's size, in items
     while True:
         items = sizes.take(items)
@@ -296,12 +318,28 @@ def _record_chunks(
             return
         keys: list[str] = []
         tokens: list[int] = []
-        for record in batch:
-            for criterion, rubric in pairs:
-                request = first_request(JudgeItem(record, criterion, rubric), config)
-                keys.append(request.key)
-                tokens.append(request.est_tokens)
-        yield PlanChunk(config, batch, pairs, keys, tokens)
+        if allotment is None:
+            for record in batch:
+                for criterion, rubric in pairs:
+                    request = first_request(JudgeItem(record, criterion, rubric), config)
+                    keys.append(request.key)
+                    tokens.append(request.est_tokens)
+            yield PlanChunk(config, batch, pairs, keys, tokens)
+            continue
+        draws: list[int] = []
+        where: list[int] = []
+        for place, (record, (criterion, rubric)) in enumerate(product(batch, pairs)):
+            asked = allotment.of(criterion.name, record.id, n)
+            if asked is None:
+                continue
+            request = first_request(JudgeItem(record, criterion, rubric), config, asked)
+            keys.append(request.key)
+            tokens.append(request.est_tokens)
+            draws.append(asked)
+            where.append(place)
+        if keys:
+            every = len(where) == len(batch) * count
+            yield PlanChunk(config, batch, pairs, keys, tokens, None if every else where, draws)
 
 
 def _check_steps(study: Study) -> None:
@@ -318,10 +356,14 @@ def _check_steps(study: Study) -> None:
 def _plan_order(study: Study) -> Iterator[JudgeItem]:
     _check_steps(study)
     records = study.selected_records
+    allotment, n = study.allotment, study.config.sampling.choices_per_item
     for criterion in study.criteria:
         for rubric in criterion.rubrics:
             for record in records:
-                yield JudgeItem(record, criterion, rubric)
+                if allotment is None or allotment.of(criterion.name, record.id, n) is not None:
+                    yield JudgeItem(record, criterion, rubric)
+    if allotment is not None and allotment.only:
+        return
     for criterion in study.pairwise:
         pairing = criterion.config.pairing
         assert pairing is not None  # study.pairwise holds pairwise criteria only

@@ -153,9 +153,10 @@ def token_estimate(config: EvalConfig, messages: list[dict[str, str]], n: int) -
     )
 
 
-def first_request(item: JudgeItem, config: EvalConfig) -> JudgeRequest:
-    """Draw 0 of an item: all its answers asked for at once."""
-    return make_request(item, config, 0, config.sampling.choices_per_item)
+def first_request(item: JudgeItem, config: EvalConfig, n: int | None = None) -> JudgeRequest:
+    """Draw 0 of an item: all its answers asked for at once (``n`` of them: the study's
+    n unless a round allots fewer, :mod:`.draws`)."""
+    return make_request(item, config, 0, config.sampling.choices_per_item if n is None else n)
 
 
 def chunk_request(request: JudgeRequest, start: int, config: EvalConfig) -> JudgeRequest:

@@ -71,6 +71,9 @@ SECTION_KEYS = {
         "seed",
         "min_valid_mass",
         "reasoning_effort",
+        "target_se",
+        "first_draws",
+        "draws",
     },
     "limits": {
         "rpm",
@@ -249,7 +252,11 @@ def parse_sampling(t: TableReader) -> SamplingConfig:
             if t.get("reasoning_effort", str) is not None
             else None
         ),
+        target_se=_optional_float(t, "target_se"),
+        first_draws=t.positive("first_draws", 3, integer=True),
+        draws=t.get("draws", int),
     )
+    _check_adaptive(t, sampling)
     if not 0 <= sampling.min_valid_mass <= 1:
         raise t.error("'min_valid_mass' must be between 0 and 1 (a share of probability)")
     if not 0 <= sampling.top_logprobs <= 20:
@@ -261,6 +268,35 @@ def parse_sampling(t: TableReader) -> SamplingConfig:
     if sampling.n > 128:
         raise t.error("'n' must be at most 128 (the OpenAI maximum)")
     return sampling
+
+
+def _optional_float(t: TableReader, key: str) -> float | None:
+    value = t.get(key, (int, float))
+    return None if value is None else float(value)
+
+
+def _check_adaptive(t: TableReader, sampling: SamplingConfig) -> None:
+    """Draws by need: a positive target or budget, at most one of them, in samples mode."""
+    target, budget = sampling.target_se, sampling.draws
+    if target is not None and not target > 0:
+        raise t.error("'target_se' must be above 0 (the standard error, in rating points)")
+    if budget is not None and budget < 1:
+        raise t.error("'draws' must be a positive whole number (the study's budget of draws)")
+    if target is not None and budget is not None:
+        raise t.error(
+            "set 'target_se' (draw until each item is that sure) or 'draws' (a budget for the "
+            "study), not both"
+        )
+    if (target is not None or budget is not None) and sampling.mode != SamplingMode.SAMPLES:
+        raise t.error(
+            "'target_se' and 'draws' spend sampled ratings: they need mode = \"samples\" "
+            "(a logprobs item is one answer)"
+        )
+    if (target is not None or budget is not None) and sampling.first_draws > sampling.n:
+        raise t.error(
+            f"'first_draws' ({sampling.first_draws}) must be at most 'n' ({sampling.n}), "
+            "the most draws an item gets"
+        )
 
 
 def parse_meta(t: TableReader, criteria: Sequence[str], resolve: Resolve) -> MetaConfig:

@@ -118,11 +118,25 @@ class SamplingConfig:
     # (low_mass). Scoring only: not sent, not part of a cache key.
     min_valid_mass: float = 0.5
     reasoning_effort: ReasoningEffort | None = None  # None: not sent (nor part of the key)
+    # Draws spent by need (samples mode, rated criteria): each item is asked ``first_draws``,
+    # then more in rounds while its standard error is above ``target_se``, up to n; or the
+    # study's ``draws`` are spent where the ratings disagree most. Neither changes a key: an
+    # adaptive study's draws are the first draws of the fixed study with the same n.
+    target_se: float | None = None
+    first_draws: int = 3
+    draws: int | None = None
 
     @property
     def choices_per_item(self) -> int:
         """How many judge answers (choices) one item needs."""
         return 1 if self.mode == SamplingMode.LOGPROBS else self.n
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether items get their draws by need (``target_se`` or ``draws``) rather than n."""
+        return self.mode == SamplingMode.SAMPLES and (
+            self.target_se is not None or self.draws is not None
+        )
 
 
 @dataclass(frozen=True)

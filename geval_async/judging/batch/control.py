@@ -89,6 +89,12 @@ class BatchControl:
         self.queue_full = False
         self.too_large = 0
 
+    def ask(self, study: Study) -> None:
+        """Ask ``study`` from now on: the next round of a study whose draws are spent by need
+        (:mod:`geval_async.study.draws`), whose items ask the draws it allots."""
+        self.study = study
+        self._requests = {}
+
     @property
     def endpoint(self) -> str:
         """The batch endpoint of the lines submitted now: the Responses API's once an answer

@@ -21,7 +21,7 @@ from ...study.plan import Study
 from ..store.cache import JudgeCache
 from .budget import panel_cap
 from .progress import RunCounters, RunResult
-from .runner import run_study
+from .runner import NextRound, run_study
 
 __all__ = ["JudgeOutcome", "PanelRunResult", "run_panel"]
 
@@ -69,6 +69,7 @@ async def run_panel(
     progress_interval: float = 0.5,
     on_retries: Callable[[str, RunCounters], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
+    rounds: NextRound | None = None,
 ) -> PanelRunResult:
     """Judge with every judge of a panel at once.
 
@@ -83,6 +84,7 @@ async def run_panel(
             ``progress_interval`` seconds and once at the end.
         on_retries: as for one judge, called with the judge's name and its counters.
         on_warning: as for one judge, each line prefixed with the judge's name.
+        rounds: as for one judge: each judge asks its own rounds of its own items.
     """
     stop = stop if stop is not None else asyncio.Event()
     started = time.monotonic()
@@ -120,6 +122,7 @@ async def run_panel(
                 on_warning=prefixed(on_warning),
                 on_start=counted,
                 cap=cap,
+                rounds=rounds,
             )
         except GevalError as exc:
             outcome.error, outcome.bad_input = str(exc), isinstance(exc, ConfigError)

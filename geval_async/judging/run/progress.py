@@ -66,6 +66,9 @@ class RunCounters:
     served: Counter[str] = field(default_factory=Counter)
     asked_model: str = ""
     in_batch: int = 0  # items skipped because a live batch job holds their requests
+    # Draws spent by need: the round being asked (1: the opening one, every item of the
+    # plan; a later one asks only the items still drawing, counted in ``criteria`` then).
+    round: int = 1
     # Prompt tokens this run's answers reported, and of them the ones read from the
     # provider's prompt cache (cache_reported: some usage said how many, 0 included).
     prompt_tokens: int = 0

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from ...errors import CacheError, GevalError
 from ...study.plan import Study
 from ...study.pricing import SharedCap
 from ..store.cache import JudgeCache
 from ..store.claims import Claims
+from ..store.left import LeftChunk
 from ..store.origin import ServerEntries
 from ..wire.capabilities import save_capabilities
 from ..wire.probe import server_is_simulated
@@ -25,7 +27,15 @@ from .evaluation_steps import generate_steps
 from .progress import RunCounters, RunResult, report_progress
 from .worker import Run
 
-__all__ = ["RunResult", "run_study"]
+__all__ = ["NextRound", "RunResult", "run_study"]
+
+
+class NextRound(Protocol):
+    """The study as the next round of draws spent by need asks it, read from the cache, and
+    how many of its items are still drawing (the scoring stage's rule decides,
+    :func:`geval_async.scoring.scores.draws.next_round`)."""
+
+    def __call__(self, study: Study, cache: JudgeCache, *, opening: bool) -> tuple[Study, int]: ...
 
 
 async def run_study(
@@ -41,6 +51,7 @@ async def run_study(
     on_warning: Callable[[str], None] | None = None,
     on_start: Callable[[RunCounters], None] | None = None,
     cap: SharedCap | None = None,
+    rounds: NextRound | None = None,
 ) -> RunResult:
     """Judge every item of the study that the cache does not hold yet.
 
@@ -62,6 +73,8 @@ async def run_study(
             caller can read them while the run goes (a panel's progress line).
         cap: a ``--max-cost`` cap shared with other runs of this loop (a panel's judges);
             None: the run's own cap, from ``study.config.max_cost``.
+        rounds: for a study whose draws are spent by need, what each round asks: the run
+            asks round after round until no item is drawing (or a round gives none more).
 
     Raises:
         CacheError: the cache cannot be written.
@@ -75,6 +88,9 @@ async def run_study(
     entries = ServerEntries(cache, simulated)
     # The evaluation steps, before any item (they are part of every item's prompt).
     study, steps_sent = await generate_steps(study, entries, api_key, cap=cap)
+    whole = study
+    if rounds is not None:
+        study, _ = rounds(whole, cache, opening=True)
     run = Run(
         study,
         entries,
@@ -110,17 +126,21 @@ async def run_study(
                         report_progress(run.counters, on_progress, on_retries, progress_interval)
                     )
                 try:
-                    async with asyncio.TaskGroup() as group:
-                        group.create_task(run.feed.produce(states))
-                        for _ in range(limits.concurrency):
-                            group.create_task(run.work())
-                except BaseExceptionGroup as group_error:
-                    # Surface our own error as itself (the CLI prints it in one line).
-                    ours = group_error.subgroup(GevalError)
-                    if ours is not None:
-                        raise ours.exceptions[0] from None
-                    raise
+                    await _ask(run, states)
+                    asked = study.allotment
+                    while rounds is not None and not stop.is_set():
+                        later, drawing = rounds(whole, cache, opening=False)
+                        # A round that asks what the last one asked has nothing new to go on
+                        # (its items failed): the run ends, and says so in its counts.
+                        if not drawing or (asked is not None and later.allotment == asked):
+                            break
+                        asked = later.allotment
+                        run.start_round(later)
+                        more = run.feed.first_work()
+                        if more is not None:
+                            await _ask(run, more)
                 finally:
+                    run.end_round()
                     # The answers handed over but not stored yet are stored here.
                     run.writer.close()
                     judge = study.config.judge
@@ -158,3 +178,18 @@ async def run_study(
         billed=None if run.budget is None else run.budget.billed,
         warnings=run.warnings,
     )
+
+
+async def _ask(run: Run, chunks: Iterator[LeftChunk]) -> None:
+    """One pass of the worker pool over the feed's items (one round)."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(run.feed.produce(chunks))
+            for _ in range(run.config.limits.concurrency):
+                group.create_task(run.work())
+    except BaseExceptionGroup as group_error:
+        # Surface our own error as itself (the CLI prints it in one line).
+        ours = group_error.subgroup(GevalError)
+        if ours is not None:
+            raise ours.exceptions[0] from None
+        raise

@@ -121,6 +121,43 @@ class RunState:
             stop=stop,
             retry_failed=retry_failed,
         )
+        # The run's counts while a later round of draws counts its own (start_round).
+        self._run_counts: dict[str, CriterionCounts] | None = None
+
+    def start_round(self, study: Study) -> None:
+        """Ask a later round of draws spent by need (:mod:`geval_async.study.draws`): its
+        items have their own feed and counts, which :meth:`end_round` folds into the run's."""
+        self.end_round()
+        self.study = study
+        self._run_counts = self.counters.criteria
+        self.counters.criteria = {
+            name: CriterionCounts(items=items) for name, items in study.items_by_criterion().items()
+        }
+        self.counters.round += 1
+        self.feed = Feed(
+            study,
+            self.entries,
+            limits=self.limits,
+            counters=self.counters,
+            stop=self.stop,
+            retry_failed=self.retry_failed,
+        )
+        self.feed.writer = self.writer
+
+    def end_round(self) -> None:
+        """Fold a later round's counts into the run's: an item it asked that did not get its
+        draws (refused, failed, or left by a stop) is no longer done."""
+        if self._run_counts is None:
+            return
+        for name, counts in self.counters.criteria.items():
+            run = self._run_counts[name]
+            undone = counts.items - counts.done
+            run.rejected += counts.rejected
+            run.failed += counts.failed
+            taken = min(run.answered, undone)
+            run.answered -= taken
+            run.cached -= undone - taken
+        self.counters.criteria, self._run_counts = self._run_counts, None
 
     def connect(self, transport: Transport, claims: Claims) -> None:
         self.transport, self.claims = transport, claims

@@ -144,26 +144,36 @@ def left_chunks(
     chains = Heads(entries)
     for part in plan_chunks(study, send=send_order, chunk=chunk):
         heads = entries.heads(part.keys)
-        n = config.sampling.choices_per_item
-        # Where draw 0 alone decides an item, as left_of decides it: refused, or answered
-        # whole; None: its later chunks are walked.
-        # The heads are a handful of shared objects: decided once each, told apart by identity.
-        decided: dict[int, Left | None] = {}
-        for head in dict(zip(map(id, heads), heads, strict=True)).values():
-            if n < 1:
-                decided[id(head)] = Left.CACHED
-            elif head is None or (not head.ok and retry_failed):
-                decided[id(head)] = Left.TO_SEND
-            elif not head.ok:
-                decided[id(head)] = Left.REFUSED
-            else:
-                decided[id(head)] = Left.CACHED if head.received >= n else None
-        lefts = list(map(decided.__getitem__, map(id, heads)))
+        if part.draws is None:
+            # The heads are a handful of shared objects: decided once each, told apart by
+            # identity.
+            n = config.sampling.choices_per_item
+            decided = {
+                id(head): _by_first(head, n, retry_failed)
+                for head in dict(zip(map(id, heads), heads, strict=True)).values()
+            }
+            lefts = list(map(decided.__getitem__, map(id, heads)))
+        else:  # a round of draws spent by need: each item asks its own
+            lefts = [
+                _by_first(head, n, retry_failed) for head, n in zip(heads, part.draws, strict=True)
+            ]
         done = LeftChunk(part, [], heads, [])
         if lefts.count(Left.CACHED) != len(lefts):
             _settle(done, lefts, chains, retry_failed, in_batch)
         done.lefts = cast(list[Left], lefts)  # every None decided by _settle
         yield done
+
+
+def _by_first(head: EntryHead | None, n: int, retry_failed: bool) -> Left | None:
+    """Where draw 0 alone decides an item that asks ``n`` draws, as left_of decides it:
+    refused, or answered whole; None: its later chunks are walked."""
+    if n < 1:
+        return Left.CACHED
+    if head is None or (not head.ok and retry_failed):
+        return Left.TO_SEND
+    if not head.ok:
+        return Left.REFUSED
+    return Left.CACHED if head.received >= n else None
 
 
 def _settle(

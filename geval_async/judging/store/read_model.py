@@ -27,7 +27,7 @@ from .left import Left, left_of
 from .origin import ServerEntries
 from .stored_steps import read_steps, require_steps
 
-__all__ = ["Coverage", "ItemAnswers", "StudyAnswers", "open_answers", "stored_study"]
+__all__ = ["Coverage", "ItemAnswers", "JudgeCache", "StudyAnswers", "open_answers", "stored_study"]
 
 
 @dataclass(frozen=True, slots=True)

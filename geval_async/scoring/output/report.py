@@ -419,7 +419,7 @@ def bias_section(reactions: JudgeReactions, csv_name: str) -> str:
         "",
         "Checked from the cached answers alone (no request): the rank correlation of each "
         "criterion's weighted score with the length of the text judged (flagged when its "
-        "bootstrap interval excludes 0 and |rho| >= 0.3), the use of the scale (flagged when "
+        "interval excludes 0 and |rho| >= 0.3), the use of the scale (flagged when "
         "one rating takes 80% or more of the valid ratings), the share won by the text shown "
         "first in pairwise criteria (flagged when its interval excludes 0.5) and the judge's "
         "scores of its own model family's texts against the others'. A flag is a reason to "

@@ -144,24 +144,20 @@ def score_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
         Output(output_path(results, "scores", f"{c.name}.csv"), write=partial(table_csv, c.name))
         for c in results.study.criteria
     ]
+    # Written as rendered, a chunk of rows at a time: a million rows' text is never held. A
+    # panel's rows have its flags (judges_scored, judges_missing), a labelled study's their
+    # calibrated scores, joined chunk by chunk.
+    long = partial(
+        write_long_csv,
+        scores=results.columns,
+        cells=spreadsheet_safe,
+        calibration=results.labelled,
+    )
+    outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
     if isinstance(results, PanelStudyResults):
-        # The panel's long table has its flags (judges_scored, judges_missing); the judges'
-        # agreement, not raw exports: each judge's answers are in its own.
-        long_csv = csv_bytes(results.long, index=False)
+        # The judges' agreement, not raw exports: each judge's answers are in its own.
         agreement = csv_bytes(results.agreement, index=False, float_format=f"%.{SIGNIFICANT}g")
-        return [
-            *outputs,
-            Output(output_path(results, "scores", "long.csv"), long_csv),
-            Output(output_path(results, "stats", "agreement.csv"), agreement),
-        ]
-    if results.labelled is not None:
-        # With its calibrated scores: a study labelled by people is not a million records.
-        long_csv = csv_bytes(results.long, index=False)
-        outputs.append(Output(output_path(results, "scores", "long.csv"), long_csv))
-    else:
-        # Written as rendered, a chunk of rows at a time: a million rows' text is never held.
-        long = partial(write_long_csv, scores=results.columns, cells=spreadsheet_safe)
-        outputs.append(Output(output_path(results, "scores", "long.csv"), write=long))
+        return [*outputs, Output(output_path(results, "stats", "agreement.csv"), agreement)]
     for c in results.study.criteria:
         # Written as rendered: a large study's prompts are never all held.
         write = partial(

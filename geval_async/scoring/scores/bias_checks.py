@@ -200,9 +200,9 @@ def judge_reactions(
             rows += length_rows(
                 name,
                 frame[~np.isnan(lengths)],
-                resamples=bias.bootstrap,
-                seed=bias.seed,
                 confidence=bias.confidence,
+                # The interval is a formula: ``[bias] bootstrap`` only says whether to give it.
+                interval=bias.bootstrap > 0,
                 fields=" + ".join(fields),
             )
         else:

@@ -15,7 +15,9 @@ from ...study.plan import Study
 from ...study.settings import EvalConfig, MetaConfig
 from ..stats.calibration import calibrate, draw_labelled
 from ..stats.human_scale import HUMAN_SCALE_COLUMNS, human_scale_frame
+from .columns import ScoreColumns
 from .scores import SCORED
+from .tables import CALIBRATED_COLUMNS, label_rows
 
 __all__ = [
     "CALIBRATED_COLUMNS",
@@ -23,10 +25,8 @@ __all__ = [
     "calibrated_items",
     "human_scale_estimates",
     "labelled_items",
-    "with_calibration",
 ]
 
-CALIBRATED_COLUMNS = ["calibrated", "lo", "hi"]
 ALL_RECORDS = "all records"  # the one mean of a study without conditions
 ITEM_COLUMNS = [
     "record_id",
@@ -40,10 +40,11 @@ ITEM_COLUMNS = [
 ]
 
 
-def labelled_items(long: pd.DataFrame, study: Study) -> pd.DataFrame | None:
-    """One row per row of ``long`` (same order): the judge's score (NaN unless scored), the human
-    label (NaN: unlabelled), whether it is among the labels used, the calibrated score and its
-    interval. None when ``[meta] human`` names no criterion of the study.
+def labelled_items(scores: ScoreColumns, study: Study) -> pd.DataFrame | None:
+    """One row per row of the long table of ``scores`` (same order): the judge's score (NaN
+    unless scored), the human label (NaN: unlabelled), whether it is among the labels used, the
+    calibrated score and its interval. None when ``[meta] human`` names no criterion of the
+    study.
 
     The labels used are the same records for every criterion: ``[meta] labelled`` of the
     records labelled for any of them, drawn with ``[meta] seed``.
@@ -57,6 +58,8 @@ def labelled_items(long: pd.DataFrame, study: Study) -> pd.DataFrame | None:
     if not human:
         return None
     labels = record_labels(study.selected_records, human, study.config.data.path)
+    # Read after the check above: a study without labels never builds its items' columns.
+    long = label_rows(scores)
     items = long[["record_id", "group", "condition", "criterion", "score"]].copy()
     items["record_id"] = items["record_id"].astype(str)
     items.loc[long["status"] != SCORED, "score"] = np.nan
@@ -95,18 +98,6 @@ def calibrated_items(items: pd.DataFrame, meta: MetaConfig) -> pd.DataFrame:
         for column in CALIBRATED_COLUMNS:
             items.iloc[rows, items.columns.get_loc(column)] = getattr(found, column)
     return items[ITEM_COLUMNS].reset_index(drop=True)
-
-
-def with_calibration(long: pd.DataFrame, items: pd.DataFrame | None) -> pd.DataFrame:
-    """The long table with ``calibrated``, ``lo`` and ``hi`` after ``score``'s ``se`` (the
-    table as it was when the study has no human labels)."""
-    if items is None:
-        return long
-    frame = long.reset_index(drop=True).copy()
-    at = frame.columns.get_loc("se") + 1
-    for offset, column in enumerate(CALIBRATED_COLUMNS):
-        frame.insert(at + offset, column, items[column].to_numpy())
-    return frame
 
 
 def human_scale_estimates(

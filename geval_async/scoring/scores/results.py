@@ -39,12 +39,13 @@ from ..stats.human_scale import calibration_summary
 from ..stats.pairwise import pairwise_frame, strengths_frame
 from .bias_checks import JudgeReactions, judge_reactions
 from .columns import ScoreColumns, collect_scores
+from .draws import DrawTally, score_by_need
 from .joined import join_scores, record_ids
-from .labelled import human_scale_estimates, labelled_items, with_calibration
+from .labelled import human_scale_estimates, labelled_items
 from .pairs import OrderVerdict, outcomes_frame, read_orders, verdicts_frame
 from .readings import ShareCounts, ShareDifference, samples_frame, share_counts
 from .record_heads import RecordHeads
-from .scores import CriterionTally, ItemScore, score_items
+from .scores import CriterionTally, ItemScore
 from .tables import (
     compare,
     composite,
@@ -53,6 +54,7 @@ from .tables import (
     group_tables,
     long_frame,
     with_average,
+    with_calibration,
 )
 from .trust import consistency_frame, n_curve_frame
 
@@ -75,6 +77,8 @@ class StudyResults:
     judged: tuple[float, float] | None = None
     # The pairwise criteria's orders asked, their answers read (:mod:`.pairs`).
     orders: list[OrderVerdict] = field(default_factory=list)
+    # Draws spent by need: where the adaptive items stand (None: a fixed n, :mod:`.draws`).
+    draws: DrawTally | None = None
     # The DataFrame a study built in code was given (None: read from a records file), which
     # :meth:`frame` gives back with the scores joined on.
     records_frame: pd.DataFrame | None = field(default=None, init=False, repr=False, compare=False)
@@ -114,7 +118,7 @@ class StudyResults:
         """Per record and criterion (the long table's rows), the judge's score beside the human
         label, whether the label is used, and the calibrated score with its interval; None
         without ``[meta] human`` (see :mod:`.labelled`)."""
-        return labelled_items(long_frame(self.columns), self.study)
+        return labelled_items(self.columns, self.study)
 
     @cached_property
     def human_scale(self) -> pd.DataFrame:
@@ -366,7 +370,8 @@ def load_results(
     prepared = prepare_study(config)
     with open_answers(prepared.rated()) as answers:
         study = answers.study  # with the generated steps read from the cache
-        scores = collect_scores(study, score_items(study, answers))
+        draws: list[DrawTally] = []
+        scores = collect_scores(study, score_by_need(study, answers, draws))
     give_back_freed_memory()  # what the pass over the answers left (see .heap)
     orders: list[OrderVerdict] = []
     if prepared.pairwise:
@@ -396,6 +401,7 @@ def load_results(
         _variant(config),
         arrived,
         orders=orders,
+        draws=draws[0] if draws else None,
     )
     if strict and study.warnings:
         raise ConfigError(f"{study.warnings[0]} (--strict makes this an error)")

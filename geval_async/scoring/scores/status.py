@@ -18,6 +18,7 @@ import pandas as pd
 from ...judging.store.read_model import Coverage, open_answers
 from ...options import Left
 from ...study.plan import Study
+from .draws import DrawTally, adaptive_criteria, counted, item_stops
 from .readings import ShareCounts, ShareDifference
 from .scores import parser_for, score_item
 
@@ -34,6 +35,7 @@ class StudyStatus:
     mixed: bool  # answers of the simulated judge and of another server
     conditions: tuple[str, ...] = ()
     alpha: float = 0.05
+    draws: DrawTally | None = None  # draws spent by need: items settled and still drawing
 
     def invalid_shares(self) -> pd.DataFrame:
         """Invalid samples per criterion and condition, with a count per reason (as
@@ -61,7 +63,9 @@ def study_status(study: Study, in_batch: Container[str] = frozenset()) -> StudyS
         planned = {c.name: c for c in answers.study.criteria}
         parsers = {name: parser_for(criterion) for name, criterion in planned.items()}
         sampling = answers.study.config.sampling
+        stops = item_stops(answers.study, answers) if adaptive_criteria(answers.study) else {}
         for item in answers:
+            item = counted(item, stops)
             name = item.item.criterion.name
             counts[name].add(item.left)  # as the dry run and the batch commands count
             # A pairwise criterion's answers are verdicts, not ratings: counted as covered.
@@ -78,6 +82,13 @@ def study_status(study: Study, in_batch: Container[str] = frozenset()) -> StudyS
                 reasons += (None,) * (len(score.answers) - len(reasons))
                 shares.add(name, score.condition, reasons)
     stats = study.config.stats
+    draws = DrawTally.of(stops, sampling.first_draws) if stops else None
     return StudyStatus(
-        counts, shares, answers.corrupted, answers.mixed, tuple(stats.conditions), stats.alpha
+        counts,
+        shares,
+        answers.corrupted,
+        answers.mixed,
+        tuple(stats.conditions),
+        stats.alpha,
+        draws,
     )

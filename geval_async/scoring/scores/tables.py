@@ -42,6 +42,9 @@ LONG_COLUMNS = [
 ]
 # A panel's long table: these after ``status``, who scored the record (see :mod:`.panel`).
 PANEL_COLUMNS = ("judges_scored", "judges_missing")
+# A study labelled by people: each record's calibrated score and its interval, after ``se``
+# (computed in :mod:`.labelled`).
+CALIBRATED_COLUMNS = ["calibrated", "lo", "hi"]
 
 
 def long_frame(scores: ScoreColumns) -> pd.DataFrame:
@@ -54,6 +57,14 @@ def standard_errors(scores: ScoreColumns) -> pd.DataFrame:
     """The long table's ``criterion`` and ``se`` columns alone (the reports' mean SE per
     criterion), not its ids, statuses and distributions."""
     return _long_from_columns(scores, names=["criterion", "se"])
+
+
+def label_rows(scores: ScoreColumns) -> pd.DataFrame:
+    """The long table's ``record_id``, ``group``, ``condition``, ``criterion``, ``score`` and
+    ``status`` alone (what the calibration against human labels reads)."""
+    return _long_from_columns(
+        scores, names=["record_id", "group", "condition", "criterion", "score", "status"]
+    )
 
 
 def score_rows(scores: ScoreColumns) -> pd.DataFrame:
@@ -170,19 +181,42 @@ def _held_at(columns: ScoreColumns, rows: slice | np.ndarray) -> dict[int, ItemS
     }
 
 
+def with_calibration(long: pd.DataFrame, items: pd.DataFrame | None) -> pd.DataFrame:
+    """The long table with ``calibrated``, ``lo`` and ``hi`` after ``score``'s ``se``, from
+    ``items`` (the study's labelled items, one row per row of ``long``, in its order); the
+    table as it was when the study has no human labels (``items`` None)."""
+    if items is None:
+        return long
+    frame = long.reset_index(drop=True).copy()
+    at = frame.columns.get_loc("se") + 1
+    for offset, column in enumerate(CALIBRATED_COLUMNS):
+        frame.insert(at + offset, column, items[column].to_numpy())
+    return frame
+
+
 def write_long_csv(
     out: BinaryIO,
     scores: ScoreColumns,
     rows: int = 20_000,
     cells: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+    calibration: pd.DataFrame | None = None,
 ) -> None:
-    """Write the long table as CSV to ``out`` (the bytes of ``long_frame(scores).to_csv(
-    index=False)``), ``rows`` items at a time: the text of a study's every row is never held
-    whole. ``cells``: what the writer makes of each block's cells before they are written
-    (its guard of text a spreadsheet would run)."""
+    """Write the long table as CSV to ``out`` (the bytes of ``with_calibration(long_frame(
+    scores), calibration).to_csv(index=False)``), ``rows`` items at a time: the text of a
+    study's every row is never held whole.
+
+    Args:
+        cells: what the writer makes of each block's cells before they are written (its guard
+            of text a spreadsheet would run).
+        calibration: the study's labelled items (:mod:`.labelled`), one row per item in the
+            long table's order, whose calibrated score and interval join each block; None for
+            a study without human labels.
+    """
     names = long_columns(scores)
     for start in range(0, max(len(scores), 1), rows):
         chunk = _long_from_columns(scores, slice(start, start + rows), names)
+        if calibration is not None:
+            chunk = with_calibration(chunk, calibration.iloc[start : start + rows])
         if cells is not None:
             chunk = cells(chunk)
         out.write(chunk.to_csv(index=False, header=start == 0).encode())

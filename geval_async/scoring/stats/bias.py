@@ -7,9 +7,8 @@ scored (no request), gives one :class:`BiasRow` per criterion and scope, and is 
 fixed rule:
 
 - ``length``: Spearman's rho of the weighted score with the length of the text judged, with
-  a seeded percentile bootstrap interval over the records (Bonett and Wright's above
-  :data:`BOOTSTRAP_RECORDS` records); flagged when the interval excludes 0 and
-  ``|rho| >= 0.3`` (:data:`LENGTH_RHO`).
+  Bonett and Wright's interval (:func:`spearman_interval`); flagged when the interval excludes
+  0 and ``|rho| >= 0.3`` (:data:`LENGTH_RHO`).
 - ``scale``: the share of the scale's points used, the share of the most common rating and the
   entropy of the ratings (bits); flagged when one rating takes 80% or more of the valid
   ratings (:data:`TOP_SHARE`).
@@ -42,7 +41,6 @@ __all__ = [
     "ADVICE",
     "ALL_CONDITIONS",
     "BIAS_COLUMNS",
-    "BOOTSTRAP_RECORDS",
     "FAMILIES",
     "LENGTH_RHO",
     "TOP_SHARE",
@@ -62,13 +60,6 @@ LENGTH_RHO = 0.3  # a length correlation this strong (either sign) is flagged
 TOP_SHARE = 0.8  # one rating with this share of the valid ratings is a collapsed scale
 NO_POSITION = 0.5  # the share the text shown first wins with no position bias
 ALL_CONDITIONS = "all"  # the scope of a row pooled over the conditions
-# Resampled values held at once while bootstrapping: a large study's records are resampled
-# in blocks of resamples, never all at once.
-_BLOCK_VALUES = 2_000_000
-# Above this many records the length interval is Bonett and Wright's (Fisher's z with variance
-# (1 + rho^2 / 2) / (n - 3)): at 20,000 records it agrees with the bootstrap's to about 0.001,
-# and the bootstrap of a 250,000-record study would take a minute a row.
-BOOTSTRAP_RECORDS = 20_000
 
 
 class BiasCheck(StrEnum):
@@ -157,57 +148,28 @@ def bias_frame(rows: Iterable[BiasRow]) -> pd.DataFrame:
 # --- length ------------------------------------------------------------------------------------
 
 
-class _TieGroups:
-    """The values of one side, sorted once, as groups of equal values: what ranking a
-    resample needs, so that no resample is sorted again."""
-
-    def __init__(self, values: np.ndarray) -> None:
-        self.order = np.argsort(values, kind="stable")
-        ordered = values[self.order]
-        opens = np.r_[True, ordered[1:] != ordered[:-1]]  # a value unlike the one before
-        self.starts = np.flatnonzero(opens)  # where each group begins in the sorted order
-        self.group = np.empty(len(values), dtype=np.int64)  # per value, its group
-        self.group[self.order] = np.cumsum(opens) - 1
-
-    def ranks(self, counts: np.ndarray) -> np.ndarray:
-        """Per resample (row of ``counts``: how often each value was drawn), each value's
-        average rank within the resample, as ranking the drawn values would give it: the
-        draws of the groups below, plus the middle of its own group's draws."""
-        drawn = np.add.reduceat(counts[:, self.order], self.starts, axis=1)
-        middle = np.cumsum(drawn, axis=1) - (drawn - 1) / 2
-        return middle[:, self.group]
-
-
-def _weighted_pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Pearson's r of each row of ``x`` with the same row of ``y``, each value counted as
-    often as its weight says (NaN for a row without spread)."""
-    total = weights.sum(axis=-1, keepdims=True)
-    x = x - (weights * x).sum(axis=-1, keepdims=True) / total
-    y = y - (weights * y).sum(axis=-1, keepdims=True) / total
-    spread = np.sqrt((weights * x * x).sum(axis=-1) * (weights * y * y).sum(axis=-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(spread > 0, (weights * x * y).sum(axis=-1) / spread, np.nan)
-
-
 def spearman_interval(
     x: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
     *,
-    resamples: int = 1000,
-    seed: int = 0,
     confidence: float = 0.95,
+    interval: bool = True,
 ) -> tuple[float, float, float, float, str]:
-    """Spearman's rho of ``x`` and ``y``, its percentile bootstrap interval and p-value.
+    """Spearman's rho of ``x`` and ``y``, its interval and p-value.
 
-    The records are resampled with replacement (pairs kept together) ``resamples`` times from
-    a generator seeded with ``seed``, each resample ranked anew (ties share their average
-    rank); a resample whose scores or lengths are all equal has no correlation and is left out
-    of the percentiles.
+    The interval is Bonett and Wright's (2000): Fisher's z of rho with the variance
+    (1 + rho^2 / 2) / (n - 3), whatever the number of records. It needs no resampling, so a
+    study of a million records costs what one of fifty does, and it covers the population's
+    rho about as often as it says from 50 records up, with the ties of weighted scores
+    (``bench/length_interval.py``).
+
+    Args:
+        interval: False leaves the interval out (``[bias] bootstrap = 0``).
 
     Returns:
         (rho, low, high, p, note): NaN for what cannot be computed (fewer than three pairs,
-        or no variation on a side), with the note saying why; low and high NaN without
-        resamples.
+        or no variation on a side), with the note saying why; low and high NaN without an
+        interval.
     """
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(a)
@@ -218,34 +180,17 @@ def spearman_interval(
         return _NAN, _NAN, _NAN, _NAN, f"every record has the same {side}"
     result = sps.spearmanr(a, b)
     rho, p = float(result.statistic), float(result.pvalue)
-    if resamples <= 0:
+    if not interval:
         return rho, _NAN, _NAN, p, "no interval: [bias] bootstrap = 0"
-    if n > BOOTSTRAP_RECORDS:
-        low, high = _bonett_wright(rho, n, confidence)
-        return rho, low, high, p, f"Bonett-Wright interval (more than {BOOTSTRAP_RECORDS} records)"
-    rng = np.random.default_rng(seed)
-    block = max(1, _BLOCK_VALUES // n)
-    sides = _TieGroups(a), _TieGroups(b)
-    found = []
-    for start in range(0, resamples, block):
-        size = min(block, resamples - start)
-        picks = rng.integers(0, n, size=(size, n))
-        # How often each record was drawn: ranking the resample needs no sort.
-        rows = (picks + n * np.arange(size)[:, None]).ravel()
-        counts = np.bincount(rows, minlength=size * n).reshape(size, n).astype(float)
-        found.append(_weighted_pearson(sides[0].ranks(counts), sides[1].ranks(counts), counts))
-    rhos = np.concatenate(found)
-    rhos = rhos[~np.isnan(rhos)]
-    if not len(rhos):
-        return rho, _NAN, _NAN, p, "no resample varied on both sides"
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(rhos, [tail, 100 - tail])
-    return rho, float(low), float(high), p, ""
+    if n <= 3:
+        return rho, _NAN, _NAN, p, "no interval from 3 records"
+    low, high = _bonett_wright(rho, n, confidence)
+    return rho, low, high, p, ""
 
 
 def _bonett_wright(rho: float, n: int, confidence: float) -> tuple[float, float]:
-    """The large-sample interval of Spearman's rho: Fisher's z with Bonett and Wright's
-    variance (1 + rho^2 / 2) / (n - 3)."""
+    """Fisher's z of Spearman's rho with Bonett and Wright's variance (1 + rho^2 / 2) / (n - 3),
+    back on rho's scale."""
     if abs(rho) >= 1:
         return rho, rho
     z, q = math.atanh(rho), float(sps.norm.ppf(1 - (1 - confidence) / 2))
@@ -257,9 +202,8 @@ def length_rows(
     criterion: str,
     scored: pd.DataFrame,
     *,
-    resamples: int = 1000,
-    seed: int = 0,
     confidence: float = 0.95,
+    interval: bool = True,
     fields: str = "",
 ) -> list[BiasRow]:
     """The length check of one criterion: pooled, then within each condition.
@@ -267,6 +211,7 @@ def length_rows(
     Args:
         scored: one row per scored record, columns ``score``, ``length`` and ``condition``
             (None or NaN where the records have no condition).
+        interval: False leaves the intervals out (and so the flags).
         fields: the record fields measured, for the note.
     """
     scopes: list[tuple[str, pd.DataFrame]] = [(ALL_CONDITIONS, scored)]
@@ -278,9 +223,8 @@ def length_rows(
         rho, low, high, p, note = spearman_interval(
             part["score"].to_numpy(float),
             part["length"].to_numpy(float),
-            resamples=resamples,
-            seed=seed,
             confidence=confidence,
+            interval=interval,
         )
         excludes_zero = not math.isnan(low) and (low > 0 or high < 0)
         measured = f"length of {fields} in characters" if fields else ""

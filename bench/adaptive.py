@@ -46,6 +46,7 @@ CHOSEN = 0.2
 # Each draw is sent seed + its index, so the simulated judge's k-th draw of an item is the
 # same however the draws were chunked (a real judge without a seed samples anew each call).
 SEED = 1
+SYSTEMS = ("M8", "M12")  # the llama.cpp slice: two systems' summaries of the same articles
 
 
 def _scores(config: Path, **overrides: Any) -> Any:
@@ -158,7 +159,7 @@ def llama(folder: Path, documents: int) -> dict[str, Any]:
 
     rows = [json.loads(line) for line in SUMMEVAL.open(encoding="utf-8")]
     docs = list(dict.fromkeys(r["doc_id"] for r in rows))[:documents]
-    kept = [r for r in rows if r["doc_id"] in docs][: documents * 4]
+    kept = [r for r in rows if r["doc_id"] in docs and r["system_id"] in SYSTEMS]
     records = folder / "records.jsonl"
     records.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
     prompt = ROOT / "prompts" / "summeval" / "rel_detailed.txt"
@@ -168,6 +169,7 @@ def llama(folder: Path, documents: int) -> dict[str, Any]:
         f'[judge]\nmodel = "{ALIAS}"\nbase_url = "http://127.0.0.1:1/v1"\n'
         f'[sampling]\nmode = "samples"\nn = {N}\ntemperature = 1.0\nmax_tokens = 5\nseed = 1\n'
         "[limits]\nconcurrency = 1\ntimeout = 300\n"
+        f"[stats]\nconditions = {json.dumps(list(SYSTEMS))}\n"
         f'[cache]\npath = "{folder / "cache"}"\n[output]\npath = "{folder / "out"}"\n'
         f'[[criteria]]\nname = "rel"\nprompt = "{prompt}"\nscale = [1, 5]\n'
         'fields = { document = "source", summary = "system_output" }\n',
@@ -199,16 +201,17 @@ def llama(folder: Path, documents: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--llama", action="store_true", help="also SmolLM2-135M (llama.cpp)")
-    parser.add_argument("--documents", type=int, default=10, help="SummEval articles for --llama")
+    parser.add_argument("--documents", type=int, default=15, help="SummEval articles for --llama")
     args = parser.parse_args()
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as name:
-        folder = Path(name)
-        out["simulated"] = simulated(folder)
-        if args.llama:
-            (folder / "llama").mkdir()
-            out["llama"] = llama(folder / "llama", args.documents)
-            print("llama", json.dumps(out["llama"], indent=1))
+        out["simulated"] = simulated(Path(name))
+    if args.llama:
+        # Kept between runs: the n = 20 draws of a CPU-bound model take minutes to ask.
+        folder = Path(tempfile.gettempdir()) / f"geval-adaptive-llama-{args.documents}"
+        folder.mkdir(exist_ok=True)
+        out["llama"] = llama(folder, args.documents)
+        print("llama", json.dumps(out["llama"], indent=1))
     if RESULTS.exists() and not args.llama:
         kept = json.loads(RESULTS.read_text(encoding="utf-8")).get("llama")
         if kept is not None:

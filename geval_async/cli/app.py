@@ -368,7 +368,12 @@ def _command(args: argparse.Namespace) -> int:
         return EXIT_OK
     except (KeyboardInterrupt, asyncio.CancelledError):
         if args.command in _ASKING:
-            _say("interrupted: answers received so far are saved; run the same command to resume")
+            # Cut at once (a second Ctrl-C): what was in flight, or held on a full disk, is
+            # dropped; the cache keeps what it stored.
+            _say(
+                "interrupted: the answers stored so far are kept; run the same command to "
+                "resume (it asks only what is missing)"
+            )
         else:
             _say("interrupted")
         return EXIT_INTERRUPTED

@@ -9,7 +9,7 @@ the scoring stage replays them on the same ratings to know which draws count, so
 scored later, or with more draws in its cache, reads exactly the draws its rule chose.
 
 - **A target** (``target_se``): an item stops at the first round whose standard error is at
-  most the target, or at n. Each round asks about as many draws as the target needs from the
+  most the target and that holds at least ``first`` ratings, or at n. Each round asks about as many draws as the target needs from the
   spread seen so far, at least one more and at most twice as many as the item has (a spread
   read from three ratings is rough).
 - **A budget** (``draws``): every item gets ``first`` draws; the rest of the budget goes in
@@ -74,8 +74,10 @@ def stopping_point(ratings: Ratings, n: int, first: int, target: float) -> Stop:
             return Stop(k, False)
         if k >= n:
             return Stop(n, True)
+        # A stop rests on at least first_draws ratings: two that agree among answers that
+        # hold none are no sign that the judge is sure.
         se = standard_error(ratings[:k])
-        if se is not None and se <= target:
+        if se is not None and se <= target and len(_valid(ratings[:k])) >= first:
             return Stop(k, True)
         k = next_draws(ratings[:k], n, target)
 

@@ -220,3 +220,23 @@ def test_the_html_report_shows_the_draws_per_criterion(
         assert opened.page.locator('nav a[href="#draws"]').count() == 0
     finally:
         opened.page.context.close()
+
+
+def test_a_cache_with_more_draws_counts_only_the_requests_of_the_draws_used(
+    tmp_path: Path,
+) -> None:
+    settings = SimSettings(certainty="varied", seed=5)
+    judged = judged_with(tmp_path, settings, ADAPTIVE)
+    before = judged.draws()
+    # A lower target asks the torn items for more draws: the cache then holds more requests
+    # than the study at the first target used.
+    with SimServer(settings) as sim:
+        judge_study(judged.study, sim.base_url, sampling={**ADAPTIVE, "target_se": 0.1})
+        assert sim.stats.samples > 0
+    lower = run_cli("report", str(judged.study.config))
+    assert lower.returncode == 0, lower.stderr
+    assert (judged.draws()["requests"] > before["requests"]).all()
+    judged.study.write_config(sim.base_url, sampling=ADAPTIVE, prices=PRICES)
+    again = run_cli("report", str(judged.study.config))
+    assert again.returncode == 0, again.stderr
+    pd.testing.assert_frame_equal(judged.draws(), before)

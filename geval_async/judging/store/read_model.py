@@ -64,8 +64,8 @@ class ItemAnswers:
     refused: bool = False
     served: tuple[str, ...] = ()  # the models the server said it served, as it named them
     left: Left = Left.CACHED  # where it stands (left_of: the rule a run sends by)
-    # Each stored request of the chain, in draw order (the usage dict is the entry's own:
-    # nothing is parsed until a reader of the spend asks).
+    # Each stored request of the chain, in draw order, when the study spends its draws by
+    # need (the usage dict is the entry's own: nothing is parsed until the spend is read).
     spent: tuple[EntrySpend, ...] = ()
 
     @property
@@ -95,12 +95,16 @@ class StudyAnswers:
 
     def __iter__(self) -> Iterator[ItemAnswers]:
         first, last = self.first_arrived, self.last_arrived
+        # Only a study that spends its draws by need prices its requests: a fixed one's walk
+        # makes nothing more an entry.
+        spending = self.study.config.sampling.adaptive
         for state in item_states(self.study, self._entries):
             choices: list[dict[str, Any]] = []
             served: list[str] = []
             spent: list[EntrySpend] = []
             for entry in state.entries:
-                spent.append(EntrySpend(entry.n, entry.received, entry.usage))
+                if spending:
+                    spent.append(EntrySpend(entry.n, entry.received, entry.usage))
                 entry_choices, model = entry.answer()
                 choices.extend(entry_choices)
                 if model is not None and model not in served:

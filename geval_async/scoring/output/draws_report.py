@@ -55,8 +55,8 @@ def draws_intro(sampling: SamplingConfig) -> str:
     first, n = sampling.first_draws, sampling.n
     if sampling.draws is not None:
         rule = (
-            f"a budget of {sampling.draws:,} draws: each item was asked {first} draws "
-            "(`first_draws`), the rest went in rounds to the items whose ratings disagree most"
+            f"from a budget of {sampling.draws:,} draws, each item was asked {first} draws "
+            "(`first_draws`) and the rest went in rounds to the items whose ratings disagree most"
         )
     else:
         rule = (
@@ -64,13 +64,13 @@ def draws_intro(sampling: SamplingConfig) -> str:
             f"standard error was above `target_se` = {sampling.target_se:g}"
         )
     return (
-        f"Draws were spent by need, up to n = {n}: {rule}. Against the fixed study (n draws "
-        "every item), on the same prompts and answers: the fixed study's requests are one an "
-        "item on an endpoint that takes `n` and n an item on one that answers one draw a "
-        "request, each with the prompt tokens the requests here carried on average, and its "
-        "draws take the completion tokens the draws here took on average. The cost is what "
-        "the answers' usage billed, priced at the config's model (else the token estimate: "
-        "`cost_basis`)."
+        f"Draws were spent by need, up to n = {n} an item: {rule}. Against the fixed "
+        "study (n draws every item), on the same prompts and answers: the fixed study's "
+        "requests are one an item on an endpoint that takes `n` and n an item on one that "
+        "answers one draw a request, each with the prompt tokens the requests here carried on "
+        "average, and its draws take the completion tokens the draws here took on average. "
+        "The cost is what the answers' usage billed, priced at the config's model (else the "
+        "token estimate: `cost_basis`)."
     )
 
 

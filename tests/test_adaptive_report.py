@@ -188,6 +188,28 @@ def test_a_fixed_n_study_writes_no_draws_file_and_no_section(fixed: Judged) -> N
     assert "Draws spent by need" not in html
 
 
+def test_a_cache_with_more_draws_counts_only_the_requests_of_the_draws_used(
+    tmp_path: Path,
+) -> None:
+    settings = SimSettings(certainty="varied", seed=5)
+    judged = judged_with(tmp_path, settings, ADAPTIVE)
+    before = judged.draws()
+    # A lower target asks the torn items for more draws: the cache then holds more requests
+    # than the study at the first target used.
+    with SimServer(settings) as sim:
+        judge_study(judged.study, sim.base_url, sampling={**ADAPTIVE, "target_se": 0.1})
+        assert sim.stats.samples > 0
+    lower = run_cli("report", str(judged.study.config))
+    assert lower.returncode == 0, lower.stderr
+    assert (judged.draws()["requests"] > before["requests"]).all()
+    judged.study.write_config(sim.base_url, sampling=ADAPTIVE, prices=PRICES)
+    again = run_cli("report", str(judged.study.config))
+    assert again.returncode == 0, again.stderr
+    pd.testing.assert_frame_equal(judged.draws(), before)
+
+
+# Last: Playwright keeps an event loop running in this thread once the browser is open, where a
+# command's asyncio.run cannot start.
 @needs_chromium
 def test_the_html_report_shows_the_draws_per_criterion(
     adaptive: Judged, fixed: Judged, browser: Any
@@ -220,23 +242,3 @@ def test_the_html_report_shows_the_draws_per_criterion(
         assert opened.page.locator('nav a[href="#draws"]').count() == 0
     finally:
         opened.page.context.close()
-
-
-def test_a_cache_with_more_draws_counts_only_the_requests_of_the_draws_used(
-    tmp_path: Path,
-) -> None:
-    settings = SimSettings(certainty="varied", seed=5)
-    judged = judged_with(tmp_path, settings, ADAPTIVE)
-    before = judged.draws()
-    # A lower target asks the torn items for more draws: the cache then holds more requests
-    # than the study at the first target used.
-    with SimServer(settings) as sim:
-        judge_study(judged.study, sim.base_url, sampling={**ADAPTIVE, "target_se": 0.1})
-        assert sim.stats.samples > 0
-    lower = run_cli("report", str(judged.study.config))
-    assert lower.returncode == 0, lower.stderr
-    assert (judged.draws()["requests"] > before["requests"]).all()
-    judged.study.write_config(sim.base_url, sampling=ADAPTIVE, prices=PRICES)
-    again = run_cli("report", str(judged.study.config))
-    assert again.returncode == 0, again.stderr
-    pd.testing.assert_frame_equal(judged.draws(), before)

@@ -143,9 +143,24 @@ def test_rounds_on_an_endpoint_that_takes_n_pay_the_prompt_again(adaptive: Judge
         assert f"| {criterion} | {items} | 0 | {row.draws} | {N * items} |" in section
 
 
-def test_an_endpoint_of_one_draw_a_request_saves_requests_and_cost(tmp_path: Path) -> None:
-    # n refused above 1: every draw is a request of its own, the fixed study's too.
-    judged = judged_with(tmp_path, SimSettings(certainty="varied", seed=5, max_n=1), ADAPTIVE)
+@pytest.mark.parametrize(
+    ("settings", "sampling"),
+    [
+        # n refused above 1: the run learns it and asks every draw in a request of its own.
+        (SimSettings(certainty="varied", seed=5, max_n=1), ADAPTIVE),
+        # The Responses API takes no n (nor a seed, nor fewer than 16 tokens).
+        (
+            SimSettings(certainty="varied", seed=5, responses_only="sim-judge"),
+            {"n": N, "target_se": 0.2, "max_tokens": 16},
+        ),
+    ],
+    ids=["n-refused", "responses-api"],
+)
+def test_an_endpoint_of_one_draw_a_request_saves_requests_and_cost(
+    tmp_path: Path, settings: SimSettings, sampling: dict[str, object]
+) -> None:
+    # Every draw is a request of its own, the fixed study's too.
+    judged = judged_with(tmp_path, settings, sampling)
     draws = judged.draws()
     items = judged.study.n_records
     assert draws["draws"].sum() == judged.samples

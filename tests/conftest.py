@@ -872,3 +872,32 @@ def study_every_user_may_read(records: int, cache: str, output: str) -> Iterator
             if path.is_dir():
                 path.chmod(0o755)
         shutil.rmtree(root)
+
+
+# --- a small disk, for the tests of a full or read-only one ----------------------------------
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[[Path, str], None]]:
+    """Mount a size-limited tmpfs (needs root with CAP_SYS_ADMIN); skips when impossible."""
+    mounted: list[Path] = []
+
+    def mount(path: Path, size: str) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({result.stderr.strip()})")
+        mounted.append(path)
+
+    yield mount
+    for path in reversed(mounted):
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def remount(path: Path, options: str) -> None:
+    """Remount a tmpfs of :func:`mount_tmpfs` with ``options`` (``ro``, ``size=8m``)."""
+    subprocess.run(["mount", "-o", f"remount,{options}", str(path)], check=True)

@@ -327,7 +327,7 @@ def test_spearman_interval_says_why_it_is_missing() -> None:
     assert spearman_interval([1, 2], [3, 4])[4] == "fewer than 3 scored records"
     assert spearman_interval([3, 3, 3], [1, 2, 3])[4] == "every record has the same score"
     assert spearman_interval(x, y, interval=False)[1:] == pytest.approx(
-        (np.nan, np.nan, p, "no interval: [bias] bootstrap = 0"), nan_ok=True
+        (np.nan, np.nan, p, "no interval: [bias] interval = false"), nan_ok=True
     )
 
 
@@ -467,3 +467,19 @@ def test_the_html_bias_section_shows_the_flags_and_what_to_do(tmp_path: Path, br
         ]
     finally:
         page.context.close()
+
+
+def test_the_length_interval_is_switched_by_interval_and_by_the_older_bootstrap_0(
+    tmp_path: Path,
+) -> None:
+    from geval_async.study.reader import TableReader
+    from geval_async.study.sections import SECTION_KEYS, parse_bias
+
+    def read(table: dict[str, object]) -> bool:
+        reader = TableReader(tmp_path / "c.toml", "bias", table, SECTION_KEYS["bias"])
+        return parse_bias(reader, ["con"]).interval
+
+    assert read({}) is True
+    assert read({"interval": False}) is False
+    assert read({"bootstrap": 0}) is False
+    assert read({"bootstrap": 1000, "seed": 3}) is True

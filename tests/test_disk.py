@@ -25,6 +25,7 @@ from conftest import (
     StudyFiles,
     cache_snapshot,
     keys_by_digest,
+    remount,
     run_process,
     start_process,
     wait_for,
@@ -83,31 +84,6 @@ def test_two_runs_of_one_plan_share_a_cache_safely(sim: SimServer, study: StudyF
 # --- a hostile disk ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[[Path, str], None]]:
-    """Mount a size-limited tmpfs (needs root with CAP_SYS_ADMIN); skips when impossible."""
-    mounted: list[Path] = []
-
-    def mount(path: Path, size: str) -> None:
-        path.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here ({result.stderr.strip()})")
-        mounted.append(path)
-
-    yield mount
-    for path in reversed(mounted):
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def _remount(path: Path, options: str) -> None:
-    subprocess.run(["mount", "-o", f"remount,{options}", str(path)], check=True)
-
-
 def _writable(folder: Path) -> bool:
     probe = folder / "probe"
     try:
@@ -151,11 +127,11 @@ def _read_only(cache: Path, mount: Callable[[Path, str], None]) -> Iterator[tupl
     mount(disk, "8m")  # skips the test when no tmpfs can be mounted
     copy = disk / "cache"
     shutil.copytree(cache, copy)
-    _remount(disk, "ro")
+    remount(disk, "ro")
     try:
         yield copy, "read-only tmpfs"
     finally:
-        _remount(disk, "rw")
+        remount(disk, "rw")
 
 
 def test_read_only_cache_fails_before_any_request(
@@ -179,44 +155,6 @@ def test_read_only_cache_fails_before_any_request(
         f"\nread-only by {mechanism}: {lines[0]}\nstatus on it: exit {status.returncode}: "
         f"{(status.stdout + status.stderr).strip().splitlines()[-1]}"
     )
-
-
-def test_full_disk_stops_the_run_cleanly_and_a_rerun_resumes(
-    sim: SimServer, study: StudyFiles, mount_tmpfs: Callable[[Path, str], None]
-) -> None:
-    disk = study.root / "disk"
-    mount_tmpfs(disk, "600k")  # room for the empty cache, its claims folder and a few answers
-    # More answers than fit, though each is stored deflated (judging/store/stored.py: some
-    # 600 bytes with its metadata).
-    study.n_records = write_records(study.records, 300)
-    study.write_config(sim.base_url, cache={"path": "disk/cache"}, limits={"concurrency": 4})
-    result = run_process("run", str(study.config), "--quiet")
-    assert result.returncode == 2, result.stdout + result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "cannot write to the cache" in lines[0], lines
-    assert "run again to resume" in lines[0]
-    assert "Traceback" not in result.stderr
-
-    full_status = run_process("status", str(study.config))
-    _remount(disk, "size=8m")  # free space (reading a diskcache folder writes to it, too)
-    stored = _decoded(study.root / "disk" / "cache")  # no partial entry
-    assert 0 < len(stored) < 2 * study.n_records, len(stored)
-    answered_keys = {
-        key for digest, key in keys_by_digest(study).items() if digest in sim.stats.answered
-    }
-    assert set(stored) <= answered_keys
-    print(
-        f"\n{len(stored)} answers stored before the disk was full; status on the full disk: "
-        f"exit {full_status.returncode}: {full_status.stderr.strip()}"
-    )
-
-    again = run_process("run", str(study.config), "--quiet")
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert len(_decoded(study.root / "disk" / "cache")) == 2 * study.n_records
-    # The rerun asked again only for answers the full disk had not stored.
-    keys = keys_by_digest(study)
-    for digest, count in sim.stats.answered.items():
-        assert count == 1 or keys[digest] not in stored
 
 
 # --- damaged entries ---------------------------------------------------------------------------

@@ -132,6 +132,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     warn(study.warnings, strict=False)
     status = study_status(study, Ledger(study.config.cache_path).live_keys())
     print(coverage_table(status.coverage))
+    if status.draws is not None:
+        from .summary import draws_lines
+
+        for line in draws_lines(status.draws, study.config.sampling):
+            print(line)
     shard = study.config.shard
     print(f"cache: {study.config.cache_path}" + (f" (shard {shard})" if shard else ""))
     if status.corrupted:
@@ -164,6 +169,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         # A live batch job's requests are not sent again (the run leaves them to the batch).
         in_batch = Ledger(config.cache_path).live_keys()
+        if config.sampling.adaptive:
+            from .summary import adaptive_dry_run
+
+            adaptive_dry_run(study, in_batch, retry_failed=args.retry_failed)
+            return EXIT_OK
         dry_run(
             study,
             asyncio.run(estimate_run(study, retry_failed=args.retry_failed, in_batch=in_batch)),
@@ -179,6 +189,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_batch(study, key, poll=args.poll, quiet=args.quiet)
     result = _judge(study, key, quiet=args.quiet, retry_failed=args.retry_failed)
     print(run_summary(result.counters, result.elapsed))
+    if config.sampling.adaptive:
+        print(
+            f"draws spent by need: {result.counters.round} "
+            f"round{'s' if result.counters.round != 1 else ''} asked "
+            f"(`geval-async status {shlex.quote(str(config.source))}` counts the items settled)"
+        )
     if result.endpoint is not None:
         print(f"endpoint: {result.endpoint}")
     if result.billed:

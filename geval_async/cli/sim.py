@@ -66,6 +66,8 @@ SETTING_HELP = {
     "batch_invalid": "Batch API: every batch fails validation with this message",
     "batch_queue_tokens": "Batch API: enqueued-token limit per model; a batch over it fails",
     "batch_polls": "Batch API: a batch ends after this many retrievals (overrides batch-seconds)",
+    "batch_echo_key": "Batch API: quote the Authorization header in every output and error "
+    "line and in a failed batch's errors",
     "profile": "the model's dialect: default, openai-reasoning, deepseek-reasoner, think-tags, "
     "anthropic-compat, openai-responses",
     "reasoning_field": "deepseek-reasoner: the message field of the reasoning",

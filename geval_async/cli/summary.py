@@ -5,7 +5,8 @@ Pure formatting from counts; nothing here touches the network or the cache.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
 from ..judging.run.budget import StudyBudget
@@ -13,8 +14,10 @@ from ..judging.run.estimate import RunEstimate
 from ..judging.run.progress import RunCounters
 from ..judging.store.coverage import Coverage
 from ..options import JudgeApi
+from ..scoring.scores.draws import DrawTally
 from ..study.config import EvalConfig
 from ..study.plan import Study
+from ..study.settings import SamplingConfig
 
 SIMULATED_NOTE = "judge: geval-async's SIMULATED server (ratings are synthetic, not an LLM's)"
 
@@ -216,3 +219,97 @@ def _batch_cost(config: EvalConfig, prompt_tokens: int, completion_tokens: int) 
     model, prices = config.judge.model, config.price_table
     cost = estimate_cost(model, prompt_tokens, completion_tokens, prices, batch=True)
     return "" if cost is None else f" online, ${cost:.2f} by batch (--batch)"
+
+
+def adaptive_dry_run(study: Study, in_batch: Container[str], *, retry_failed: bool) -> None:
+    """``run --dry-run`` of a study whose draws are spent by need: what its next round sends
+    (every item still drawing stops there: the least), then the most (every such item drawn
+    to n, or the budget left) and an estimate from where the items settled so far stopped."""
+    from ..judging.run.estimate import estimate_run
+    from ..judging.store.read_model import JudgeCache, stored_study
+    from ..scoring.scores.draws import DrawBounds, draw_bounds
+    from ..study.pricing import estimate_cost
+
+    config = study.config
+    sampling = config.sampling
+    bounds: DrawBounds
+    ready = stored_study(study) if config.cache_path.is_dir() else study
+    if ready.pending_steps or not config.cache_path.is_dir():
+        bounds = draw_bounds(ready, None)  # nothing judged yet
+    else:
+        with JudgeCache(config.cache_path, create=False) as cache:
+            bounds = draw_bounds(ready, cache)
+
+    async def both() -> tuple[RunEstimate, RunEstimate]:
+        return (
+            await estimate_run(bounds.least, retry_failed=retry_failed, in_batch=in_batch),
+            await estimate_run(bounds.most, retry_failed=retry_failed, in_batch=in_batch),
+        )
+
+    least, most = asyncio.run(both())
+    dry_run(bounds.least, least)
+
+    def cost(estimate: RunEstimate) -> float | None:
+        return estimate_cost(
+            config.judge.model,
+            estimate.prompt_tokens,
+            estimate.completion_tokens,
+            config.price_table,
+        )
+
+    print(f"{_by_need(sampling)}: {bounds.settled} items settled, {bounds.drawing} still drawing")
+    low, high = cost(least), cost(most)
+    print(
+        f"  least: {bounds.least_draws} draws, {least.requests} requests, {_usd(low)} "
+        "(every item still drawing stops after its next round: what is above)"
+    )
+    # A budget caps the most: its share of what asking every item to n would cost.
+    scale = bounds.most_draws / bounds.most_asked if bounds.most_asked else 1.0
+    print(
+        f"  most: {bounds.most_draws} draws, {most.requests} requests, "
+        f"{_usd(None if high is None else high * scale)} "
+        + (
+            "(every item still drawing asked up to n)"
+            if sampling.draws is None
+            else "(the budget left, spent where ratings disagree most)"
+        )
+    )
+    if bounds.share is None:
+        print("  estimate: none yet (no item has settled; run once to learn where items stop)")
+    else:
+        draws = round(bounds.least_draws + bounds.share * (bounds.most_draws - bounds.least_draws))
+        guess = None if low is None or high is None else low + bounds.share * (high - low)
+        print(
+            f"  estimate: about {draws} draws, {_usd(guess)}, from where the {bounds.settled} "
+            f"items settled so far stopped ({bounds.share:.0%} of the way from first_draws to n)"
+        )
+
+
+def _usd(value: float | None) -> str:
+    return "unknown (no price)" if value is None else f"${value:.2f}"
+
+
+def draws_lines(tally: DrawTally, sampling: SamplingConfig) -> list[str]:
+    """``status`` of a study whose draws are spent by need: per criterion, the items settled
+    (how many at first_draws) and still drawing, and the draws the settled ones used against
+    the fixed n's."""
+    lines = [f"{_by_need(sampling)}:"]
+    for name in sorted(set(tally.settled) | set(tally.drawing)):
+        settled, drawing = tally.settled[name], tally.drawing[name]
+        used, fixed = tally.used[name], settled * sampling.n
+        lines.append(
+            f"  {name}: {settled} items settled ({tally.at_first[name]} at first_draws), "
+            f"{drawing} still drawing; the settled used {used} draws"
+            + (f", {used / fixed:.0%} of n = {sampling.n} each" if fixed else "")
+        )
+    return lines
+
+
+def _by_need(sampling: SamplingConfig) -> str:
+    """ "draws spent by need (target_se = 0.15, first_draws = 3, n = 20)"."""
+    rule = (
+        f"target_se = {sampling.target_se:g}"
+        if sampling.target_se is not None
+        else f"a budget of {sampling.draws} draws"
+    )
+    return f"draws spent by need ({rule}, first_draws = {sampling.first_draws}, n = {sampling.n})"

@@ -10,7 +10,8 @@ a batch is done: every line is answered by the very function that answers
 online requests (:func:`~geval_async.sim.answers.completion`), so a study judged by batch
 rates exactly as one judged online. Settings make a share of the lines fail
 (``batch_failed_lines``, with ``batch_failure_status``), a share expire (``batch_expired_lines``:
-the batch ends ``expired``) or the whole batch fail validation (``batch_invalid``).
+the batch ends ``expired``) or the whole batch fail validation (``batch_invalid``);
+``batch_echo_key`` quotes the Authorization header in every line and error it writes.
 ``batch_queue_tokens`` caps each model's queued input tokens
 (:mod:`~geval_async.sim.batch_queue`); ``batch_polls`` ends a batch at its n-th retrieval.
 :class:`~geval_async.sim.settings.SimStats` counts batches, their lines, the requests queued
@@ -160,7 +161,11 @@ class BatchService:
             str(params.get("completion_window", "24h")),
             [],
         )
+        if self.settings.batch_echo_key:
+            batch.echo = f" (headers were Authorization: {request.headers.get('Authorization')})"
         self._validate(batch, file.content)
+        if batch.problem is not None:
+            batch.problem += batch.echo
         if batch.problem is None:
             self._enqueue(batch)
         self.batches[batch.id] = batch
@@ -315,6 +320,7 @@ class BatchService:
                 # Unanswered: in the error file with batch_expired (or _cancelled).
                 code = "batch_cancelled" if status == "cancelled" else "batch_expired"
                 message = f"This request was not executed before the batch ended ({code})."
+                message += batch.echo
                 errors.append(
                     {
                         "id": f"batch_req_{custom_id[-12:]}",
@@ -325,6 +331,8 @@ class BatchService:
                 )
                 continue
             status_code, body = self._answer(line["body"], batch.endpoint, custom_id)
+            if batch.echo and isinstance(body, dict):
+                body = _echoed(body, batch.echo)
             entry = {
                 "id": f"batch_req_{custom_id[-12:]}",
                 "custom_id": custom_id,
@@ -401,6 +409,14 @@ class BatchService:
 
 def _error_body(message: str, kind: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _echoed(body: dict[str, Any], echo: str) -> dict[str, Any]:
+    """``body`` quoting the request's headers (a copy: a refusal's body may be shared)."""
+    error = body.get("error")
+    if isinstance(error, dict):
+        return {**body, "error": {**error, "message": f"{error.get('message')}{echo}"}}
+    return {**body, "system_fingerprint": echo.strip(" ()")}
 
 
 def _no_file() -> web.Response:

@@ -54,6 +54,7 @@ class Batch:
     completed: int = 0
     failed: int = 0
     done_share: float = 1.0  # the share of lines answered when cancelled
+    echo: str = ""  # batch_echo_key: the Authorization header quoted in what the batch writes
 
     def view(self) -> dict[str, Any]:
         errors = None

@@ -62,6 +62,10 @@ class SimSettings:
     # A batch ends after this many retrievals (GET /v1/batches/ID), whatever batch_seconds
     # says: a clock-free way for tests to hold batches in the queue and then finish them.
     batch_polls: int | None = None
+    # The Batch API quotes the Authorization header a batch was created with in every line it
+    # writes (an answer's system_fingerprint, a failed or expired line's error message) and in
+    # a failed batch's errors, as a debugging proxy does: the client must take the key out.
+    batch_echo_key: bool = False
     # The dialect of the model behind the endpoint (sim.profiles.PROFILES): "default" (an
     # OpenAI chat model), "openai-reasoning", "deepseek-reasoner", "think-tags",
     # "anthropic-compat".

@@ -93,6 +93,13 @@ OVERRIDES: dict[str, Override] = {
         ("sampling", "mode"), str, "sampling mode", choices=tuple(words(SamplingMode)), answers=True
     ),
     "n": Override(("sampling", "n"), int, "sampled ratings per item (samples mode)", answers=True),
+    "seed": Override(
+        ("sampling", "seed"),
+        int,
+        "[sampling] seed: each draw is sent seed + its index (servers that honour it repeat it)",
+        answers=True,
+        every_command=False,  # a Python keyword (`meta --seed` seeds its bootstrap)
+    ),
     "target_se": Override(
         ("sampling", "target_se"),
         float,

@@ -93,7 +93,7 @@ SECTION_KEYS = {
     "stats": {"conditions", "alpha", "test"},
     "meta": {"human", "bootstrap", "seed", "confidence", "judges", "labelled", "coverage"},
     "panel": {"pool", "weights"},
-    "bias": {"length_field", "judge_family", "bootstrap", "seed", "confidence"},
+    "bias": {"length_field", "judge_family", "interval", "bootstrap", "seed", "confidence"},
 }
 
 # Turns a path as written into a Path (the file's: against its folder; a flag's: as given).
@@ -348,7 +348,8 @@ def parse_bootstrap(t: TableReader) -> dict[str, Any]:
 
 def parse_bias(t: TableReader, criteria: Sequence[str]) -> BiasConfig:
     """``[bias]``: the field whose length is the text judged (one for every criterion, or a
-    table criterion -> field), the judge's family, and the length interval's resamples."""
+    table criterion -> field), the judge's family, and whether the length correlation gets
+    an interval."""
     given = t.get("length_field", (str, dict), {})
     if isinstance(given, str):
         lengths = dict.fromkeys(criteria, given)
@@ -370,10 +371,15 @@ def parse_bias(t: TableReader, criteria: Sequence[str]) -> BiasConfig:
     family = t.get("judge_family", str)
     if family is not None and not family.strip():
         raise t.error("'judge_family' must name a model family such as 'openai' or 'llama'")
+    # The interval is Bonett and Wright's (no resamples); `bootstrap = 0` is the older way
+    # to leave it out, and `seed` is read and checked but seeds nothing.
+    resamples = parse_bootstrap(t)
+    interval = t.get("interval", bool)
     return BiasConfig(
         length_fields=lengths,
         judge_family=None if family is None else family.strip().casefold(),
-        **parse_bootstrap(t),
+        interval=resamples["bootstrap"] > 0 if interval is None else interval,
+        confidence=resamples["confidence"],
     )
 
 

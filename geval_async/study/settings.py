@@ -234,13 +234,13 @@ class BiasConfig:
             criterion not named: the fields its prompt inserts that differ between the
             records of a group, else every field it inserts).
         judge_family: the judge's model family when the family table does not know its name.
-        bootstrap, seed, confidence: the resamples of the length correlation's interval.
+        interval, confidence: whether the length correlation gets an interval (Bonett and
+            Wright's, from its size alone), and at which level.
     """
 
     length_fields: Mapping[str, str] = field(default_factory=dict)
     judge_family: str | None = None
-    bootstrap: int = 1000
-    seed: int = 0
+    interval: bool = True
     confidence: float = 0.95
 
 

@@ -30,6 +30,7 @@ from ..store.left import coverage, what_is_left
 from ..store.origin import ServerEntries
 from ..wire import probe
 from ..wire.capabilities import load_capabilities, save_capabilities
+from ..wire.quoted_key import without_key
 from .files import MAX_BYTES, MAX_LINES, endpoint, input_line, read_output, split_lines
 from .ledger import PREPARING, SUBMITTED, UPLOADED, BatchRecord, Ledger
 from .provider import provider_call
@@ -208,7 +209,7 @@ class BatchControl:
                 completion_window=COMPLETION_WINDOW,
             )
         record.batch_id, record.state = batch.id, SUBMITTED
-        _update(record, batch)
+        _update(record, batch, self.client.api_key)
         self.ledger.save(record)
 
     # --- attach, poll ----------------------------------------------------------------------
@@ -239,7 +240,7 @@ class BatchControl:
                         await self._create(record)
                     else:
                         record.batch_id, record.state = batch.id, SUBMITTED
-                        _update(record, batch)
+                        _update(record, batch, self.client.api_key)
                         self.ledger.save(record)
                     self.ledger.input_path(record).unlink(missing_ok=True)
             finally:
@@ -332,7 +333,9 @@ class BatchControl:
                 simulated = response.headers.get("x-geval-simulated") == "true"
                 lines: list[bytes] = []
                 async for text in response.iter_lines():
-                    lines.append(text.encode())
+                    # A provider (or a proxy) may quote the key in a line: an answer's body,
+                    # a refusal's message; the line is stored and its error printed.
+                    lines.append(without_key(text, self.client.api_key).encode())
                     if len(lines) >= _STORE_EVERY:
                         stored.add(self._store(lines, requests, source, simulated))
                         lines = []
@@ -372,7 +375,7 @@ class BatchControl:
         for record in records:
             async with self.call(f"{doing} batch {record.batch_id}"):
                 batch = await call(str(record.batch_id))
-            _update(record, batch)
+            _update(record, batch, self.client.api_key)
             self.ledger.save(record)
 
     async def wait(
@@ -400,8 +403,9 @@ class BatchControl:
             await asyncio.sleep(poll_seconds)
 
 
-def _update(record: BatchRecord, batch: Batch) -> None:
-    """Copy what the provider says about a batch into its record."""
+def _update(record: BatchRecord, batch: Batch, key: str | None) -> None:
+    """Copy what the provider says about a batch into its record (saved in the cache folder,
+    printed), any quote of the API ``key`` taken out."""
     record.status = batch.status
     if batch.request_counts is not None:
         record.completed = batch.request_counts.completed
@@ -411,8 +415,9 @@ def _update(record: BatchRecord, batch: Batch) -> None:
     if batch.errors is not None and batch.errors.data:
         refusals = [e for e in batch.errors.data if e.code == QUEUE_FULL]
         if refusals and batch.status == "failed":
-            record.queue_refusal = str(refusals[0].message or QUEUE_FULL)
+            record.queue_refusal = without_key(str(refusals[0].message or QUEUE_FULL), key)
         record.errors = [
-            (f"line {e.line}: " if e.line is not None else "") + str(e.message or e.code)
+            (f"line {e.line}: " if e.line is not None else "")
+            + without_key(str(e.message or e.code), key)
             for e in batch.errors.data
         ]

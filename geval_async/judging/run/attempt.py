@@ -41,6 +41,10 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
     attempts = transient = limited = 0
     limits, counters, budget = run.limits, run.counters, run.budget
     while True:
+        if run.writer.holding:
+            # The disk is full: nothing more is asked (and paid) until the answers received
+            # are stored.
+            await run.writer.room()
         if not limits.clear(request.est_tokens):
             await limits.acquire(request.est_tokens)
         if run.stop.is_set():

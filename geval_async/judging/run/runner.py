@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from ...errors import GevalError
+from ...errors import CacheError, GevalError
 from ...study.plan import Study
 from ...study.pricing import SharedCap
 from ..store.cache import JudgeCache
@@ -143,11 +143,16 @@ async def run_study(
                     run.end_round()
                     # The answers handed over but not stored yet are stored here.
                     run.writer.close()
-                    record_spend(
-                        cache.directory, study.config, run.budget, run.counters.prompt_cache()
-                    )
                     judge = study.config.judge
-                    save_capabilities(cache.directory, judge.url, judge.model, run.endpoint)
+                    try:
+                        record_spend(
+                            cache.directory, study.config, run.budget, run.counters.prompt_cache()
+                        )
+                        save_capabilities(cache.directory, judge.url, judge.model, run.endpoint)
+                    except CacheError:
+                        # On a disk still full, the answers lost are what the run must say.
+                        if run.writer.error is None:
+                            raise
                     run.counters.wait_until = 0.0  # the run is over: nothing waits any more
                     if reporter is not None:
                         reporter.cancel()

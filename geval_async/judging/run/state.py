@@ -161,7 +161,8 @@ class RunState:
 
     def connect(self, transport: Transport, claims: Claims) -> None:
         self.transport, self.claims = transport, claims
-        self.writer = self.feed.writer = Writer(self.cache, claims)
+        self.writer = Writer(self.cache, claims, stop=self.stop, warn=self.note)
+        self.feed.writer = self.writer
 
     def cached(self, request: JudgeRequest) -> CachedResponse | None:
         """The usable cache entry of a request (a refusal counts unless --retry-failed)."""

@@ -18,6 +18,7 @@ from ..wire.probe import same_model
 from .attempt import fetch
 from .feed import ItemDraws, ItemWork
 from .state import RunState
+from .writer import AnswersLost
 
 __all__ = ["Run", "same_model"]
 
@@ -174,7 +175,13 @@ class Run(RunState):
             finally:
                 # Let go once the answer is committed (writer.py), with the others of this turn.
                 written = self.writer.release(request.key)
-            await written  # the answer is on disk before the item counts as done
+            try:
+                await written  # the answer is on disk before the item counts as done
+            except AnswersLost:
+                # A full disk kept it until the run stopped: the stop drains the other
+                # workers, whose answers in flight are counted too, and the run says how
+                # many were lost when it ends.
+                return ItemOutcome.STOPPED, 0
             if outcome is not None:
                 return outcome
             held = False  # another process took the claim over: wait for its answer

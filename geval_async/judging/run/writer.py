@@ -14,6 +14,13 @@ another process that waits for one of those answers finds it in the cache when i
 claim gone. Those claims are let go with the next claims taken, or once half a second or 512
 keys have gathered, and when the run ends. The claims the producer asks for
 (:meth:`Writer.claim_many`: it waits for them) go to the thread at once.
+
+A full disk does not lose the answers in flight, which were paid for: the thread keeps them
+and tries again, a quarter of a second after the first failure and then doubling up to five
+seconds, until there is room. Meanwhile no request is sent (an attempt waits for
+:meth:`Writer.room`), the run says once, in one line, where the disk is full and how many
+answers it holds, and goes on as before once they are stored. A stop (Ctrl-C) while they are
+held ends the wait: the run ends with one line saying how many answers were lost.
 """
 
 from __future__ import annotations
@@ -22,13 +29,18 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from queue import SimpleQueue
-from typing import Any
+from typing import Any, TypeVar
 
+from ...errors import CacheError
 from ..store.cache import CachedResponse, JudgeCache, Record
 from ..store.claims import Claims
+from ..store.folder import disk_full
+
+_T = TypeVar("_T")
 
 Claimed = list[tuple[bool, bool]]
 
@@ -36,6 +48,10 @@ Claimed = list[tuple[bool, bool]]
 # many have gathered or this many seconds have passed since the last letting go.
 _LET_GO_KEYS = 512
 _LET_GO_AFTER = 0.5
+# While the disk is full, a write is tried again after this many seconds, doubling up to the
+# most: room freed by the user is found within seconds, and a full disk costs no busy loop.
+_ROOM_FIRST = 0.25
+_ROOM_MOST = 5.0
 
 
 @dataclass
@@ -47,6 +63,7 @@ class _Group:
     releases: list[str] = field(default_factory=list)  # claims to let go once puts are in
     claims: list[tuple[list[str], asyncio.Future[Claimed]]] = field(default_factory=list)
     # Filled by the commit:
+    stored: bool = False  # the puts are on disk (the claims may be under way still)
     error: BaseException | None = None
     claimed: list[Claimed] = field(default_factory=list)
     settled: bool = False
@@ -59,10 +76,20 @@ class Writer:
     """Stores answers, lets go of and takes claims; one per run, made inside the loop.
 
     Use :meth:`close` when the run ends: it stores what is left and stops the thread.
+    ``stop``: the run's stop event, which ends a wait for room on a full disk; ``warn``: says
+    a line to the user (that the disk is full, that there is room again).
     """
 
-    def __init__(self, cache: JudgeCache, claims: Claims) -> None:
+    def __init__(
+        self,
+        cache: JudgeCache,
+        claims: Claims,
+        *,
+        stop: asyncio.Event | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         self.cache, self.claims = cache, claims
+        self._stop, self._warn = stop, warn
         self._loop = asyncio.get_running_loop()
         self._turn: list[Record] = []  # this turn's answers, not handed over yet
         self._waiting: list[tuple[str, asyncio.Future[None]]] = []  # releases waiting for them
@@ -77,11 +104,32 @@ class Writer:
         # claims were last let go.
         self._letting_go: list[str] = []
         self._let_go_at = time.monotonic()
+        # A full disk: the loop's future that resolves once the answers held are stored (None:
+        # not holding), the task that gives up at the run's stop, and the thread's signal to
+        # give up with the error that says how many answers were lost.
+        self._room: asyncio.Future[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._give_up = threading.Event()
+        self._lost: AnswersLost | None = None
 
     @property
     def error(self) -> BaseException | None:
-        """The first error writing the cache (then the run stops)."""
+        """The first error writing the cache (then the run stops), or the answers a full
+        disk kept from it until the run stopped."""
+        if self._error is None and self._lost is not None and self._lost.answers:
+            return self._lost
         return self._error
+
+    @property
+    def holding(self) -> bool:
+        """Whether the disk is full and answers are held until there is room."""
+        return self._room is not None
+
+    async def room(self) -> None:
+        """Wait while answers are held for room on a full disk (an attempt sends nothing
+        meanwhile), or until the run stops."""
+        if self._room is not None:
+            await asyncio.shield(self._room)
 
     def put(self, entry: CachedResponse, *, overwrite: bool) -> None:
         """Store ``entry`` with this turn's answers (await :meth:`release` of its key to
@@ -137,6 +185,8 @@ class Writer:
         Waits for a group under way; what was handed over after it is stored here.
         """
         self._closed = True
+        if self._room is not None:  # the run ended while the disk was full: nothing waits more
+            self._lose()
         self._flush()
         if self._thread is not None:
             self._jobs.put(None)
@@ -149,22 +199,31 @@ class Writer:
             self._settle(group)
         if self._letting_go:
             keys, self._letting_go = self._letting_go, []
-            self.claims.release_many(keys)
+            try:
+                self.claims.release_many(keys)
+            except CacheError:
+                # The run failed to write already (a full disk, say), and that error is the
+                # one to show; claims not let go lapse by themselves.
+                if self._error is None:
+                    raise
 
     def _flush(self) -> None:
         """Hand this turn's answers to the next group (the loop's)."""
         records, self._turn = self._turn, []
         waiting, self._waiting = self._waiting, []
         group = self._next
-        if records and self._error is None:
+        error = self._error or self._lost
+        if records and error is None:
             group.puts += records
             group.waiting += [done for _, done in waiting]
         else:
+            if self._lost is not None:
+                self._lost.answers += len(records)
             for _, done in waiting:
-                if self._error is None:
+                if error is None:
                     done.set_result(None)
                 else:
-                    _fail(done, self._error)
+                    _fail(done, error)
         # Let go with the group their answers are in (or, when those failed, anyway: nobody
         # should wait for an answer not coming).
         group.releases += [key for key, _ in waiting]
@@ -213,7 +272,9 @@ class Writer:
         if group.puts and error is None:
             try:
                 # A lock another process holds is waited for until the run closes the writer.
-                self.cache.put_records(group.puts, stop=lambda: self._closed)
+                puts = group.puts
+                self._until_room(lambda: self.cache.put_records(puts, stop=self._giving_up))
+                group.stored = True
             except Exception as exc:  # noqa: BLE001 - handed to every later waiter
                 error = self._error = exc
         # One claims transaction: let go (even when the write failed: nobody should wait on
@@ -225,15 +286,109 @@ class Writer:
             if wanted or self._let_go_due():
                 release, self._letting_go = self._letting_go, []
                 self._let_go_at = time.monotonic()
-                taken = self.claims.settle(release, wanted)
+                taken = self._until_room(lambda: self.claims.settle(release, wanted))
             held = [key for key, took in zip(wanted, taken, strict=True) if took]
             stored = self.cache.stored(held) if held else set()
+        except AnswersLost as exc:
+            # The run stopped on a full disk: no claim is taken, and the stop drains the rest.
+            group.error = error or exc
+            group.claimed = [[(False, False)] * len(keys) for keys, _ in group.claims]
+            return
         except Exception as exc:  # noqa: BLE001
             group.error = error or exc
             return
         group.error = error
         results = iter(zip(taken, (key in stored for key in wanted), strict=True))
         group.claimed = [[next(results) for _ in keys] for keys, _ in group.claims]
+
+    def _giving_up(self) -> bool:
+        return self._closed or self._give_up.is_set()
+
+    def _until_room(self, write: Callable[[], _T]) -> _T:
+        """``write()``, tried again while the disk is full (in the writer's thread: the answers
+        are held meanwhile) until it succeeds, or the run stops (then the CacheError that says
+        how many answers were lost). Elsewhere (:meth:`close`, after the thread) once."""
+        if threading.current_thread() is not self._thread:
+            return write()
+        if self._lost is not None:  # counted as lost already: not tried again
+            raise self._lost
+        delay, held = _ROOM_FIRST, False
+        while True:
+            try:
+                result = write()
+            except CacheError as exc:
+                if not disk_full(exc) or self._closed:
+                    raise
+                if not held:
+                    held = True
+                    self._tell_loop(self._hold, exc)
+                if self._give_up.wait(delay):
+                    if self._lost is None:
+                        raise
+                    raise self._lost from exc
+                delay = min(2 * delay, _ROOM_MOST)
+                continue
+            if held:
+                self._tell_loop(self._unhold)
+            return result
+
+    def _tell_loop(self, callback: Callable[..., None], *args: Any) -> None:
+        # A closed loop raises RuntimeError: the run is over, nobody is left to tell.
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(callback, *args)
+
+    def _held(self) -> int:
+        """The answers received and not stored yet (on the loop)."""
+        busy = self._busy
+        held = len(busy.puts) if busy is not None and not busy.stored else 0
+        return held + len(self._next.puts) + len(self._turn)
+
+    def _hold(self, error: CacheError) -> None:
+        """The disk is full: no request is sent until the answers held are stored (on the
+        loop); said once."""
+        if self._room is not None or self._give_up.is_set():
+            return
+        self._room = self._loop.create_future()
+        if self._stop is not None:
+            self._watch = self._loop.create_task(self._lose_at_stop(self._stop))
+        if self._warn is not None:
+            self._warn(
+                f"{self.cache.directory}: the disk is full; {self._held()} answers received "
+                "are held until there is room: free space there and the run goes on "
+                "(Ctrl-C stops it, and they are lost)"
+            )
+
+    def _unhold(self) -> None:
+        """Room again: the answers held are stored; the run goes on (on the loop)."""
+        room, self._room = self._room, None
+        if room is None:
+            return
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
+        if not room.done():
+            room.set_result(None)
+        if self._warn is not None:
+            self._warn(f"{self.cache.directory}: room again; the answers held are stored")
+
+    async def _lose_at_stop(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        self._lose()
+
+    def _lose(self) -> None:
+        """Stop waiting for room: the answers held are lost (on the loop)."""
+        # This turn's answers are counted when they are handed over (_flush), as are those
+        # still in flight, which arrive after the stop.
+        busy = self._busy
+        held = len(self._next.puts) + (len(busy.puts) if busy and not busy.stored else 0)
+        self._lost = AnswersLost(self.cache.directory, held)
+        self._give_up.set()
+        room, self._room = self._room, None
+        if room is not None and not room.done():
+            room.set_result(None)  # the attempts waiting find the run stopped
+        if self._watch is not None and self._watch is not asyncio.current_task():
+            self._watch.cancel()
+        self._watch = None
 
     def _let_go_due(self) -> bool:
         return bool(self._letting_go) and (
@@ -269,6 +424,25 @@ class Writer:
                     self.claims.release_many(held)
             else:
                 future.set_result(group.claimed[index])
+
+
+class AnswersLost(CacheError):
+    """Answers received that a full disk kept from the cache until the run stopped.
+
+    Its count grows while the answers in flight at the stop arrive; the line is made when it
+    is shown, once the run is over.
+    """
+
+    def __init__(self, folder: Path, answers: int) -> None:
+        super().__init__(folder, answers)
+        self.folder, self.answers = folder, answers
+
+    def __str__(self) -> str:
+        return (
+            f"{self.folder}: the disk is still full; {self.answers} answers received were "
+            "lost (not stored: a rerun asks them again); free space there, then run again "
+            "to resume"
+        )
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:

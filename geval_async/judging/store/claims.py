@@ -40,7 +40,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -120,8 +120,16 @@ class Claims:
     def __enter__(self) -> Claims:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        try:
+            self.close()
+        except CacheError:
+            # Leaving on an error already (a disk still full, say): that error is the one to
+            # show, and the claims not let go lapse by themselves.
+            if kind is None:
+                raise
+            with suppress(sqlite3.Error, OSError):
+                self._store.close()
 
     def close(self) -> None:
         with self._guard:

@@ -17,6 +17,7 @@ command, and writes nothing. A folder marked by a newer geval-async is refused t
 
 from __future__ import annotations
 
+import errno
 import shlex
 import sqlite3
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ __all__ = [
     "cache_errors",
     "check_form",
     "check_is_cache",
+    "disk_full",
     "existing_cache",
     "journal_segments",
     "mark_current",
@@ -154,6 +156,23 @@ def cache_errors(folder: Path, doing: str, remedy: str = "") -> Iterator[None]:
             f"{exc.object[: exc.start].decode(errors='replace')}...); restore the folder from "
             "a copy, or move it aside and run again to ask its answers anew"
         ) from exc
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (a CacheError, or what it was translated from) says the disk holding the
+    folder has no room left: SQLite's "database or disk is full", or an OSError of no space or
+    of a full quota. Room may come back (the user frees some), so such a write is worth trying
+    again, where a damaged or read-only folder's is not."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if getattr(seen, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            return True
+        if isinstance(seen, sqlite3.OperationalError) and "disk is full" in str(seen):
+            return True
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def existing_cache(path: Path, source: Path | None = None) -> Path:

@@ -201,8 +201,8 @@ def judge_reactions(
                 name,
                 frame[~np.isnan(lengths)],
                 confidence=bias.confidence,
-                # The interval is a formula: ``[bias] bootstrap`` only says whether to give it.
-                interval=bias.bootstrap > 0,
+                # The interval is a formula: ``[bias] interval`` says whether to give it.
+                interval=bias.interval,
                 fields=" + ".join(fields),
             )
         else:

@@ -198,15 +198,17 @@ class DrawBounds:
     """What is left of an adaptive study, at least and at most (``run --dry-run``).
 
     ``least``: the study as its next round asks it (every item still drawing stops there);
-    ``most``: every item still drawing asked up to n (a budget caps it: ``most_draws`` is
-    then the budget left). ``share``: how far, from the least to the most, the items settled
-    so far went (None: none is settled yet), the estimate of where the rest will stop.
+    ``most``: every item still drawing asked up to n (``most_asked`` draws; a budget caps
+    them: ``most_draws`` is then the budget left). ``share``: how far, from the least to the
+    most, the items settled so far went (None: none is settled yet), the estimate of where
+    the rest will stop.
     """
 
     least: Study
     most: Study
     least_draws: int
     most_draws: int
+    most_asked: int
     settled: int
     drawing: int
     share: float | None
@@ -223,7 +225,7 @@ def draw_bounds(study: Study, cache: JudgeCache | None) -> DrawBounds:
     items = sum(study.items_by_criterion()[name] for name in names)
     fresh = items - len(stops)  # items the cache holds nothing of
     least_draws = fresh * first + sum(s.draws - len(ratings[k]) for k, s in drawing.items())
-    most_draws = fresh * n + sum(n - len(ratings[k]) for k in drawing)
+    most_asked = most_draws = fresh * n + sum(n - len(ratings[k]) for k in drawing)
     if sampling.draws is not None:
         most_draws = min(most_draws, max(0, sampling.draws - sum(map(len, ratings.values()))))
     settled = [stop.draws for stop in stops.values() if stop.settled]
@@ -236,7 +238,14 @@ def draw_bounds(study: Study, cache: JudgeCache | None) -> DrawBounds:
     least = replace(study, allotment=Allotment(names, first, asked))
     most = replace(study, allotment=Allotment(names, n, asked | dict.fromkeys(drawing, n)))
     return DrawBounds(
-        least, most, least_draws, most_draws, len(stops) - len(drawing), len(drawing) + fresh, share
+        least,
+        most,
+        least_draws,
+        most_draws,
+        most_asked,
+        len(stops) - len(drawing),
+        len(drawing) + fresh,
+        share,
     )
 
 

@@ -14,9 +14,10 @@ scored later, or with more draws in its cache, reads exactly the draws its rule 
   read from three ratings is rough).
 - **A budget** (``draws``): every item gets ``first`` draws; the rest of the budget goes in
   rounds to the items whose means are least sure (the largest s^2 / k, in units of each
-  criterion's scale span), one draw at a time, no item more than doubling in a round; the
-  next round reads the new ratings first. This minimises the largest standard error for a
-  given cost, where an even spread gives the sure items draws they do not need.
+  criterion's scale span), one draw at a time; no item more than doubles in a round, and what
+  that holds back waits for the next round, which reads the new ratings first. This
+  minimises the largest standard error for a given cost, where an even spread gives the
+  sure items draws they do not need.
 
 An early stop sees agreement more often than it is (three equal ratings stop an item whose
 fourth would have differed): the bias this puts on a mean is measured in docs/benchmarks.md.
@@ -104,8 +105,11 @@ def allot_budget(
 def _one_round(
     items: Sequence[Ratings], spans: Sequence[float], k: list[int], n: int, left: int
 ) -> int:
-    """Give up to ``left`` draws, one at a time, to the item whose mean is least sure
-    (largest s^2 / k), none more than doubling; ``k`` is raised in place. The draws given."""
+    """One round of the budget: the ``left`` draws shared out as the spreads seen so far ask
+    (one at a time to the item whose mean is least sure, the largest s^2 / k), then each item
+    given its share but at most as many draws as it has (``k`` is raised in place); what the
+    cap holds back waits for the next round, which reads the new ratings first. The draws
+    given."""
     variances: list[float | None] = []
     for ratings, draws, span in zip(items, k, spans, strict=True):
         se = standard_error(ratings[:draws])
@@ -113,18 +117,23 @@ def _one_round(
         variances.append(None if se is None else se * se * valid / (span * span or 1.0))
     known = [v for v in variances if v is not None]
     unknown = max(known, default=1.0) or 1.0  # a spread not seen yet: as the widest seen
-    caps = [min(n, 2 * draws) for draws in k]
+    share = list(k)
     heap = []
     for i, v in enumerate(variances):
         variance = unknown if v is None else v
-        if variance > 0 and k[i] < caps[i]:
+        if variance > 0 and k[i] < n:
             heap.append((-variance / k[i], i, variance))
     heapq.heapify(heap)
-    given = 0
-    while heap and given < left:
+    for _ in range(left):
+        if not heap:
+            break
         _, i, variance = heapq.heappop(heap)
-        k[i] += 1
-        given += 1
-        if k[i] < caps[i]:
-            heapq.heappush(heap, (-variance / k[i], i, variance))
+        share[i] += 1
+        if share[i] < n:
+            heapq.heappush(heap, (-variance / share[i], i, variance))
+    given = 0
+    for i, wanted in enumerate(share):
+        grant = min(wanted, 2 * k[i]) - k[i]
+        k[i] += grant
+        given += grant
     return given

@@ -164,7 +164,7 @@ def spearman_interval(
     (``bench/length_interval.py``).
 
     Args:
-        interval: False leaves the interval out (``[bias] bootstrap = 0``).
+        interval: False leaves the interval out (``[bias] interval = false``).
 
     Returns:
         (rho, low, high, p, note): NaN for what cannot be computed (fewer than three pairs,
@@ -181,7 +181,7 @@ def spearman_interval(
     result = sps.spearmanr(a, b)
     rho, p = float(result.statistic), float(result.pvalue)
     if not interval:
-        return rho, _NAN, _NAN, p, "no interval: [bias] bootstrap = 0"
+        return rho, _NAN, _NAN, p, "no interval: [bias] interval = false"
     if n <= 3:
         return rho, _NAN, _NAN, p, "no interval from 3 records"
     low, high = _bonett_wright(rho, n, confidence)

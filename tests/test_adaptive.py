@@ -1,0 +1,295 @@
+"""Draws spent by need: items asked ``first_draws``, then more in rounds while their standard
+error is above ``target_se`` (or a budget of ``draws`` spent where ratings disagree), against
+the simulated judge whose items differ in how sure it is (``certainty = "varied"``).
+
+Every count here is what the judge was asked (the simulated judge's own counts) or what a
+user reads (``load_results``, ``status``, exit codes), never the run's own bookkeeping.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ROOT, StudyFiles, run_cli, run_study
+
+import geval_async as ga
+from geval_async.scoring.stats.adaptive import allot_budget, stopping_point
+from geval_async.sim import SimServer, SimSettings, item_certainty
+from geval_async.study.config import load_config
+from geval_async.study.plan import plan_items, render_messages
+from geval_async.study.prepare import prepare_study
+
+VARIED = SimSettings(certainty="varied", seed=7)
+N = 12
+ADAPTIVE = {"n": N, "target_se": 0.2, "first_draws": 3, "seed": 11}
+
+
+@pytest.fixture
+def varied() -> Iterator[SimServer]:
+    with SimServer(SimSettings(certainty="varied", seed=7)) as server:
+        yield server
+
+
+def draws_used(study: StudyFiles, **overrides: object) -> pd.Series:
+    """Each item's draws as its score reads them: ``(criterion, record_id) -> draws``."""
+    results = ga.load_results(study.config, **overrides)
+    long = results.long
+    scored = long[long["status"] == "scored"]
+    draws = scored["valid"] + scored["invalid"]
+    return pd.Series(
+        draws.to_numpy(), index=pd.MultiIndex.from_frame(scored[["criterion", "record_id"]])
+    )
+
+
+def kinds(study: StudyFiles) -> dict[tuple[str, str], str]:
+    """How sure the simulated judge is of each item: ``(criterion, record_id) -> kind``."""
+    prepared = prepare_study(load_config(study.config))
+    return {
+        (item.criterion.name, item.record.id): item_certainty(render_messages(item), VARIED)
+        for item in plan_items(prepared)
+    }
+
+
+def test_draws_stop_where_ratings_agree_and_go_on_where_they_do_not(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    study.write_config(varied.base_url, sampling=ADAPTIVE)
+    assert run_study(study).returncode == 0
+    used = draws_used(study)
+    kind = kinds(study)
+    assert len(used) == study.n_records * 2  # every item scored
+    sure = [used[key] for key, k in kind.items() if k == "sure"]
+    spread = [used[key] for key, k in kind.items() if k == "spread"]
+    assert sure and spread
+    assert set(sure) == {3}  # three equal ratings: a standard error of 0, settled at once
+    # A judge torn across the scale is asked on, most items up to n.
+    assert min(spread) > 3 and sum(d == N for d in spread) > len(spread) / 2
+    # The judge was asked exactly the draws that are scored: none twice, none wasted.
+    assert varied.stats.samples == used.sum()
+    assert used.sum() < N * len(used)
+    # Every settled item meets the target or has all n draws.
+    long = ga.load_results(study.config).long
+    assert ((long["se"] <= 0.2) | (long["valid"] + long["invalid"] == N)).all()
+
+
+def test_a_rerun_sends_nothing_and_status_counts_every_item_settled(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    study.write_config(varied.base_url, sampling=ADAPTIVE)
+    assert run_study(study).returncode == 0
+    received = varied.stats.received
+    again = run_study(study)
+    assert again.returncode == 0, again.stderr
+    assert varied.stats.received == received
+    status = run_cli("status", str(study.config))
+    assert status.returncode == 0
+    assert "draws spent by need (target_se = 0.2, first_draws = 3, n = 12):" in status.stdout
+    assert "0 still drawing" in status.stdout
+    items = study.n_records * 2
+    assert re.search(rf"^total\s+{items}\s+{items}\s+0\s+0$", status.stdout, re.MULTILINE)
+
+
+def test_raising_the_target_or_asking_the_full_n_sends_only_the_new_draws(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    study.write_config(varied.base_url, sampling={**ADAPTIVE, "target_se": 0.5})
+    assert run_study(study).returncode == 0
+    loose = draws_used(study)
+    assert varied.stats.samples == loose.sum()
+    study.write_config(varied.base_url, sampling={**ADAPTIVE, "target_se": 0.1})
+    assert run_study(study).returncode == 0
+    tight = draws_used(study)
+    # Each item asked only the draws past those it had: the earlier ones are the same keys.
+    assert varied.stats.samples == loose.sum() + (tight - loose).clip(lower=0).sum()
+    assert (tight >= loose).mean() > 0.9
+    # The fixed study with the same settings reads every adaptive draw as its first ones.
+    before = varied.stats.samples
+    fixed = {**ADAPTIVE, "target_se": None}
+    study.write_config(varied.base_url, sampling=fixed)
+    assert run_study(study).returncode == 0
+    have = pd.concat([loose, tight], axis=1).max(axis=1)
+    assert varied.stats.samples - before == (N - have).sum()
+    # ... and its scores of the sure items are the adaptive ones (all their draws agree).
+    full = ga.load_results(study.config).long.set_index(["criterion", "record_id"])["score"]
+    study.write_config(varied.base_url, sampling={**ADAPTIVE, "target_se": 0.1})
+    adaptive = ga.load_results(study.config).long.set_index(["criterion", "record_id"])["score"]
+    sure = [key for key, k in kinds(study).items() if k == "sure"]
+    assert (full[sure] == adaptive[sure]).all()
+
+
+def test_an_endpoint_of_one_answer_a_request_draws_the_same_as_one_that_takes_n(
+    tmp_path: Path,
+) -> None:
+    from conftest import write_study
+
+    answers = {}
+    for name, settings in (
+        ("n", SimSettings(certainty="varied", seed=7)),
+        ("one", SimSettings(certainty="varied", seed=7, max_n=1)),
+    ):
+        root = tmp_path / name
+        root.mkdir()
+        files = write_study(root)
+        with SimServer(settings) as server:
+            files.write_config(server.base_url, sampling=ADAPTIVE)
+            result = run_study(files)
+            assert result.returncode == 0, result.stderr
+            answers[name] = draws_used(files)
+            if name == "one":
+                # One request a draw once the endpoint refused n > 1 (the first request).
+                assert server.stats.samples == answers[name].sum()
+    pd.testing.assert_series_equal(answers["n"], answers["one"])
+
+
+def test_a_budget_goes_to_the_items_the_judge_is_torn_on(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    items = study.n_records * 2
+    budget = items * N // 2
+    study.write_config(varied.base_url, sampling={**ADAPTIVE, "target_se": None, "draws": budget})
+    assert run_study(study).returncode == 0
+    used = draws_used(study)
+    assert varied.stats.samples == used.sum() <= budget
+    assert used.sum() > budget * 0.9  # spent, not left over
+    kind = kinds(study)
+    mean = {k: used[[key for key, v in kind.items() if v == k]].mean() for k in ("sure", "spread")}
+    assert mean["spread"] > 2 * mean["sure"]
+    # Its largest per-item standard error is below the same budget spread evenly.
+    adaptive_se = ga.load_results(study.config).long["se"].max()
+    even = budget // items
+    study.write_config(varied.base_url, sampling={**ADAPTIVE, "target_se": None, "n": even})
+    assert run_study(study).returncode == 0
+    assert adaptive_se < ga.load_results(study.config).long["se"].max()
+
+
+def test_sigkill_between_rounds_resumes_without_asking_a_draw_twice(
+    study: StudyFiles, tmp_path: Path
+) -> None:
+    with SimServer(SimSettings(certainty="varied", seed=7, latency_ms=30)) as server:
+        study.write_config(server.base_url, sampling=ADAPTIVE, limits={"concurrency": 2})
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        items = study.n_records * 2
+        deadline = time.monotonic() + 60
+        # Past the opening round (every item asked once): a later round is under way.
+        while server.stats.received <= items + 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        assert server.stats.received > items
+        asked = server.stats.samples
+        result = run_study(study)
+        assert result.returncode == 0, result.stderr
+        used = draws_used(study)
+        # Only the answers in flight at the kill (two requests at most) are asked again.
+        assert used.sum() <= server.stats.samples <= used.sum() + 2 * N
+        assert server.stats.samples > asked
+    # The same draws, and so the same scores, as a run never interrupted.
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    from conftest import write_study
+
+    files = write_study(clean)
+    with SimServer(SimSettings(certainty="varied", seed=7)) as server:
+        files.write_config(server.base_url, sampling=ADAPTIVE)
+        assert run_study(files).returncode == 0
+        pd.testing.assert_series_equal(used, draws_used(files))
+
+
+def test_batch_api_rounds_are_batches(study: StudyFiles, varied: SimServer) -> None:
+    study.write_config(varied.base_url, sampling=ADAPTIVE)
+    result = run_cli("run", str(study.config), "--batch", "--poll", "0.05", "--quiet")
+    assert result.returncode == 0, result.stderr
+    used = draws_used(study)
+    assert varied.stats.batches >= 2  # the opening round, then the items still drawing
+    assert varied.stats.samples == used.sum()
+    online = draws_used(study)
+    assert len(online) == study.n_records * 2
+
+
+@pytest.mark.parametrize(
+    ("sampling", "message"),
+    [
+        ({"target_se": 0.2, "draws": 100}, "not both"),
+        ({"target_se": 0.0}, "'target_se' must be above 0"),
+        ({"target_se": 0.2, "mode": "logprobs"}, 'need mode = "samples"'),
+        ({"target_se": 0.2, "first_draws": 20}, "'first_draws' (20) must be at most 'n' (12)"),
+        ({"target_se": None, "draws": 10}, "cannot give each of the 48 items its first_draws"),
+    ],
+)
+def test_a_setting_that_cannot_be_spent_is_one_line(
+    study: StudyFiles, varied: SimServer, sampling: dict[str, object], message: str
+) -> None:
+    study.write_config(varied.base_url, sampling={**ADAPTIVE, **sampling})
+    result = run_study(study)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert varied.stats.received == 0
+
+
+def test_the_command_line_sets_the_target_for_one_run(study: StudyFiles, varied: SimServer) -> None:
+    study.write_config(varied.base_url, sampling={"n": N, "seed": 11})
+    assert run_study(study, "--target-se", "0.2").returncode == 0
+    assert varied.stats.samples < N * study.n_records * 2
+    dry = run_cli("run", str(study.config), "--dry-run", "--n", "20", "--target-se", "0.2")
+    assert dry.returncode == 0, dry.stderr
+    assert "draws spent by need (target_se = 0.2, first_draws = 3, n = 20)" in dry.stdout
+    assert "estimate: about" in dry.stdout
+
+
+# --- the rules, on ratings given --------------------------------------------------------------
+
+
+def test_the_target_rule_stops_on_agreement_and_asks_what_the_spread_needs() -> None:
+    assert stopping_point([4, 4, 4], 20, 3, 0.2) == (3, True)
+    assert stopping_point([4, 4], 20, 3, 0.2) == (3, False)  # its first round is not in
+    # 1, 3, 5: s = 2, so (2 / 0.5)^2 = 16 draws; a round at most doubles: 6 asked next.
+    assert stopping_point([1, 3, 5], 20, 3, 0.5) == (6, False)
+    assert stopping_point([1, 3, 5] * 7, 20, 3, 0.01) == (20, True)  # n is the most
+    # Answers without a rating leave the spread unknown: the next round doubles.
+    assert stopping_point([None, None, 4], 20, 3, 0.2) == (6, False)
+
+
+def test_the_budget_goes_to_the_least_sure_items_first() -> None:
+    items = [[3, 3, 3] + [3] * 17, [1, 5, 2] + [4, 1, 5] * 6 + [3, 3], [2, 3, 2] + [2] * 17]
+    stops = allot_budget(items, [4.0, 4.0, 4.0], 20, 3, 3 * 3 + 6)
+    # The torn item takes the whole budget, over two rounds (a round at most doubles it).
+    assert [s.draws for s in stops] == [3, 9, 3]
+    assert all(s.settled for s in stops)
+    # Its second round is read from its new ratings: until they are in, nothing is settled.
+    assert allot_budget([items[0][:3], items[1][:3], items[2][:3]], [4.0] * 3, 20, 3, 15) == [
+        (3, False),
+        (6, False),
+        (3, False),
+    ]
+
+
+def test_each_judge_of_a_panel_asks_its_own_rounds_of_its_own_items(study: StudyFiles) -> None:
+    from conftest import running_sims, sim_judges
+
+    with running_sims(("a", "b"), lambda: SimSettings(certainty="varied", seed=7)) as sims:
+        study.write_panel(sim_judges(sims), sampling=ADAPTIVE)
+        result = run_study(study)
+        assert result.returncode == 0, result.stderr
+        panel = ga.load_results(study.config)
+        for name, server in sims.items():
+            own = panel.members[name]
+            used = own.long["valid"] + own.long["invalid"]
+            assert own.draws is not None and sum(own.draws.drawing.values()) == 0
+            assert server.stats.samples == used.sum() < N * len(used)

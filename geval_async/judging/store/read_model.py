@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...study.plan import JudgeItem, Study
 from .cache import JudgeCache
@@ -27,7 +27,25 @@ from .left import Left, left_of
 from .origin import ServerEntries
 from .stored_steps import read_steps, require_steps
 
-__all__ = ["Coverage", "ItemAnswers", "JudgeCache", "StudyAnswers", "open_answers", "stored_study"]
+__all__ = [
+    "Coverage",
+    "EntrySpend",
+    "ItemAnswers",
+    "JudgeCache",
+    "StudyAnswers",
+    "open_answers",
+    "stored_study",
+]
+
+
+class EntrySpend(NamedTuple):
+    """What one stored request of an item took: the draws it asked for and received, and the
+    usage the server reported (None: it reported none). A study that spends its draws by need
+    counts its requests and prices its answers from these, without keeping the bodies."""
+
+    asked: int
+    received: int
+    usage: dict[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +64,9 @@ class ItemAnswers:
     refused: bool = False
     served: tuple[str, ...] = ()  # the models the server said it served, as it named them
     left: Left = Left.CACHED  # where it stands (left_of: the rule a run sends by)
+    # Each stored request of the chain, in draw order, when the study spends its draws by
+    # need (the usage dict is the entry's own: nothing is parsed until the spend is read).
+    spent: tuple[EntrySpend, ...] = ()
 
     @property
     def in_batch(self) -> bool:
@@ -74,10 +95,16 @@ class StudyAnswers:
 
     def __iter__(self) -> Iterator[ItemAnswers]:
         first, last = self.first_arrived, self.last_arrived
+        # Only a study that spends its draws by need prices its requests: a fixed one's walk
+        # makes nothing more an entry.
+        spending = self.study.config.sampling.adaptive
         for state in item_states(self.study, self._entries):
             choices: list[dict[str, Any]] = []
             served: list[str] = []
+            spent: list[EntrySpend] = []
             for entry in state.entries:
+                if spending:
+                    spent.append(EntrySpend(entry.n, entry.received, entry.usage))
                 entry_choices, model = entry.answer()
                 choices.extend(entry_choices)
                 if model is not None and model not in served:
@@ -93,6 +120,7 @@ class StudyAnswers:
                 state.refused is not None,
                 tuple(served),
                 left=left_of(state, self._in_batch),
+                spent=tuple(spent),
             )
             self.first_arrived, self.last_arrived = first, last
 

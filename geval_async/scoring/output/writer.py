@@ -14,6 +14,7 @@ Layout under the output folder (``<prefix>`` is ``[output] prefix``)::
     stats/<prefix>_paired.csv         paired t and Wilcoxon (when groups appear in both conditions)
     stats/<prefix>_consistency.csv    Krippendorff's alpha over the judge's draws, per criterion
     stats/<prefix>_n_curve.csv        was n worth it: mean SE and Spearman for k = 1..n draws
+    stats/<prefix>_draws.csv          draws spent by need: draws, requests, cost against the fixed n
     stats/<prefix>_pairwise.csv       pairwise criteria: wins, ties, win rate, sign test, position
     stats/<prefix>_strengths.csv      pairwise criteria of > 2 conditions: Bradley-Terry strengths
     stats/<prefix>_human_scale.csv    means and the comparison on the human scale ([meta] human)
@@ -59,6 +60,7 @@ from ..scores.tables import COMPOSITE, standard_errors, write_long_csv
 from ..stats.comparisons import comparisons_frame
 from ..stats.human_scale import ppi_missing
 from .csv_cells import spreadsheet_safe
+from .draws_report import draws_markdown
 from .files import Output, write_files
 from .human_output import human_outputs, human_scale_section
 from .overwrite_guard import check_not_emptier
@@ -223,6 +225,20 @@ def trust_outputs(results: StudyResults, options: OutputOptions) -> list[Output]
     return outputs
 
 
+def draws_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
+    """The draws a study that spends them by need used per criterion, against the fixed n
+    (:meth:`StudyResults.draws_frame`); none for a study of a fixed n."""
+    frame = results.draws_frame()
+    if frame is None:
+        return []
+    return [
+        Output(
+            output_path(results, "stats", "draws.csv"),
+            csv_bytes(frame, index=False, float_format=f"%.{SIGNIFICANT}g"),
+        )
+    ]
+
+
 def bias_outputs(results: StudyResults, options: OutputOptions) -> list[Output]:
     """What the judge may be reacting to (:meth:`StudyResults.bias`); none for a panel (each
     judge's own outputs have theirs: a pooled score is no one judge's habit)."""
@@ -314,6 +330,11 @@ def report_outputs(results: StudyResults, options: OutputOptions) -> list[Output
         text += trust_section(
             errors, results.consistency, results.n_curve, results.config.sampling.mode, plot
         )
+        text += draws_markdown(
+            results.draws_frame(),
+            results.config.sampling,
+            f"stats/{output_path(results, 'stats', 'draws.csv').name}",
+        )
         text += human_scale_section(results)
         csv_name = f"stats/{output_path(results, 'stats', 'bias.csv').name}"
         text += bias_section(results.reactions, csv_name)
@@ -354,6 +375,7 @@ KINDS: dict[str, Kind] = {
     "average": average_outputs,
     "tests": test_outputs,
     "trust": trust_outputs,
+    "draws": draws_outputs,
     "pairwise": pairwise_kind,
     "human": lambda r, o: human_outputs(r, output_path(r, "stats", "human_scale.csv")),
     "bias": bias_outputs,

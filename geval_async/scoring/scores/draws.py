@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
 
 from ...errors import ConfigError
 from ...judging.store.read_model import ItemAnswers, JudgeCache, StudyAnswers
@@ -20,6 +22,7 @@ from ...options import Left
 from ...study.draws import Allotment
 from ...study.plan import PlannedCriterion, Study
 from ..stats.adaptive import Stop, allot_budget, stopping_point
+from .draw_spend import CriterionSpend, DrawSpend, fixed_cost
 from .scores import ItemScore, parser_for, score_item, score_items
 
 __all__ = [
@@ -28,6 +31,7 @@ __all__ = [
     "adaptive_criteria",
     "counted",
     "draw_bounds",
+    "draws_frame",
     "item_stops",
     "next_round",
     "score_by_need",
@@ -68,6 +72,9 @@ class DrawTally:
     drawing: Counter[str]
     used: Counter[str]
     at_first: Counter[str]  # settled at first_draws
+    # The requests the items' counted draws took and their tokens (:mod:`.draw_spend`),
+    # counted while the items are scored.
+    spend: DrawSpend = field(default_factory=DrawSpend)
 
     @classmethod
     def of(cls, stops: dict[ItemKey, Stop], first: int) -> DrawTally:
@@ -164,9 +171,11 @@ def score_by_need(
     if not adaptive_criteria(study):
         return score_items(study, answers)
     stops = item_stops(study, answers)  # a first pass: a budget's rounds read every item
+    items: Iterable[ItemAnswers] = answers
     if tally is not None:
         tally.append(DrawTally.of(stops, study.config.sampling.first_draws))
-    return score_items(study, (counted(item, stops) for item in answers))
+        items = tally[-1].spend.counting(study.config, answers, stops)
+    return score_items(study, (counted(item, stops) for item in items))
 
 
 def counted(answers: ItemAnswers, stops: dict[ItemKey, Stop]) -> ItemAnswers:
@@ -238,3 +247,69 @@ def draw_bounds(study: Study, cache: JudgeCache | None) -> DrawBounds:
         len(drawing) + fresh,
         share,
     )
+
+
+DRAWS_COLUMNS = [
+    "criterion",
+    "items",
+    "settled",
+    "drawing",
+    "draws",
+    "fixed_draws",
+    "draws_share",
+    "at_first_draws",
+    "requests",
+    "fixed_requests",
+    "prompt_tokens",
+    "fixed_prompt_tokens",
+    "completion_tokens",
+    "fixed_completion_tokens",
+    "cost",
+    "fixed_cost",
+    "saving",
+    "cost_basis",
+]
+
+
+def draws_frame(study: Study, tally: DrawTally) -> pd.DataFrame:
+    """Per adaptive criterion, the draws its items used against the fixed n, the share of
+    settled items stopped at ``first_draws``, and the requests, tokens and cost against the
+    fixed study's (:mod:`.draw_spend`), as ``stats/<prefix>_draws.csv`` holds it.
+
+    ``draws`` counts the settled items' draws; ``fixed_draws`` is n for every item, so a study
+    with items still drawing shows a share below what it will end at. ``requests`` and
+    ``cost`` count what was paid, the draws of items still drawing included.
+    """
+    config = study.config
+    n = config.sampling.n
+    rows = []
+    for criterion in adaptive_criteria(study):
+        name = criterion.name
+        settled, drawing = tally.settled[name], tally.drawing[name]
+        items = settled + drawing
+        used = tally.used[name]
+        spend = tally.spend.criteria.get(name)
+        costs = fixed_cost(config, spend or CriterionSpend(), items, tally.spend.per_request)
+        rows.append(
+            {
+                "criterion": name,
+                "items": items,
+                "settled": settled,
+                "drawing": drawing,
+                "draws": used,
+                "fixed_draws": n * items,
+                "draws_share": used / (n * items) if items else None,
+                "at_first_draws": tally.at_first[name] / settled if settled else None,
+                "requests": costs.requests,
+                "fixed_requests": costs.fixed_requests,
+                "prompt_tokens": costs.prompt_tokens,
+                "fixed_prompt_tokens": costs.fixed_prompt_tokens,
+                "completion_tokens": costs.completion_tokens,
+                "fixed_completion_tokens": costs.fixed_completion_tokens,
+                "cost": costs.cost,
+                "fixed_cost": costs.fixed_cost,
+                "saving": costs.saving,
+                "cost_basis": costs.basis,
+            }
+        )
+    return pd.DataFrame(rows, columns=DRAWS_COLUMNS)

@@ -39,7 +39,7 @@ from ..stats.human_scale import calibration_summary
 from ..stats.pairwise import pairwise_frame, strengths_frame
 from .bias_checks import JudgeReactions, judge_reactions
 from .columns import ScoreColumns, collect_scores
-from .draws import DrawTally, score_by_need
+from .draws import DrawTally, draws_frame, score_by_need
 from .joined import join_scores, record_ids
 from .labelled import human_scale_estimates, labelled_items
 from .pairs import OrderVerdict, outcomes_frame, read_orders, verdicts_frame
@@ -161,6 +161,15 @@ class StudyResults:
         the first k draws and their Spearman correlation with the n-draw scores (samples
         mode; empty in logprobs mode)."""
         return n_curve_frame(self.study, self.scores)
+
+    def draws_frame(self) -> pd.DataFrame | None:
+        """Per criterion whose draws are spent by need: the draws used against the fixed n,
+        the share of items stopped at ``first_draws``, and the requests and cost against the
+        fixed study's (see :func:`.draws.draws_frame`), as ``stats/<prefix>_draws.csv`` holds
+        it; None for a study of a fixed n."""
+        if self.draws is None:
+            return None
+        return draws_frame(self.study, self.draws)
 
     def bias(self) -> pd.DataFrame:
         """What the judge may be reacting to besides quality: one row per check, criterion

@@ -7,7 +7,9 @@ with every group as a point, rating distributions, judge-vs-human scatter plots 
 human scores), Agreement between the judges (a panel's: alpha, ICC, pairwise Spearman, the
 effective number of judges, when handed the agreement frame), On the human scale (a study with
 human scores: calibration and prediction-powered means), How far to trust the scores (mean
-standard error, the judge's self-consistency over its draws, the n curve), What the judge may
+standard error, the judge's self-consistency over its draws, the n curve), Draws spent by need
+(a study that stops drawing where ratings settle: its draws, requests and cost against the
+fixed n), What the judge may
 be reacting to (length, use of the scale, self-preference: each flag with what to do) and the
 Drill-down (every record with its standard errors; its answers rendered on demand from inline
 JSON).
@@ -41,6 +43,7 @@ from ...scores.results import StudyResults
 from ...scores.tables import COMPOSITE
 from .agreement import agreement_section
 from .bias import bias_section
+from .draws import draws_section
 from .drilldown import drilldown_data, script_json
 from .gallery import box_figures, distribution_figures, human_section
 from .human_scale import human_scale_view
@@ -155,6 +158,7 @@ def render_html_report(
         agreement=None if agreement is None else agreement_section(agreement, prefix),
         human_scale=human_scale_view(results),
         trust=trust_section(results),
+        draws=draws_section(results),
         pairwise=pairwise_section(results),
         # A panel's pooled score is no one judge's habit: each judge's own page has its section.
         bias=None

@@ -9,9 +9,9 @@ the scoring stage replays them on the same ratings to know which draws count, so
 scored later, or with more draws in its cache, reads exactly the draws its rule chose.
 
 - **A target** (``target_se``): an item stops at the first round whose standard error is at
-  most the target and that holds at least ``first`` ratings, or at n. Each round asks about as many draws as the target needs from the
-  spread seen so far, at least one more and at most twice as many as the item has (a spread
-  read from three ratings is rough).
+  most the target and that holds at least ``first`` ratings, or at n. Each round asks about
+  as many draws as the target needs from the spread seen so far, at least one more and at
+  most twice as many as the item has (a spread read from three ratings is rough).
 - **A budget** (``draws``): every item gets ``first`` draws; the rest of the budget goes in
   rounds to the items whose means are least sure (the largest s^2 / k, in units of each
   criterion's scale span), one draw at a time; no item more than doubles in a round, and what

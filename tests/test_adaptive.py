@@ -293,3 +293,76 @@ def test_each_judge_of_a_panel_asks_its_own_rounds_of_its_own_items(study: Study
             used = own.long["valid"] + own.long["invalid"]
             assert own.draws is not None and sum(own.draws.drawing.values()) == 0
             assert server.stats.samples == used.sum() < N * len(used)
+
+
+def test_max_cost_stops_between_rounds_and_a_higher_cap_resumes(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    # Prices that make the cap bite in a later round: the opening round (48 requests of 3
+    # draws) fits, the whole study does not.
+    study.write_config(
+        varied.base_url, sampling=ADAPTIVE, prices={"sim-judge": [10_000.0, 20_000.0]}
+    )
+    opening = run_cli("run", str(study.config), "--quiet", "--dry-run")
+    first = float(re.search(r"least: \d+ draws, \d+ requests, \$([\d.]+)", opening.stdout)[1])
+    stopped = run_study(study, "--max-cost", f"{first * 1.3:.2f}")
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert "stopped: budget cap" in stopped.stderr
+    assert varied.stats.received > study.n_records * 2  # past the opening round
+    resumed = run_study(study, "--max-cost", "1000000")
+    assert resumed.returncode == 0, resumed.stderr
+    used = draws_used(study)
+    assert varied.stats.samples == used.sum()  # no draw asked twice across the stop
+
+
+def test_shards_ask_their_own_items_rounds_and_merge_into_one_run(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    study.write_config(varied.base_url, sampling=ADAPTIVE)
+    caches = []
+    for index in (1, 2):
+        cache = study.root / f"shard{index}"
+        result = run_study(study, "--shard", f"{index}/2", "--cache", str(cache))
+        assert result.returncode == 0, result.stderr
+        caches.append(cache)
+    merged = study.root / "merged"
+    assert run_cli("cache", "merge", str(merged), *map(str, caches)).returncode == 0
+    sharded = draws_used(study, cache=str(merged))
+    assert varied.stats.samples == sharded.sum()
+    assert len(sharded) == study.n_records * 2
+    # A budget is the whole study's: it refuses a shard, in one line.
+    study.write_config(varied.base_url, sampling={**ADAPTIVE, "target_se": None, "draws": 400})
+    refused = run_study(study, "--shard", "1/2")
+    assert refused.returncode == 2
+    assert "run it without --shard" in refused.stderr
+
+
+def test_ctrl_c_in_a_later_round_keeps_every_answer_and_asks_no_more_rounds(
+    study: StudyFiles,
+) -> None:
+    with SimServer(SimSettings(certainty="varied", seed=7, latency_ms=30)) as server:
+        study.write_config(server.base_url, sampling=ADAPTIVE, limits={"concurrency": 2})
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        items = study.n_records * 2
+        deadline = time.monotonic() + 60
+        while server.stats.received <= items + 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+        assert process.returncode == 130, stderr
+        assert "interrupted: answers received so far are saved" in stderr
+        asked = server.stats.samples
+        time.sleep(0.2)
+        assert server.stats.samples == asked  # nothing sent after the stop
+        result = run_study(study)
+        assert result.returncode == 0, result.stderr
+        # Every answer received before the stop was kept: none is asked twice.
+        assert server.stats.samples == draws_used(study).sum()

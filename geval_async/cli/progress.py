@@ -49,6 +49,8 @@ def render_progress(counters: RunCounters, *, width: int = LINE_WIDTH) -> str:
         f"{finished}/{total.items} new {total.answered} cached {total.cached} "
         f"failed {total.rejected + total.failed}"
     )
+    if counters.round > 1:  # draws spent by need: the items still drawing, round by round
+        head = f"round {counters.round}: {head}"
     parts = [head, f"{rpm:.0f} req/min", f"{_tokens(tpm)} tok/min", f"429s {counters.rate_limited}"]
     waiting = waiting_text(counters)
     if waiting:  # why nothing moves says more than the retries so far

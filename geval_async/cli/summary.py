@@ -8,16 +8,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..judging.run.budget import StudyBudget
 from ..judging.run.estimate import RunEstimate
 from ..judging.run.progress import RunCounters
 from ..judging.store.coverage import Coverage
 from ..options import JudgeApi
-from ..scoring.scores.draws import DrawTally
 from ..study.config import EvalConfig
 from ..study.plan import Study
 from ..study.settings import SamplingConfig
+
+if TYPE_CHECKING:
+    from ..scoring.scores.draws import DrawTally
 
 SIMULATED_NOTE = "judge: geval-async's SIMULATED server (ratings are synthetic, not an LLM's)"
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
 from ...judging.store.read_model import ItemAnswers, JudgeCache, StudyAnswers
@@ -24,6 +23,9 @@ from ...study.plan import PlannedCriterion, Study
 from ..stats.adaptive import Stop, allot_budget, stopping_point
 from .draw_spend import CriterionSpend, DrawSpend, fixed_cost
 from .scores import ItemScore, parser_for, score_item, score_items
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "DrawBounds",
@@ -280,6 +282,8 @@ def draws_frame(study: Study, tally: DrawTally) -> pd.DataFrame:
     with items still drawing shows a share below what it will end at. ``requests`` and
     ``cost`` count what was paid, the draws of items still drawing included.
     """
+    import pandas as pd  # a run reads ratings here without the tables' imports
+
     config = study.config
     n = config.sampling.n
     rows = []

@@ -62,3 +62,20 @@ def test_every_command_has_its_help(command: str) -> None:
     assert result.stdout.startswith(f"usage: geval-async {command}")
     if command == "sim":  # the flags added when sim is chosen are in its help
         assert "--latency-ms" in result.stdout and "--spurious-429" in result.stdout
+
+
+def test_the_judge_stage_loads_no_table_library() -> None:
+    """A run's memory is the plan and the answers in flight: the scoring stage's tables
+    (pandas, numpy, scipy: some 80 MB resident) are not imported to judge, even where a study's
+    draws are spent by need (its rounds read ratings, not tables)."""
+    code = (
+        "import geval_async.cli.app as app, geval_async.api, geval_async.judging.run.runner\n"
+        "from geval_async.scoring.scores.draws import next_round\n"
+        "app.build_parser().parse_args(['run', 'x.toml'])\n"
+        "import sys\nprint(sorted(m for m in ('pandas', 'numpy', 'scipy') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -34,6 +34,11 @@ from contextlib import nullcontext
 
 from common import PYTHON, SimProcess, StudyFiles, run_child, save, table, workdir, write_study
 
+# `python -m geval_async ARGS` with pyarrow hidden, as a plain install (no parquet extra) has it.
+WITHOUT_PYARROW = (
+    "import sys; sys.modules['pyarrow'] = None; sys.argv[0] = 'geval-async'\n"
+    "from geval_async.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 FLOOR_MB = 250
 RERUN_FLOOR_S = 15
 # 100 + 25 words of the benchmarks' vocabulary: 760 bytes a record on average.
@@ -63,6 +68,12 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep the study and cache in this folder")
     parser.add_argument("--quick", action="store_true", help="5,000 records (20,000 requests)")
     parser.add_argument(
+        "--without-pyarrow",
+        action="store_true",
+        help="each command as a plain install runs it (pyarrow, the parquet extra, is hidden: "
+        "pandas 3 imports it when it is there, some 45 MB more)",
+    )
+    parser.add_argument(
         "--commands",
         default=",".join(COMMANDS),
         help=f"which to run, in this order: {','.join(COMMANDS)}",
@@ -88,8 +99,12 @@ def main() -> None:
         limit = ["--limit", str(args.limit)] if args.limit else []
         planned = (args.limit or args.records) * len(study.criteria)
 
+        launch = [PYTHON, "-m", "geval_async"]
+        if args.without_pyarrow:
+            launch = [PYTHON, "-c", WITHOUT_PYARROW]
+
         def measure(name: str, argv: list[str], **extra: object) -> None:
-            child = run_child([PYTHON, "-m", "geval_async", *argv], rss_every=2.0, timeout=14400)
+            child = run_child([*launch, *argv], rss_every=2.0, timeout=14400)
             assert child.returncode == 0, child.stdout[-2000:] + child.stderr[-2000:]
             row = {
                 "command": name,
@@ -140,8 +155,9 @@ def main() -> None:
         + f"; interpreter start {start:.2f} s; importing the CLI: {imports.maxrss_mb:.0f} MB"
     )
     print(table(rows, columns))
+    name = "million" + ("_limit" if args.limit else "")
     path = save(
-        "million",
+        name + ("_without_pyarrow" if args.without_pyarrow else ""),
         {
             "settings": {k: str(v) for k, v in vars(args).items()},
             "records_mb": records_mb,

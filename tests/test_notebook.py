@@ -335,3 +335,24 @@ def test_progress_is_a_tqdm_bar_or_without_tqdm_the_progress_line(
         assert f"new={items}" in shown
     else:
         assert f"{items}/{items} new {items} cached 0 failed 0" in shown
+
+
+def test_a_judge_file_named_in_code_is_the_working_folders_wherever_the_study_is_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from geval_async.notebook import define_study
+    from geval_async.study.config import load_config
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "scores").mkdir()
+    other = tmp_path / "scores" / "other.csv"
+    other.write_text("id,clarity\nr0,4\n", encoding="utf-8")
+    study = define_study(
+        [{"id": "r0", "text": "A short text."}],
+        Criterion("clarity", prompt="Rate it (1-5).\n\n{{text}}", scale=(1, 5), fields=["text"]),
+        judge="sim-judge",
+        meta={"judges": {"other": {"path": "scores/other.csv"}}},
+    )
+    path = study.save(tmp_path / "elsewhere" / "saved")
+    config = load_config(path)
+    assert config.meta.judges["other"].path.resolve() == other.resolve()

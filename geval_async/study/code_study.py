@@ -264,6 +264,19 @@ class CodeStudy:
             sections[section]["path"] = _relative(Path(sections[section]["path"]), folder)
         document: dict[str, Any] = {k: v for k, v in sections.items() if v}
         document |= {k: v for k, v in self.settings.items() if k in TABLES}
+        # Another judge's scores file, named in code: the working folder's path too.
+        judge_files = document.get("meta", {}).get("judges")
+        if isinstance(judge_files, Mapping):
+            document["meta"] = {
+                **document["meta"],
+                "judges": {
+                    name: {**table, "path": _relative(Path(os.fspath(table["path"])), folder)}
+                    if isinstance(table, Mapping)
+                    and isinstance(table.get("path"), str | os.PathLike)
+                    else table
+                    for name, table in judge_files.items()
+                },
+            }
         tables = []
         for criterion in self.criteria:
             text = criterion.prompt_text()

@@ -23,7 +23,7 @@ import numpy as np
 import orjson
 import pandas as pd
 import pytest
-from conftest import ROOT, SUMMEVAL, cache_snapshot, run_cli, start_process
+from conftest import ROOT, SUMMEVAL, cache_snapshot, run_cli, running_sims, start_process
 
 from geval_async import load_results
 from geval_async.errors import ConfigError
@@ -461,3 +461,36 @@ def test_sigkill_mid_run_loses_nothing_it_stored(tmp_path: Path) -> None:
     whole = load_results(UEQ_PAIRWISE, cache=str(tmp_path / "whole" / "cache"))
     pd.testing.assert_frame_equal(resumed.pairwise(), whole.pairwise())
     assert not math.isnan(whole.pairwise()["first_shown_wins"].iloc[0])
+
+
+def test_a_panel_judges_the_pairs_with_each_judge_and_reports_each(tmp_path: Path) -> None:
+    """Each judge of a panel asks every order of every pair itself and has its own pairwise
+    table; the panel's two judges here differ in their position bias, and so do their tables."""
+    text = UEQ_PAIRWISE.read_text(encoding="utf-8")
+    biases = {"left": 0.4, "even": 0.0}
+    with running_sims(biases, lambda: SimSettings()) as sims:
+        for name, server in sims.items():
+            server.settings.position_bias = biases[name]
+        judges = "".join(
+            f'[[judges]]\nname = "{name}"\nmodel = "sim-{name}"\nbase_url = "{s.base_url}"\n'
+            for name, s in sims.items()
+        )
+        panel = text.replace('[judge]\nmodel = "gpt-4o-mini"\napi_key_env = "OPENAI_API_KEY"\n', "")
+        panel = panel.replace('path = "records.jsonl"', f'path = "{UEQ_RECORDS}"')
+        panel = panel.replace("../../prompts", str(ROOT / "prompts"))
+        panel = panel.replace('path = "../../cache/ueq"', f'path = "{tmp_path / "cache"}"')
+        config = tmp_path / "panel.toml"
+        config.write_text(panel + judges, encoding="utf-8")
+        result = run_cli("run", str(config), "--quiet", *FAST)
+        assert result.returncode == 0, result.stderr
+        for server in sims.values():
+            assert server.stats.received == 96  # 2 criteria x 24 pairs x 2 orders, each judge
+    results = load_results(config)
+    tables = {
+        name: member.pairwise().set_index("criterion") for name, member in results.members.items()
+    }
+    assert set(tables) == {"left", "even"}
+    for criterion in ("ind_pair", "rel_pair"):
+        left, even = tables["left"].loc[criterion], tables["even"].loc[criterion]
+        assert left["first_shown_wins"] > even["first_shown_wins"] + 0.2
+        assert left["first_ci_low"] > 0.5  # the biased judge's tilt is found

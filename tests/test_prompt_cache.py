@@ -492,3 +492,20 @@ def test_cached_tokens_of_either_api_are_billed_at_the_cached_input_price() -> N
     assert billed_cost(chat, price, cached) == pytest.approx(expected)
     assert billed_cost(responses, price, cached) == pytest.approx(expected)
     assert read_usage(responses) == read_usage(chat)
+
+
+def test_batch_lines_carry_the_criterions_cache_key_as_an_online_run_does(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    _write(study, sim.base_url, criteria=[LONG, SHORT])
+    result = run_cli("run", str(study.config), "--batch", "--poll", "0.05", "--quiet")
+    assert result.returncode == 0, result.stderr
+    batch = dict(sim.stats.cache_keys)
+    sim.stats.reset()
+    _write(study, sim.base_url, cache="cache-online", criteria=[LONG, SHORT])
+    assert run_study(study).returncode == 0
+    # The long criterion's lines all carry its key; the short one's (below 1,024 tokens) none.
+    assert batch == dict(sim.stats.cache_keys)
+    (key,) = (k for k in batch if k)
+    assert key.startswith("geval-rules-") and batch[key] == study.n_records
+    assert batch[""] == study.n_records

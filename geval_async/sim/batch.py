@@ -387,6 +387,7 @@ class BatchService:
         if judged.refusals:
             self.stats.faults["invalid_answer"] += judged.refusals
         self.stats.samples += len(answer["choices"])
+        self.stats.cache_keys[str((asked or body).get("prompt_cache_key") or "")] += 1
         digest = request_digest(asked if asked is not None else body)
         self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
         if judged.intended is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...study.plan import JudgeRequest, Study
 from ...study.pricing import Budget
+from ...study.prompt_cache import prefix_share, prompt_cache_key
 from ..run.budget import record_spend, request_cost
 from ..store.cache import JudgeCache
 from ..store.claims import Claims
@@ -81,6 +82,14 @@ class BatchControl:
             api=self.judge.api,
             store=self.judge.store,
         )
+        # The prompt_cache_key of each criterion whose requests share a prefix a provider
+        # caches, as an online run sends it (the Batch API's lines read the cache too).
+        self.cache_keys = {
+            criterion.name: prompt_cache_key(self.judge.model, criterion)
+            if prefix_share(criterion).cacheable
+            else None
+            for criterion in study.planned_criteria
+        }
         # The requests behind live batches' keys, found by one walk of the plan (see
         # _requests_for): without it, every ended batch walked the whole plan again.
         self._requests: dict[str, JudgeRequest] = {}
@@ -156,7 +165,8 @@ class BatchControl:
                     if room is not None:
                         room -= tokens
                     tokens_of[request.key] = tokens
-                    yield request.key, input_line(request, self.judge, self.capabilities)
+                    cache_key = self.cache_keys[request.item.criterion.name]
+                    yield request.key, input_line(request, self.judge, self.capabilities, cache_key)
 
         records = []
         numbered = split_lines(lines(), max_lines=max_lines, max_bytes=max_bytes)

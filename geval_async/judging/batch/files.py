@@ -38,16 +38,20 @@ def endpoint(judge: JudgeConfig, capabilities: Capabilities | None = None) -> st
 
 
 def input_line(
-    request: JudgeRequest, judge: JudgeConfig, capabilities: Capabilities | None = None
+    request: JudgeRequest,
+    judge: JudgeConfig,
+    capabilities: Capabilities | None = None,
+    cache_key: str | None = None,
 ) -> bytes:
     """One line of an input file, newline included; its body spelt as the endpoint has shown
     it wants (``capabilities``: ``max_completion_tokens``, n = 1, the Responses API), as an
-    online run sends it."""
+    online run sends it, with its criterion's ``prompt_cache_key`` (``cache_key``) as an
+    online run's carries it."""
     if capabilities is None:
         capabilities = Capabilities(
             configured_responses=judge.api is JudgeApi.RESPONSES, store=judge.store
         )
-    body = capabilities.wire(request.body)
+    body = capabilities.wire(request.body, cache_key)
     if judge.provider == Provider.AZURE:
         body = {**body, "model": judge.deployment}
     url = endpoint(judge, capabilities)

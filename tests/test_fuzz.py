@@ -272,6 +272,8 @@ _overrides = st.fixed_dictionaries(
         "criteria": st.sampled_from(["clar", "fit,clar", "nope", ",", ""]),
         "mode": st.sampled_from(["samples", "logprobs", "bogus"]),
         "max_cost": _amounts,
+        "target_se": _amounts,
+        "draws": st.integers(-2, 400) | st.sampled_from([2.5, True, "40"]),
         "model": st.sampled_from(["sim-judge", "gpt-4o-mini", "unknown-model"]),
         "concurency": st.sampled_from([None, None, None, 1]),  # a typo: never silently ignored
     },
@@ -312,6 +314,10 @@ def test_any_config_document_loads_or_fails_cleanly(
         limits = config.limits
         assert type(limits.concurrency) is int and limits.concurrency >= 1, limits
         assert 1 <= config.sampling.n <= 128, config.sampling
+        sampling = config.sampling
+        assert sampling.target_se is None or 0 < sampling.target_se < math.inf, sampling
+        assert sampling.draws is None or sampling.draws >= 1, sampling
+        assert sampling.target_se is None or sampling.draws is None, sampling
         for value in (limits.rpm, limits.tpm, config.max_cost):
             assert value is None or (math.isfinite(value) and value > 0), limits
         for value in (limits.timeout, limits.backoff, limits.max_backoff):

@@ -278,7 +278,7 @@ def _optional_float(t: TableReader, key: str) -> float | None:
 def _check_adaptive(t: TableReader, sampling: SamplingConfig) -> None:
     """Draws by need: a positive target or budget, at most one of them, in samples mode."""
     target, budget = sampling.target_se, sampling.draws
-    if target is not None and not target > 0:
+    if target is not None and not 0 < target < math.inf:
         raise t.error("'target_se' must be above 0 (the standard error, in rating points)")
     if budget is not None and budget < 1:
         raise t.error("'draws' must be a positive whole number (the study's budget of draws)")

@@ -366,3 +366,18 @@ def test_ctrl_c_in_a_later_round_keeps_every_answer_and_asks_no_more_rounds(
         assert result.returncode == 0, result.stderr
         # Every answer received before the stop was kept: none is asked twice.
         assert server.stats.samples == draws_used(study).sum()
+
+
+def test_a_panels_status_and_dry_run_say_each_judges_draws(study: StudyFiles) -> None:
+    from conftest import running_sims, sim_judges
+
+    with running_sims(("a", "b"), lambda: SimSettings(certainty="varied", seed=7)) as sims:
+        study.write_panel(sim_judges(sims), sampling=ADAPTIVE)
+        assert run_study(study).returncode == 0
+        status = run_cli("status", str(study.config))
+        assert status.returncode == 0, status.stderr
+        assert status.stdout.count("draws spent by need (target_se = 0.2") == 2
+        dry = run_cli("run", str(study.config), "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert dry.stdout.count(f"{study.n_records * 2} items settled, 0 still drawing") == 2
+        assert "requests to send: 0;" in dry.stdout  # the panel's total: nothing left

@@ -31,7 +31,15 @@ from .answers import warn
 from .interrupts import run_with_progress, say
 from .overrides import add_judge_flag, load_study
 from .progress import render_retries
-from .summary import budget_left, coverage_table, dry_run, expected_duration, table
+from .summary import (
+    adaptive_dry_run,
+    budget_left,
+    coverage_table,
+    draws_lines,
+    dry_run,
+    expected_duration,
+    table,
+)
 
 __all__ = [
     "one_judge_only",
@@ -225,7 +233,10 @@ def panel_dry_run(config: EvalConfig) -> None:
         study = prepare_study(member)
         # A live batch job's requests are not sent again (the run leaves them to the batch).
         in_batch = Ledger(member.cache_path).live_keys()
-        estimate = dry_run(study, asyncio.run(estimate_run(study, in_batch=in_batch)))
+        if member.sampling.adaptive:  # its next round: the least it can cost
+            estimate = adaptive_dry_run(study, in_batch, retry_failed=False)
+        else:
+            estimate = dry_run(study, asyncio.run(estimate_run(study, in_batch=in_batch)))
         requests += estimate.requests
         tokens += estimate.tokens
         if estimate.cost is None:
@@ -260,6 +271,9 @@ def panel_status(args: argparse.Namespace, config: EvalConfig) -> int:
         status = study_status(study, Ledger(member.cache_path).live_keys())
         print(f"judge {name} ({_who(member)}):")
         print(coverage_table(status.coverage))
+        if status.draws is not None:
+            for line in draws_lines(status.draws, member.sampling):
+                print(line)
         if status.corrupted:
             print(f"{status.corrupted} corrupted cache entries were found and count as missing")
         for line in invalid_lines(status):

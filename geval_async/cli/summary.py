@@ -224,7 +224,9 @@ def _batch_cost(config: EvalConfig, prompt_tokens: int, completion_tokens: int) 
     return "" if cost is None else f" online, ${cost:.2f} by batch (--batch)"
 
 
-def adaptive_dry_run(study: Study, in_batch: Container[str], *, retry_failed: bool) -> None:
+def adaptive_dry_run(
+    study: Study, in_batch: Container[str], *, retry_failed: bool
+) -> DryRunEstimate:
     """``run --dry-run`` of a study whose draws are spent by need: what its next round sends
     (every item still drawing stops there: the least), then the most (every such item drawn
     to n, or the budget left) and an estimate from where the items settled so far stopped."""
@@ -250,7 +252,7 @@ def adaptive_dry_run(study: Study, in_batch: Container[str], *, retry_failed: bo
         )
 
     least, most = asyncio.run(both())
-    dry_run(bounds.least, least)
+    estimate = dry_run(bounds.least, least)
 
     def cost(estimate: RunEstimate) -> float | None:
         return estimate_cost(
@@ -286,6 +288,7 @@ def adaptive_dry_run(study: Study, in_batch: Container[str], *, retry_failed: bo
             f"  estimate: about {draws} draws, {_usd(guess)}, from where the {bounds.settled} "
             f"items settled so far stopped ({bounds.share:.0%} of the way from first_draws to n)"
         )
+    return estimate
 
 
 def _usd(value: float | None) -> str:

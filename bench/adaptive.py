@@ -154,6 +154,37 @@ def simulated(folder: Path) -> dict[str, Any]:
     return out
 
 
+def spend(folder: Path) -> dict[str, Any]:
+    """The shipped UEQ study at its own n = 10 and ``target_se = 0.2``, against an endpoint
+    that takes ``n`` and one that answers one draw a request: what the draws cost against
+    the fixed study (``stats/<prefix>_draws.csv``, summed over the criteria)."""
+    from geval_async.sim import SimServer, SimSettings
+
+    out: dict[str, Any] = {}
+    for name, settings in (
+        ("n_in_one_request", SimSettings(seed=3)),
+        ("one_request_a_draw", SimSettings(seed=3, max_n=1)),
+    ):
+        with SimServer(settings) as server:
+            common = {"base_url": server.base_url, "seed": SEED, "target_se": CHOSEN}
+            cache = str(folder / f"spend-{name}")
+            _judge(UEQ, cache=cache, rpm=1e8, tpm=1e10, **common)
+            table = _scores(UEQ, cache=cache, **common).draws_frame()
+        total = table[["draws", "fixed_draws", "requests", "fixed_requests", "cost", "fixed_cost"]]
+        total = total.sum()
+        out[name] = {
+            "draws": int(total["draws"]),
+            "fixed_draws": int(total["fixed_draws"]),
+            "requests": int(total["requests"]),
+            "fixed_requests": int(total["fixed_requests"]),
+            "cost_usd": round(float(total["cost"]), 5),
+            "fixed_cost_usd": round(float(total["fixed_cost"]), 5),
+            "cost_share": round(float(total["cost"] / total["fixed_cost"]), 3),
+        }
+        print(name, out[name])
+    return out
+
+
 def llama(folder: Path, documents: int) -> dict[str, Any]:
     from pairwise_llamacpp import ALIAS, SUMMEVAL, _start
 
@@ -206,6 +237,7 @@ def main() -> None:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as name:
         out["simulated"] = simulated(Path(name))
+        out["spend"] = spend(Path(name))
     if args.llama:
         # Kept between runs: the n = 20 draws of a CPU-bound model take minutes to ask.
         folder = Path(tempfile.gettempdir()) / f"geval-adaptive-llama-{args.documents}"

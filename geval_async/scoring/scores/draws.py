@@ -22,7 +22,7 @@ from ...study.draws import Allotment
 from ...study.plan import PlannedCriterion, Study
 from ..stats.adaptive import Stop, allot_budget, stopping_point
 from .draw_spend import CriterionSpend, DrawSpend, fixed_cost
-from .scores import ItemScore, parser_for, score_item, score_items
+from .scores import ItemScore, Parser, parser_for, score_item, score_items
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,19 +56,18 @@ def whole_study(study: Study) -> Study:
     return replace(study, criteria=adaptive_criteria(study), pairwise=(), allotment=None)
 
 
-def _ratings(answers: ItemAnswers, study: Study) -> tuple[float | None, ...]:
+def _ratings(answers: ItemAnswers, parser: Parser, study: Study) -> tuple[float | None, ...]:
     """An item's ratings in draw order, read as its score reads them."""
-    criterion = answers.item.criterion
     sampling = study.config.sampling
     whole = replace(answers, missing=False, refused=False)
-    return score_item(whole, parser_for(criterion), sampling.mode, sampling.n).ratings
+    return score_item(whole, parser, sampling.mode, sampling.n).ratings
 
 
 @dataclass
 class DrawTally:
     """Where the adaptive items stand, per criterion: settled (scored from the draws the rule
-    chose), still drawing, and the draws counted (``used``, settled items only) and asked in
-    all (``asked``: what the cache holds of each item, at most its allotment)."""
+    chose), still drawing, the draws counted (``used``, settled items only) and the settled
+    items stopped at first_draws (``at_first``)."""
 
     settled: Counter[str]
     drawing: Counter[str]
@@ -100,12 +99,13 @@ def item_stops(study: Study, answers: Iterable[ItemAnswers]) -> dict[ItemKey, St
 def _item_ratings(
     study: Study, answers: Iterable[ItemAnswers]
 ) -> dict[ItemKey, tuple[float | None, ...]]:
-    names = {c.name for c in adaptive_criteria(study)}
+    parsers = {c.name: parser_for(c) for c in adaptive_criteria(study)}
     ratings: dict[ItemKey, tuple[float | None, ...]] = {}
     for item in answers:
         criterion = item.item.criterion.name
-        if criterion in names:
-            ratings[(criterion, item.item.record.id)] = _ratings(item, study)
+        parser = parsers.get(criterion)
+        if parser is not None:
+            ratings[(criterion, item.item.record.id)] = _ratings(item, parser, study)
     return ratings
 
 
@@ -146,7 +146,7 @@ def next_round(study: Study, cache: JudgeCache, *, opening: bool) -> tuple[Study
     """The study as the next round asks it, and how many of its items are still drawing.
 
     ``opening``: the round that starts a run holds every item of the plan (those the cache
-    settles are counted, not asked; the others criteria's items are asked as always); a
+    settles are counted, not asked; the other criteria's items are asked as always); a
     later round holds only the items still drawing, each asked the draws the rule gives it.
     """
     if not adaptive_criteria(study):

@@ -381,3 +381,22 @@ def test_a_panels_status_and_dry_run_say_each_judges_draws(study: StudyFiles) ->
         assert dry.returncode == 0, dry.stderr
         assert dry.stdout.count(f"{study.n_records * 2} items settled, 0 still drawing") == 2
         assert "requests to send: 0;" in dry.stdout  # the panel's total: nothing left
+
+
+def test_batch_submit_and_collect_step_through_the_rounds_by_hand(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    study.write_config(varied.base_url, sampling=ADAPTIVE)
+    config = str(study.config)
+    for _ in range(10):
+        assert run_cli("batch", "submit", config).returncode == 0
+        collected = run_cli("batch", "collect", config)
+        if collected.returncode == 0:
+            break
+        # A round collected, another to ask: said, and not reported complete.
+        assert collected.returncode == 1, collected.stderr
+        assert "still drawing; `geval-async batch submit" in collected.stdout
+    else:
+        raise AssertionError("the rounds never settled")
+    assert varied.stats.batches >= 2
+    assert varied.stats.samples == draws_used(study).sum()

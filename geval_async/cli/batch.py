@@ -240,6 +240,17 @@ def cmd_collect(args: argparse.Namespace) -> int:
         if running:
             print(f"{len(running)} batch jobs are still running; collect again later")
             return EXIT_INCOMPLETE
+        if control.study.config.sampling.adaptive:
+            # Draws spent by need: what was collected may call for a next round.
+            from ..scoring.scores.draws import next_round
+
+            later, drawing = next_round(control.study, control.cache, opening=True)
+            control.ask(later)
+            if drawing:
+                print(
+                    f"draws spent by need: {drawing} item{'s' if drawing != 1 else ''} still "
+                    f"drawing; `geval-async batch submit {args.config}` asks their next round"
+                )
         return coverage_exit(control.study, control.coverage(), 0)
 
     return _with_control(args, work)

@@ -400,3 +400,44 @@ def test_batch_submit_and_collect_step_through_the_rounds_by_hand(
         raise AssertionError("the rounds never settled")
     assert varied.stats.batches >= 2
     assert varied.stats.samples == draws_used(study).sum()
+
+
+def test_items_that_fail_in_a_later_round_are_counted_once_as_failed(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    import threading
+
+    from conftest import summary_row
+
+    study.write_config(
+        varied.base_url,
+        sampling=ADAPTIVE,
+        limits={"concurrency": 2, "retries": 1, "backoff": 0.01, "timeout": 5},
+    )
+    items = study.n_records * 2
+
+    # Once the opening round is answered, every later request fails (5xx, retries spent).
+    def break_later_rounds() -> None:
+        deadline = time.monotonic() + 30
+        while varied.stats.received < items and time.monotonic() < deadline:
+            time.sleep(0.001)
+        varied.settings.error_500 = 1.0
+
+    breaker = threading.Thread(target=break_later_rounds)
+    breaker.start()
+    result = run_study(study)
+    breaker.join()
+    assert result.returncode == 1, result.stdout + result.stderr  # incomplete
+    row = summary_row(result.stdout)
+    status = run_cli("status", str(study.config))
+    drawing = sum(
+        int(line.split(", ")[1].split()[0])
+        for line in status.stdout.splitlines()
+        if "still drawing" in line and line.startswith("  ")
+    )
+    assert drawing > 0
+    # Each item counted once: the ones still drawing as failed, the others as new.
+    assert row["items"] == items
+    assert row["failed"] == drawing
+    assert row["new"] + row["cached"] + row["failed"] + row["refused"] + row["missing"] == items
+    assert row["new"] == items - drawing

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
@@ -119,6 +119,9 @@ class Feed:
         self.on_items = 0
         self.waiting = 0
         self.wake = asyncio.Event()
+        # Told each item the cache settles (answered or refused), when the run follows its
+        # items one by one (draws spent by need, asked in rounds).
+        self.on_left: Callable[[JudgeItem, Left], None] | None = None
 
     def first_work(self) -> Iterator[LeftChunk] | None:
         """Count what the cache settles up to the first chunk of items with something
@@ -143,6 +146,10 @@ class Feed:
         over = chunk.plan.first_over(self.limits.tpm)  # as check_request, not a call per item
         if over is not None:
             self.limits.check_request(over)
+        if self.on_left is not None:
+            for index, left in enumerate(chunk.lefts):
+                if left is Left.CACHED or left is Left.REFUSED:
+                    self.on_left(chunk.plan.item(index), left)
         criteria = self.counters.criteria
         for (name, left), count in chunk.counts().items():
             if left is Left.CACHED:

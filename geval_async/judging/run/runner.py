@@ -140,7 +140,7 @@ async def run_study(
                         if more is not None:
                             await _ask(run, more)
                 finally:
-                    run.end_round()
+                    run.settle_counts()
                     # The answers handed over but not stored yet are stored here.
                     run.writer.close()
                     judge = study.config.judge

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import TransportError
-from ...options import ItemOutcome, JudgeApi, SamplingMode
-from ...study.plan import JudgeRequest, Study
+from ...options import ItemOutcome, JudgeApi, Left, SamplingMode
+from ...study.plan import JudgeItem, JudgeRequest, Study
 from ...study.pricing import SharedCap
 from ...study.prompt_cache import prefix_share, prompt_cache_key
 from ..store.cache import CachedResponse
@@ -123,6 +123,16 @@ class RunState:
         )
         # The run's counts while a later round of draws counts its own (start_round).
         self._run_counts: dict[str, CriterionCounts] | None = None
+        # Draws spent by need: each adaptive item's latest outcome, and whether this run
+        # answered any of its draws. An item is asked in several rounds, so the run's counts
+        # of these criteria are made from where each item ended (settle_counts), not summed.
+        self.item_outcomes: dict[tuple[str, str], tuple[ItemOutcome, bool]] | None = None
+        self._adaptive: frozenset[str] = frozenset()
+        allotment = study.allotment
+        if allotment is not None and allotment.criteria:
+            self.item_outcomes = {}
+            self._adaptive = allotment.criteria
+            self.feed.on_left = self.note_left
 
     def start_round(self, study: Study) -> None:
         """Ask a later round of draws spent by need (:mod:`geval_async.study.draws`): its
@@ -143,21 +153,57 @@ class RunState:
             retry_failed=self.retry_failed,
         )
         self.feed.writer = self.writer
+        if self.item_outcomes is not None and study.allotment is not None:
+            self.feed.on_left = self.note_left
+            for key in study.allotment.draws:
+                self._outcome(key, None)  # asked again: not done until this round answers it
 
     def end_round(self) -> None:
-        """Fold a later round's counts into the run's: an item it asked that did not get its
-        draws (refused, failed, or left by a stop) is no longer done."""
-        if self._run_counts is None:
+        """Back to the run's counts after a later round (the round's showed its progress)."""
+        if self._run_counts is not None:
+            self.counters.criteria, self._run_counts = self._run_counts, None
+
+    def note_item(self, item: JudgeItem, outcome: ItemOutcome) -> None:
+        """An adaptive item's outcome in this round (a worker answered, refused or failed it)."""
+        if self.item_outcomes is not None and item.criterion.name in self._adaptive:
+            self._outcome((item.criterion.name, item.record.id), outcome, answered=True)
+
+    def note_left(self, item: JudgeItem, left: Left) -> None:
+        """An adaptive item the walk found settled by the cache (answered or refused)."""
+        if item.criterion.name in self._adaptive:
+            outcome = ItemOutcome.OK if left is Left.CACHED else ItemOutcome.REJECTED
+            self._outcome((item.criterion.name, item.record.id), outcome)
+
+    def _outcome(
+        self, key: tuple[str, str], outcome: ItemOutcome | None, *, answered: bool = False
+    ) -> None:
+        assert self.item_outcomes is not None
+        _, before = self.item_outcomes.get(key, (ItemOutcome.OK, False))
+        self.item_outcomes[key] = (
+            ItemOutcome.STOPPED if outcome is None else outcome,
+            before or (answered and outcome is ItemOutcome.OK),
+        )
+
+    def settle_counts(self) -> None:
+        """The run's counts of the adaptive criteria, from where each of their items ended
+        (an item not counted at all was left by a stop: missing)."""
+        self.end_round()
+        if self.item_outcomes is None:
             return
-        for name, counts in self.counters.criteria.items():
-            run = self._run_counts[name]
-            undone = counts.items - counts.done
-            run.rejected += counts.rejected
-            run.failed += counts.failed
-            taken = min(run.answered, undone)
-            run.answered -= taken
-            run.cached -= undone - taken
-        self.counters.criteria, self._run_counts = self._run_counts, None
+        for name in self._adaptive:
+            counts = self.counters.criteria[name]
+            counts.cached = counts.answered = counts.rejected = counts.failed = 0
+        for (name, _), (outcome, answered) in self.item_outcomes.items():
+            counts = self.counters.criteria[name]
+            if outcome is ItemOutcome.OK:
+                if answered:
+                    counts.answered += 1
+                else:
+                    counts.cached += 1
+            elif outcome is ItemOutcome.REJECTED:
+                counts.rejected += 1
+            elif outcome is ItemOutcome.FAILED:
+                counts.failed += 1
 
     def connect(self, transport: Transport, claims: Claims) -> None:
         self.transport, self.claims = transport, claims

@@ -127,6 +127,8 @@ class Run(RunState):
     def count(self, work: ItemWork, outcome: ItemOutcome) -> None:
         """Count an item's outcome for its criterion."""
         counts = self.counters.criteria[work.item.criterion.config.name]
+        if self.item_outcomes is not None:
+            self.note_item(work.item, outcome)
         if outcome is _OK:
             counts.answered += 1
         elif outcome is _REJECTED:

@@ -494,3 +494,23 @@ def test_a_panel_judges_the_pairs_with_each_judge_and_reports_each(tmp_path: Pat
         left, even = tables["left"].loc[criterion], tables["even"].loc[criterion]
         assert left["first_shown_wins"] > even["first_shown_wins"] + 0.2
         assert left["first_ci_low"] > 0.5  # the biased judge's tilt is found
+
+
+def test_answers_lists_the_orders_without_a_verdict_and_a_records_pairs(tmp_path: Path) -> None:
+    with SimServer(SimSettings(position_bias=0.2, invalid_answers=0.3, seed=2)) as sim:
+        _run(*_ueq_flags(sim, tmp_path))
+    flags = [str(UEQ_PAIRWISE), "--cache", str(tmp_path / "cache")]
+    overview = run_cli("answers", *flags)
+    assert overview.returncode == 0, overview.stderr
+    results = load_results(UEQ_PAIRWISE, cache=str(tmp_path / "cache"))
+    without = int(results.pair_verdicts["verdict"].isna().sum())
+    assert 0 < without < 96
+    assert f"{without} of 96 pairwise orders have no verdict (none is a tie)" in overview.stdout
+    reasons = results.pair_verdicts["reason"].dropna().value_counts()
+    for reason, count in reasons.items():  # each reason with its count, as the table has it
+        assert f"{count:6d}  {reason}" in overview.stdout
+    story = run_cli("answers", *flags, "--record", "u01-mLLM", "--criterion", "rel_pair")
+    assert story.returncode == 0, story.stderr
+    assert "pairwise orders of record u01-mLLM (2):" in story.stdout
+    assert "UEQ-mLLM shown first, UEQ-sLLM second" in story.stdout
+    assert "UEQ-sLLM shown first, UEQ-mLLM second" in story.stdout

@@ -4,7 +4,9 @@ Without ``--record`` it lists the study's invalid samples grouped by reason and 
 their text, with counts and examples, after the invalid shares per criterion and condition.
 With ``--record ID`` it tells one record's whole story: the rendered prompt of each criterion,
 every answer (a thinking model's reasoning shortened, then the answer the rating is read from),
-and the rating or reason read from it. Filters: ``--criterion``,
+and the rating or reason read from it. A pairwise criterion's orders are listed after:
+those without a verdict by why, or with ``--record`` every order of the record's pairs, its
+answers and verdict. Filters: ``--criterion``,
 ``--condition``, ``--record``, ``--reason``. Reads the cache only; the same table is
 ``geval_async.read_answers`` in Python. On a panel config (``[[judges]]``) it shows every
 judge's answers, each under ``judge NAME (model at url):``, or with ``--judge NAME`` that
@@ -90,11 +92,14 @@ def cmd_answers(args: argparse.Namespace) -> int:
         return _panel_answers(args, config)
     results = _judge_results(args, config)
     if not results.study.criteria and config.pairwise:
-        raise ConfigError(
-            f"{config.source}: every criterion is pairwise: `answers` lists the ratings of "
-            f"criteria that rate; the pairwise verdicts, both orders side by side, are in "
-            f"`geval-async report {config.source} --html` (and results.pair_verdicts in Python)"
-        )
+        if not any(not order.missing for order in results.orders):
+            raise ConfigError(
+                f"the cache {config.cache_path} holds no verdict for the study's "
+                f"{len(results.orders)} pairwise orders: check --cache (or [cache] path), or "
+                f"run `geval-async run {config.source}` first"
+            )
+        _show_pairs(args, results)
+        return 0
     if args.record is None and results.samples.empty:
         # "0 of 0 answers are invalid" would read as a clean bill of health.
         raise ConfigError(
@@ -144,7 +149,12 @@ def _judge_results(
     warn([w for w in results.warnings if w not in shown], strict=args.strict)
     shown.update(results.warnings)
     if args.criterion is not None:
-        results.config.criterion(args.criterion)  # an unknown name is a one-line error
+        names = [c.name for c in (*results.config.criteria, *results.config.pairwise)]
+        if args.criterion not in names:  # an unknown name is a one-line error
+            raise ConfigError(
+                f"{results.config.source}: no criterion named {args.criterion!r} (the config "
+                f"has: {', '.join(names)})"
+            )
     if args.condition is not None:  # else a misspelt one finds "0 of 0 answers"
         seen = sorted({str(c) for c in results.study.records.conditions if c is not None})
         if args.condition not in seen:
@@ -166,9 +176,56 @@ def _show(args: argparse.Namespace, results: StudyResults) -> int:
         reason=reason,
     )
     if args.record is not None:
-        return _story(results, args.record, samples, args.criterion)
-    _overview(results, samples, args.examples, reason or "invalid")
-    return 0
+        code = _story(results, args.record, samples, args.criterion)
+    else:
+        _overview(results, samples, args.examples, reason or "invalid")
+        code = 0
+    if results.orders:
+        _show_pairs(args, results)
+    return code
+
+
+def _show_pairs(args: argparse.Namespace, results: StudyResults) -> None:
+    """The pairwise criteria's orders: those without a verdict by why, with examples; or,
+    with ``--record``, every order of the pairs the record is in, its answers and verdict."""
+    orders = [
+        order
+        for order in results.orders
+        if (args.criterion is None or order.criterion == args.criterion)
+        and (args.condition is None or args.condition in (order.record.a, order.record.b))
+    ]
+    if args.record is not None:
+        study = results.study
+        match = [i for i, found_id in enumerate(study.records.ids) if found_id == str(args.record)]
+        if not match:
+            raise ConfigError(f"record {args.record!r} is not in {study.config.data.path}")
+        found = study.records[match[0]]
+        mine = [
+            o
+            for o in orders
+            if o.record.group == found.group and found.condition in (o.record.a, o.record.b)
+        ]
+        print(f"\npairwise orders of record {found.id} ({len(mine)}):")
+        for order in mine:
+            read = order.verdict or f"no verdict ({order.reason})"
+            print(
+                f"=== {order.criterion}: {order.record.first} shown first, "
+                f"{order.record.second} second: {read}"
+                + (f", {order.winner} won" if order.winner not in (None, "tie") else "")
+                + " ==="
+            )
+            for draw, text in enumerate(order.answers):
+                print(f"[draw {draw}] {_cut(text)!r}")
+        return
+    without = [order for order in orders if order.verdict is None]
+    print(f"\n{len(without)} of {len(orders)} pairwise orders have no verdict (none is a tie)")
+    by_reason: dict[str, list[str]] = {}
+    for order in without:
+        by_reason.setdefault(order.reason or "unread", []).extend(order.answers[:1])
+    for reason, texts in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        print(f"{len(texts):6d}  {reason}")
+        for example in texts[: args.examples]:
+            print(f"{'':8}e.g. {_cut(example)}")
 
 
 def _overview(results: StudyResults, samples: pd.DataFrame, examples: int, reason: str) -> None:

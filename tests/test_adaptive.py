@@ -8,18 +8,15 @@ user reads (``load_results``, ``status``, exit codes), never the run's own bookk
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, StudyFiles, run_cli, run_study
+from conftest import StudyFiles, run_cli, run_study, start_process, wait_for
 
 import geval_async as ga
 from geval_async.scoring.stats.adaptive import allot_budget, stopping_point
@@ -48,6 +45,11 @@ def draws_used(study: StudyFiles, **overrides: object) -> pd.Series:
     return pd.Series(
         draws.to_numpy(), index=pd.MultiIndex.from_frame(scored[["criterion", "record_id"]])
     )
+
+
+def past_the_opening_round(server: SimServer, items: int) -> None:
+    """Wait until the judge has answered every item once and more: a later round is asked."""
+    wait_for(lambda: server.stats.received > items + 2, "a later round")
 
 
 def kinds(study: StudyFiles) -> dict[tuple[str, str], str]:
@@ -176,19 +178,9 @@ def test_sigkill_between_rounds_resumes_without_asking_a_draw_twice(
 ) -> None:
     with SimServer(SimSettings(certainty="varied", seed=7, latency_ms=30)) as server:
         study.write_config(server.base_url, sampling=ADAPTIVE, limits={"concurrency": 2})
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
-        process = subprocess.Popen(
-            [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        process = start_process("run", str(study.config), "--quiet", quiet=True)
         items = study.n_records * 2
-        deadline = time.monotonic() + 60
-        # Past the opening round (every item asked once): a later round is under way.
-        while server.stats.received <= items + 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        past_the_opening_round(server, items)
         process.send_signal(signal.SIGKILL)
         process.wait(10)
         assert server.stats.received > items
@@ -342,19 +334,8 @@ def test_ctrl_c_in_a_later_round_keeps_every_answer_and_asks_no_more_rounds(
 ) -> None:
     with SimServer(SimSettings(certainty="varied", seed=7, latency_ms=30)) as server:
         study.write_config(server.base_url, sampling=ADAPTIVE, limits={"concurrency": 2})
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
-        process = subprocess.Popen(
-            [sys.executable, "-m", "geval_async", "run", str(study.config), "--quiet"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        items = study.n_records * 2
-        deadline = time.monotonic() + 60
-        while server.stats.received <= items + 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        process = start_process("run", str(study.config), "--quiet")
+        past_the_opening_round(server, study.n_records * 2)
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=30)
         assert process.returncode == 130, stderr

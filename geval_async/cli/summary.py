@@ -292,7 +292,9 @@ def adaptive_dry_run(
 
 
 def _usd(value: float | None) -> str:
-    return "unknown (no price)" if value is None else f"${value:.2f}"
+    from ..study.pricing import usd
+
+    return "unknown (no price)" if value is None else usd(value)
 
 
 def draws_lines(tally: DrawTally, sampling: SamplingConfig) -> list[str]:

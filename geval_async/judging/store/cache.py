@@ -44,9 +44,10 @@ _PROBE_KEY = "geval-async:probe"
 _ABSENT = object()
 
 
-def open_diskcache(directory: Path) -> diskcache.Cache:
+def open_diskcache(directory: Path, **settings: Any) -> diskcache.Cache:
     """A folder opened with diskcache as every writer of ours opens it (raises what diskcache
-    raises). Every setting is named, so none is taken from the folder's own Settings table."""
+    raises). Every setting is named, so none is taken from the folder's own Settings table;
+    ``settings``: diskcache settings of this folder's own (the claims' synchronous writes)."""
     return diskcache.Cache(
         str(directory),
         disk=EntryDisk,
@@ -62,6 +63,7 @@ def open_diskcache(directory: Path) -> diskcache.Cache:
         # (diskcache's defaults, 32 + 64 MB) would only hold the resident set up.
         sqlite_cache_size=2**11,
         sqlite_mmap_size=0,
+        **settings,
     )
 
 

@@ -48,9 +48,9 @@ import diskcache
 import orjson
 
 from ...errors import CacheError
-from .disk import EntryDisk
+from .cache import open_diskcache
 from .folder import RESUME, cache_errors
-from .locks import LOCK_SLICE, wait_for_lock
+from .locks import wait_for_lock
 
 __all__ = ["Claims"]
 
@@ -104,18 +104,8 @@ class Claims:
             self._store = wait_for_lock(self.directory, self._open)
 
     def _open(self) -> diskcache.Cache:
-        return diskcache.Cache(
-            str(self.directory),
-            disk=EntryDisk,
-            eviction_policy="none",
-            statistics=False,
-            tag_index=False,
-            size_limit=2**62,
-            cull_limit=0,
-            timeout=LOCK_SLICE,
-            # Claims are coordination, not results: a crash loses at most claims, which lapse.
-            sqlite_synchronous=0,
-        )
+        # Claims are coordination, not results: a crash loses at most claims, which lapse.
+        return open_diskcache(self.directory, sqlite_synchronous=0)
 
     def __enter__(self) -> Claims:
         return self

@@ -92,11 +92,11 @@ class JudgeCache:
             exists = (self.directory / "cache.db").exists()
         if not self.create:
             if exists:
-                self._cache = self._read_only()
+                rows = self._cache = self._read_only()
                 try:
                     if not self.migrating:
                         with cache_errors(self.directory, "cannot read the cache folder"):
-                            check_form(self.directory, self._cache)
+                            check_form(self.directory, lambda: rows)
                 except BaseException:
                     self.close()
                     raise
@@ -117,17 +117,22 @@ class JudgeCache:
         """Check the folder's form, read only, before diskcache writes its settings; whether
         it is marked. A database without its table is another process's new folder, made
         this instant: new, so in the current form, and not marked yet."""
+        opened: list[ReadOnlyCache] = []  # opened only for a folder not marked
+
+        def rows() -> ReadOnlyCache:
+            opened.append(ReadOnlyCache(self.directory))
+            return opened[0]
+
         with cache_errors(self.directory, "cannot read the cache folder"):
             try:
-                rows = ReadOnlyCache(self.directory)
+                return check_form(self.directory, rows)
             except sqlite3.OperationalError as exc:
                 if "no such table" not in str(exc):
                     raise
                 return False
-            try:
-                return check_form(self.directory, rows)
             finally:
-                rows.close()
+                for each in opened:
+                    each.close()
 
     def _read_only(self) -> ReadOnlyCache:
         with cache_errors(

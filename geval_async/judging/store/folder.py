@@ -8,7 +8,8 @@ the mark, or a ``cache.db`` copied alone) is checked when it is opened: one look
 index for the first scheme's keys (``g1-``) and one pass over the values for an entry stored
 as JSON (the form before packing; 1.4 s for 100,000 entries on a busy machine); a folder that
 holds neither is in the current form, and is marked when it may be written (so the check
-runs once). Both looks read through :mod:`.readonly`, before diskcache writes anything.
+runs once). Both looks read through :mod:`.readonly`, before diskcache writes anything, and
+only in a folder that is not marked.
 
 A folder of the older form is moved once, by ``geval-async cache migrate CONFIG``
 (:mod:`.legacy`); every other command refuses it with one line naming the folder and that
@@ -20,7 +21,7 @@ from __future__ import annotations
 import errno
 import shlex
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -49,8 +50,10 @@ _JSON_ENTRY = b"{"  # an entry stored as its JSON, before the packed form
 JOURNAL = "journal"  # where older runs kept answers before storing them
 
 
-def check_form(directory: Path, rows: ReadOnlyCache) -> bool:
+def check_form(directory: Path, rows: Callable[[], ReadOnlyCache]) -> bool:
     """Whether the folder is in the current form and marked (False: current, not marked yet).
+    ``rows`` gives the folder's entries, read only: asked for only when the folder is not
+    marked (a marked folder is in its form without a look at its entries).
 
     Raises:
         CacheError: the folder holds entries of the older form, or was marked by a newer
@@ -66,11 +69,12 @@ def check_form(directory: Path, rows: ReadOnlyCache) -> bool:
             f"{directory}: this cache folder was written by a newer geval-async (cache schema "
             f"{marked}, this one reads {SCHEMA}); use that version, or upgrade"
         )
-    keys = list(rows.iterkeys())
+    entries = rows()
+    keys = list(entries.iterkeys())
     if any(key.startswith(_OLD_KEYS) for key in keys):
         raise _old(directory, "keys of the first scheme (g1-)")
     for key in keys:
-        value = rows.get(key)
+        value = entries.get(key)
         if isinstance(value, bytes) and value.startswith(_JSON_ENTRY):
             raise _old(directory, "entries stored as JSON")
     return False

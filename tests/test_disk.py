@@ -28,6 +28,7 @@ from conftest import (
     remount,
     run_process,
     start_process,
+    summary_row,
     wait_for,
     write_records,
 )
@@ -270,6 +271,43 @@ def test_ctrl_c_ends_a_wait_for_another_process_s_lock_at_once(
     finally:
         holder.kill()
         holder.communicate()
+
+
+def test_one_ctrl_c_ends_a_run_waiting_for_another_process_s_lock_on_its_claims(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    # Slow answers keep the run going while another process takes the claims' lock: each
+    # request the run asks next must be claimed first, and the lock is held until the end.
+    sim.settings.latency_ms = 1000
+    study.write_config(sim.base_url)
+    claims = study.cache / "claims" / "cache.db"
+    log = study.root / "run.log"
+    run = start_process("run", str(study.config), log=log)
+    wait_for(lambda: sim.stats.received > 0, "the run's first requests", run)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(claims)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        said = f"waiting for the lock of {claims}, held by another process (pid {holder.pid} "
+        wait_for(lambda: said in log.read_text(), "the run says whose lock it waits for", run)
+        run.send_signal(signal.SIGINT)
+        run.wait(timeout=15)  # one Ctrl-C: not the minute a lock is waited for, nor three
+        shown = log.read_text()
+        assert run.returncode == 130, shown
+        assert "Traceback" not in shown and "interrupted" in shown, shown
+    finally:
+        holder.kill()
+        holder.communicate()
+        run.kill()
+        run.wait()
+    sim.settings.latency_ms = 0
+    resumed = run_process("run", str(study.config), "--quiet")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert summary_row(run_process("status", str(study.config)).stdout)["missing"] == 0
 
 
 def test_a_lock_held_too_long_names_the_process_holding_it(study: StudyFiles) -> None:

@@ -111,7 +111,7 @@ async def run_study(
         from ..wire.transport import Transport
 
         # A claim outlives one attempt (each attempt renews it) with room for a slow answer.
-        with Claims(cache.directory, limits.timeout + 30.0) as claims:
+        with Claims(cache.directory, limits.timeout + 30.0, stop=stop.is_set) as claims:
             async with Transport(
                 study.config.judge,
                 api_key,

@@ -200,11 +200,11 @@ class Writer:
         if self._letting_go:
             keys, self._letting_go = self._letting_go, []
             try:
-                self.claims.release_many(keys)
+                self.claims.release_many(keys, stop=self._stopped)
             except CacheError:
                 # The run failed to write already (a full disk, say), and that error is the
-                # one to show; claims not let go lapse by themselves.
-                if self._error is None:
+                # one to show, or it was stopped; claims not let go lapse by themselves.
+                if self._error is None and not self._stopped():
                     raise
 
     def _flush(self) -> None:
@@ -286,12 +286,23 @@ class Writer:
             if wanted or self._let_go_due():
                 release, self._letting_go = self._letting_go, []
                 self._let_go_at = time.monotonic()
-                taken = self._until_room(lambda: self.claims.settle(release, wanted))
+                taken = self._until_room(
+                    lambda: self.claims.settle(release, wanted, stop=self._stopped)
+                )
             held = [key for key, took in zip(wanted, taken, strict=True) if took]
             stored = self.cache.stored(held) if held else set()
         except AnswersLost as exc:
             # The run stopped on a full disk: no claim is taken, and the stop drains the rest.
             group.error = error or exc
+            group.claimed = [[(False, False)] * len(keys) for keys, _ in group.claims]
+            return
+        except CacheError as exc:
+            if not self._stopped():
+                group.error = error or exc
+                return
+            # The run was stopped while another process held the claims' lock: it takes no
+            # claim now, and what it holds lapses, or is taken over, once it has ended.
+            group.error = error
             group.claimed = [[(False, False)] * len(keys) for keys, _ in group.claims]
             return
         except Exception as exc:  # noqa: BLE001
@@ -303,6 +314,13 @@ class Writer:
 
     def _giving_up(self) -> bool:
         return self._closed or self._give_up.is_set()
+
+    def _stopped(self) -> bool:
+        """Whether the run was stopped (Ctrl-C, SIGTERM, a full disk given up on): a wait for
+        the claims' lock then ends, since a stopped run sends nothing more. Its answers are
+        still stored: only :meth:`_giving_up` ends a wait to write them."""
+        stop = self._stop
+        return self._give_up.is_set() or (stop is not None and stop.is_set())
 
     def _until_room(self, write: Callable[[], _T]) -> _T:
         """``write()``, tried again while the disk is full (in the writer's thread: the answers

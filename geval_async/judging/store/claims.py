@@ -86,12 +86,20 @@ class Claims:
         cache_directory: the cache folder; claims live in its ``claims`` subfolder.
         ttl: seconds a claim lasts unless renewed.
         clock: the time in seconds since the epoch (tests pass a fake one).
+        stop: whether the run was stopped (Ctrl-C): then closing does not wait for another
+            process's lock to let go of this run's claims, which lapse, or are taken over,
+            once it has ended.
     """
 
     def __init__(
-        self, cache_directory: Path, ttl: float, *, clock: Callable[[], float] = time.time
+        self,
+        cache_directory: Path,
+        ttl: float,
+        *,
+        clock: Callable[[], float] = time.time,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
-        self.ttl, self.clock = ttl, clock
+        self.ttl, self.clock, self._stop = ttl, clock, stop
         # "run" tells this run's claims from those of another run in the same process.
         self._owner = {"pid": os.getpid(), "host": _HOST, "run": secrets.token_hex(8)}
         # The claims this run holds, with the value stored for each: letting go deletes a
@@ -124,9 +132,14 @@ class Claims:
     def close(self) -> None:
         with self._guard:
             held = list(self._held)
-        self.release_many(held)
+        try:
+            self.release_many(held, stop=self._stop)
+            with self._errors():
+                self._store.expire()  # the lapsed claims of runs gone
+        except CacheError:
+            if self._stop is None or not self._stop():
+                raise
         with self._errors():
-            self._store.expire()  # the lapsed claims of runs gone
             self._store.close()
 
     def __len__(self) -> int:
@@ -181,14 +194,22 @@ class Claims:
         """
         self.release_many([key])
 
-    def release_many(self, keys: Sequence[str]) -> None:
+    def release_many(self, keys: Sequence[str], *, stop: Callable[[], bool] | None = None) -> None:
         """Give up several claims in one transaction (see :meth:`release`)."""
-        self.settle(keys, [])
+        self.settle(keys, [], stop=stop)
 
-    def settle(self, release: Sequence[str], claim: Sequence[str]) -> list[bool]:
+    def settle(
+        self,
+        release: Sequence[str],
+        claim: Sequence[str],
+        *,
+        stop: Callable[[], bool] | None = None,
+    ) -> list[bool]:
         """Give up the claims on ``release``, then claim ``claim``, in one transaction.
 
-        Returns whether each key of ``claim`` was taken (see :meth:`claim_many`).
+        Returns whether each key of ``claim`` was taken (see :meth:`claim_many`). ``stop``:
+        asked while another process holds the claims' lock; True gives up waiting
+        (CacheError naming that process).
         """
         if not (release or claim):
             return []
@@ -206,7 +227,7 @@ class Claims:
                 taking: set[str] = set()
                 return [self._take(store, key, mine, held, taking) for key in claim]
 
-        taken = self._locked(settle)
+        taken = self._locked(settle, stop=stop)
         with self._guard:
             for key, _ in letting_go:
                 self._held.pop(key, None)
@@ -291,9 +312,9 @@ class Claims:
             return None
         return str(batch)
 
-    def _locked(self, attempt: Callable[[], _T]) -> _T:
+    def _locked(self, attempt: Callable[[], _T], *, stop: Callable[[], bool] | None = None) -> _T:
         with self._errors():
-            return wait_for_lock(self.directory, attempt)
+            return wait_for_lock(self.directory, attempt, stop=stop)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:

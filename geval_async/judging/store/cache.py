@@ -29,7 +29,7 @@ import diskcache
 from ...errors import CacheError
 from .disk import DAMAGED, EntryDisk
 from .folder import RESUME, cache_errors, check_form, check_is_cache, mark_current
-from .locks import LOCK_SLICE, wait_for_lock
+from .locks import LOCK_SLICE, probe_write_lock, wait_for_lock
 from .readonly import ReadOnlyCache
 from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head
 
@@ -48,6 +48,7 @@ def open_diskcache(directory: Path, **settings: Any) -> diskcache.Cache:
     """A folder opened with diskcache as every writer of ours opens it (raises what diskcache
     raises). Every setting is named, so none is taken from the folder's own Settings table;
     ``settings``: diskcache settings of this folder's own (the claims' synchronous writes)."""
+    probe_write_lock(Path(directory) / "cache.db")  # a lock held is waited for by our loop
     return diskcache.Cache(
         str(directory),
         disk=EntryDisk,

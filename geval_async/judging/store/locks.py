@@ -9,6 +9,11 @@ slices, and after ``LOCK_PATIENCE`` seconds the wait ends with one line naming t
 that have the folder's database open. A wait of more than ``_SAY_AFTER`` seconds says so on
 stderr, with those processes, once.
 
+diskcache's own opening of a folder writes its settings through a loop of its own that waits
+a minute for a lock inside the one call, saying nothing; :func:`probe_write_lock` takes and
+drops the write lock first, within one slice, so that the wait for a folder being opened is
+this loop's too.
+
 While the main thread waits, Ctrl-C raises KeyboardInterrupt at once: a run's event loop
 handles Ctrl-C itself, but cannot while its thread is held here, so the wait takes the signal
 over until it ends.
@@ -31,7 +36,7 @@ import diskcache
 
 from ...errors import CacheError
 
-__all__ = ["LOCK_PATIENCE", "LOCK_SLICE", "lock_holders", "wait_for_lock"]
+__all__ = ["LOCK_PATIENCE", "LOCK_SLICE", "lock_holders", "probe_write_lock", "wait_for_lock"]
 
 _T = TypeVar("_T")
 
@@ -91,6 +96,32 @@ def wait_for_lock(
                 ) from exc
 
 
+def probe_write_lock(database: Path) -> None:
+    """Take the write lock of ``database`` and let it go at once, when the file exists.
+
+    Raises:
+        sqlite3.OperationalError: another process held the lock for a whole slice (what
+            :func:`wait_for_lock` waits on). Any other error is left to the opening that
+            follows, which says it in its own words (a read-only or damaged folder).
+    """
+    if not database.is_file():
+        return
+    try:
+        connection = sqlite3.connect(database, timeout=LOCK_SLICE, isolation_level=None)
+    except sqlite3.Error:
+        return
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if _is_lock(exc):
+            raise
+    except sqlite3.Error:
+        pass
+    finally:
+        connection.close()
+
+
 @contextlib.contextmanager
 def _interruptible() -> Iterator[None]:
     """Ctrl-C raises KeyboardInterrupt inside (in the main thread; elsewhere nothing)."""
@@ -122,7 +153,10 @@ def lock_holders(database: Path) -> str:
             if not any(os.readlink(f"/proc/{pid}/fd/{fd}") in names for fd in fds):
                 continue
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                # One line, whatever the command holds (a script given with -c has newlines).
+                command = " ".join(
+                    cmdline.read().replace(b"\0", b" ").decode(errors="replace").split()
+                )
         except OSError:
             continue  # gone, or another user's: not ours to look at
         found.append(f"pid {pid} ({command[:80]})")

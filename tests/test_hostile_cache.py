@@ -93,6 +93,8 @@ def test_a_row_naming_a_file_outside_the_folder_never_deletes_or_reads_it(
 
 def test_a_pickled_row_never_runs_code(sim: SimServer, study: StudyFiles) -> None:
     keys = _filled(sim, study)
+    good = study.root / "good-copy"
+    shutil.copytree(study.cache, good)
     marker = study.root / "pickle-ran"
     payload = pickle.dumps(_RunsCode(marker))
     _set_row(study.cache, keys[0], "mode = ?, value = ?", _PICKLE_MODE, payload)
@@ -109,6 +111,13 @@ def test_a_pickled_row_never_runs_code(sim: SimServer, study: StudyFiles) -> Non
         assert "Traceback" not in result.stderr, (command, result.stderr)
         assert not marker.exists(), f"{command[0]} loaded the pickle"
     assert sim.stats.received == received + 1, "the pickled row is asked again"
+
+    # A merge into the folder that holds the row replaces it with the healthy copy's answer.
+    _set_row(study.cache, keys[0], "mode = ?, value = ?", _PICKLE_MODE, payload)
+    merged = run_process("cache", "merge", str(study.cache), str(good))
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert not marker.exists(), "merge into the folder loaded the pickle"
+    assert _missing(run_process("status", str(study.config)).stdout) == 0
 
 
 def test_a_row_naming_dev_zero_or_a_fifo_reads_as_damaged_at_once(
@@ -127,6 +136,11 @@ def test_a_row_naming_dev_zero_or_a_fifo_reads_as_damaged_at_once(
     verify = run_process("cache", "verify", str(study.cache), timeout=60)
     assert verify.returncode == 1, verify.stdout + verify.stderr
     assert "3 of" in verify.stdout, verify.stdout
+    received = sim.stats.received
+    rerun = run_process("run", str(study.config), "--quiet", timeout=60)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert sim.stats.received == received + 3, "the three rows are asked again"
+    assert fifo.exists() and _missing(run_process("status", str(study.config)).stdout) == 0
 
 
 def test_a_plain_diskcache_reads_every_answer_through_get(
@@ -156,6 +170,9 @@ def test_a_key_that_does_not_decode_every_command_agrees_and_repair_removes_it(
     status = run_process("status", str(study.config))
     assert status.returncode == 0, status.stderr
     assert _missing(status.stdout) == 1, status.stdout
+    strict = run_process("score", str(study.config), "--strict")
+    assert strict.returncode == 2, strict.stdout + strict.stderr
+    assert "1 of " in strict.stderr and "have no answer in the cache" in strict.stderr
     verify = run_process("cache", "verify", str(study.cache))
     assert verify.returncode == 1, verify.stdout + verify.stderr
     assert "1 entries have a key that does not decode" in verify.stdout, verify.stdout

@@ -546,3 +546,47 @@ def test_any_row_of_a_cache_folder_reads_as_an_entry_or_damage(data: st.DataObje
                     assert cache.get("g2-a") == entry
         assert outside.read_text() == "not the cache's", "a row's file is never touched"
         assert not (Path(tmp) / "ran").exists(), "a row's pickle is never loaded"
+
+
+# --- the journal an older run left: one flipped byte ---------------------------------------------
+
+
+def _journal(entries: list[tuple[str, bytes]]) -> tuple[bytes, list[int]]:
+    """A journal segment of ``entries`` as older runs wrote it, and where each record starts."""
+    import struct
+    import zlib
+
+    data, starts = b"", []
+    for key, value in entries:
+        raw = key.encode()
+        starts.append(len(data))
+        data += struct.pack("<HIIB", len(raw), len(value), zlib.crc32(raw), 0) + raw + value
+    return data, starts
+
+
+@given(data=st.data())
+@settings(FUZZ_MORE)
+def test_a_flipped_byte_in_a_journal_loses_its_record_at_most_and_takes_nothing_wrong(
+    data: st.DataObject,
+) -> None:
+    from geval_async.judging.store.migrations import journal_records
+
+    entries = [
+        (f"g2-{i:04x}", cached_answer(f"g2-{i:04x}", '{"choices": [{}]}', received=1).encode())
+        for i in range(data.draw(st.integers(1, 6)))
+    ]
+    whole, starts = _journal(entries)
+    at = data.draw(st.integers(0, len(whole) - 1))
+    damaged = bytearray(whole)
+    damaged[at] ^= data.draw(st.integers(1, 255))
+    hit = max(i for i, start in enumerate(starts) if start <= at)
+    header_end = starts[hit] + 11 + len(entries[hit][0])  # struct "<HIIB" and the key
+
+    records, unread = journal_records(bytes(damaged))
+    read = [(key, value) for key, value, _ in records]
+    assert all(record in entries for record in read), "no record that was not written"
+    assert read[:hit] == entries[:hit], "every record before the damaged one is read"
+    if at >= header_end:  # the flip is in the entry: that record alone is lost
+        assert read == entries[:hit] + entries[hit + 1 :]
+    assert unread >= 1
+    assert journal_records(whole) == ([(k, v, False) for k, v in entries], 0)

@@ -225,8 +225,8 @@ def cmd_migrate(config: Any) -> int:
         print(
             f"stored {folded} answers a stopped run had kept in the folder's journal"
             + (
-                f"; {dropped} journal files ended in a damaged record: the answers after it "
-                "are asked again by the next run"
+                f"; {dropped} damaged or cut-off records of it were left out: the next run "
+                "asks what they held again"
                 if dropped
                 else ""
             )

@@ -10,8 +10,8 @@ answer twice:
    :mod:`.stored`: every such entry of the folder is repacked under its key;
 2. **a journal** (``journal/``), where runs of an older geval-async kept the answers they had
    received before storing them: its answers are stored (one group a transaction, each key
-   added once), then its files deleted. A record cut short or damaged ends its segment, and
-   the line says how many were dropped: those requests are asked again;
+   added once), then its files deleted. A damaged record is left out, and one cut short ends
+   its segment; the line says how many were dropped: those requests are asked again;
 3. **the first key scheme** (``g1``): until draws were keyed by their first sample
    (:mod:`geval_async.study.keys`), a key held the item's total n: draw 0 asked for all n
    answers, and a server that returned fewer was asked for the rest as draws 1, 2, ... with
@@ -140,38 +140,51 @@ _RECORD = struct.Struct("<HIIB")  # key length, value length, crc32 of the key, 
 _FOLD_ROWS = 512  # a journal's records stored in one transaction
 
 
-def journal_records(data: bytes) -> tuple[list[Record], bool]:
-    """The records of a journal segment's bytes, up to the first one cut short or damaged;
-    and whether the segment was read whole."""
+def journal_records(data: bytes) -> tuple[list[Record], int]:
+    """The records of a journal segment's bytes, and how many could not be read.
+
+    A record whose entry is damaged (its own checksum fails) is left out and the next one
+    read, so one flipped byte costs one answer, not the rest of the segment. A wrong length
+    cannot let a wrong record in: a key is taken only when its checksum holds and an entry
+    only when its own does. A record cut short, or one whose key fails its checksum, ends the
+    segment (counted once: where the next record starts is not known).
+    """
     records: list[Record] = []
+    damaged = 0
     view, at, end = memoryview(data), 0, len(data)
-    while at + _RECORD.size <= end:
+    while at < end:
+        if at + _RECORD.size > end:
+            return records, damaged + 1
         size, length, crc, replace_ = _RECORD.unpack_from(view, at)
         key_at = at + _RECORD.size
         value_at = key_at + size
         if value_at + length > end:
-            return records, False
+            return records, damaged + 1
         raw, value = bytes(view[key_at:value_at]), bytes(view[value_at : value_at + length])
-        if zlib.crc32(raw) != crc or not intact(value):
-            return records, False
         try:
-            records.append((raw.decode(), value, bool(replace_)))
+            key = raw.decode() if zlib.crc32(raw) == crc else None
         except UnicodeDecodeError:
-            return records, False
+            key = None
+        if key is None:
+            return records, damaged + 1
+        if intact(value):
+            records.append((key, value, bool(replace_)))
+        else:
+            damaged += 1
         at = value_at + length
-    return records, at == end
+    return records, damaged
 
 
 def fold_journal(cache: JudgeCache) -> tuple[int, int]:
     """Store the answers of the journals older runs left in the folder, a group a transaction
     (a key already stored keeps its entry), then delete the journals; (answers stored,
-    segments that ended in a damaged or cut record)."""
+    records that could not be read: see :func:`journal_records`)."""
     folded = damaged = 0
     segments = journal_segments(cache.directory)
     for segment in segments:
         with cache_errors(cache.directory, "cannot read the cache's journal"):
-            records, whole = journal_records(segment.read_bytes())
-        damaged += not whole
+            records, unread = journal_records(segment.read_bytes())
+        damaged += unread
         for start in range(0, len(records), _FOLD_ROWS):
             folded += sum(cache.put_records(records[start : start + _FOLD_ROWS]))
     with cache_errors(cache.directory, "cannot delete the cache's journal"):

@@ -200,3 +200,28 @@ def test_record_text_that_a_spreadsheet_would_run_is_written_as_text(
     assert "'=cmd|' /C calc'!A0" in groups
     scores = [float(row[header.index("score")]) for row in long[1:]]
     assert all(1 <= s <= 5 or s != s for s in scores)  # numbers, unquoted
+
+
+def test_condition_names_a_spreadsheet_would_run_are_written_as_text_in_the_pairwise_table(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    first, second = '=HYPERLINK("http://x","y")', "@SUM(1+1)"
+    records = (ROOT / "examples" / "ueq" / "records.jsonl").read_text(encoding="utf-8")
+    records = records.replace('"UEQ-mLLM"', json.dumps(first)).replace(
+        '"UEQ-sLLM"', json.dumps(second)
+    )
+    (tmp_path / "records.jsonl").write_text(records, encoding="utf-8")
+    config = (ROOT / "examples" / "ueq" / "pairwise.toml").read_text(encoding="utf-8")
+    config = config.replace('"../../prompts/', f'"{ROOT}/prompts/')
+    config = config.replace('["UEQ-mLLM", "UEQ-sLLM"]', f"['{first}', '{second}']")
+    (tmp_path / "pairwise.toml").write_text(config, encoding="utf-8")
+    flags = ["--base-url", sim.base_url, "--cache", str(tmp_path / "cache")]
+    flags += ["--output", str(tmp_path / "out"), "--rpm", "100000000", "--tpm", "100000000"]
+    judged = run_cli("run", str(tmp_path / "pairwise.toml"), *flags, "--quiet")
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    scored = run_cli("score", str(tmp_path / "pairwise.toml"), *flags[:-4])
+    assert scored.returncode == 0, scored.stdout + scored.stderr
+    table = _read_csv(tmp_path / "out" / "stats" / "ueq-pairwise_pairwise.csv")
+    cells = [cell for row in table for cell in row]
+    assert not [c for c in cells if _runs_as_formula(c)], table
+    assert f"'{first}" in cells and f"'{second}" in cells, table

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..stats.human_scale import ppi_missing
+from .csv_cells import spreadsheet_safe
 from .files import Output
 from .human_scale_report import human_scale_markdown
 
@@ -23,7 +24,8 @@ def human_outputs(results: StudyResults, path: Path) -> list[Output]:
     human``; needs ppi-python)."""
     if results.labelled is None:
         return []
-    text = results.human_scale.to_csv(index=False, float_format=f"%.{SIGNIFICANT}g")
+    frame = spreadsheet_safe(results.human_scale)
+    text = frame.to_csv(index=False, float_format=f"%.{SIGNIFICANT}g")
     return [Output(path, text.encode())]
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from .csv_cells import spreadsheet_safe
 from .files import Output
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def pairwise_outputs(results: StudyResults) -> list[Output]:
     outputs = [
         Output(
             _path(results, "pairwise"),
-            frame.to_csv(index=False, float_format=form).encode(),
+            spreadsheet_safe(frame).to_csv(index=False, float_format=form).encode(),
         )
     ]
     strengths = results.strengths()
@@ -49,7 +50,7 @@ def pairwise_outputs(results: StudyResults) -> list[Output]:
         outputs.append(
             Output(
                 _path(results, "strengths"),
-                strengths.to_csv(index=False, float_format=form).encode(),
+                spreadsheet_safe(strengths).to_csv(index=False, float_format=form).encode(),
             )
         )
     return outputs

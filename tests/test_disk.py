@@ -237,8 +237,9 @@ sys.stdin.read()
 """
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_ends_a_wait_for_another_process_s_lock_at_once(
-    sim: SimServer, study: StudyFiles
+    sim: SimServer, study: StudyFiles, signum: signal.Signals
 ) -> None:
     study.write_config(sim.base_url)
     assert run_process("run", str(study.config), "--quiet", "--limit", "2").returncode == 0
@@ -256,11 +257,11 @@ def test_ctrl_c_ends_a_wait_for_another_process_s_lock_at_once(
         # Opening the folder waits for the lock, and says whose it is, before the minute ends.
         said = f"waiting for the lock of {database}, held by another process (pid {holder.pid} "
         wait_for(lambda: said in log.read_text(), "the run says whose lock it waits for", run)
-        run.send_signal(signal.SIGINT)
+        run.send_signal(signum)
         try:
             run.wait(timeout=5)
         except subprocess.TimeoutExpired:  # a second Ctrl-C quits at once
-            run.send_signal(signal.SIGINT)
+            run.send_signal(signum)
             run.wait(timeout=15)  # not the minute the lock is waited for
         stderr = log.read_text()
         assert run.returncode in (2, 130), stderr

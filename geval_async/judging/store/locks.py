@@ -14,9 +14,9 @@ a minute for a lock inside the one call, saying nothing; :func:`probe_write_lock
 drops the write lock first, within one slice, so that the wait for a folder being opened is
 this loop's too.
 
-While the main thread waits, Ctrl-C raises KeyboardInterrupt at once: a run's event loop
-handles Ctrl-C itself, but cannot while its thread is held here, so the wait takes the signal
-over until it ends.
+While the main thread waits, Ctrl-C (or SIGTERM) raises KeyboardInterrupt at once: a run's
+event loop handles both itself, but cannot while its thread is held here, so the wait takes
+the signals over until it ends.
 """
 
 from __future__ import annotations
@@ -122,17 +122,29 @@ def probe_write_lock(database: Path) -> None:
         connection.close()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def _interruptible() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt inside (in the main thread; elsewhere nothing)."""
+    """Ctrl-C, or SIGTERM (a job scheduler's stop), raises KeyboardInterrupt inside (in the
+    main thread; elsewhere nothing)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous = {
+        signum: signal.signal(signum, handler)
+        for signum, handler in (
+            (signal.SIGINT, signal.default_int_handler),
+            (signal.SIGTERM, _interrupt),
+        )
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def lock_holders(database: Path) -> str:

@@ -248,3 +248,30 @@ def test_a_folder_that_is_not_a_cache_is_not_adopted(sim: SimServer, study: Stud
     assert "not a cache folder" in line and "thesis.tex" in line, line
     assert sorted(path.name for path in study.cache.iterdir()) == ["thesis.tex"]
     assert sim.stats.received == 0
+
+
+def test_an_entry_copied_under_another_key_is_never_counted_for_it(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    keys = _filled(sim, study)
+    # One item's answer, checksum and all, copied over another's row: read as it was, that
+    # answer would count for an item it does not belong to.
+    with sqlite3.connect(study.cache / "cache.db") as db:
+        db.execute(
+            "UPDATE Cache SET value = (SELECT value FROM Cache WHERE key = ?) WHERE key = ?",
+            (keys[0], keys[1]),
+        )
+    db.close()
+    received = sim.stats.received
+
+    status = run_process("status", str(study.config))
+    assert _missing(status.stdout) == 1, status.stdout
+    verify = run_process("cache", "verify", str(study.cache))
+    assert verify.returncode == 1, verify.stdout + verify.stderr
+    assert f"{keys[1]}: holds the entry of another key ({keys[0]})" in verify.stdout
+    rerun = run_process("run", str(study.config), "--quiet")
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert sim.stats.received == received + 1, "the item whose row was overwritten is asked again"
+    assert _missing(run_process("status", str(study.config)).stdout) == 0
+    with diskcache.Cache(str(study.cache)) as plain:
+        assert CachedResponse.decode(plain.get(keys[1])).key == keys[1]

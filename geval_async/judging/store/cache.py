@@ -31,7 +31,7 @@ from .disk import DAMAGED, EntryDisk
 from .folder import RESUME, cache_errors, check_form, check_is_cache, mark_current
 from .locks import LOCK_SLICE, probe_write_lock, wait_for_lock
 from .readonly import ReadOnlyCache
-from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head
+from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, stored_under
 
 __all__ = ["ENTRY_VERSION", "CachedResponse", "EntryHead", "JudgeCache", "Record"]
 
@@ -191,7 +191,7 @@ class JudgeCache:
             raw = self._cache.get(key, _ABSENT)
         if raw is _ABSENT:
             return None
-        if raw is DAMAGED:
+        if raw is DAMAGED or (type(raw) is bytes and not stored_under(raw, key)):
             self.corrupted.add(key)
             return None
         return self._decode(key, raw, decode)

@@ -119,12 +119,19 @@ def verify_cache(directory: Path) -> Verified:
         for key in keys:
             entry = cache.get(key)
             if entry is None:
-                damaged.append(Damage(key, "does not decode (a damaged value, or not ours)"))
-            elif entry.key != key:
-                damaged.append(Damage(key, f"holds the entry of another key ({entry.key})"))
+                damaged.append(Damage(key, _unread(cache, key)))
             elif entry.ok and not entry.choices():
                 damaged.append(Damage(key, "its response body has no choices"))
         return Verified(len(keys), damaged, cache.unnamed)
+
+
+def _unread(cache: JudgeCache, key: str) -> str:
+    """Why the entry of ``key`` reads as damaged."""
+    try:
+        other = CachedResponse.decode(cache.stored_value(key)).key
+    except ValueError:
+        return "does not decode (a damaged value, or not ours)"
+    return f"holds the entry of another key ({other})"
 
 
 def repair_cache(directory: Path) -> Verified:

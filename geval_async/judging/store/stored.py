@@ -45,6 +45,7 @@ __all__ = [
     "checked_heads",
     "decode_head",
     "decode_heads",
+    "stored_under",
 ]
 
 # The version of the fields (an archive holds them as JSON): unchanged by how they are stored.
@@ -289,3 +290,15 @@ _HEADS: dict[bytes, EntryHead] = {}
 _TEMPLATE: dict[str, Any] = {f.name: f.default for f in fields(CachedResponse)}
 _META_FIELDS = tuple(name for name in _TEMPLATE if name != "body")
 _meta = attrgetter(*_META_FIELDS)
+_KEY_FIRST = b'{"key":'  # the metadata's JSON opens with the key, the first field
+
+
+def stored_under(raw: Any, key: str) -> bool:
+    """Whether the stored value ``raw`` is the entry of ``key`` (its metadata opens with it).
+
+    A cache folder is input: a row copied under another key (by hand, or by a tool that
+    copies rows) holds the answer to another request, which would then count for an item it
+    does not belong to, or twice for its own. Such a row reads as damaged, as ``cache verify``
+    lists it, so that every command agrees and a run asks it again.
+    """
+    return type(raw) is bytes and raw.startswith(_KEY_FIRST + orjson.dumps(key), _META)

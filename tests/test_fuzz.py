@@ -496,7 +496,8 @@ class _MakesFile:
 def _hostile_row(folder: Path) -> st.SearchStrategy[tuple[int, str | None, object]]:
     """(mode, filename, value) of a row a damaged or hostile cache folder may hold: diskcache's
     four modes and one it does not know, a file named absolutely, through ``../``, /dev/zero or
-    a FIFO, and values that are bytes, text, a pickle that runs code, or nothing."""
+    a FIFO, and values that are bytes, text, a pickle that runs code, another key's entry, or
+    nothing."""
     import pickle
 
     outside = folder.parent / "outside.txt"
@@ -508,8 +509,12 @@ def _hostile_row(folder: Path) -> st.SearchStrategy[tuple[int, str | None, objec
         st.binary(max_size=40),
         st.text(max_size=20),
         st.just(pickle.dumps(_MakesFile(str(folder.parent / "ran")))),
+        st.just(cached_answer("g2-b", '{"choices": [{}]}', received=1).encode()),
     )
-    return st.tuples(st.integers(0, 5), filenames, values)
+    # Half the rows in the raw in-row mode with no file named, as our own rows are: there the
+    # value alone must be told apart from an entry of this key.
+    places = st.one_of(st.just((1, None)), st.tuples(st.integers(0, 5), filenames))
+    return st.tuples(places, values).map(lambda row: (*row[0], row[1]))
 
 
 @given(data=st.data())
@@ -588,5 +593,6 @@ def test_a_flipped_byte_in_a_journal_loses_its_record_at_most_and_takes_nothing_
     assert read[:hit] == entries[:hit], "every record before the damaged one is read"
     if at >= header_end:  # the flip is in the entry: that record alone is lost
         assert read == entries[:hit] + entries[hit + 1 :]
-    assert unread >= 1
+    if at != starts[hit] + 10:  # the replace flag, under no checksum, reads either way
+        assert unread >= 1
     assert journal_records(whole) == ([(k, v, False) for k, v in entries], 0)

@@ -191,9 +191,6 @@ class JudgeCache:
             raw = self._cache.get(key, _ABSENT)
         if raw is _ABSENT:
             return None
-        if raw is DAMAGED or (type(raw) is bytes and not stored_under(raw, key)):
-            self.corrupted.add(key)
-            return None
         return self._decode(key, raw, decode)
 
     def stored_value(self, key: str) -> bytes | None:
@@ -206,6 +203,11 @@ class JudgeCache:
         return raw if isinstance(raw, bytes) else None
 
     def _decode(self, key: str, raw: Any, decode: Callable[[Any], _E]) -> _E | None:
+        """The entry ``raw`` holds for ``key``; None, and ``key`` counted as corrupted, when it
+        is damaged or is the entry of another key."""
+        if raw is DAMAGED or (type(raw) is bytes and not stored_under(raw, key)):
+            self.corrupted.add(key)
+            return None
         try:
             return decode(raw)
         except (ValueError, TypeError):

@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -20,7 +21,7 @@ from conftest import StudyFiles, run_cli, run_study, start_process, wait_for
 
 import geval_async as ga
 from geval_async.scoring.stats.adaptive import allot_budget, stopping_point
-from geval_async.sim import SimServer, SimSettings, item_certainty
+from geval_async.sim import SimServer, SimSettings, item_certainty, item_digest
 from geval_async.study.config import load_config
 from geval_async.study.plan import plan_items, render_messages
 from geval_async.study.prepare import prepare_study
@@ -52,13 +53,26 @@ def past_the_opening_round(server: SimServer, items: int) -> None:
     wait_for(lambda: server.stats.received > items + 2, "a later round")
 
 
-def kinds(study: StudyFiles) -> dict[tuple[str, str], str]:
-    """How sure the simulated judge is of each item: ``(criterion, record_id) -> kind``."""
+def item_messages(study: StudyFiles) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The messages the judge is sent for each item: ``(criterion, record_id) -> messages``."""
     prepared = prepare_study(load_config(study.config))
     return {
-        (item.criterion.name, item.record.id): item_certainty(render_messages(item), VARIED)
+        (item.criterion.name, item.record.id): render_messages(item)
         for item in plan_items(prepared)
     }
+
+
+def kinds(study: StudyFiles) -> dict[tuple[str, str], str]:
+    """How sure the simulated judge is of each item: ``(criterion, record_id) -> kind``."""
+    return {key: item_certainty(m, VARIED) for key, m in item_messages(study).items()}
+
+
+def answered(study: StudyFiles, server: SimServer) -> pd.Series:
+    """The draws the judge answered for each item, over all its rounds, by its own counts:
+    ``(criterion, record_id) -> draws``."""
+    counts = server.stats.item_draws
+    asked = {key: counts[item_digest(m)] for key, m in item_messages(study).items()}
+    return pd.Series(asked).rename_axis(["criterion", "record_id"]).sort_index()
 
 
 def test_draws_stop_where_ratings_agree_and_go_on_where_they_do_not(
@@ -67,15 +81,17 @@ def test_draws_stop_where_ratings_agree_and_go_on_where_they_do_not(
     study.write_config(varied.base_url, sampling=ADAPTIVE)
     assert run_study(study).returncode == 0
     used = draws_used(study)
+    asked = answered(study, varied)  # the judge's own count of each item's draws
     kind = kinds(study)
     assert len(used) == study.n_records * 2  # every item scored
-    sure = [used[key] for key, k in kind.items() if k == "sure"]
-    spread = [used[key] for key, k in kind.items() if k == "spread"]
+    sure = [asked[key] for key, k in kind.items() if k == "sure"]
+    spread = [asked[key] for key, k in kind.items() if k == "spread"]
     assert sure and spread
     assert set(sure) == {3}  # three equal ratings: a standard error of 0, settled at once
     # A judge torn across the scale is asked on, most items up to n.
     assert min(spread) > 3 and sum(d == N for d in spread) > len(spread) / 2
-    # The judge was asked exactly the draws that are scored: none twice, none wasted.
+    # Each item was asked exactly the draws its score reads: none twice, none wasted.
+    pd.testing.assert_series_equal(asked, used.sort_index(), check_names=False)
     assert varied.stats.samples == used.sum()
     assert used.sum() < N * len(used)
     # Every settled item meets the target or has all n draws.
@@ -111,6 +127,10 @@ def test_raising_the_target_or_asking_the_full_n_sends_only_the_new_draws(
     assert run_study(study).returncode == 0
     tight = draws_used(study)
     # Each item asked only the draws past those it had: the earlier ones are the same keys.
+    asked = answered(study, varied)
+    pd.testing.assert_series_equal(
+        asked, pd.concat([loose, tight], axis=1).max(axis=1).sort_index(), check_names=False
+    )
     assert varied.stats.samples == loose.sum() + (tight - loose).clip(lower=0).sum()
     assert (tight >= loose).mean() > 0.9
     # The fixed study with the same settings reads every adaptive draw as its first ones.

@@ -349,6 +349,25 @@ def test_shards_ask_their_own_items_rounds_and_merge_into_one_run(
     assert "run it without --shard" in refused.stderr
 
 
+def test_two_runs_on_one_cache_share_the_rounds_and_ask_each_draw_once(study: StudyFiles) -> None:
+    # Two runs of the study on one cache folder (two terminals, or array jobs on a shared file
+    # system) race on the same items in every round; the claim on each request in flight makes
+    # one wait for the other's answer instead of asking again.
+    with SimServer(SimSettings(certainty="varied", seed=7, latency_ms=20)) as server:
+        study.write_config(server.base_url, sampling=ADAPTIVE, limits={"concurrency": 4})
+        processes = [start_process("run", str(study.config), "--quiet") for _ in range(2)]
+        for process in processes:
+            stdout, stderr = process.communicate(timeout=120)
+            assert process.returncode == 0, stdout + stderr
+        used = draws_used(study)
+        assert len(used) == study.n_records * 2
+        assert server.stats.received > len(used)  # later rounds were asked
+        assert max(server.stats.answered.values()) == 1  # no request answered twice
+        pd.testing.assert_series_equal(
+            answered(study, server), used.sort_index(), check_names=False
+        )
+
+
 def test_ctrl_c_in_a_later_round_keeps_every_answer_and_asks_no_more_rounds(
     study: StudyFiles,
 ) -> None:

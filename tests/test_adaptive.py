@@ -265,6 +265,40 @@ def test_the_command_line_sets_the_target_for_one_run(study: StudyFiles, varied:
     assert "estimate: about" in dry.stdout
 
 
+def dry_run_bounds(study: StudyFiles, *flags: str) -> tuple[tuple[int, float], tuple[int, float]]:
+    """``run --dry-run``'s least and most: ``(draws, USD)`` each."""
+    dry = run_cli("run", str(study.config), "--dry-run", *flags)
+    assert dry.returncode == 0, dry.stderr
+    found = [
+        re.search(rf"^  {bound}: (-?\d+) draws, \d+ requests, \$([\d.]+)", dry.stdout, re.MULTILINE)
+        for bound in ("least", "most")
+    ]
+    assert all(found), dry.stdout
+    return tuple((int(m[1]), float(m[2])) for m in found if m)  # type: ignore[return-value]
+
+
+def test_the_dry_run_of_a_budget_brackets_what_the_run_then_asks(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    # Prices at which the prompt is most of the bill: a draw past the first ones costs little.
+    prices = {"sim-judge": [10_000.0, 20_000.0]}
+    study.write_config(varied.base_url, sampling={**ADAPTIVE, "target_se": None}, prices=prices)
+    items = study.n_records * 2
+    budget = items * 6
+    (least, low), (most, high) = dry_run_bounds(study, "--draws", str(budget))
+    assert (least, most) == (3 * items, budget)  # first_draws each; the whole budget
+    assert low < high
+    assert run_study(study, "--draws", str(budget)).returncode == 0
+    spent = varied.stats.samples
+    # A budget raised: its rounds are replayed on draws the smaller one placed elsewhere.
+    raised = str(budget + 100)
+    (least, low), (most, high) = dry_run_bounds(study, "--draws", raised)
+    assert 0 <= least <= most <= budget + 100 - spent
+    assert low <= high
+    assert run_study(study, "--draws", raised).returncode == 0
+    assert least <= varied.stats.samples - spent <= most
+
+
 # --- the rules, on ratings given --------------------------------------------------------------
 
 

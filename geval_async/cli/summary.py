@@ -268,11 +268,13 @@ def adaptive_dry_run(
         f"  least: {bounds.least_draws} draws, {least.requests} requests, {_usd(low)} "
         "(every item still drawing stops after its next round: what is above)"
     )
-    # A budget caps the most: its share of what asking every item to n would cost.
-    scale = bounds.most_draws / bounds.most_asked if bounds.most_asked else 1.0
+    # A budget caps the most: the least, and of the draws past it only those the budget has
+    # left, each at what a draw past the least costs when every item is asked up to n.
+    past = bounds.most_asked - bounds.least_draws
+    part = 1.0 if past <= 0 else min(1.0, max(0.0, (bounds.most_draws - bounds.least_draws) / past))
+    top = None if low is None or high is None else low + part * (high - low)
     print(
-        f"  most: {bounds.most_draws} draws, {most.requests} requests, "
-        f"{_usd(None if high is None else high * scale)} "
+        f"  most: {bounds.most_draws} draws, {most.requests} requests, {_usd(top)} "
         + (
             "(every item still drawing asked up to n)"
             if sampling.draws is None
@@ -283,7 +285,7 @@ def adaptive_dry_run(
         print("  estimate: none yet (no item has settled; run once to learn where items stop)")
     else:
         draws = round(bounds.least_draws + bounds.share * (bounds.most_draws - bounds.least_draws))
-        guess = None if low is None or high is None else low + bounds.share * (high - low)
+        guess = None if low is None or top is None else low + bounds.share * (top - low)
         print(
             f"  estimate: about {draws} draws, {_usd(guess)}, from where the {bounds.settled} "
             f"items settled so far stopped ({bounds.share:.0%} of the way from first_draws to n)"

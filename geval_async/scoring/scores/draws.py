@@ -226,7 +226,9 @@ def draw_bounds(study: Study, cache: JudgeCache | None) -> DrawBounds:
     drawing = {key: stop for key, stop in stops.items() if not stop.settled}
     items = sum(study.items_by_criterion()[name] for name in names)
     fresh = items - len(stops)  # items the cache holds nothing of
-    least_draws = fresh * first + sum(s.draws - len(ratings[k]) for k, s in drawing.items())
+    # An item may hold more draws than its next round asks (a budget raised: the rounds are
+    # replayed, and the earlier budget's rounds gave it more): it asks none of them again.
+    least_draws = fresh * first + sum(max(0, s.draws - len(ratings[k])) for k, s in drawing.items())
     most_asked = most_draws = fresh * n + sum(n - len(ratings[k]) for k in drawing)
     if sampling.draws is not None:
         most_draws = min(most_draws, max(0, sampling.draws - sum(map(len, ratings.values()))))

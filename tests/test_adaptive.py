@@ -299,6 +299,27 @@ def test_the_dry_run_of_a_budget_brackets_what_the_run_then_asks(
     assert least <= varied.stats.samples - spent <= most
 
 
+def test_the_dry_run_of_a_target_bounds_the_requests_and_cost_of_its_rounds(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    # Prices at which the prompt is most of the bill: on an endpoint that takes n, every
+    # round after the first pays it again, and the most must say so.
+    study.write_config(varied.base_url, sampling=ADAPTIVE, prices={"sim-judge": [1e4, 2e4]})
+    dry = run_cli("run", str(study.config), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    bound = r"^  {}: (\d+) draws, (\d+) requests, \$([\d.]+)"
+    least = re.search(bound.format("least"), dry.stdout, re.MULTILINE)
+    most = re.search(bound.format("most"), dry.stdout, re.MULTILINE)
+    assert least and most, dry.stdout
+    run = run_cli("run", str(study.config))
+    assert run.returncode == 0, run.stderr
+    billed = re.search(r"^billed: \$([\d.]+)", run.stdout, re.MULTILINE)
+    assert billed, run.stdout
+    assert int(least[1]) <= varied.stats.samples <= int(most[1])
+    assert int(least[2]) < varied.stats.received <= int(most[2])  # later rounds were asked
+    assert float(least[3]) < float(billed[1]) <= float(most[3])
+
+
 # --- the rules, on ratings given --------------------------------------------------------------
 
 

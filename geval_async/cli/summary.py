@@ -272,9 +272,23 @@ def adaptive_dry_run(
     # left, each at what a draw past the least costs when every item is asked up to n.
     past = bounds.most_asked - bounds.least_draws
     part = 1.0 if past <= 0 else min(1.0, max(0.0, (bounds.most_draws - bounds.least_draws) / past))
-    top = None if low is None or high is None else low + part * (high - low)
+    drawn = None if low is None or high is None else low + part * (high - low)
+    if most.one_choice:  # one answer a request: a draw past the least is a request
+        most_requests = least.requests + round(part * (most.requests - least.requests))
+        top = drawn
+    else:
+        # On an endpoint that takes n, every further round is a request that pays the prompt
+        # again; at worst a round adds one draw to an item.
+        most_requests = least.requests + bounds.most_rounds
+        base = least if least.requests else most
+        prompt = bounds.most_rounds * base.prompt_tokens / base.requests if base.requests else 0
+        completion = part * (most.completion_tokens - least.completion_tokens)
+        more = estimate_cost(
+            config.judge.model, round(prompt), round(completion), config.price_table
+        )
+        top = None if low is None or more is None else low + more
     print(
-        f"  most: {bounds.most_draws} draws, {most.requests} requests, {_usd(top)} "
+        f"  most: {bounds.most_draws} draws, {most_requests} requests, {_usd(top)} "
         + (
             "(every item still drawing asked up to n)"
             if sampling.draws is None
@@ -285,7 +299,8 @@ def adaptive_dry_run(
         print("  estimate: none yet (no item has settled; run once to learn where items stop)")
     else:
         draws = round(bounds.least_draws + bounds.share * (bounds.most_draws - bounds.least_draws))
-        guess = None if low is None or top is None else low + bounds.share * (top - low)
+        # Where the settled items stopped, in draws; the rounds they took are not known here.
+        guess = None if low is None or drawn is None else low + bounds.share * (drawn - low)
         print(
             f"  estimate: about {draws} draws, {_usd(guess)}, from where the {bounds.settled} "
             f"items settled so far stopped ({bounds.share:.0%} of the way from first_draws to n)"

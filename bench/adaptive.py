@@ -215,7 +215,7 @@ def llama(folder: Path, documents: int) -> dict[str, Any]:
     process, base_url = _start(folder / "server.log")
     try:
         started = time.monotonic()
-        _judge(config, base_url=base_url)
+        sent = _judge(config, base_url=base_url).counters.requests_sent
         seconds = time.monotonic() - started
     finally:
         process.terminate()
@@ -230,6 +230,8 @@ def llama(folder: Path, documents: int) -> dict[str, Any]:
         "documents": documents,
         "items": len(full),
         "invalid_share": round(float(full["invalid"].sum() / full["draws"].sum()), 3),
+        # The time of the requests this run sent (none when the kept cache held them all).
+        "fixed_requests_sent": sent,
         "fixed_seconds": round(seconds, 1),
         "settings": rows,
     }

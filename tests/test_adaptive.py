@@ -211,6 +211,8 @@ def test_sigkill_between_rounds_resumes_without_asking_a_draw_twice(
         # Only the answers in flight at the kill (two requests at most) are asked again.
         assert used.sum() <= server.stats.samples <= used.sum() + 2 * N
         assert server.stats.samples > asked
+        again = answered(study, server) - used.sort_index()
+        assert (again >= 0).all() and (again > 0).sum() <= 2, again[again != 0]
     # The same draws, and so the same scores, as a run never interrupted.
     clean = tmp_path / "clean"
     clean.mkdir()
@@ -230,6 +232,7 @@ def test_batch_api_rounds_are_batches(study: StudyFiles, varied: SimServer) -> N
     used = draws_used(study)
     assert varied.stats.batches >= 2  # the opening round, then the items still drawing
     assert varied.stats.samples == used.sum()
+    pd.testing.assert_series_equal(answered(study, varied), used.sort_index(), check_names=False)
     online = draws_used(study)
     assert len(online) == study.n_records * 2
 

@@ -28,7 +28,8 @@ from geval_async.study.prepare import prepare_study
 
 VARIED = SimSettings(certainty="varied", seed=7)
 N = 12
-ADAPTIVE = {"n": N, "target_se": 0.2, "first_draws": 3, "seed": 11}
+FIRST = 3
+ADAPTIVE = {"n": N, "target_se": 0.2, "first_draws": FIRST, "seed": 11}
 
 
 @pytest.fixture
@@ -51,6 +52,14 @@ def draws_used(study: StudyFiles, **overrides: object) -> pd.Series:
 def past_the_opening_round(server: SimServer, items: int) -> None:
     """Wait until the judge has answered every item once and more: a later round is asked."""
     wait_for(lambda: server.stats.received > items + 2, "a later round")
+
+
+def rounds(ratings: tuple[float | None, ...]) -> int:
+    """The rounds the target rule took to settle an item with these ratings (in draw order)."""
+    draws, taken = FIRST, 1
+    while not (stop := stopping_point(ratings[:draws], N, FIRST, 0.2)).settled:
+        draws, taken = stop.draws, taken + 1
+    return taken
 
 
 def item_messages(study: StudyFiles) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -95,8 +104,11 @@ def test_draws_stop_where_ratings_agree_and_go_on_where_they_do_not(
     assert varied.stats.samples == used.sum()
     assert used.sum() < N * len(used)
     # Every settled item meets the target or has all n draws.
-    long = ga.load_results(study.config).long
+    results = ga.load_results(study.config)
+    long = results.long
     assert ((long["se"] <= 0.2) | (long["valid"] + long["invalid"] == N)).all()
+    # On an endpoint that takes n, a round is one request asking for that round's draws.
+    assert varied.stats.received == sum(rounds(score.ratings) for score in results.scores)
 
 
 def test_a_rerun_sends_nothing_and_status_counts_every_item_settled(

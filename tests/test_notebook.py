@@ -186,6 +186,7 @@ def test_the_key_is_read_from_its_variable_never_saved_nor_shown(
             ({"judge": {"model": "sim-judge", "api_key": KEY}}, "judge: the API key itself"),
             ({"api_key_env": KEY}, "api_key_env: [judge] 'api_key_env' must name the environ"),
             ({"token": KEY}, "token: unknown setting"),
+            ({"headers": {"Authorization": f"Bearer {KEY}"}}, "headers: [judge] 'headers' must"),
         ]
         for wrong, line in given:
             with pytest.raises(ga.ConfigError) as raised:

@@ -196,6 +196,13 @@ def parse_judge(t: TableReader) -> JudgeConfig:
     headers = t.get("headers", dict, {})
     if not all(isinstance(v, str) for v in headers.values()):
         raise t.error("'headers' values must be strings")
+    carried = sorted(name for name in headers if name.lower() in ("authorization", "api-key"))
+    if carried:
+        # The key is sent in these from api_key_env's variable; in the file, it would be stored.
+        raise t.error(
+            f"'headers' must not carry the key ({carried[0]!r}): set an environment variable to "
+            "the key and name it with 'api_key_env'"
+        )
     if provider == Provider.AZURE:
         endpoint = _http_url(
             t, "azure_endpoint", "AZURE_OPENAI_ENDPOINT", "https://my-resource.openai.azure.com"

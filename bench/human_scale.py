@@ -1,11 +1,14 @@
 """Benchmark: findings on the human scale from a few labels (calibration, human_scale).
 
 SummEval's 1,600 summaries (100 articles x 16 systems, read from ../shared/data/summeval, never
-copied) with the mean of the three experts' ratings as the human score, and a judge that rates
-each summary as that mean plus a known bias and noise (clipped to the 1-5 scale; drawn once,
-with a fixed seed): a judge biased and noisy against the experts, as real ones are. Then the
-labelled share (``[meta] labelled``, whole articles at a time) is drawn ``--draws`` times, each
-with its own seed, and the study's human-scale outputs are computed through the same functions
+copied) with the mean of the three experts' ratings as the human score, judged by the simulated
+judge made to rate each summary from that mean plus a known bias and noise (clipped to the 1-5
+scale; drawn once, with a fixed seed, and handed to the judge as its ``rated_scores``): a judge
+biased and noisy against the experts, as real ones are. The study is examples/summeval's, run
+on its coherence criterion in logprobs mode into a fresh cache, and its weighted scores are read
+from that cache as ``calibrate`` reads them (``ga.load_results``). Then the labelled share
+(``[meta] labelled``, whole articles at a time) is drawn ``--draws`` times, each with its own
+seed, and the study's human-scale outputs are computed through the same functions
 ``geval-async calibrate`` runs (``calibrated_items``, ``human_scale_frame``):
 
 - per system, whether each interval for the system's mean covers the mean of all 100 experts'
@@ -27,7 +30,9 @@ human scores from the records, as ``calibrate`` reads them::
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -38,34 +43,51 @@ from scipy.stats import spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import ROOT, save, table
+from common import ROOT, save, table, workdir
 
 from geval_async.scoring.scores.labelled import calibrated_items
 from geval_async.scoring.stats.human_scale import METHODS, human_scale_frame
 from geval_async.study.settings import MetaConfig
 
 DATA = ROOT.parent / "shared" / "data" / "summeval" / "summeval.jsonl"
+EXAMPLE = ROOT / "examples" / "summeval" / "config.toml"  # reads DATA
 FIELD = {"coh": "coherence", "con": "consistency", "flu": "fluency", "rel": "relevance"}
 COMPARED = ("M23", "M0")  # the example's two systems (examples/summeval/compare.toml)
 
 
-def judged_items(criterion: str, bias: float, noise: float, seed: int) -> pd.DataFrame:
-    """The records as the scoring stage sees them: the judge's score beside the human one."""
+def simulated_items(args: argparse.Namespace, folder: Path, seed: int) -> pd.DataFrame:
+    """The example study judged by the simulated judge, each summary rated from the experts'
+    mean plus ``--bias`` and noise of sd ``--noise``; its records as ``calibrate`` reads them."""
+    import geval_async as ga
+    from geval_async.sim import SimServer, SimSettings
+
     with DATA.open(encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle]
-    human = np.array([r["scores"][FIELD[criterion]] for r in records], dtype=float)
+    human = np.array([r["scores"][FIELD[args.criterion]] for r in records], dtype=float)
     rng = np.random.default_rng(seed)
-    score = np.clip(human + bias + rng.normal(0, noise, len(human)), 1, 5)
-    return pd.DataFrame(
-        {
-            "record_id": [str(r["index"]) for r in records],
-            "group": [r["doc_id"] for r in records],
-            "condition": [r["system_id"] for r in records],
-            "criterion": criterion,
-            "score": score,
-            "human": human,
-        }
-    )
+    intended = np.clip(human + args.bias + rng.normal(0, args.noise, len(human)), 1, 5)
+    # Two systems that wrote the same summary of an article are one prompt, rated once.
+    rated = {r["system_output"]: float(value) for r, value in zip(records, intended, strict=True)}
+    table = folder / "rated_scores.json"
+    table.write_text(json.dumps(rated), encoding="utf-8")
+    study = argparse.Namespace(**vars(args))
+    study.config, study.mode, study.cache = str(EXAMPLE), "logprobs", str(folder / "cache")
+    os.environ.setdefault("OPENAI_API_KEY", "sim-key")  # the simulated judge takes any key
+    with SimServer(SimSettings(rated_scores=str(table))) as server:
+        run = asyncio.run(
+            ga.judge(
+                EXAMPLE,
+                criteria=study.criterion,
+                mode=study.mode,
+                cache=study.cache,
+                base_url=server.base_url,
+                rpm=1e8,
+                tpm=1e10,
+            )
+        )
+        if not run.complete:
+            raise SystemExit(f"{EXAMPLE}: the simulated judge's run did not complete")
+    return cached_items(study)
 
 
 def cached_items(args: argparse.Namespace) -> pd.DataFrame:
@@ -146,8 +168,15 @@ def main() -> None:
         items = cached_items(args)
         judge = f"the cache's judge ({args.model or 'the config model'}), {len(items)} records"
     else:
-        items = judged_items(args.criterion, args.bias, args.noise, seed=2023)
-        judge = f"judge = experts' mean {args.bias:+g} + N(0, {args.noise:g}), clipped to 1-5"
+        with workdir("human-scale") as folder:
+            items = simulated_items(args, folder, seed=2023)
+        judge = (
+            f"the simulated judge rating the experts' mean {args.bias:+g} + N(0, {args.noise:g}), "
+            f"clipped to 1-5, in logprobs mode; {len(items)} records"
+        )
+    bias = float((items["score"] - items["human"]).mean())
+    agreement = float(spearmanr(items["score"], items["human"]).statistic)
+    print(f"the judge's bias on all records {bias:+.3f}, Spearman {agreement:.3f} with the experts")
     runs = [one_draw(items, seed, args.labelled, args.coverage) for seed in range(draws)]
 
     def average(key: object) -> float:
@@ -165,6 +194,8 @@ def main() -> None:
         for method in METHODS
     ]
     record = {
+        "judge bias (all records)": round(bias, 4),
+        "judge Spearman (all records)": round(agreement, 4),
         "labels per draw": average("labels"),
         "conformal coverage (unlabelled records)": average("conformal_coverage"),
         "conformal mean width": average("conformal_width"),
@@ -179,8 +210,8 @@ def main() -> None:
         f"{draws} draws, intervals at {args.coverage:.0%}"
     )
     print(table(rows, ["estimand", "method", "coverage", "mean width"]))
-    print(table([record], list(record)[:3]))
-    print(table([record], list(record)[3:]))
+    print(table([record], list(record)[2:5]))
+    print(table([record], list(record)[5:]))
     settings = {k: v for k, v in vars(args).items() if k != "quick"} | {"draws": draws}
     name = "human_scale" if not args.config else "human_scale_cached"
     path = save(name, {"settings": settings, "intervals": rows, "records": record})

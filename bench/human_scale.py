@@ -13,7 +13,8 @@ seed, and the study's human-scale outputs are computed through the same function
 
 - per system, whether each interval for the system's mean covers the mean of all 100 experts'
   ratings (prediction-powered, labels only, judge only), and the intervals' mean width; the
-  same for the paired difference between two systems;
+  same for the paired difference between two systems; beside them, ppi-python's own normal
+  interval for the same estimates, which the t-interval the study reports corrects;
 - the conformal intervals' coverage on the records whose labels were not used, and their width;
 - Spearman with the experts and mean absolute error on those records, judge against calibrated.
 
@@ -46,12 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import ROOT, save, table, workdir
 
 from geval_async.scoring.scores.labelled import calibrated_items
-from geval_async.scoring.stats.human_scale import METHODS, human_scale_frame
+from geval_async.scoring.stats.human_scale import METHODS, human_scale_frame, load_ppi
 from geval_async.study.settings import MetaConfig
 
 DATA = ROOT.parent / "shared" / "data" / "summeval" / "summeval.jsonl"
 EXAMPLE = ROOT / "examples" / "summeval" / "config.toml"  # reads DATA
 FIELD = {"coh": "coherence", "con": "consistency", "flu": "fluency", "rel": "relevance"}
+NORMAL = "ppi-python's normal interval"  # reported beside the three, not an output
 COMPARED = ("M23", "M0")  # the example's two systems (examples/summeval/compare.toml)
 
 
@@ -122,10 +124,11 @@ def one_draw(items: pd.DataFrame, seed: int, labelled: float, coverage: float) -
     frame["truth"] = frame["condition"].map(truth)
     frame["covers"] = (frame["ci_low"] <= frame["truth"]) & (frame["truth"] <= frame["ci_high"])
     frame["width"] = frame["ci_high"] - frame["ci_low"]
+    frame = pd.concat([frame, ppi_normal(calibrated, conditions, coverage, truth)])
     out: dict = {"labels": int(calibrated["used"].sum())}
     for estimand in ("mean", "difference"):
         rows = frame[frame["estimand"] == estimand]
-        for method in METHODS:
+        for method in (*METHODS, NORMAL):
             part = rows[rows["method"] == method]
             out[(estimand, method, "coverage")] = float(part["covers"].mean())
             out[(estimand, method, "width")] = float(part["width"].mean())
@@ -139,6 +142,46 @@ def one_draw(items: pd.DataFrame, seed: int, labelled: float, coverage: float) -
     out["mae_judge"] = float((rest["score"] - rest["human"]).abs().mean())
     out["mae_calibrated"] = float((rest["calibrated"] - rest["human"]).abs().mean())
     return out
+
+
+def ppi_normal(
+    calibrated: pd.DataFrame, conditions: list[str], coverage: float, truth: dict[str, float]
+) -> pd.DataFrame:
+    """ppi-python's own normal interval (``ppi_mean_ci``: the spread with ddof 0 and z) for the
+    same means and paired difference: what ``human_scale_frame``'s t-interval is held against,
+    since with ten labels a system the normal one covers less than it says."""
+    ppi = load_ppi()
+    alpha = 1 - coverage
+
+    def interval(score: np.ndarray, human: np.ndarray, used: np.ndarray) -> tuple[float, float]:
+        lam = 0.0 if np.ptp(score) == 0 else None  # as human_scale_frame: nothing to tune
+        low, high = ppi.ppi_mean_ci(human[used], score[used], score[~used], alpha=alpha, lam=lam)
+        return float(np.squeeze(low)), float(np.squeeze(high))
+
+    rows = []
+    for condition in conditions:
+        part = calibrated[calibrated["condition"] == condition]
+        found = interval(*_columns(part))
+        rows.append(("mean", condition, *found))
+    a, b = (calibrated[calibrated["condition"] == c].set_index("group") for c in COMPARED)
+    b = b.loc[a.index]
+    (score_a, human_a, used_a), (score_b, human_b, used_b) = _columns(a), _columns(b)
+    found = interval(score_a - score_b, human_a - human_b, used_a & used_b)
+    rows.append(("difference", f"{COMPARED[0]} - {COMPARED[1]}", *found))
+    frame = pd.DataFrame(rows, columns=["estimand", "condition", "ci_low", "ci_high"])
+    frame["method"] = NORMAL
+    frame["truth"] = frame["condition"].map(truth)
+    frame["covers"] = (frame["ci_low"] <= frame["truth"]) & (frame["truth"] <= frame["ci_high"])
+    frame["width"] = frame["ci_high"] - frame["ci_low"]
+    return frame
+
+
+def _columns(part: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return (
+        part["score"].to_numpy(float),
+        part["human"].to_numpy(float),
+        part["used"].to_numpy(bool),
+    )
 
 
 def _spearman(x: pd.Series, y: pd.Series) -> float:
@@ -191,7 +234,7 @@ def main() -> None:
             "mean width": average((estimand, method, "width")),
         }
         for estimand in ("mean", "difference")
-        for method in METHODS
+        for method in (*METHODS, NORMAL)
     ]
     record = {
         "judge bias (all records)": round(bias, 4),

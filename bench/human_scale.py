@@ -244,7 +244,7 @@ def main() -> None:
         "conformal mean width": average("conformal_width"),
         "Spearman judge": average("spearman_judge"),
         "Spearman calibrated": average("spearman_calibrated"),
-        "flat calibrations": sum(np.isnan(run["spearman_calibrated"]) for run in runs),
+        "flat calibrations": int(sum(np.isnan(run["spearman_calibrated"]) for run in runs)),
         "MAE judge": average("mae_judge"),
         "MAE calibrated": average("mae_calibrated"),
     }

@@ -125,7 +125,23 @@ def true_score(messages: list[dict[str, Any]], top: int, seed: int) -> float:
 
 @functools.cache
 def _rated_file(path: str) -> dict[str, float]:
-    table = json.loads(Path(path).read_text(encoding="utf-8"))
+    return rated_table(path)
+
+
+def rated_table(path: str) -> dict[str, float]:
+    """A ``rated_scores`` file read: text (stripped) -> hidden score.
+
+    Raises:
+        ValueError: the file cannot be read, or is not a JSON object of text -> number.
+    """
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read it as JSON ({exc})") from None
+    if not isinstance(table, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in table.values()
+    ):
+        raise ValueError("it must be a JSON object of text -> score")
     return {text.strip(): float(value) for text, value in table.items() if text.strip()}
 
 

@@ -505,6 +505,18 @@ def test_bradley_terry_on_four_summeval_systems(tmp_path: Path) -> None:
     frame = results.pairwise()
     assert len(frame) == 6 and (frame["pairs"] == 100).all()
     assert frame.set_index(["a", "b"]).loc[("M8", "M12"), "a_win_rate"] > 0.8
+    # The report writes the same strengths, and says what they are.
+    report = run_cli("report", str(config))
+    assert report.returncode == 0, report.stderr
+    (written,) = (tmp_path / "out" / "stats").glob("*_strengths.csv")
+    pd.testing.assert_frame_equal(
+        pd.read_csv(written)[["condition", "strength", "rank"]],
+        results.strengths()[["condition", "strength", "rank"]],
+        check_dtype=False,
+        atol=1e-6,
+    )
+    (markdown,) = (tmp_path / "out").glob("*_report.md")
+    assert "### Bradley-Terry strengths" in markdown.read_text(encoding="utf-8")
 
 
 # --- a run killed with SIGKILL -------------------------------------------------------------------

@@ -290,10 +290,12 @@ def adaptive_dry_run(
     print(
         f"  most: {bounds.most_draws} draws, {most_requests} requests, {_usd(top)} "
         + (
-            "(every item still drawing asked up to n)"
+            "(every item still drawing asked up to n"
             if sampling.draws is None
-            else "(the budget left, spent where ratings disagree most)"
+            else "(the budget left, spent where ratings disagree most"
         )
+        + ("" if most.one_choice or not bounds.most_rounds else ", at worst a round a draw")
+        + ")"
     )
     if bounds.share is None:
         print("  estimate: none yet (no item has settled; run once to learn where items stop)")

@@ -448,19 +448,23 @@ SHIPPED = [
 @pytest.mark.parametrize("config", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_prompt_puts_the_record_last(config: Path) -> None:
     """The criterion's fixed text comes before the first record field; after it come only the
-    fields, their short labels and the one-line answer form."""
+    fields, their short labels and the one-line answer form. Pairwise criteria too: their
+    shared fields, then the two texts, then the line that asks for the verdict."""
     from geval_async.study.config import load_config
     from geval_async.study.prompts import load_template
 
-    for criterion in load_config(config).criteria:
+    loaded = load_config(config)
+    for criterion in (*loaded.criteria, *loaded.pairwise):
         template = load_template(criterion.prompt, criterion.style)
         record = set(criterion.fields) | ({"record"} if criterion.definition else set())
         names = list(template.parts[1::2])
         at = [i for i, name in enumerate(names) if name in record]
         assert at, f"{criterion.prompt}: no record field"
         after = template.parts[2 * at[0] + 2 :]  # the literals and names after the first field
-        literals = after[0::2]
-        assert all(len(text) <= 80 for text in literals), (criterion.prompt, literals)
+        *labels, last = after[0::2]
+        tail, _, form = last.rstrip("\n").rpartition("\n")
+        assert all(len(text) <= 80 for text in (*labels, tail)), (criterion.prompt, after)
+        assert len(form) <= 200, (criterion.prompt, form)  # the answer form: one line
         assert set(after[1::2]) - record <= {"metric_name", "scale"}, (criterion.prompt, after)
 
 

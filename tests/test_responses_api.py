@@ -402,9 +402,15 @@ def test_the_sims_responses_only_model_is_judged_draw_by_draw(study: StudyFiles)
         assert sim.stats.by_status[200] == 10 * items  # one request a draw, none twice
         results = load_results(study.config)
         assert len(results.scores) == items
+        assert all(len(s.ratings) == 10 for s in results.scores)
         assert _scored(results.scores) == _server_ratings(sim)
-        # The dry run of the same study says the API and sends nothing.
+        # A second run sends nothing at all: not even the chat request the switch was learned
+        # from.
         received = sim.stats.received
+        again = run_cli("run", str(study.config), "--quiet")
+        assert again.returncode == 0, again.stderr
+        assert sim.stats.received == received
+        # The dry run of the same study says the API and sends nothing.
         dry = run_cli("run", str(study.config), "--dry-run")
         assert dry.returncode == 0, dry.stderr
         assert "is judged on the Responses API" in dry.stdout
@@ -513,6 +519,24 @@ def test_store_and_api_are_read_like_every_judge_key(study: StudyFiles, sim: Sim
         assert done.returncode == 2
         assert line in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert sim.stats.received == 0
+
+
+def test_store_true_is_sent_as_written_and_keys_the_same_study(
+    judge: ResponsesOnlyJudge, study: StudyFiles
+) -> None:
+    """``store = true`` lets OpenAI keep the answers; it cannot change them, so the study is
+    the same study: the answers it stored serve a run that sends ``store: false``."""
+    keys = {"model": MODEL, "base_url": judge.base_url, "api": "responses"}
+    sampling = {"n": 2, "max_tokens": 2000, "reasoning_effort": "low"}
+    study.write_config(judge.base_url, judge={**keys, "store": True}, sampling=sampling)
+    done = run_cli("run", str(study.config), "--quiet", env=KEY)
+    assert done.returncode == 0, done.stderr
+    assert len(judge.bodies) == 2 * 2 * study.n_records
+    assert all(body["store"] is True for body in judge.bodies)
+    study.write_config(judge.base_url, judge=keys, sampling=sampling)
+    again = run_cli("run", str(study.config), "--quiet", env=KEY)
+    assert again.returncode == 0, again.stderr
+    assert len(judge.bodies) == 2 * 2 * study.n_records
 
 
 def test_azure_serves_the_responses_api_on_its_v1_surface(

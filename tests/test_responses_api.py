@@ -300,6 +300,29 @@ def test_a_budget_spent_on_reasoning_stops_with_the_line_to_raise_it(
     assert (row["answered"], row["refused"], row["missing"]) == (0, 0, 16)
 
 
+def test_a_tpm_limit_counts_a_request_as_the_one_answer_it_asks(
+    judge: ResponsesOnlyJudge, tmp_path: Path
+) -> None:
+    """A request on the Responses API asks one answer's max_output_tokens, however many draws
+    the item has: a tpm limit below n x max_tokens but above one answer's lets the study run."""
+    done = _run(judge, tmp_path, "--api", "responses", *ANSWERING)
+    assert done.returncode == 0, done.stderr
+    sent = len(judge.bodies)
+    # 10 x 2000 tokens would be over 15,000; a request asks 2000 and its prompt.
+    again = _run(judge, tmp_path, "--api", "responses", *ANSWERING, "--tpm", "15000")
+    assert again.returncode == 0, again.stderr
+    assert len(judge.bodies) == sent
+    dry = run_cli("run", *_flags(judge, tmp_path, "--api", "responses", *ANSWERING),
+                  "--dry-run", "--limit", "8", "--tpm", "15000", env=KEY)  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert "requests to send: 160" in dry.stdout
+    # A limit below one answer's budget can still never let a request through.
+    refused = _run(judge, tmp_path, "--api", "responses", *ANSWERING, "--tpm", "2000")
+    assert refused.returncode == 2
+    assert "more than the tpm limit (2000): raise --tpm or lower max_tokens" in refused.stderr
+    assert len(judge.bodies) == sent
+
+
 @pytest.mark.parametrize(
     ("extra", "line"),
     [

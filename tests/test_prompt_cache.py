@@ -168,6 +168,47 @@ def test_the_first_request_of_a_criterion_is_answered_before_the_others_go(
     assert sim.stats.received - sim.stats.cache_hits == 1
 
 
+# A pairwise criterion whose instructions run past 1,024 tokens, the two texts last.
+LONG_PAIR_PROMPT = f"""Please act as an impartial judge and compare two texts written for the
+same reader. Decide which one is clearer, checking each text against these rules:
+
+{RUBRIC}
+
+[The Start of Assistant A's Answer]
+{{{{text_a}}}}
+[The End of Assistant A's Answer]
+
+[The Start of Assistant B's Answer]
+{{{{text_b}}}}
+[The End of Assistant B's Answer]
+
+Output your final verdict: "[[A]]" if A is clearer, "[[B]]" if B is, "[[C]]" for a tie."""
+
+
+def test_the_first_request_of_a_pairwise_criterion_is_answered_before_the_others_go(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    sim.settings.prompt_cache = True
+    sim.settings.latency_ms = 30
+    (study.root / "prompts" / "pair.txt").write_text(LONG_PAIR_PROMPT, encoding="utf-8")
+    pair = {"name": "pair", "kind": "pairwise", "prompt": "prompts/pair.txt", "compare": ["text"]}
+    _write(study, sim.base_url, criteria=[pair])
+    dry = run_cli("run", str(study.config), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    tokens = LONG_PAIR_PROMPT.index("{{text_a}}") // 4
+    blocks = tokens - (tokens - 1024) % 128
+    said = f"prompt cache: pair: about {tokens:,} prompt tokens shared by all its requests, "
+    assert f"{said}{blocks:,} of them cacheable" in dry.stdout
+    result = run_study(study)
+    assert result.returncode == 0, result.stderr
+    # A pair a user, asked in both orders: held until the first is answered, only that one
+    # computes the instructions; every other reads them from the cache.
+    assert sim.stats.received == study.n_records
+    assert sim.stats.received - sim.stats.cache_hits == 1
+    (key,) = sim.stats.cache_keys
+    assert key.startswith("geval-pair-")
+
+
 def test_the_draws_of_an_item_go_together_after_its_first(
     sim: SimServer, study: StudyFiles
 ) -> None:

@@ -212,7 +212,7 @@ def prompt_cache_lines(study: Study) -> list[str]:
     from ..study.evaluation_steps import with_estimated_steps
     from ..study.prompt_cache import prefix_share
 
-    return [prefix_share(c).line() for c in with_estimated_steps(study).criteria]
+    return [prefix_share(c).line() for c in with_estimated_steps(study).planned_criteria]
 
 
 def _batch_cost(config: EvalConfig, prompt_tokens: int, completion_tokens: int) -> str:

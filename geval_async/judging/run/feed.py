@@ -108,9 +108,10 @@ class Feed:
         # least _CLAIM_BATCH (a transaction's cost is shared by the keys it claims).
         self._ahead: list[ItemWork] = []
         self._batch = max(self.workers, _CLAIM_BATCH)
-        # The criteria whose shared prefix a provider caches, and the event of each one's
-        # opening item (set when its first request is over).
-        self._cached_prefix = {c.name for c in study.criteria if prefix_share(c).cacheable}
+        # The criteria whose shared prefix a provider caches, rated and pairwise, and the event
+        # of each one's opening item (set when its first request is over).
+        criteria = study.planned_criteria
+        self._cached_prefix = {c.name for c in criteria if prefix_share(c).cacheable}
         self._openers: dict[str, asyncio.Event] = {}
         # The draws of items an endpoint answers one a request, lent out once the item's first
         # answer is in (the provider's cache then holds its prompt): every worker takes them

@@ -82,6 +82,7 @@ class ResponsesOnlyJudge(LoopbackApp):
         self.statuses: Counter[int] = Counter()
         self.calls: Counter[str] = Counter()  # Responses requests per input
         self.ratings: dict[str, list[float]] = {}  # each input's ratings, in call order
+        self.authorizations: Counter[str] = Counter()  # the Authorization headers received
         # False: a model of the gpt-4.1 kind on the same API (no reasoning; takes
         # temperature and top_logprobs, and gives logprobs where include names them).
         self.reasoning = True
@@ -98,6 +99,7 @@ class ResponsesOnlyJudge(LoopbackApp):
     async def _responses(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.bodies.append(body)
+        self.authorizations[request.headers.get("Authorization", "")] += 1
         response = self.answer(body)
         self.statuses[response.status] += 1
         return response
@@ -283,6 +285,13 @@ def test_the_404_switches_to_the_responses_api_and_no_answer_is_lost(
     (page,) = (tmp_path / "out").glob("ueq*_report.html")
     html = page.read_text(encoding="utf-8")
     assert "I settle on my rating." in html
+    # The API key went in each request's header only: no file and no line holds it.
+    secret = KEY["OPENAI_API_KEY"]
+    assert set(judge.authorizations) == {f"Bearer {secret}"}
+    for shown in (done, again, more, story, reported, status):
+        assert secret not in shown.stdout + shown.stderr
+    held = [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert held == []
 
 
 def test_a_budget_spent_on_reasoning_stops_with_the_line_to_raise_it(

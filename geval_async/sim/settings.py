@@ -81,6 +81,10 @@ class SimSettings:
     position_bias: float = 0.0
     pair_ties: float = 0.0
     pair_strengths: str = ""
+    # Rated prompts: a JSON file of text -> hidden score on the prompt's scale, so that the
+    # judge rates a text as a study wants it to (people's rating plus a known bias and noise,
+    # say); a prompt holding none of the texts keeps the score drawn from it (sim.answers).
+    rated_scores: str = ""
     # OpenAI's prompt cache (sim.prompt_cache): a prompt's start of 1,024 tokens or more, in
     # 128-token blocks, kept once answered, reported as cached_tokens; unused this many
     # minutes, it is gone.

@@ -327,18 +327,10 @@ def _record_chunks(
             return
         keys: list[str] = []
         tokens: list[int] = []
-        if allotment is None:
-            for record in batch:
-                for criterion, rubric in pairs:
-                    request = first_request(JudgeItem(record, criterion, rubric), config)
-                    keys.append(request.key)
-                    tokens.append(request.est_tokens)
-            yield PlanChunk(config, batch, pairs, keys, tokens)
-            continue
         draws: list[int] = []
         where: list[int] = []
         for place, (record, (criterion, rubric)) in enumerate(product(batch, pairs)):
-            asked = allotment.of(criterion.name, record.id, n)
+            asked = n if allotment is None else allotment.of(criterion.name, record.id, n)
             if asked is None:
                 continue
             request = first_request(JudgeItem(record, criterion, rubric), config, asked)
@@ -348,7 +340,8 @@ def _record_chunks(
             where.append(place)
         if keys:
             every = len(where) == len(batch) * count
-            yield PlanChunk(config, batch, pairs, keys, tokens, None if every else where, draws)
+            allotted = None if allotment is None else draws
+            yield PlanChunk(config, batch, pairs, keys, tokens, None if every else where, allotted)
 
 
 def _check_steps(study: Study) -> None:

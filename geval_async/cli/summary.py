@@ -159,7 +159,9 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
         f"already cached: {estimate.cached}; "
         + (f"refused (not asked again): {estimate.refused}; " if estimate.refused else "")
         + (f"in live batch jobs: {estimate.in_batch}; " if estimate.in_batch else "")
-        + f"requests to send: {requests} (more if the server ignores n)"
+        + f"requests to send: {requests}"
+        # An endpoint of one answer a request is counted a request a draw already.
+        + ("" if estimate.one_choice else " (more if the server ignores n)")
         + (
             f", of them {estimate.steps_requests} for evaluation steps"
             if estimate.steps_requests

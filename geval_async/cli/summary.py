@@ -159,7 +159,9 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
         f"already cached: {estimate.cached}; "
         + (f"refused (not asked again): {estimate.refused}; " if estimate.refused else "")
         + (f"in live batch jobs: {estimate.in_batch}; " if estimate.in_batch else "")
-        + f"requests to send: {requests} (more if the server ignores n)"
+        + f"requests to send: {requests}"
+        # An endpoint of one answer a request is counted a request a draw already.
+        + ("" if estimate.one_choice else " (more if the server ignores n)")
         + (
             f", of them {estimate.steps_requests} for evaluation steps"
             if estimate.steps_requests
@@ -212,7 +214,7 @@ def prompt_cache_lines(study: Study) -> list[str]:
     from ..study.evaluation_steps import with_estimated_steps
     from ..study.prompt_cache import prefix_share
 
-    return [prefix_share(c).line() for c in with_estimated_steps(study).criteria]
+    return [prefix_share(c).line() for c in with_estimated_steps(study).planned_criteria]
 
 
 def _batch_cost(config: EvalConfig, prompt_tokens: int, completion_tokens: int) -> str:

@@ -378,9 +378,10 @@ def judge(
                 full = INVALID_ANSWER if invalid else forms[int(u4 * len(forms))]
                 full = _fill(full, rating, top)
             given = None if invalid or writes_steps else rating
-            judged.ratings.append(given)
             thought = reasoning_text(given, top, yes_no, extra)
             shaped = shape(full, thought, body, settings, extra)
+            # Cut off inside its reasoning, the choice never wrote the rating it leaned to.
+            judged.ratings.append(given if shaped.answered else None)
             message, cut, logprobs = shaped.message, shaped.cut, None
             judged.completion_tokens += shaped.completion_tokens
             judged.reasoning_tokens += shaped.reasoning_tokens

@@ -155,20 +155,26 @@ def simulated(folder: Path) -> dict[str, Any]:
 
 
 def spend(folder: Path) -> dict[str, Any]:
-    """The shipped UEQ study at its own n = 10 and ``target_se = 0.2``, against an endpoint
+    """The demo study (the shipped UEQ study at its own n = 10, the simulated judge and the
+    limits ``geval-async demo`` runs it with) at ``target_se = 0.2``, against an endpoint
     that takes ``n`` and one that answers one draw a request: what the draws cost against
     the fixed study (``stats/<prefix>_draws.csv``, summed over the criteria)."""
-    from geval_async.sim import SimServer, SimSettings
+    from dataclasses import replace
 
+    from geval_async.cli.demo import demo_server
+    from geval_async.sim import SimServer
+
+    demo = demo_server().settings  # built, not started
+    limits = {"concurrency": 32, "rpm": demo.rpm, "tpm": demo.tpm}  # as demo_config sets them
     out: dict[str, Any] = {}
     for name, settings in (
-        ("n_in_one_request", SimSettings(seed=3)),
-        ("one_request_a_draw", SimSettings(seed=3, max_n=1)),
+        ("n_in_one_request", demo),
+        ("one_request_a_draw", replace(demo, max_n=1)),
     ):
         with SimServer(settings) as server:
             common = {"base_url": server.base_url, "seed": SEED, "target_se": CHOSEN}
             cache = str(folder / f"spend-{name}")
-            _judge(UEQ, cache=cache, rpm=1e8, tpm=1e10, **common)
+            _judge(UEQ, cache=cache, **limits, **common)
             table = _scores(UEQ, cache=cache, **common).draws_frame()
         total = table[["draws", "fixed_draws", "requests", "fixed_requests", "cost", "fixed_cost"]]
         total = total.sum()
@@ -209,7 +215,7 @@ def llama(folder: Path, documents: int) -> dict[str, Any]:
     process, base_url = _start(folder / "server.log")
     try:
         started = time.monotonic()
-        _judge(config, base_url=base_url)
+        sent = _judge(config, base_url=base_url).counters.requests_sent
         seconds = time.monotonic() - started
     finally:
         process.terminate()
@@ -224,6 +230,8 @@ def llama(folder: Path, documents: int) -> dict[str, Any]:
         "documents": documents,
         "items": len(full),
         "invalid_share": round(float(full["invalid"].sum() / full["draws"].sum()), 3),
+        # The time of the requests this run sent (none when the kept cache held them all).
+        "fixed_requests_sent": sent,
         "fixed_seconds": round(seconds, 1),
         "settings": rows,
     }

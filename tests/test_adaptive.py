@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -20,14 +21,15 @@ from conftest import StudyFiles, run_cli, run_study, start_process, wait_for
 
 import geval_async as ga
 from geval_async.scoring.stats.adaptive import allot_budget, stopping_point
-from geval_async.sim import SimServer, SimSettings, item_certainty
+from geval_async.sim import SimServer, SimSettings, item_certainty, item_digest
 from geval_async.study.config import load_config
 from geval_async.study.plan import plan_items, render_messages
 from geval_async.study.prepare import prepare_study
 
 VARIED = SimSettings(certainty="varied", seed=7)
 N = 12
-ADAPTIVE = {"n": N, "target_se": 0.2, "first_draws": 3, "seed": 11}
+FIRST = 3
+ADAPTIVE = {"n": N, "target_se": 0.2, "first_draws": FIRST, "seed": 11}
 
 
 @pytest.fixture
@@ -52,13 +54,34 @@ def past_the_opening_round(server: SimServer, items: int) -> None:
     wait_for(lambda: server.stats.received > items + 2, "a later round")
 
 
-def kinds(study: StudyFiles) -> dict[tuple[str, str], str]:
-    """How sure the simulated judge is of each item: ``(criterion, record_id) -> kind``."""
+def rounds(ratings: tuple[float | None, ...]) -> int:
+    """The rounds the target rule took to settle an item with these ratings (in draw order)."""
+    draws, taken = FIRST, 1
+    while not (stop := stopping_point(ratings[:draws], N, FIRST, 0.2)).settled:
+        draws, taken = stop.draws, taken + 1
+    return taken
+
+
+def item_messages(study: StudyFiles) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The messages the judge is sent for each item: ``(criterion, record_id) -> messages``."""
     prepared = prepare_study(load_config(study.config))
     return {
-        (item.criterion.name, item.record.id): item_certainty(render_messages(item), VARIED)
+        (item.criterion.name, item.record.id): render_messages(item)
         for item in plan_items(prepared)
     }
+
+
+def kinds(study: StudyFiles) -> dict[tuple[str, str], str]:
+    """How sure the simulated judge is of each item: ``(criterion, record_id) -> kind``."""
+    return {key: item_certainty(m, VARIED) for key, m in item_messages(study).items()}
+
+
+def answered(study: StudyFiles, server: SimServer) -> pd.Series:
+    """The draws the judge answered for each item, over all its rounds, by its own counts:
+    ``(criterion, record_id) -> draws``."""
+    counts = server.stats.item_draws
+    asked = {key: counts[item_digest(m)] for key, m in item_messages(study).items()}
+    return pd.Series(asked).rename_axis(["criterion", "record_id"]).sort_index()
 
 
 def test_draws_stop_where_ratings_agree_and_go_on_where_they_do_not(
@@ -67,20 +90,25 @@ def test_draws_stop_where_ratings_agree_and_go_on_where_they_do_not(
     study.write_config(varied.base_url, sampling=ADAPTIVE)
     assert run_study(study).returncode == 0
     used = draws_used(study)
+    asked = answered(study, varied)  # the judge's own count of each item's draws
     kind = kinds(study)
     assert len(used) == study.n_records * 2  # every item scored
-    sure = [used[key] for key, k in kind.items() if k == "sure"]
-    spread = [used[key] for key, k in kind.items() if k == "spread"]
+    sure = [asked[key] for key, k in kind.items() if k == "sure"]
+    spread = [asked[key] for key, k in kind.items() if k == "spread"]
     assert sure and spread
     assert set(sure) == {3}  # three equal ratings: a standard error of 0, settled at once
     # A judge torn across the scale is asked on, most items up to n.
     assert min(spread) > 3 and sum(d == N for d in spread) > len(spread) / 2
-    # The judge was asked exactly the draws that are scored: none twice, none wasted.
+    # Each item was asked exactly the draws its score reads: none twice, none wasted.
+    pd.testing.assert_series_equal(asked, used.sort_index(), check_names=False)
     assert varied.stats.samples == used.sum()
     assert used.sum() < N * len(used)
     # Every settled item meets the target or has all n draws.
-    long = ga.load_results(study.config).long
+    results = ga.load_results(study.config)
+    long = results.long
     assert ((long["se"] <= 0.2) | (long["valid"] + long["invalid"] == N)).all()
+    # On an endpoint that takes n, a round is one request asking for that round's draws.
+    assert varied.stats.received == sum(rounds(score.ratings) for score in results.scores)
 
 
 def test_a_rerun_sends_nothing_and_status_counts_every_item_settled(
@@ -111,6 +139,10 @@ def test_raising_the_target_or_asking_the_full_n_sends_only_the_new_draws(
     assert run_study(study).returncode == 0
     tight = draws_used(study)
     # Each item asked only the draws past those it had: the earlier ones are the same keys.
+    asked = answered(study, varied)
+    pd.testing.assert_series_equal(
+        asked, pd.concat([loose, tight], axis=1).max(axis=1).sort_index(), check_names=False
+    )
     assert varied.stats.samples == loose.sum() + (tight - loose).clip(lower=0).sum()
     assert (tight >= loose).mean() > 0.9
     # The fixed study with the same settings reads every adaptive draw as its first ones.
@@ -191,6 +223,8 @@ def test_sigkill_between_rounds_resumes_without_asking_a_draw_twice(
         # Only the answers in flight at the kill (two requests at most) are asked again.
         assert used.sum() <= server.stats.samples <= used.sum() + 2 * N
         assert server.stats.samples > asked
+        again = answered(study, server) - used.sort_index()
+        assert (again >= 0).all() and (again > 0).sum() <= 2, again[again != 0]
     # The same draws, and so the same scores, as a run never interrupted.
     clean = tmp_path / "clean"
     clean.mkdir()
@@ -210,6 +244,7 @@ def test_batch_api_rounds_are_batches(study: StudyFiles, varied: SimServer) -> N
     used = draws_used(study)
     assert varied.stats.batches >= 2  # the opening round, then the items still drawing
     assert varied.stats.samples == used.sum()
+    pd.testing.assert_series_equal(answered(study, varied), used.sort_index(), check_names=False)
     online = draws_used(study)
     assert len(online) == study.n_records * 2
 
@@ -243,6 +278,61 @@ def test_the_command_line_sets_the_target_for_one_run(study: StudyFiles, varied:
     assert dry.returncode == 0, dry.stderr
     assert "draws spent by need (target_se = 0.2, first_draws = 3, n = 20)" in dry.stdout
     assert "estimate: about" in dry.stdout
+
+
+def dry_run_bounds(study: StudyFiles, *flags: str) -> tuple[tuple[int, float], tuple[int, float]]:
+    """``run --dry-run``'s least and most: ``(draws, USD)`` each."""
+    dry = run_cli("run", str(study.config), "--dry-run", *flags)
+    assert dry.returncode == 0, dry.stderr
+    found = [
+        re.search(rf"^  {bound}: (-?\d+) draws, \d+ requests, \$([\d.]+)", dry.stdout, re.MULTILINE)
+        for bound in ("least", "most")
+    ]
+    assert all(found), dry.stdout
+    return tuple((int(m[1]), float(m[2])) for m in found if m)  # type: ignore[return-value]
+
+
+def test_the_dry_run_of_a_budget_brackets_what_the_run_then_asks(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    # Prices at which the prompt is most of the bill: a draw past the first ones costs little.
+    prices = {"sim-judge": [10_000.0, 20_000.0]}
+    study.write_config(varied.base_url, sampling={**ADAPTIVE, "target_se": None}, prices=prices)
+    items = study.n_records * 2
+    budget = items * 6
+    (least, low), (most, high) = dry_run_bounds(study, "--draws", str(budget))
+    assert (least, most) == (3 * items, budget)  # first_draws each; the whole budget
+    assert low < high
+    assert run_study(study, "--draws", str(budget)).returncode == 0
+    spent = varied.stats.samples
+    # A budget raised: its rounds are replayed on draws the smaller one placed elsewhere.
+    raised = str(budget + 100)
+    (least, low), (most, high) = dry_run_bounds(study, "--draws", raised)
+    assert 0 <= least <= most <= budget + 100 - spent
+    assert low <= high
+    assert run_study(study, "--draws", raised).returncode == 0
+    assert least <= varied.stats.samples - spent <= most
+
+
+def test_the_dry_run_of_a_target_bounds_the_requests_and_cost_of_its_rounds(
+    study: StudyFiles, varied: SimServer
+) -> None:
+    # Prices at which the prompt is most of the bill: on an endpoint that takes n, every
+    # round after the first pays it again, and the most must say so.
+    study.write_config(varied.base_url, sampling=ADAPTIVE, prices={"sim-judge": [1e4, 2e4]})
+    dry = run_cli("run", str(study.config), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    bound = r"^  {}: (\d+) draws, (\d+) requests, \$([\d.]+)"
+    least = re.search(bound.format("least"), dry.stdout, re.MULTILINE)
+    most = re.search(bound.format("most"), dry.stdout, re.MULTILINE)
+    assert least and most, dry.stdout
+    run = run_cli("run", str(study.config))
+    assert run.returncode == 0, run.stderr
+    billed = re.search(r"^billed: \$([\d.]+)", run.stdout, re.MULTILINE)
+    assert billed, run.stdout
+    assert int(least[1]) <= varied.stats.samples <= int(most[1])
+    assert int(least[2]) < varied.stats.received <= int(most[2])  # later rounds were asked
+    assert float(least[3]) < float(billed[1]) <= float(most[3])
 
 
 # --- the rules, on ratings given --------------------------------------------------------------
@@ -327,6 +417,25 @@ def test_shards_ask_their_own_items_rounds_and_merge_into_one_run(
     refused = run_study(study, "--shard", "1/2")
     assert refused.returncode == 2
     assert "run it without --shard" in refused.stderr
+
+
+def test_two_runs_on_one_cache_share_the_rounds_and_ask_each_draw_once(study: StudyFiles) -> None:
+    # Two runs of the study on one cache folder (two terminals, or array jobs on a shared file
+    # system) race on the same items in every round; the claim on each request in flight makes
+    # one wait for the other's answer instead of asking again.
+    with SimServer(SimSettings(certainty="varied", seed=7, latency_ms=20)) as server:
+        study.write_config(server.base_url, sampling=ADAPTIVE, limits={"concurrency": 4})
+        processes = [start_process("run", str(study.config), "--quiet") for _ in range(2)]
+        for process in processes:
+            stdout, stderr = process.communicate(timeout=120)
+            assert process.returncode == 0, stdout + stderr
+        used = draws_used(study)
+        assert len(used) == study.n_records * 2
+        assert server.stats.received > len(used)  # later rounds were asked
+        assert max(server.stats.answered.values()) == 1  # no request answered twice
+        pd.testing.assert_series_equal(
+            answered(study, server), used.sort_index(), check_names=False
+        )
 
 
 def test_ctrl_c_in_a_later_round_keeps_every_answer_and_asks_no_more_rounds(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import socket
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -82,6 +83,16 @@ def test_sim_with_an_unknown_answer_style_is_one_line() -> None:
     assert result.returncode == 2, result.stderr
     line = _one_error_line(result.stderr)
     assert "--answer-styles judgez" in line and "judges" in line  # the known styles
+
+
+def test_sim_with_rated_scores_it_cannot_read_is_one_line(tmp_path: Path) -> None:
+    listed = tmp_path / "rated.json"
+    listed.write_text('["a summary", 4]', encoding="utf-8")
+    for path, why in ((tmp_path / "missing.json", "cannot read it"), (listed, "JSON object")):
+        result = run_cli("sim", "--port", "0", "--rated-scores", str(path), timeout=30)
+        assert result.returncode == 2, result.stderr
+        line = _one_error_line(result.stderr)
+        assert f"--rated-scores {path}" in line and why in line
 
 
 def test_sim_help_says_what_every_flag_does() -> None:

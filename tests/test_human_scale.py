@@ -184,6 +184,19 @@ def test_report_has_the_section_and_the_file(labelled: StudyFiles) -> None:
     section = report.split("## On the human scale", 1)[1]
     assert "a share of 0.5 of the labelled records" in section
     assert "| clar |" in section and "| A - B (paired) |" in section
+    # How many labels were used, the judge's bias on them and the intervals' cross-validated
+    # coverage, as the labelled records give them.
+    items = ga.load_results(labelled.config).labelled
+    assert items is not None
+    used = items[items["used"] & (items["criterion"] == "clar")]
+    labelled_count = int(items.loc[items["criterion"] == "clar", "human"].notna().sum())
+    bias = (used["score"] - used["human"]).mean()
+    inside = ((used["lo"] <= used["human"]) & (used["human"] <= used["hi"])).mean()
+    row = next(line for line in section.splitlines() if line.startswith("| clar |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == f"{len(used)} of {labelled_count}" and len(used) < labelled_count
+    assert cells[2] == f"{bias:+.3f}"
+    assert cells[7] == f"{inside:.3f}"
     assert (labelled.output / "stats" / "t_human_scale.csv").is_file()
 
 

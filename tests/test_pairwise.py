@@ -109,8 +109,10 @@ def _combined_from_record(
 # --- the config --------------------------------------------------------------------------------
 
 
-def _pairwise_config(tmp_path: Path, criterion: str, data: str = "") -> Path:
-    prompt = ROOT / "prompts" / "ueq" / "pairwise_relevance.txt"
+def _pairwise_config(
+    tmp_path: Path, criterion: str, data: str = "", prompt_name: str = "pairwise_relevance.txt"
+) -> Path:
+    prompt = ROOT / "prompts" / "ueq" / prompt_name
     config = tmp_path / "config.toml"
     data = data or 'group = "user"\ncondition = "condition"'
     config.write_text(
@@ -151,6 +153,90 @@ def test_bad_pairwise_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = run_cli("run", str(without_groups), "--dry-run")
     assert result.returncode == 2
     assert "set [data] group" in result.stderr
+
+
+def test_a_shared_field_that_differs_within_a_pair_is_one_line_and_nothing_is_sent(
+    tmp_path: Path,
+) -> None:
+    # A shared field is shown once: were the two records' values different, each order would
+    # show the judge another profile of the user.
+    records = _records(UEQ_RECORDS)
+    records[1]["user_info"] += " Prefers short questionnaires."
+    changed = tmp_path / "records.jsonl"
+    changed.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    config = _pairwise_config(
+        tmp_path,
+        'compare = ["questionnaire"]\nfields = ["user_info", "user_state"]',
+        prompt_name="pairwise_personalization.txt",
+    )
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(str(UEQ_RECORDS), str(changed)),
+        encoding="utf-8",
+    )
+    with SimServer(SimSettings()) as sim:
+        result = run_cli("run", str(config), "--base-url", sim.base_url, "--cache",
+                         str(tmp_path / "cache"), *FAST)  # fmt: skip
+        assert sim.stats.received == 0
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert f"{changed}: records 'u01-mLLM' (line 1) and 'u01-sLLM' (line 2)" in result.stderr
+    assert "differ in field 'user_info', which criterion 'rel_pair'" in result.stderr
+    assert "list it in 'compare'" in result.stderr
+    assert cache_snapshot(tmp_path / "cache") == {}
+
+
+def test_shared_fields_are_shown_once_and_compared_fields_in_each_place(tmp_path: Path) -> None:
+    config = _pairwise_config(
+        tmp_path,
+        'compare = ["questionnaire"]\nfields = ["user_info", "user_state"]',
+        prompt_name="pairwise_personalization.txt",
+    )
+    request = next(iter(planned_requests(prepare_study(load_config(config)))))
+    shown = request.messages[0]["content"]
+    first, second = _records(UEQ_RECORDS)[:2]
+    assert shown.count(first["user_info"]) == 1 and shown.count(first["user_state"]) == 1
+    assert shown.count(first["questionnaire"]) == shown.count(second["questionnaire"]) == 1
+
+
+def test_more_than_two_conditions_are_compared_in_every_pair_unless_named(tmp_path: Path) -> None:
+    records = [
+        {"id": f"{group}-{c}", "group": group, "system": c, "summary": f"{c} on {group}"}
+        for group in ("d1", "d2")
+        for c in ("M8", "M9", "M10")
+    ]
+    del records[5]  # d2 has no M10 summary: its pairs with M10 are not asked
+    path = tmp_path / "summaries.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(
+        "Which summary is better?\n[The Start of Summary A]\n{{summary_a}}\n"
+        "[The End of Summary A]\n[The Start of Summary B]\n{{summary_b}}\n"
+        "[The End of Summary B]\nAnswer [[A]], [[B]] or [[C]] (a tie).",
+        encoding="utf-8",
+    )
+
+    def compared(pairs: str) -> list[tuple[str, str, str, str]]:
+        config = tmp_path / "three.toml"
+        config.write_text(
+            f'[data]\npath = "{path}"\ngroup = "group"\ncondition = "system"\n'
+            '[judge]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+            f'[[criteria]]\nname = "rel"\nkind = "pairwise"\nprompt = "{prompt}"\n'
+            f'compare = ["summary"]\n{pairs}\n',
+            encoding="utf-8",
+        )
+        planned = planned_requests(prepare_study(load_config(config)))
+        return [
+            (r.item.record.group, r.item.record.a, r.item.record.b, r.item.record.first)
+            for r in planned
+        ]
+
+    every = compared("")
+    assert {(g, a, b) for g, a, b, _ in every} == {
+        ("d1", "M8", "M9"), ("d1", "M8", "M10"), ("d1", "M9", "M10"), ("d2", "M8", "M9")
+    }  # fmt: skip
+    assert len(every) == 2 * 4  # both orders of each
+    named = compared('pairs = [["M10", "M8"]]')
+    assert named == [("d1", "M10", "M8", "M10"), ("d1", "M10", "M8", "M8")]
 
 
 def test_both_orders_are_two_requests_with_their_own_keys(tmp_path: Path) -> None:
@@ -419,6 +505,18 @@ def test_bradley_terry_on_four_summeval_systems(tmp_path: Path) -> None:
     frame = results.pairwise()
     assert len(frame) == 6 and (frame["pairs"] == 100).all()
     assert frame.set_index(["a", "b"]).loc[("M8", "M12"), "a_win_rate"] > 0.8
+    # The report writes the same strengths, and says what they are.
+    report = run_cli("report", str(config))
+    assert report.returncode == 0, report.stderr
+    (written,) = (tmp_path / "out" / "stats").glob("*_strengths.csv")
+    pd.testing.assert_frame_equal(
+        pd.read_csv(written)[["condition", "strength", "rank"]],
+        results.strengths()[["condition", "strength", "rank"]],
+        check_dtype=False,
+        atol=1e-6,
+    )
+    (markdown,) = (tmp_path / "out").glob("*_report.md")
+    assert "### Bradley-Terry strengths" in markdown.read_text(encoding="utf-8")
 
 
 # --- a run killed with SIGKILL -------------------------------------------------------------------

@@ -66,6 +66,13 @@ def test_the_pairwise_section_shows_both_orders_side_by_side(
     for k, verdict in enumerate(first_pair["verdict"]):
         assert f"Verdict: {verdict}" in orders.nth(k).inner_text()
         assert orders.nth(k).locator("pre.answer").inner_text().strip()
+    # The bias section flags the first-shown share the position table shows.
+    page.click("nav a[href='#bias']")
+    flags = page.locator("section#bias ul.bias-flags li").all_inner_texts()
+    for criterion, row in frame.iterrows():
+        flagged = [f for f in flags if f.startswith(f"Flag: position ({criterion})")]
+        assert len(flagged) == int(row["first_ci_low"] > 0.5 or row["first_ci_high"] < 0.5)
+    assert any(f"{frame.loc['ind_pair', 'first_shown_wins']:.3f}" in f for f in flags)
     page.screenshot(path=str(pairwise_report / "pairwise.png"), full_page=False)
     assert all(url.startswith("file://") for url in opened.requests)
     assert opened.console == []

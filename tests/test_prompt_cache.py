@@ -168,6 +168,47 @@ def test_the_first_request_of_a_criterion_is_answered_before_the_others_go(
     assert sim.stats.received - sim.stats.cache_hits == 1
 
 
+# A pairwise criterion whose instructions run past 1,024 tokens, the two texts last.
+LONG_PAIR_PROMPT = f"""Please act as an impartial judge and compare two texts written for the
+same reader. Decide which one is clearer, checking each text against these rules:
+
+{RUBRIC}
+
+[The Start of Assistant A's Answer]
+{{{{text_a}}}}
+[The End of Assistant A's Answer]
+
+[The Start of Assistant B's Answer]
+{{{{text_b}}}}
+[The End of Assistant B's Answer]
+
+Output your final verdict: "[[A]]" if A is clearer, "[[B]]" if B is, "[[C]]" for a tie."""
+
+
+def test_the_first_request_of_a_pairwise_criterion_is_answered_before_the_others_go(
+    sim: SimServer, study: StudyFiles
+) -> None:
+    sim.settings.prompt_cache = True
+    sim.settings.latency_ms = 30
+    (study.root / "prompts" / "pair.txt").write_text(LONG_PAIR_PROMPT, encoding="utf-8")
+    pair = {"name": "pair", "kind": "pairwise", "prompt": "prompts/pair.txt", "compare": ["text"]}
+    _write(study, sim.base_url, criteria=[pair])
+    dry = run_cli("run", str(study.config), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    tokens = LONG_PAIR_PROMPT.index("{{text_a}}") // 4
+    blocks = tokens - (tokens - 1024) % 128
+    said = f"prompt cache: pair: about {tokens:,} prompt tokens shared by all its requests, "
+    assert f"{said}{blocks:,} of them cacheable" in dry.stdout
+    result = run_study(study)
+    assert result.returncode == 0, result.stderr
+    # A pair a user, asked in both orders: held until the first is answered, only that one
+    # computes the instructions; every other reads them from the cache.
+    assert sim.stats.received == study.n_records
+    assert sim.stats.received - sim.stats.cache_hits == 1
+    (key,) = sim.stats.cache_keys
+    assert key.startswith("geval-pair-")
+
+
 def test_the_draws_of_an_item_go_together_after_its_first(
     sim: SimServer, study: StudyFiles
 ) -> None:
@@ -448,19 +489,23 @@ SHIPPED = [
 @pytest.mark.parametrize("config", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_prompt_puts_the_record_last(config: Path) -> None:
     """The criterion's fixed text comes before the first record field; after it come only the
-    fields, their short labels and the one-line answer form."""
+    fields, their short labels and the one-line answer form. Pairwise criteria too: their
+    shared fields, then the two texts, then the line that asks for the verdict."""
     from geval_async.study.config import load_config
     from geval_async.study.prompts import load_template
 
-    for criterion in load_config(config).criteria:
+    loaded = load_config(config)
+    for criterion in (*loaded.criteria, *loaded.pairwise):
         template = load_template(criterion.prompt, criterion.style)
         record = set(criterion.fields) | ({"record"} if criterion.definition else set())
         names = list(template.parts[1::2])
         at = [i for i, name in enumerate(names) if name in record]
         assert at, f"{criterion.prompt}: no record field"
         after = template.parts[2 * at[0] + 2 :]  # the literals and names after the first field
-        literals = after[0::2]
-        assert all(len(text) <= 80 for text in literals), (criterion.prompt, literals)
+        *labels, last = after[0::2]
+        tail, _, form = last.rstrip("\n").rpartition("\n")
+        assert all(len(text) <= 80 for text in (*labels, tail)), (criterion.prompt, after)
+        assert len(form) <= 200, (criterion.prompt, form)  # the answer form: one line
         assert set(after[1::2]) - record <= {"metric_name", "scale"}, (criterion.prompt, after)
 
 

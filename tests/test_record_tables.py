@@ -5,6 +5,7 @@ its fields read again as a walk needs them), with the same checks and one-line e
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -103,3 +104,15 @@ def test_a_table_changed_under_the_study_is_one_clear_error(study: StudyFiles, f
     with pytest.raises(ConfigError, match="records file changed") as raised:
         list(records)
     assert str(raised.value).startswith(f"{path}: ")
+
+
+def test_parquet_without_pyarrow_names_the_extra_to_install(
+    study: StudyFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_table(study, "parquet")
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # as a plain install has it
+    with pytest.raises(ConfigError) as raised:
+        load_records(path)
+    assert str(raised.value) == (
+        f"{path}: reading Parquet records needs pyarrow: pip install 'geval-async[parquet]'"
+    )

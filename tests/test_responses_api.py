@@ -82,6 +82,7 @@ class ResponsesOnlyJudge(LoopbackApp):
         self.statuses: Counter[int] = Counter()
         self.calls: Counter[str] = Counter()  # Responses requests per input
         self.ratings: dict[str, list[float]] = {}  # each input's ratings, in call order
+        self.authorizations: Counter[str] = Counter()  # the Authorization headers received
         # False: a model of the gpt-4.1 kind on the same API (no reasoning; takes
         # temperature and top_logprobs, and gives logprobs where include names them).
         self.reasoning = True
@@ -98,6 +99,7 @@ class ResponsesOnlyJudge(LoopbackApp):
     async def _responses(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.bodies.append(body)
+        self.authorizations[request.headers.get("Authorization", "")] += 1
         response = self.answer(body)
         self.statuses[response.status] += 1
         return response
@@ -283,6 +285,13 @@ def test_the_404_switches_to_the_responses_api_and_no_answer_is_lost(
     (page,) = (tmp_path / "out").glob("ueq*_report.html")
     html = page.read_text(encoding="utf-8")
     assert "I settle on my rating." in html
+    # The API key went in each request's header only: no file and no line holds it.
+    secret = KEY["OPENAI_API_KEY"]
+    assert set(judge.authorizations) == {f"Bearer {secret}"}
+    for shown in (done, again, more, story, reported, status):
+        assert secret not in shown.stdout + shown.stderr
+    held = [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert held == []
 
 
 def test_a_budget_spent_on_reasoning_stops_with_the_line_to_raise_it(
@@ -298,6 +307,29 @@ def test_a_budget_spent_on_reasoning_stops_with_the_line_to_raise_it(
     assert all(body["max_output_tokens"] == 100 for body in judge.bodies)
     row = summary_row(_status(judge, tmp_path, "--api", "responses", "--max-tokens", "100").stdout)
     assert (row["answered"], row["refused"], row["missing"]) == (0, 0, 16)
+
+
+def test_a_tpm_limit_counts_a_request_as_the_one_answer_it_asks(
+    judge: ResponsesOnlyJudge, tmp_path: Path
+) -> None:
+    """A request on the Responses API asks one answer's max_output_tokens, however many draws
+    the item has: a tpm limit below n x max_tokens but above one answer's lets the study run."""
+    done = _run(judge, tmp_path, "--api", "responses", *ANSWERING)
+    assert done.returncode == 0, done.stderr
+    sent = len(judge.bodies)
+    # 10 x 2000 tokens would be over 15,000; a request asks 2000 and its prompt.
+    again = _run(judge, tmp_path, "--api", "responses", *ANSWERING, "--tpm", "15000")
+    assert again.returncode == 0, again.stderr
+    assert len(judge.bodies) == sent
+    dry = run_cli("run", *_flags(judge, tmp_path, "--api", "responses", *ANSWERING),
+                  "--dry-run", "--limit", "8", "--tpm", "15000", env=KEY)  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert "requests to send: 160\n" in dry.stdout  # a request a draw: the count is exact
+    # A limit below one answer's budget can still never let a request through.
+    refused = _run(judge, tmp_path, "--api", "responses", *ANSWERING, "--tpm", "2000")
+    assert refused.returncode == 2
+    assert "more than the tpm limit (2000): raise --tpm or lower max_tokens" in refused.stderr
+    assert len(judge.bodies) == sent
 
 
 @pytest.mark.parametrize(
@@ -402,9 +434,15 @@ def test_the_sims_responses_only_model_is_judged_draw_by_draw(study: StudyFiles)
         assert sim.stats.by_status[200] == 10 * items  # one request a draw, none twice
         results = load_results(study.config)
         assert len(results.scores) == items
+        assert all(len(s.ratings) == 10 for s in results.scores)
         assert _scored(results.scores) == _server_ratings(sim)
-        # The dry run of the same study says the API and sends nothing.
+        # A second run sends nothing at all: not even the chat request the switch was learned
+        # from.
         received = sim.stats.received
+        again = run_cli("run", str(study.config), "--quiet")
+        assert again.returncode == 0, again.stderr
+        assert sim.stats.received == received
+        # The dry run of the same study says the API and sends nothing.
         dry = run_cli("run", str(study.config), "--dry-run")
         assert dry.returncode == 0, dry.stderr
         assert "is judged on the Responses API" in dry.stdout
@@ -513,6 +551,24 @@ def test_store_and_api_are_read_like_every_judge_key(study: StudyFiles, sim: Sim
         assert done.returncode == 2
         assert line in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert sim.stats.received == 0
+
+
+def test_store_true_is_sent_as_written_and_keys_the_same_study(
+    judge: ResponsesOnlyJudge, study: StudyFiles
+) -> None:
+    """``store = true`` lets OpenAI keep the answers; it cannot change them, so the study is
+    the same study: the answers it stored serve a run that sends ``store: false``."""
+    keys = {"model": MODEL, "base_url": judge.base_url, "api": "responses"}
+    sampling = {"n": 2, "max_tokens": 2000, "reasoning_effort": "low"}
+    study.write_config(judge.base_url, judge={**keys, "store": True}, sampling=sampling)
+    done = run_cli("run", str(study.config), "--quiet", env=KEY)
+    assert done.returncode == 0, done.stderr
+    assert len(judge.bodies) == 2 * 2 * study.n_records
+    assert all(body["store"] is True for body in judge.bodies)
+    study.write_config(judge.base_url, judge=keys, sampling=sampling)
+    again = run_cli("run", str(study.config), "--quiet", env=KEY)
+    assert again.returncode == 0, again.stderr
+    assert len(judge.bodies) == 2 * 2 * study.n_records
 
 
 def test_azure_serves_the_responses_api_on_its_v1_surface(

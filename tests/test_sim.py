@@ -11,6 +11,7 @@ import random
 import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -174,6 +175,39 @@ def test_logprobs_look_like_openais(client: openai.OpenAI) -> None:
     assert near <= {a.token for a in alternatives}
     assert " " + first.token in {a.token for a in alternatives}
     assert sum(math.exp(a.logprob) for a in alternatives if a.token in ratings) < 1
+
+
+def test_rated_scores_set_the_judged_texts_score(
+    srv: SimServer, client: openai.OpenAI, tmp_path: Path
+) -> None:
+    """A study that hands the judge its scores gets them for the text judged, not for a text of
+    the file that its context holds (an extractive summary's sentence in the article)."""
+    lead = "The council met on Monday and agreed the budget."
+    summary = "Council agrees budget."
+    table = tmp_path / "rated.json"
+    table.write_text(json.dumps({lead: 5.0, summary: 1.2}), encoding="utf-8")
+
+    def expected_rating(text: str, article: str = f"{lead} Rain is due.") -> float:
+        prompt = f"Article: {article}\nSummary: {text}\nRate the coherence (1-5):"
+        completion = client.chat.completions.create(
+            model="gpt-test",
+            messages=[{"role": "user", "content": prompt}],
+            max_tokens=1,
+            logprobs=True,
+            top_logprobs=20,
+        )
+        assert completion.choices[0].logprobs is not None
+        first = (completion.choices[0].logprobs.content or [])[0]
+        mass = {int(a.token): math.exp(a.logprob) for a in first.top_logprobs if a.token.isdigit()}
+        return sum(r * p for r, p in mass.items()) / sum(mass.values())
+
+    elsewhere = "Markets fell as rain came."
+    drawn = expected_rating("Markets fell.", elsewhere)
+    srv.settings.rated_scores = str(table)
+    assert expected_rating(summary) < 1.7  # its own 1.2, though the article holds the 5
+    assert expected_rating(lead) > 4.3  # the lead judged as the summary: 5
+    # A prompt holding none of the file's texts keeps the score drawn from it.
+    assert expected_rating("Markets fell.", elsewhere) == drawn
 
 
 def test_logprob_mass_never_exceeds_one() -> None:

@@ -8,6 +8,7 @@ takes only ``n = 1`` and ignores logprobs and seed. It also writes evaluation st
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -159,6 +160,88 @@ async def test_higher_effort_spends_more_reasoning(srv: SimServer) -> None:
         assert status == 200
         spent[effort] = answer["usage"]["completion_tokens_details"]["reasoning_tokens"]
     assert spent["high"] > 8 * 300 > spent["low"]
+
+
+# -- openai-responses ----------------------------------------------------------------------
+
+RESPONSES_ONLY = "This model is only supported in v1/responses and not in v1/chat/completions."
+
+
+def test_openai_responses_answers_on_the_responses_api_in_openais_shapes(srv: SimServer) -> None:
+    srv.settings.profile = "openai-responses"
+    text = PROMPT.format(text="The cat sat on the mat.")
+    asked = [{"role": "user", "content": text}]
+    with openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0) as sdk:
+        with pytest.raises(openai.NotFoundError) as on_chat:
+            sdk.chat.completions.create(model="gpt-5-codex", messages=asked)  # type: ignore[arg-type]
+        assert RESPONSES_ONLY in str(on_chat.value)
+        # The Responses API takes no n: a draw is a request.
+        with pytest.raises(openai.BadRequestError) as with_n:
+            sdk.responses.create(model="gpt-5-codex", input=text, extra_body={"n": 2})
+        assert (with_n.value.param, with_n.value.code) == ("n", "unknown_parameter")
+        with pytest.raises(openai.BadRequestError) as warm:
+            sdk.responses.create(
+                model="gpt-5-codex", input=text, temperature=0.5, max_output_tokens=2000
+            )
+        assert (warm.value.param, warm.value.code) == ("temperature", "unsupported_parameter")
+        assert not srv.stats.answered
+        answer = sdk.responses.create(
+            model="gpt-5-codex",
+            input=asked,  # type: ignore[arg-type]
+            max_output_tokens=2000,
+            reasoning={"effort": "low", "summary": "auto"},
+            store=False,
+        )
+        starved = sdk.responses.create(
+            model="gpt-5-codex",
+            input=asked,
+            max_output_tokens=16,
+            reasoning={"effort": "high"},  # type: ignore[arg-type]
+        )
+    # The reasoning first, its summary given as asked; then the message whose output text
+    # holds the rating the server has on record.
+    assert answer.status == "completed" and answer.store is False
+    assert [item.type for item in answer.output] == ["reasoning", "message"]
+    summary = answer.output[0].summary  # type: ignore[union-attr]
+    assert summary and summary[0].text
+    rating = first_number(answer.output_text)
+    usage = answer.usage
+    assert usage is not None and usage.input_tokens > 0
+    assert usage.input_tokens_details.cached_tokens == 0  # the prompt cache is off
+    assert 0 < usage.output_tokens_details.reasoning_tokens < usage.output_tokens
+    # A budget spent on reasoning: incomplete, for max_output_tokens, and no message at all.
+    assert starved.status == "incomplete"
+    assert starved.incomplete_details is not None
+    assert starved.incomplete_details.reason == "max_output_tokens"
+    assert [item.type for item in starved.output] == ["reasoning"]
+    # On record: the rating the answer gave, and none for the answer that never began.
+    assert [r for given in srv.stats.ratings.values() for r in given] == [rating, None]
+
+
+async def test_the_sim_command_serves_a_named_model_on_the_responses_api_only() -> None:
+    """``geval-async sim --responses-only NAME``: chat completions refuse NAME with OpenAI's
+    404 and answer every other model; the Responses API answers NAME."""
+    command = ("sim", "--port", "0", "--responses-only", "gpt-5-codex")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "geval_async", *command, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        async with asyncio.timeout(30):
+            while "listening on" not in (line := (await proc.stdout.readline()).decode()):  # type: ignore[union-attr]
+                assert line, "the sim command ended before it listened"
+        base_url = line.split("listening on ")[1].strip()
+        chat = f"{base_url}/chat/completions"
+        status, refused = await post(chat, reasoning_request(model="gpt-5-codex"))
+        assert status == 404 and refused["error"]["message"] == RESPONSES_ONLY
+        assert (await post(chat, reasoning_request(model="sim-judge")))[0] == 200
+        asked = {"model": "gpt-5-codex", "input": reasoning_request()["messages"]}
+        status, answer = await post(f"{base_url}/responses", asked)
+        assert status == 200 and answer["object"] == "response"
+        status, with_n = await post(f"{base_url}/responses", {**asked, "n": 3})
+        assert status == 400 and with_n["error"]["param"] == "n"
+    finally:
+        proc.terminate()
+        await proc.communicate()
 
 
 # -- reasoning before the rating -----------------------------------------------------------

@@ -295,7 +295,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from ..sim.answers import answer_forms
+    from ..sim.answers import answer_forms, rated_table
     from ..sim.server import SimSettings, serve
 
     settings = SimSettings(**{name: getattr(args, name) for name in sim_setting_names()})
@@ -303,6 +303,14 @@ def cmd_sim(args: argparse.Namespace) -> int:
         answer_forms(settings.answer_styles)
     except ValueError as exc:
         raise ConfigError(f"--answer-styles {settings.answer_styles}: {exc}") from exc
+    if settings.rated_scores:
+        try:
+            rated_table(settings.rated_scores)
+        except ValueError as exc:
+            raise ConfigError(
+                f"--rated-scores {settings.rated_scores}: {exc}; give a JSON object of text -> "
+                "score"
+            ) from None
     _say("geval-async simulated judge: synthetic ratings for tests and demos, not an LLM")
     try:
         asyncio.run(serve(settings, args.host, args.port))

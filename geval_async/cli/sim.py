@@ -76,6 +76,8 @@ SETTING_HELP = {
     "first wins (0-0.5)",
     "pair_ties": "pairwise prompts: share of verdicts that are ties",
     "pair_strengths": "pairwise prompts: a JSON file of text -> strength (the judge's preference)",
+    "rated_scores": "rated prompts: a JSON file of text -> hidden score; the text that ends "
+    "last in a prompt sets its score",
     "prompt_cache": "model OpenAI's prompt cache: a start of 1,024+ tokens (128-token blocks) "
     "an answered request carried is reported as cached_tokens",
     "cache_retention_minutes": "prompt cache: minutes a prompt's start is kept unused",

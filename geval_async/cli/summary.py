@@ -159,7 +159,9 @@ def dry_run(study: Study, estimate: RunEstimate) -> DryRunEstimate:
         f"already cached: {estimate.cached}; "
         + (f"refused (not asked again): {estimate.refused}; " if estimate.refused else "")
         + (f"in live batch jobs: {estimate.in_batch}; " if estimate.in_batch else "")
-        + f"requests to send: {requests} (more if the server ignores n)"
+        + f"requests to send: {requests}"
+        # An endpoint of one answer a request is counted a request a draw already.
+        + ("" if estimate.one_choice else " (more if the server ignores n)")
         + (
             f", of them {estimate.steps_requests} for evaluation steps"
             if estimate.steps_requests
@@ -212,7 +214,7 @@ def prompt_cache_lines(study: Study) -> list[str]:
     from ..study.evaluation_steps import with_estimated_steps
     from ..study.prompt_cache import prefix_share
 
-    return [prefix_share(c).line() for c in with_estimated_steps(study).criteria]
+    return [prefix_share(c).line() for c in with_estimated_steps(study).planned_criteria]
 
 
 def _batch_cost(config: EvalConfig, prompt_tokens: int, completion_tokens: int) -> str:
@@ -268,22 +270,41 @@ def adaptive_dry_run(
         f"  least: {bounds.least_draws} draws, {least.requests} requests, {_usd(low)} "
         "(every item still drawing stops after its next round: what is above)"
     )
-    # A budget caps the most: its share of what asking every item to n would cost.
-    scale = bounds.most_draws / bounds.most_asked if bounds.most_asked else 1.0
-    print(
-        f"  most: {bounds.most_draws} draws, {most.requests} requests, "
-        f"{_usd(None if high is None else high * scale)} "
-        + (
-            "(every item still drawing asked up to n)"
-            if sampling.draws is None
-            else "(the budget left, spent where ratings disagree most)"
+    # A budget caps the most: the least, and of the draws past it only those the budget has
+    # left, each at what a draw past the least costs when every item is asked up to n.
+    past = bounds.most_asked - bounds.least_draws
+    part = 1.0 if past <= 0 else min(1.0, max(0.0, (bounds.most_draws - bounds.least_draws) / past))
+    drawn = None if low is None or high is None else low + part * (high - low)
+    if most.one_choice:  # one answer a request: a draw past the least is a request
+        most_requests = least.requests + round(part * (most.requests - least.requests))
+        top = drawn
+    else:
+        # On an endpoint that takes n, every further round is a request that pays the prompt
+        # again; at worst a round adds one draw to an item.
+        most_requests = least.requests + bounds.most_rounds
+        base = least if least.requests else most
+        prompt = bounds.most_rounds * base.prompt_tokens / base.requests if base.requests else 0
+        completion = part * (most.completion_tokens - least.completion_tokens)
+        more = estimate_cost(
+            config.judge.model, round(prompt), round(completion), config.price_table
         )
+        top = None if low is None or more is None else low + more
+    print(
+        f"  most: {bounds.most_draws} draws, {most_requests} requests, {_usd(top)} "
+        + (
+            "(every item still drawing asked up to n"
+            if sampling.draws is None
+            else "(the budget left, spent where ratings disagree most"
+        )
+        + ("" if most.one_choice or not bounds.most_rounds else ", at worst a round a draw")
+        + ")"
     )
     if bounds.share is None:
         print("  estimate: none yet (no item has settled; run once to learn where items stop)")
     else:
         draws = round(bounds.least_draws + bounds.share * (bounds.most_draws - bounds.least_draws))
-        guess = None if low is None or high is None else low + bounds.share * (high - low)
+        # Where the settled items stopped, in draws; the rounds they took are not known here.
+        guess = None if low is None or drawn is None else low + bounds.share * (drawn - low)
         print(
             f"  estimate: about {draws} draws, {_usd(guess)}, from where the {bounds.settled} "
             f"items settled so far stopped ({bounds.share:.0%} of the way from first_draws to n)"

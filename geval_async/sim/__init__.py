@@ -5,7 +5,7 @@ Tests, benchmarks and the demo use it; no production path imports it (the CLI's 
 """
 
 from .answers import FINGERPRINT, MODEL, ratings
-from .certainty import CERTAINTIES, KINDS, LOGPROB_WIDTH, NOISE_SD, item_certainty
+from .certainty import CERTAINTIES, KINDS, LOGPROB_WIDTH, NOISE_SD, item_certainty, item_digest
 from .profiles import PROFILES
 from .server import SimServer, make_app, serve
 from .settings import SimSettings, SimStats
@@ -24,6 +24,7 @@ __all__ = [
     "SimStats",
     "asks_for_steps",
     "item_certainty",
+    "item_digest",
     "make_app",
     "ratings",
     "serve",

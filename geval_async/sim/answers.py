@@ -1,18 +1,21 @@
 """The simulated judge's answers: pure functions of the request.
 
-Every prompt has a hidden "true score" on the scale named in the prompt; each choice is that
-score plus deterministic noise, written the ways real judges write ratings; with ``logprobs``
+Every prompt has a hidden "true score" on the scale named in the prompt (drawn from a hash of
+the prompt, or given to the text judged by a ``rated_scores`` file); each choice is that score
+plus deterministic noise, written the ways real judges write ratings; with ``logprobs``
 the first token carries a distribution over the ratings centred on the true score.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .certainty import EVEN, LOGPROB_WIDTH, NOISE_SD, item_certainty, rating_centre
@@ -118,6 +121,46 @@ def rating_scale(text: str) -> int:
 def true_score(messages: list[dict[str, Any]], top: int, seed: int) -> float:
     """The hidden score of a prompt, uniform over [1, top)."""
     return 1 + _units(seed, "item", canonical(messages))[0] * (top - 1)
+
+
+@functools.cache
+def _rated_file(path: str) -> dict[str, float]:
+    return rated_table(path)
+
+
+def rated_table(path: str) -> dict[str, float]:
+    """A ``rated_scores`` file read: text (stripped) -> hidden score.
+
+    Raises:
+        ValueError: the file cannot be read, or is not a JSON object of text -> number.
+    """
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read it as JSON ({exc})") from None
+    if not isinstance(table, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in table.values()
+    ):
+        raise ValueError("it must be a JSON object of text -> score")
+    return {text.strip(): float(value) for text, value in table.items() if text.strip()}
+
+
+def rated_score(prompt: str, path: str, top: int) -> float | None:
+    """The hidden score the ``rated_scores`` file gives a prompt (kept on its 1..``top``
+    scale), None when the prompt holds none of its texts.
+
+    A prompt shows the text judged after its context (G-Eval's article, then the summary), and
+    the context may itself hold another text of the file (an extractive summary is sentences of
+    the article): the text that ends last in the prompt is the one judged, the longest of those
+    that end there.
+    """
+    found: tuple[int, int, float] | None = None
+    for text, value in _rated_file(path).items():
+        start = prompt.rfind(text)
+        if start >= 0:
+            place = (start + len(text), len(text), value)
+            found = place if found is None or place[:2] > found[:2] else found
+    return None if found is None else min(float(top), max(1.0, found[2]))
 
 
 def with_length(t: float, characters: int, top: int, settings: SimSettings) -> float:
@@ -258,7 +301,9 @@ def judge(
     yes_no = asks_yes_no(prompt)
     # A yes/no question is a two-point scale: 2 = "Yes", 1 = "No".
     top = 2 if yes_no else rating_scale(prompt)
-    t = with_length(true_score(messages, top, settings.seed), len(prompt), top, settings)
+    known = rated_score(prompt, settings.rated_scores, top) if settings.rated_scores else None
+    hidden = true_score(messages, top, settings.seed) if known is None else known
+    t = with_length(hidden, len(prompt), top, settings)
     writes_steps = asks_for_steps(prompt)
     fixed = min(settings.collapse_rating, top)
     texts = None if writes_steps else pair_texts(prompt)
@@ -333,9 +378,10 @@ def judge(
                 full = INVALID_ANSWER if invalid else forms[int(u4 * len(forms))]
                 full = _fill(full, rating, top)
             given = None if invalid or writes_steps else rating
-            judged.ratings.append(given)
             thought = reasoning_text(given, top, yes_no, extra)
             shaped = shape(full, thought, body, settings, extra)
+            # Cut off inside its reasoning, the choice never wrote the rating it leaned to.
+            judged.ratings.append(given if shaped.answered else None)
             message, cut, logprobs = shaped.message, shaped.cut, None
             judged.completion_tokens += shaped.completion_tokens
             judged.reasoning_tokens += shaped.reasoning_tokens

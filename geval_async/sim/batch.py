@@ -31,6 +31,7 @@ from aiohttp import web
 from .answers import canonical, completion
 from .batch_objects import FINAL, Batch, BatchFile
 from .batch_queue import input_tokens, over_limit, queued_tokens, request_digest
+from .certainty import item_digest
 from .limits import error, validate
 from .profiles import OPENAI_REASONING, OPENAI_RESPONSES, refusal
 from .responses import chat_refusal, chat_request, response_object
@@ -387,6 +388,7 @@ class BatchService:
         if judged.refusals:
             self.stats.faults["invalid_answer"] += judged.refusals
         self.stats.samples += len(answer["choices"])
+        self.stats.item_draws[item_digest(body["messages"])] += len(answer["choices"])
         self.stats.cache_keys[str((asked or body).get("prompt_cache_key") or "")] += 1
         digest = request_digest(asked if asked is not None else body)
         self.stats.ratings.setdefault(digest, []).extend(judged.ratings)

@@ -12,8 +12,9 @@ and torn on others:
 - ``"spread"``: ratings across the scale, centred halfway between the hidden score and the
   scale's middle, so they scatter both ways instead of piling up at an end.
 
-Tests and benchmarks ask :func:`item_certainty` which kind an item is, so a study that spends
-fewer draws where ratings settle can be measured where the truth is known. The kinds apply to
+Tests and benchmarks ask :func:`item_certainty` which kind an item is, and the judge counts
+the draws it answered for each item under :func:`item_digest`, so a study that spends fewer
+draws where ratings settle can be measured where the truth is known. The kinds apply to
 rated prompts only: a yes/no question, a pairwise prompt and a request for evaluation steps
 are drawn as under ``"even"``.
 """
@@ -67,6 +68,14 @@ def item_certainty(messages: list[dict[str, Any]], settings: SimSettings) -> str
     )
     unit = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
     return KINDS[int(unit * len(KINDS))]
+
+
+def item_digest(messages: list[dict[str, Any]]) -> str:
+    """The item asked in ``messages``, as the judge counts its draws (``SimStats.item_draws``):
+    the sha256 of their canonical JSON. Every request for the item carries the same messages,
+    whatever its n, seed or round, so the count is the draws the item was given in all."""
+    text = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def rating_centre(kind: str, hidden: float, top: int) -> float:

@@ -185,6 +185,9 @@ class Shaped:
     completion_tokens: int
     reasoning_tokens: int
     cut: bool
+    # False when the budget ran out inside the reasoning: the answer never began, so the
+    # choice gives no rating however its reasoning leaned.
+    answered: bool = True
 
 
 def _visible(text: str, budget: int | None) -> tuple[str, int, bool]:
@@ -208,7 +211,7 @@ def shape(
         low, high = EFFORT_TOKENS[str(body.get("reasoning_effort") or DEFAULT_EFFORT)]
         spent = low + int(units[0] * (high - low))
         if budget is not None and spent >= budget:
-            return Shaped(message, budget, budget, True)
+            return Shaped(message, budget, budget, True, answered=False)
         text, used, cut = _visible(answer, None if budget is None else budget - spent)
         message["content"] = text
         return Shaped(message, spent + used, spent, cut)
@@ -216,7 +219,7 @@ def shape(
         thought = math.ceil(len(reasoning) / 4)
         if budget is not None and thought >= budget:
             message[settings.reasoning_field] = reasoning[: budget * 4]
-            return Shaped(message, budget, budget, True)
+            return Shaped(message, budget, budget, True, answered=False)
         message[settings.reasoning_field] = reasoning
         text, used, cut = _visible(answer, None if budget is None else budget - thought)
         message["content"] = text
@@ -226,7 +229,7 @@ def shape(
         if units[2] < settings.think_cut_off:
             text = f"<{tag}>\n{reasoning[: len(reasoning) // 2]}"
             message["content"] = text
-            return Shaped(message, math.ceil(len(text) / 4), 0, True)
+            return Shaped(message, math.ceil(len(text) / 4), 0, True, answered=False)
         text, used, cut = _visible(f"<{tag}>\n{reasoning}\n</{tag}>\n\n{answer}", budget)
         message["content"] = text
         return Shaped(message, used, 0, cut)

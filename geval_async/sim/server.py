@@ -38,7 +38,7 @@ from aiohttp.typedefs import Handler
 
 from .answers import MODEL, answer_forms, completion
 from .batch import BatchService
-from .certainty import check_certainty
+from .certainty import check_certainty, item_digest
 from .limits import (
     QUOTA_MESSAGE,
     SERVER_ERRORS,
@@ -262,6 +262,7 @@ class _Judge:
         else:
             self.stats.answered[digest] += 1
             self.stats.samples += samples
+            self.stats.item_draws[item_digest(body["messages"])] += samples
             self.stats.ratings.setdefault(digest, []).extend(judged.ratings)
             if judged.intended is not None:
                 self.stats.intended[digest] = judged.intended

@@ -81,6 +81,10 @@ class SimSettings:
     position_bias: float = 0.0
     pair_ties: float = 0.0
     pair_strengths: str = ""
+    # Rated prompts: a JSON file of text -> hidden score on the prompt's scale, so that the
+    # judge rates a text as a study wants it to (people's rating plus a known bias and noise,
+    # say); a prompt holding none of the texts keeps the score drawn from it (sim.answers).
+    rated_scores: str = ""
     # OpenAI's prompt cache (sim.prompt_cache): a prompt's start of 1,024 tokens or more, in
     # 128-token blocks, kept once answered, reported as cached_tokens; unused this many
     # minutes, it is gone.
@@ -143,6 +147,9 @@ class SimStats:
     # prompt and the hidden score it meant to give (after length_effect), so a test can work
     # out the rank correlation of score and length that was put in.
     intended: dict[str, tuple[int, float]] = field(default_factory=dict)
+    # The draws (choices) answered per item, by sim.certainty.item_digest of the messages:
+    # what a study that spends its draws by need asked of each item, over all its rounds.
+    item_draws: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def reset(self) -> None:
         """Zero every counter in place (the server keeps its reference)."""
@@ -156,6 +163,7 @@ class SimStats:
             self.answered,
             self.faults,
             self.batch_requests,
+            self.item_draws,
             self.cache_keys,
         )
         for counter in counters:
@@ -214,4 +222,5 @@ class SimStats:
             summary["ratings"] = dict(self.ratings)
             summary["verdicts"] = [list(v) for v in self.verdicts]
             summary["intended"] = {k: list(v) for k, v in self.intended.items()}
+            summary["item_draws"] = dict(self.item_draws)
         return summary

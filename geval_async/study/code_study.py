@@ -57,6 +57,12 @@ SETTINGS: dict[str, tuple[str, str]] = {
 # Sections given whole, as a dict in the file's words (stats={"conditions": ["A", "B"]}).
 TABLES = ("composite", "stats", "meta", "panel", "prices", "bias")
 RECORDS_FILE = "records.jsonl"
+# The key is read from the environment at run time, never taken as a value: a study saved
+# from code is a config file to publish, and its errors are printed in notebooks.
+KEY_GIVEN = (
+    "{argument}: the API key itself is not taken (it would be saved with the study): set an "
+    "environment variable to it and name the variable, api_key_env='OPENAI_API_KEY'"
+)
 
 
 class Criterion:
@@ -228,13 +234,13 @@ class CodeStudy:
         for keyword, value in self.settings.items():
             if keyword in SETTINGS:
                 section, key = SETTINGS[keyword]
-                named[f"[{section}] {key!r}"] = f"{keyword}={value!r}"
-                named.setdefault(f"[{section}]", f"{keyword}={value!r}")
+                named[f"[{section}] {key!r}"] = _argument(keyword, value)
+                named.setdefault(f"[{section}]", _argument(keyword, value))
             else:
-                named[f"[{keyword}]"] = f"{keyword}={value!r}"
+                named[f"[{keyword}]"] = _argument(keyword, value)
         for number, criterion in enumerate(self.criteria, start=1):
             named[f"[criteria #{number}"] = repr(criterion)
-        named["[judge]"] = named["[judges]"] = f"judge={self.judge!r}"
+        named["[judge]"] = named["[judges]"] = _argument("judge", self.judge)
         return named
 
     def _content(self, folder: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -319,11 +325,18 @@ def define_study(
     Raises:
         ConfigError: an argument of the wrong kind or an unknown setting.
     """
+    if "api_key" in settings:
+        raise ConfigError(KEY_GIVEN.format(argument="api_key"))
+    tables = (
+        [judge] if isinstance(judge, Mapping) else [] if isinstance(judge, str | None) else judge
+    )
+    if any(isinstance(table, Mapping) and "api_key" in table for table in tables):
+        raise ConfigError(KEY_GIVEN.format(argument="judge"))
     unknown = sorted(set(settings) - set(SETTINGS) - set(TABLES))
     if unknown:
+        # Named, not shown: an unknown keyword's value may be a secret (token=..., key=...).
         raise ConfigError(
-            f"{unknown[0]}={settings[unknown[0]]!r}: unknown setting (known: "
-            f"{', '.join(sorted([*SETTINGS, *TABLES]))})"
+            f"{unknown[0]}: unknown setting (known: {', '.join(sorted([*SETTINGS, *TABLES]))})"
         )
     chosen = (criteria,) if isinstance(criteria, Criterion) else tuple(criteria)
     for criterion in chosen:
@@ -342,6 +355,14 @@ def define_study(
     if judge is None and "model" not in settings and "deployment" not in settings:
         raise ConfigError("judge: name the judge's model (judge='gpt-4o-mini'), or a panel")
     return CodeStudy(records, chosen, judge, name, dict(settings))
+
+
+def _argument(keyword: str, value: Any) -> str:
+    """How an error names the argument ``keyword=value``: with its value, except where the
+    value may carry the key (a header, a judge's table, the key's variable given the key)."""
+    if keyword in ("api_key_env", "headers") or (keyword == "judge" and not isinstance(value, str)):
+        return keyword
+    return f"{keyword}={value!r}"
 
 
 def _prompt_file(criterion: Criterion) -> str:

@@ -37,6 +37,7 @@ __all__ = [
     "PairRecord",
     "PairSlot",
     "Pairing",
+    "check_shared",
     "pair_records",
     "pair_slots",
     "parse_pairing",
@@ -228,6 +229,36 @@ def pair_slots(
                 second = b if first == a else a
                 slots.append(PairSlot(group, a, b, first, places[first], places[second]))
     return slots
+
+
+def check_shared(records: Records, slots: Iterable[PairSlot], pairing: Pairing, where: str) -> None:
+    """Every shared field holds the same value in both records of each pair compared.
+
+    A shared field is shown once, from the record shown first: where the two records differ
+    in it, each order would show the judge a different document, and the verdicts would
+    compare something other than the compared texts.
+
+    Raises:
+        ConfigError: naming the two records and the field that differs.
+    """
+    if not pairing.shared:
+        return
+    checked: set[tuple[int, int]] = set()
+    with records.reader() as reader:
+        for slot in slots:
+            places = (min(slot.first_at, slot.second_at), max(slot.first_at, slot.second_at))
+            if places in checked:
+                continue  # the pair's other order: the same two records
+            checked.add(places)
+            one, other = reader[places[0]], reader[places[1]]
+            for name in pairing.shared:
+                if one.fields[name] != other.fields[name]:
+                    raise ConfigError(
+                        f"{records.path}: records {one.id!r} ({one.where}) and {other.id!r} "
+                        f"({other.where}) of group {slot.group!r} differ in field {name!r}, "
+                        f"which {where} shows once as shared ('fields'): make it the same in "
+                        "both, or compare it (list it in 'compare')"
+                    )
 
 
 def pair_records(

@@ -204,11 +204,20 @@ class PlanChunk:
     def requests(self) -> list[JudgeRequest]:
         return [self.request(index) for index in range(len(self.keys))]
 
-    def first_over(self, tpm: float | None) -> int | None:
-        """The token estimate of the first item over ``tpm`` (None: none, or no limit)."""
-        if not tpm or max(self.tokens, default=0) <= tpm:
+    def first_over(self, tpm: float | None, *, one_answer: bool = False) -> int | None:
+        """The token estimate of the first item over ``tpm`` (None: none, or no limit); with
+        ``one_answer``, of its first request as an endpoint of one answer a request is sent
+        it (:meth:`JudgeRequest.sent_tokens`)."""
+        if not tpm:
             return None
-        return next(tokens for tokens in self.tokens if tokens > tpm)
+        tokens = self.tokens
+        if one_answer:
+            max_tokens = self.config.sampling.max_tokens
+            ns = self.draws or [self.n] * len(tokens)
+            tokens = [t - max_tokens * max(n - 1, 0) for t, n in zip(tokens, ns, strict=True)]
+        if max(tokens, default=0) <= tpm:
+            return None
+        return next(t for t in tokens if t > tpm)
 
     def names(self) -> list[str]:
         """Each item's criterion name, in order."""
@@ -318,18 +327,10 @@ def _record_chunks(
             return
         keys: list[str] = []
         tokens: list[int] = []
-        if allotment is None:
-            for record in batch:
-                for criterion, rubric in pairs:
-                    request = first_request(JudgeItem(record, criterion, rubric), config)
-                    keys.append(request.key)
-                    tokens.append(request.est_tokens)
-            yield PlanChunk(config, batch, pairs, keys, tokens)
-            continue
         draws: list[int] = []
         where: list[int] = []
         for place, (record, (criterion, rubric)) in enumerate(product(batch, pairs)):
-            asked = allotment.of(criterion.name, record.id, n)
+            asked = n if allotment is None else allotment.of(criterion.name, record.id, n)
             if asked is None:
                 continue
             request = first_request(JudgeItem(record, criterion, rubric), config, asked)
@@ -339,7 +340,8 @@ def _record_chunks(
             where.append(place)
         if keys:
             every = len(where) == len(batch) * count
-            yield PlanChunk(config, batch, pairs, keys, tokens, None if every else where, draws)
+            allotted = None if allotment is None else draws
+            yield PlanChunk(config, batch, pairs, keys, tokens, None if every else where, allotted)
 
 
 def _check_steps(study: Study) -> None:

@@ -13,6 +13,7 @@ from ..options import SamplingMode, StepsOrigin
 from .checks import check_fields_inserted, check_stats
 from .config import CriterionConfig, EvalConfig
 from .definition import Steps, expand_record, steps_in_prompt
+from .pairing import check_shared
 from .plan import PlannedCriterion, Study
 from .prompts import check_fields, load_template, stray_braces
 from .records import load_records
@@ -54,7 +55,16 @@ def prepare_study(config: EvalConfig) -> Study:
     check_stats(config, records)
     warnings = _scale_warnings(criteria) + braces
     pairwise = tuple(planned for planned, _ in paired)
-    return Study(config, records, tuple(criteria), warnings, pairwise)
+    study = Study(config, records, tuple(criteria), warnings, pairwise)
+    for planned in study.pairwise:
+        assert planned.config.pairing is not None  # study.pairwise holds pairwise criteria
+        check_shared(
+            study.selected_records,
+            study.pair_slots(planned),
+            planned.config.pairing,
+            f"criterion {planned.name!r} of {config.source}",
+        )
+    return study
 
 
 def _scale_warnings(criteria: list[PlannedCriterion]) -> tuple[str, ...]:

@@ -95,6 +95,15 @@ class JudgeRequest:
         """The body's ``max_tokens x n``: the most the answer can bill, without rendering."""
         return self.config.sampling.max_tokens * self.n
 
+    def sent_tokens(self, one_answer: bool) -> int:
+        """The token estimate of the request as sent, what a tokens-a-minute limit counts:
+        with ``one_answer`` (an endpoint that takes one answer a request: n refused, or the
+        Responses API) its prompt and one answer's max_tokens, since the other draws its n
+        stands for go as requests of their own."""
+        if not one_answer or self.n <= 1:
+            return self.est_tokens
+        return self.est_tokens - self.config.sampling.max_tokens * (self.n - 1)
+
 
 def render_messages(item: JudgeItem) -> list[dict[str, str]]:
     """The judge messages for an item (the template filled from the record)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -175,13 +176,33 @@ def parse_prices(source: Path, table: Any) -> dict[str, tuple[float, float]]:
     return prices
 
 
+# What an environment variable's name may be (POSIX's portable names, lower case too). A key
+# pasted where its variable's name belongs ("sk-proj-...") is not one.
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def parse_judge(t: TableReader) -> JudgeConfig:
     provider = t.choice("provider", Provider, Provider.OPENAI)
+    variable = t.get("api_key_env", str)
+    if variable is not None and not _VARIABLE_NAME.fullmatch(variable):
+        # Never repeat the value: it may be the key itself, and errors reach logs and notebooks.
+        raise t.error(
+            "'api_key_env' must name the environment variable that holds the key (letters, "
+            "digits and _, such as OPENAI_API_KEY), not hold the key: set the variable to the "
+            "key and name it here"
+        )
     api = t.choice("api", JudgeApi, JudgeApi.CHAT)
     store = t.get("store", bool, False)
     headers = t.get("headers", dict, {})
     if not all(isinstance(v, str) for v in headers.values()):
         raise t.error("'headers' values must be strings")
+    carried = sorted(name for name in headers if name.lower() in ("authorization", "api-key"))
+    if carried:
+        # The key is sent in these from api_key_env's variable; in the file, it would be stored.
+        raise t.error(
+            f"'headers' must not carry the key ({carried[0]!r}): set an environment variable to "
+            "the key and name it with 'api_key_env'"
+        )
     if provider == Provider.AZURE:
         endpoint = _http_url(
             t, "azure_endpoint", "AZURE_OPENAI_ENDPOINT", "https://my-resource.openai.azure.com"

@@ -45,8 +45,12 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
             # The disk is full: nothing more is asked (and paid) until the answers received
             # are stored.
             await run.writer.room()
-        if not limits.clear(request.est_tokens):
-            await limits.acquire(request.est_tokens)
+        # A tokens-a-minute limit counts the request as sent: one answer's max_tokens where
+        # the endpoint takes one a request, not the n draws the request stands for.
+        one = run.endpoint.one_request_per_draw
+        asked = request.sent_tokens(one)
+        if not limits.clear(asked):
+            await limits.acquire(asked)
         if run.stop.is_set():
             return _STOPPED, 0
         if attempts:
@@ -60,7 +64,6 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
         cost = 0.0
         if budget is not None:
             # Each request asks for one answer from an endpoint that refuses n > 1: charged so.
-            one = run.endpoint.one_request_per_draw
             cost = request_cost(budget, request, one_choice=one)
             if not budget.charge(cost):
                 run.stop.set()  # the reason is written at the end, with the final estimate
@@ -185,7 +188,7 @@ async def apply(
         run.limits.observe(exc.headers)
         wait = decision.wait if decision.wait is not None else run.delay(attempt)
         run.counters.note_wait(wait, decision.message)
-        run.limits.refused(request.est_tokens, wait)
+        run.limits.refused(request.sent_tokens(run.endpoint.one_request_per_draw), wait)
     else:
         wait = decision.wait if decision.wait is not None else run.delay(attempt)
         run.counters.note_wait(wait, f"retrying after {decision.label}")

@@ -33,6 +33,7 @@ from ...study.plan import ChunkSizes, JudgeItem, JudgeRequest, Study
 from ...study.prompt_cache import prefix_share
 from ..store.left import Left, LeftChunk, collector_paused, left_chunks
 from ..store.origin import ServerEntries
+from ..wire.capabilities import Capabilities
 from ..wire.limits import RateLimits
 from .progress import RunCounters
 from .writer import Writer
@@ -88,11 +89,13 @@ class Feed:
         entries: ServerEntries,
         *,
         limits: RateLimits,
+        endpoint: Capabilities,
         counters: RunCounters,
         stop: asyncio.Event,
         retry_failed: bool,
     ) -> None:
         self.study, self.entries = study, entries
+        self.endpoint = endpoint  # what it takes, as learned so far (one answer a request?)
         self.writer: Writer  # set by the run once there is something to send
         self.limits, self.counters, self.stop = limits, counters, stop
         self.retry_failed = retry_failed
@@ -105,9 +108,10 @@ class Feed:
         # least _CLAIM_BATCH (a transaction's cost is shared by the keys it claims).
         self._ahead: list[ItemWork] = []
         self._batch = max(self.workers, _CLAIM_BATCH)
-        # The criteria whose shared prefix a provider caches, and the event of each one's
-        # opening item (set when its first request is over).
-        self._cached_prefix = {c.name for c in study.criteria if prefix_share(c).cacheable}
+        # The criteria whose shared prefix a provider caches, rated and pairwise, and the event
+        # of each one's opening item (set when its first request is over).
+        criteria = study.planned_criteria
+        self._cached_prefix = {c.name for c in criteria if prefix_share(c).cacheable}
         self._openers: dict[str, asyncio.Event] = {}
         # The draws of items an endpoint answers one a request, lent out once the item's first
         # answer is in (the provider's cache then holds its prompt): every worker takes them
@@ -143,7 +147,9 @@ class Feed:
 
     def _count(self, chunk: LeftChunk) -> None:
         """Count a chunk's items the cache answers or refuses (the rest are queued)."""
-        over = chunk.plan.first_over(self.limits.tpm)  # as check_request, not a call per item
+        # As check_request, not a call per item; a request as the endpoint is sent it.
+        one_answer = self.endpoint.one_request_per_draw
+        over = chunk.plan.first_over(self.limits.tpm, one_answer=one_answer)
         if over is not None:
             self.limits.check_request(over)
         if self.on_left is not None:

@@ -306,7 +306,7 @@ def tally_left(
     tally = LeftTally({c.name: Coverage() for c in criteria}, one_choice=one_choice)
     with collector_paused():
         for chunk in left_chunks(study, entries, retry_failed=retry_failed, in_batch=in_batch):
-            tally.over = chunk.plan.first_over(tpm)
+            tally.over = chunk.plan.first_over(tpm, one_answer=one_choice)
             if tally.over is not None:
                 break
             tally.add(chunk)

@@ -203,7 +203,10 @@ class DrawBounds:
     ``most``: every item still drawing asked up to n (``most_asked`` draws; a budget caps
     them: ``most_draws`` is then the budget left). ``share``: how far, from the least to the
     most, the items settled so far went (None: none is settled yet), the estimate of where
-    the rest will stop.
+    the rest will stop. ``most_rounds``: the requests past one an item that the items still
+    drawing can take at worst on an endpoint that takes ``n``, where ``most`` asks each of
+    them once: a round may add a single draw, so an item may need a round for every draw
+    from its next round's to n (a budget: at most one a draw past the least).
     """
 
     least: Study
@@ -214,6 +217,7 @@ class DrawBounds:
     settled: int
     drawing: int
     share: float | None
+    most_rounds: int = 0
 
 
 def draw_bounds(study: Study, cache: JudgeCache | None) -> DrawBounds:
@@ -226,10 +230,14 @@ def draw_bounds(study: Study, cache: JudgeCache | None) -> DrawBounds:
     drawing = {key: stop for key, stop in stops.items() if not stop.settled}
     items = sum(study.items_by_criterion()[name] for name in names)
     fresh = items - len(stops)  # items the cache holds nothing of
-    least_draws = fresh * first + sum(s.draws - len(ratings[k]) for k, s in drawing.items())
+    # An item may hold more draws than its next round asks (a budget raised: the rounds are
+    # replayed, and the earlier budget's rounds gave it more): it asks none of them again.
+    least_draws = fresh * first + sum(max(0, s.draws - len(ratings[k])) for k, s in drawing.items())
     most_asked = most_draws = fresh * n + sum(n - len(ratings[k]) for k in drawing)
+    most_rounds = fresh * max(0, n - first) + sum(max(0, n - s.draws) for s in drawing.values())
     if sampling.draws is not None:
         most_draws = min(most_draws, max(0, sampling.draws - sum(map(len, ratings.values()))))
+        most_rounds = min(most_rounds, max(0, most_draws - least_draws))
     settled = [stop.draws for stop in stops.values() if stop.settled]
     share = None
     if settled:
@@ -248,6 +256,7 @@ def draw_bounds(study: Study, cache: JudgeCache | None) -> DrawBounds:
         len(stops) - len(drawing),
         len(drawing) + fresh,
         share,
+        most_rounds,
     )
 
 

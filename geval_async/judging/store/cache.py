@@ -12,8 +12,10 @@ answers, not a best-effort memo. ``add`` is atomic across processes, so two runs
 store each answer once; a run's answers of one turn are stored in one ``transact()``. Every
 row goes through :class:`~.disk.EntryDisk`, which keeps and reads raw bytes in the row only:
 nothing a folder holds is unpickled, and no file a row names is read or deleted. An entry that
-does not decode is counted as corrupted and treated as missing. A folder the user may not
-write is read by :mod:`.readonly` (diskcache writes its settings whenever it opens a folder).
+does not decode is counted as corrupted and treated as missing. A folder opened to read only
+(``status``, the scoring stage, ``cache verify`` and ``export``) is read by :mod:`.readonly`:
+diskcache writes its settings whenever it opens a folder, so it cannot open one the user may
+not write, and a command that only reads changes nothing in a folder a run may be writing.
 """
 
 from __future__ import annotations

@@ -75,6 +75,13 @@ def test_two_runs_of_one_plan_share_a_cache_safely(sim: SimServer, study: StudyF
     assert max(answered.values()) == 1, f"{sum(answered.values()) - len(answered)} duplicates"
     assert sim.stats.received == len(keys)
 
+    # Each run's summary counts as new only what the judge answered it; an item the other
+    # process was answered while this one waited for it is counted as cached.
+    rows = [summary_row(stdout) for stdout, _ in outputs]
+    assert sum(row["new"] for row in rows) == len(keys), rows
+    for row in rows:
+        assert row["cached"] + row["new"] == row["items"] == len(keys), rows
+
     status = run_process("status", str(study.config))
     assert status.returncode == 0, status.stderr
     assert "corrupted" not in status.stdout

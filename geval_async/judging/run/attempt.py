@@ -34,10 +34,11 @@ def _settings(body: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in body.items() if name not in ("messages", "input")}
 
 
-async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int] | None:
-    """Send one request until it is answered, refused or out of retries; None when,
-    before a retry, the claim turned out to be another process's (it lapsed while this
-    run waited, and was taken over)."""
+async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int, bool] | None:
+    """Send one request until it is answered, refused or out of retries: the outcome, the
+    choices received, and whether this run paid for them (False: another process answered
+    it while this run waited for a retry). None when, before a retry, the claim turned out
+    to be another process's (it lapsed while this run waited, and was taken over)."""
     attempts = transient = limited = 0
     limits, counters, budget = run.limits, run.counters, run.budget
     while True:
@@ -52,13 +53,13 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
         if not limits.clear(asked):
             await limits.acquire(asked)
         if run.stop.is_set():
-            return _STOPPED, 0
+            return _STOPPED, 0, False
         if attempts:
             # A retry comes a while after the claim: another process may have answered
             # the request meanwhile, or taken over a claim that lapsed.
             entry = run.cached(request)
             if entry is not None:
-                return (_OK if entry.ok else _REJECTED), entry.received
+                return (_OK if entry.ok else _REJECTED), entry.received, False
             if not run.claims.renew(request.key):
                 return None
         cost = 0.0
@@ -67,7 +68,7 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
             cost = request_cost(budget, request, one_choice=one)
             if not budget.charge(cost):
                 run.stop.set()  # the reason is written at the end, with the final estimate
-                return _STOPPED, 0
+                return _STOPPED, 0, False
         attempts += 1
         counters.requests_sent += 1
         counters.in_flight += 1
@@ -98,7 +99,7 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
             )
             outcome = await apply(run, decision, request, exc, (attempts, attempt), cost)
             if outcome is not None:
-                return outcome, 0
+                return outcome, 0, True
             continue
         finally:
             counters.in_flight -= 1
@@ -115,7 +116,7 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
             # Ignored, not refused: every answer would come without them. Not stored (a
             # samples-mode run asks under other keys).
             run.halt(ignored_logprobs(_settings(body), run.history.sampling))
-            return _STOPPED, 0
+            return _STOPPED, 0, False
         # Only an answer of empty choices cut off by max_tokens can be spent on reasoning:
         # the usual one, every choice holding text, needs no look (transport.py counts them).
         spent = None if answer.texts else answer_fact(parsed)
@@ -125,9 +126,9 @@ async def fetch(run: RunState, request: JudgeRequest) -> tuple[ItemOutcome, int]
             # Billed, but not stored: with the same settings every answer would be empty
             # again, and a rerun with a larger max_tokens asks under other keys anyway.
             run.halt(decision.message)
-            return _STOPPED, 0
+            return _STOPPED, 0, False
         run.store_answer(request, answer, attempts)
-        return _OK, len(parsed["choices"])
+        return _OK, len(parsed["choices"]), True
 
 
 async def apply(

@@ -55,6 +55,7 @@ class ItemDraws:
 
     left: int
     outcome: ItemOutcome = ItemOutcome.OK
+    paid: bool = False  # whether the judge answered this run any of them (not another process)
 
 
 @dataclass

@@ -165,10 +165,11 @@ class RunState:
         if self._run_counts is not None:
             self.counters.criteria, self._run_counts = self._run_counts, None
 
-    def note_item(self, item: JudgeItem, outcome: ItemOutcome) -> None:
-        """An adaptive item's outcome in this round (a worker answered, refused or failed it)."""
+    def note_item(self, item: JudgeItem, outcome: ItemOutcome, paid: bool) -> None:
+        """An adaptive item's outcome in this round (a worker answered, refused or failed it;
+        ``paid``: the judge answered this run, not another process)."""
         if self.item_outcomes is not None and item.criterion.name in self._adaptive:
-            self._outcome((item.criterion.name, item.record.id), outcome, answered=True)
+            self._outcome((item.criterion.name, item.record.id), outcome, answered=paid)
 
     def note_left(self, item: JudgeItem, left: Left) -> None:
         """An adaptive item the walk found settled by the cache (answered or refused)."""

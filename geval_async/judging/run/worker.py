@@ -69,12 +69,14 @@ class Run(RunState):
             # made an item, and a frame more each time the task resumes).
             feed.on_items += 1
             outcome, pending, lent_out = _OK, work.requests, False
+            paid = False  # whether the judge answered this run any of the item's requests
             claim: tuple[float | None, bool] | None = (work.claimed, work.stored)
             try:
                 while pending:
                     request, pending = pending[0], pending[1:]
                     try:
-                        outcome, received = await self.fetch_claimed(request, claim)
+                        outcome, received, fresh = await self.fetch_claimed(request, claim)
+                        paid = paid or fresh
                     finally:
                         if claim is not None:  # the item's first request: its criterion may go
                             work.opened()
@@ -97,7 +99,7 @@ class Run(RunState):
                 if feed.waiting:
                     feed.wake.set()
             if not lent_out:
-                self.count(work, outcome)
+                self.count(work, outcome, paid)
 
     def lend_draws(self, work: ItemWork, rest: JudgeRequest) -> bool:
         """Lend out the draws of ``rest`` one a request (:attr:`Feed.lent`), when the endpoint
@@ -117,19 +119,24 @@ class Run(RunState):
 
     async def fetch_lent(self, work: ItemWork, draws: ItemDraws) -> None:
         """One lent draw of an item; the item is counted when its last draw is in."""
-        outcome, _ = await self.fetch_claimed(work.requests[0], None)
+        outcome, _, fresh = await self.fetch_claimed(work.requests[0], None)
         if draws.outcome is _OK:
             draws.outcome = outcome
+        draws.paid = draws.paid or fresh
         draws.left -= 1
         if draws.left == 0:
-            self.count(work, draws.outcome)
+            self.count(work, draws.outcome, draws.paid)
 
-    def count(self, work: ItemWork, outcome: ItemOutcome) -> None:
-        """Count an item's outcome for its criterion."""
+    def count(self, work: ItemWork, outcome: ItemOutcome, paid: bool) -> None:
+        """Count an item's outcome for its criterion: new when the judge answered this run
+        any of the item's requests, cached when another process was given all of them while
+        this run waited (each run's summary counts what it paid for)."""
         counts = self.counters.criteria[work.item.criterion.config.name]
         if self.item_outcomes is not None:
-            self.note_item(work.item, outcome)
-        if outcome is _OK:
+            self.note_item(work.item, outcome, paid)
+        if outcome is _OK and not paid:
+            counts.cached += 1
+        elif outcome is _OK:
             counts.answered += 1
         elif outcome is _REJECTED:
             counts.rejected += 1
@@ -138,8 +145,10 @@ class Run(RunState):
 
     async def fetch_claimed(
         self, request: JudgeRequest, claim: tuple[float | None, bool] | None
-    ) -> tuple[ItemOutcome, int]:
+    ) -> tuple[ItemOutcome, int, bool]:
         """Fetch a request unless another process (or item) is asking: then await its answer.
+        The outcome, the choices received, and whether the judge answered this run (False:
+        the answer was read from the cache, stored there by another process).
 
         ``claim``: the producer's claim on it (when taken, and whether the key was stored).
         """
@@ -159,19 +168,20 @@ class Run(RunState):
                     # A live batch job is asking for it: its answer comes when the batch is
                     # collected.
                     self.counters.in_batch += 1
-                    return ItemOutcome.IN_BATCH, 0
+                    return ItemOutcome.IN_BATCH, 0, False
                 await self.sleep_unless_stopped(_CLAIM_POLL)
                 if self.stop.is_set():
-                    return ItemOutcome.STOPPED, 0
+                    return ItemOutcome.STOPPED, 0, False
                 entry = self.cached(request)
                 if entry is not None:
-                    return (ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED), entry.received
+                    found = ItemOutcome.OK if entry.ok else ItemOutcome.REJECTED
+                    return found, entry.received, False
             try:
                 # The holder may have stored the answer just before it let go of the claim.
                 entry = self.cached(request) if stored else None
-                outcome: tuple[ItemOutcome, int] | None
+                outcome: tuple[ItemOutcome, int, bool] | None
                 if entry is not None:
-                    outcome = (_OK if entry.ok else _REJECTED), entry.received
+                    outcome = (_OK if entry.ok else _REJECTED), entry.received, False
                 else:
                     outcome = await fetch(self, request)
             finally:
@@ -183,7 +193,7 @@ class Run(RunState):
                 # A full disk kept it until the run stopped: the stop drains the other
                 # workers, whose answers in flight are counted too, and the run says how
                 # many were lost when it ends.
-                return ItemOutcome.STOPPED, 0
+                return ItemOutcome.STOPPED, 0, False
             if outcome is not None:
                 return outcome
             held = False  # another process took the claim over: wait for its answer

@@ -531,3 +531,41 @@ def test_items_that_fail_in_a_later_round_are_counted_once_as_failed(
     assert row["failed"] == drawing
     assert row["new"] + row["cached"] + row["failed"] + row["refused"] + row["missing"] == items
     assert row["new"] == items - drawing
+
+
+def test_engine_files_carry_one_round_at_a_time(study: StudyFiles, varied: SimServer) -> None:
+    """``batch export`` writes the round the cache stands at, as a batch submit asks it;
+    ``batch import`` of its answers says how many items still draw, and the next export asks
+    only their next round, until every item has settled and export writes nothing."""
+    from openai import OpenAI
+
+    study.write_config(varied.base_url, sampling=ADAPTIVE)
+    client = OpenAI(api_key="unused", base_url=varied.base_url)
+    exported, output = study.root / "in.jsonl", study.root / "out.jsonl"
+    bodies: list[list[bytes]] = []
+    while True:
+        result = run_cli("batch", "export", str(study.config), str(exported))
+        assert result.returncode == 0, result.stderr
+        lines = exported.read_bytes().splitlines()
+        if not lines:
+            break
+        bodies.append(lines)
+        assert len(bodies) <= N - FIRST + 1, "a round asks at least one draw of every item"
+        # Another engine's run-batch, here the simulated judge's Batch API by hand.
+        uploaded = client.files.create(file=exported, purpose="batch")
+        batch = client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        batch = client.batches.retrieve(batch.id)
+        assert batch.status == "completed" and batch.output_file_id is not None
+        output.write_bytes(client.files.content(batch.output_file_id).content)
+        imported = run_cli("batch", "import", str(study.config), str(output))
+        assert "lines name no request" not in imported.stdout
+        drawing = re.search(r"draws spent by need: (\d+) items? still drawing", imported.stdout)
+        assert imported.returncode == (1 if drawing else 0), imported.stdout + imported.stderr
+    assert len(bodies[0]) == study.n_records * 2  # the opening round: every item, first_draws
+    assert all(f'"n":{FIRST}'.encode() in line for line in bodies[0])
+    assert len(bodies) >= 2 and all(len(b) < len(bodies[0]) for b in bodies[1:])
+    used = draws_used(study)
+    assert varied.stats.samples == used.sum()
+    pd.testing.assert_series_equal(answered(study, varied), used.sort_index(), check_names=False)

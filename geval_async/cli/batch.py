@@ -20,6 +20,7 @@ from ..judging.batch.rounds import run_batches
 from ..judging.batch.session import batch_session
 from ..judging.batch.store import Stored
 from ..judging.run.budget import run_budget
+from ..judging.store.cache import JudgeCache
 from ..judging.store.claims import Claims
 from ..study.plan import Study
 from ..study.prepare import prepare_study
@@ -274,7 +275,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     target = Path(args.file)
-    lines = export_inputs(prepare_study(load_study(args)), target)
+    study, _ = _this_round(prepare_study(load_study(args)))
+    lines = export_inputs(study, target)
     print(f"{lines} requests written to {target} (custom_id = cache key); send nothing")
     print(
         f"run it, e.g. `vllm run-batch -i {target} -o out.jsonl --model MODEL`, then "
@@ -284,7 +286,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    study = prepare_study(load_study(args))
+    # Draws spent by need: the file answers the round the cache stands at (what export wrote).
+    study, _ = _this_round(prepare_study(load_study(args)))
     source = Path(args.file)
     stored, counts = import_outputs(study, source)
     report_stored(stored, f"{source}")
@@ -293,7 +296,26 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"{len(stored.unknown)} lines name no request of this study and were skipped "
             f"(first: {stored.unknown[0]}); was the file made from another config?"
         )
+    _, drawing = _this_round(study)
+    if drawing:
+        print(
+            f"draws spent by need: {drawing} item{'s' if drawing != 1 else ''} still drawing; "
+            f"`geval-async batch export {args.config} FILE` writes their next round"
+        )
+        return EXIT_INCOMPLETE
     return coverage_exit(study, counts, 0)
+
+
+def _this_round(study: Study) -> tuple[Study, int]:
+    """Draws spent by need: the study as its next round asks it (each item the draws the
+    rule gives it now, as a batch submit asks them), and how many items are still drawing;
+    a study of fixed n as it is."""
+    from ..scoring.scores.draws import adaptive_criteria, next_round
+
+    if not adaptive_criteria(study):
+        return study, 0
+    with JudgeCache(study.config.cache_path, create=False) as cache:
+        return next_round(study, cache, opening=True)
 
 
 def _budget(study: Study) -> Budget | None:

@@ -21,7 +21,7 @@ not write, and a command that only reads changes nothing in a folder a run may b
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -268,6 +268,24 @@ class JudgeCache:
 
         with cache_errors(self.directory, "cannot write to the cache"):
             wait_for_lock(self.directory, move)
+
+    def rewrite(self, records: Iterable[tuple[str, bytes]]) -> None:
+        """Make ``records`` (``key, entry's bytes``) the folder's only entries, in one
+        transaction: every row is cleared through diskcache (its ``clear`` selects rows by
+        number, so a row whose key does not decode goes too) and the records stored. An
+        interrupted rewrite leaves the folder as it was. ``records`` may be read from this
+        folder opened to read only: that reader sees the rows as they were until this
+        commits."""
+        cache = self._require()
+
+        def rewrite() -> None:
+            with cache.transact():
+                cache.clear()
+                for key, value in records:
+                    cache.set(key, value)
+
+        with cache_errors(self.directory, "cannot write to the cache"):
+            wait_for_lock(self.directory, rewrite)
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         """The stored keys that start with ``prefix``, in sorted order."""

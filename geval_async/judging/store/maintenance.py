@@ -8,8 +8,6 @@ of judge entries (``g1-``, ``g2-``) are touched; anything else in a folder is le
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,7 +20,7 @@ from ...study.evaluation_steps import steps_requests
 from ...study.plan import Study
 from .cache import CachedResponse, JudgeCache
 from .coverage import item_states
-from .folder import cache_errors, existing_cache
+from .folder import existing_cache
 from .locks import lock_holders
 
 ENTRY_PREFIXES = ("g1-", "g2-")
@@ -139,9 +137,8 @@ def repair_cache(directory: Path) -> Verified:
     run asks it again; what it found.
 
     A damaged entry is deleted through diskcache. Rows whose key does not decode cannot be
-    named through diskcache at all: then the folder's readable entries are copied into a new
-    database and it takes the old one's place (refused while another process has the folder
-    open).
+    named through diskcache at all: then the folder is rewritten with its readable entries
+    alone, in one transaction (refused while another process has the folder open).
     """
     found = verify_cache(directory)
     if found.unnamed:
@@ -154,34 +151,25 @@ def repair_cache(directory: Path) -> Verified:
 
 
 def rebuild_cache(directory: Path) -> None:
-    """Copy every readable entry of ``directory`` into a new database beside it, then put the
-    new one in the old one's place; the folder's other files stay as they are."""
+    """Keep every readable entry of ``directory`` and nothing else, through diskcache in one
+    transaction (:meth:`JudgeCache.rewrite`): rows whose key does not decode cannot be named
+    to diskcache's ``delete``, but go with its ``clear``."""
     database = directory / "cache.db"
     holders = lock_holders(database)
     if not holders.startswith("a process not visible"):
         raise ConfigError(
             f"{directory}: in use by {holders}; repair the folder once no run uses it"
         )
-    fresh = directory.parent / f".{directory.name}.repair-{os.getpid()}"
-    shutil.rmtree(fresh, ignore_errors=True)
-    try:
-        with JudgeCache(directory, create=False) as source, JudgeCache(fresh) as into:
-            batch: list[tuple[CachedResponse, bool]] = []
+    with JudgeCache(directory, create=False) as source, JudgeCache(directory) as into:
+
+        def readable() -> Iterator[tuple[str, bytes]]:
             for key in list(source.keys()):
                 entry = source.get(key)
-                if entry is not None and entry.key == key:
-                    batch.append((entry, False))
-                if len(batch) >= 512:
-                    into.put_many(batch)
-                    batch = []
-            into.put_many(batch)
-        with cache_errors(directory, "cannot replace the cache's database"):
-            for name in ("cache.db-wal", "cache.db-shm"):
-                (directory / name).unlink(missing_ok=True)
-            # One rename: the folder holds the old database or the new one, never neither.
-            os.replace(fresh / "cache.db", database)
-    finally:
-        shutil.rmtree(fresh, ignore_errors=True)
+                value = source.stored_value(key) if entry is not None else None
+                if entry is not None and entry.key == key and value is not None:
+                    yield key, value
+
+        into.rewrite(readable())
 
 
 @dataclass

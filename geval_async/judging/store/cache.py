@@ -31,7 +31,7 @@ import diskcache
 from ...errors import CacheError
 from .disk import DAMAGED, EntryDisk
 from .folder import RESUME, cache_errors, check_form, check_is_cache, mark_current
-from .locks import LOCK_SLICE, probe_write_lock, wait_for_lock
+from .locks import LOCK_SLICE, said_if_slow, wait_for_lock
 from .readonly import ReadOnlyCache
 from .stored import ENTRY_VERSION, CachedResponse, EntryHead, decode_head, stored_under
 
@@ -50,24 +50,24 @@ def open_diskcache(directory: Path, **settings: Any) -> diskcache.Cache:
     """A folder opened with diskcache as every writer of ours opens it (raises what diskcache
     raises). Every setting is named, so none is taken from the folder's own Settings table;
     ``settings``: diskcache settings of this folder's own (the claims' synchronous writes)."""
-    probe_write_lock(Path(directory) / "cache.db")  # a lock held is waited for by our loop
-    return diskcache.Cache(
-        str(directory),
-        disk=EntryDisk,
-        eviction_policy="none",
-        statistics=False,
-        tag_index=False,
-        size_limit=2**62,
-        cull_limit=0,
-        # sqlite waits this long for another process's lock, then our loop looks again
-        # (:mod:`.locks`): a Ctrl-C gets through, and the wait names who holds the lock.
-        timeout=LOCK_SLICE,
-        # A run writes and reads each entry about once: sqlite's page cache and memory map
-        # (diskcache's defaults, 32 + 64 MB) would only hold the resident set up.
-        sqlite_cache_size=2**11,
-        sqlite_mmap_size=0,
-        **settings,
-    )
+    with said_if_slow(Path(directory)):
+        return diskcache.Cache(
+            str(directory),
+            disk=EntryDisk,
+            eviction_policy="none",
+            statistics=False,
+            tag_index=False,
+            size_limit=2**62,
+            cull_limit=0,
+            # sqlite waits this long for another process's lock, then our loop looks again
+            # (:mod:`.locks`): a Ctrl-C gets through, and the wait names who holds the lock.
+            timeout=LOCK_SLICE,
+            # A run writes and reads each entry about once: sqlite's page cache and memory map
+            # (diskcache's defaults, 32 + 64 MB) would only hold the resident set up.
+            sqlite_cache_size=2**11,
+            sqlite_mmap_size=0,
+            **settings,
+        )
 
 
 @dataclass

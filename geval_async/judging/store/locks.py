@@ -10,9 +10,8 @@ that have the folder's database open. A wait of more than ``_SAY_AFTER`` seconds
 stderr, with those processes, once.
 
 diskcache's own opening of a folder writes its settings through a loop of its own that waits
-a minute for a lock inside the one call, saying nothing; :func:`probe_write_lock` takes and
-drops the write lock first, within one slice, so that the wait for a folder being opened is
-this loop's too.
+a minute for a lock inside the one call, saying nothing; :func:`said_if_slow` says that wait
+too.
 
 While the main thread waits, Ctrl-C (or SIGTERM) raises KeyboardInterrupt at once: a run's
 event loop handles both itself, but cannot while its thread is held here, so the wait takes
@@ -36,7 +35,7 @@ import diskcache
 
 from ...errors import CacheError
 
-__all__ = ["LOCK_PATIENCE", "LOCK_SLICE", "lock_holders", "probe_write_lock", "wait_for_lock"]
+__all__ = ["LOCK_PATIENCE", "LOCK_SLICE", "lock_holders", "said_if_slow", "wait_for_lock"]
 
 _T = TypeVar("_T")
 
@@ -80,13 +79,7 @@ def wait_for_lock(
                 if not gave_up and waited < patience:
                     if not said and waited >= _SAY_AFTER:
                         said = True
-                        holders = lock_holders(folder / "cache.db")
-                        print(
-                            f"waiting for the lock of {folder / 'cache.db'}, held by another "
-                            f"process ({holders}); Ctrl-C to stop",
-                            file=sys.stderr,
-                            flush=True,
-                        )
+                        _say_waiting(folder)
                     continue
                 how = "gave up waiting for" if gave_up else f"waited {patience:g} s for"
                 raise CacheError(
@@ -96,30 +89,28 @@ def wait_for_lock(
                 ) from exc
 
 
-def probe_write_lock(database: Path) -> None:
-    """Take the write lock of ``database`` and let it go at once, when the file exists.
-
-    Raises:
-        sqlite3.OperationalError: another process held the lock for a whole slice (what
-            :func:`wait_for_lock` waits on). Any other error is left to the opening that
-            follows, which says it in its own words (a read-only or damaged folder).
-    """
-    if not database.is_file():
-        return
+@contextlib.contextmanager
+def said_if_slow(folder: Path) -> Iterator[None]:
+    """Say the wait, as :func:`wait_for_lock` does, when what runs inside has not ended after
+    ``_SAY_AFTER`` seconds: for diskcache's opening of a folder, which waits up to a minute for
+    a lock inside the one call, saying nothing (a Ctrl-C still ends it: the main thread sleeps
+    between its tries)."""
+    timer = threading.Timer(_SAY_AFTER, _say_waiting, (folder,))
+    timer.daemon = True
+    timer.start()
     try:
-        connection = sqlite3.connect(database, timeout=LOCK_SLICE, isolation_level=None)
-    except sqlite3.Error:
-        return
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-        connection.execute("ROLLBACK")
-    except sqlite3.OperationalError as exc:
-        if _is_lock(exc):
-            raise
-    except sqlite3.Error:
-        pass
+        yield
     finally:
-        connection.close()
+        timer.cancel()
+
+
+def _say_waiting(folder: Path) -> None:
+    print(
+        f"waiting for the lock of {folder / 'cache.db'}, held by another process "
+        f"({lock_holders(folder / 'cache.db')}); Ctrl-C to stop",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -12,14 +12,17 @@ answers, not a best-effort memo. ``add`` is atomic across processes, so two runs
 store each answer once; a run's answers of one turn are stored in one ``transact()``. Every
 row goes through :class:`~.disk.EntryDisk`, which keeps and reads raw bytes in the row only:
 nothing a folder holds is unpickled, and no file a row names is read or deleted. An entry that
-does not decode is counted as corrupted and treated as missing. A folder opened to read only
-(``status``, the scoring stage, ``cache verify`` and ``export``) is read by :mod:`.readonly`:
-diskcache writes its settings whenever it opens a folder, so it cannot open one the user may
-not write, and a command that only reads changes nothing in a folder a run may be writing.
+does not decode is counted as corrupted and treated as missing. The commands that only read
+(``status``, the scoring stage, ``cache verify`` and ``export``) open the folder through
+diskcache too, except where diskcache cannot: it writes its settings whenever it opens a
+folder, so a folder the user may not write is read by :mod:`.readonly`, as are a folder not
+marked yet (looked at before anything is written) and one holding a key that is not valid
+text (diskcache's listing stops at it).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -74,9 +77,9 @@ def open_diskcache(directory: Path, **settings: Any) -> diskcache.Cache:
 class JudgeCache:
     """The cache folder of a study.
 
-    Use as a context manager. With ``create=False`` the folder is opened to read only: nothing
-    in it is created or changed, a missing folder reads as an empty cache, and a folder the
-    user may not write can be read (``status``, the scoring stage, ``cache export``).
+    Use as a context manager. With ``create=False`` the folder is opened to read: no entry in
+    it is created or changed, a missing folder reads as an empty cache, and a folder the user
+    may not write can be read (``status``, the scoring stage, ``cache export``).
 
     A folder of an older form is refused (CacheError naming ``geval-async cache migrate``,
     before anything is written; :mod:`.folder`), unless ``migrating``: only that command.
@@ -95,26 +98,45 @@ class JudgeCache:
             exists = (self.directory / "cache.db").exists()
         if not self.create:
             if exists:
-                rows = self._cache = self._read_only()
-                try:
-                    if not self.migrating:
-                        with cache_errors(self.directory, "cannot read the cache folder"):
-                            check_form(self.directory, lambda: rows)
-                except BaseException:
-                    self.close()
-                    raise
+                self._open_to_read()
             return
         if not exists:
             check_is_cache(self.directory)
         marked = self.migrating or (exists and self._checked_before_writing())
+        self._open(mark=not marked)  # new, or checked above: in the current form
+
+    def _open(self, *, mark: bool = False) -> None:
         with cache_errors(
             self.directory,
             "cannot open the cache folder",
             "check that it is writable or pass --cache with another folder",
         ):
             self._cache = wait_for_lock(self.directory, lambda: open_diskcache(self.directory))
-            if not marked:  # new, or checked above: in the current form
+            if mark:
                 mark_current(self.directory)
+
+    def _open_to_read(self) -> None:
+        """Open the folder for the commands that only read: through diskcache where the user
+        may write it (its opening rewrites diskcache's settings, no entry), through
+        :mod:`.readonly` where diskcache cannot open it (a folder the user may not write) or
+        must not yet (a folder not marked, whose form is looked at before anything is
+        written)."""
+        database = self.directory / "cache.db"
+        writable = os.access(self.directory, os.W_OK) and os.access(database, os.W_OK)
+        if writable and not self.migrating:
+            if self._checked_before_writing():
+                self._open()
+            else:  # in the current form, not marked: read as it is, marked by a writer
+                self._cache = self._read_only()
+            return
+        rows = self._cache = self._read_only()
+        try:
+            if not self.migrating:
+                with cache_errors(self.directory, "cannot read the cache folder"):
+                    check_form(self.directory, lambda: rows)
+        except BaseException:
+            self.close()
+            raise
 
     def _checked_before_writing(self) -> bool:
         """Check the folder's form, read only, before diskcache writes its settings; whether
@@ -291,23 +313,44 @@ class JudgeCache:
         """The stored keys that start with ``prefix``, in sorted order."""
         if self._cache is None:
             return
+        listed: str | None = None  # the last key listed
         with cache_errors(
             self.directory,
             "cannot list the cache's keys",
             "`geval-async cache verify --repair` removes what cannot be read",
         ):
-            # diskcache walks its key index in order, so the keys of one prefix are adjacent.
-            for key in self._cache.iterkeys():
-                if not isinstance(key, str) or key < prefix:
-                    continue
-                if not key.startswith(prefix):
-                    return
-                yield key
+            try:
+                for key in self._listed(prefix):
+                    listed = key
+                    yield key
+            except sqlite3.OperationalError as exc:
+                if self.create or isinstance(self._cache, ReadOnlyCache):
+                    raise
+                if "decode" not in str(exc):
+                    raise
+                # A key that is not valid text ends diskcache's listing: opened to read, the
+                # folder is read on by :mod:`.readonly`, which counts such keys and skips them.
+                self._cache.close()
+                self._cache = self._read_only()
+                for key in self._listed(prefix):
+                    if listed is None or key > listed:
+                        yield key
+
+    def _listed(self, prefix: str) -> Iterator[str]:
+        assert self._cache is not None
+        # diskcache walks its key index in order, so the keys of one prefix are adjacent.
+        for key in self._cache.iterkeys():
+            if not isinstance(key, str) or key < prefix:
+                continue
+            if not key.startswith(prefix):
+                return
+            yield key
 
     @property
     def unnamed(self) -> int:
         """Keys that do not decode as text, met by the last :meth:`keys` of a folder opened
-        to read only (diskcache's own listing fails on one: :meth:`keys` raises then)."""
+        to read only (diskcache's own listing fails on one: a writer's :meth:`keys` raises
+        then)."""
         return self._cache.unnamed if isinstance(self._cache, ReadOnlyCache) else 0
 
     def delete(self, key: str) -> None:

@@ -2,7 +2,9 @@
 
 ``diskcache.Cache`` writes its settings every time it opens a folder, so it cannot open one the
 user may not write (a shared drive mounted read-only, a co-author's folder), nor look at a
-folder before it is known to be a cache of ours. Those reads are done here: ``SELECT`` only,
+folder before it is known to be a cache of ours; and its listing stops at a key that is not
+valid text, which a damaged byte makes (``cache verify`` counts such keys, ``--repair`` removes
+them). Those reads are done here, and only those: ``SELECT`` only,
 through a SQLite connection opened ``mode=ro`` (or ``immutable`` when nobody can be writing
 it), and nothing else. A row reads as an entry under the rule of :mod:`.disk` (raw bytes kept
 in the row; anything else is :data:`~.disk.DAMAGED`), and no file a row names is opened.

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -801,6 +801,25 @@ def start_process(
             )
     sink = subprocess.DEVNULL if quiet else subprocess.PIPE
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=sink, text=True)
+
+
+@contextlib.asynccontextmanager
+async def sim_command(*flags: str) -> AsyncIterator[str]:
+    """``geval-async sim --port 0 FLAGS`` as a user starts it; its base URL, read from the line
+    it prints once it listens. Ended when the block is left."""
+    command = ("sim", "--port", "0", *flags)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "geval_async", *command, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    try:
+        async with asyncio.timeout(30):
+            while "listening on" not in (line := (await proc.stdout.readline()).decode()):
+                assert line, "the sim command ended before it listened"
+        yield line.split("listening on ")[1].strip()
+    finally:
+        proc.terminate()
+        await proc.communicate()
 
 
 def wait_for(

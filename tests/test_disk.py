@@ -244,13 +244,9 @@ sys.stdin.read()
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_ctrl_c_ends_a_wait_for_another_process_s_lock_at_once(
-    sim: SimServer, study: StudyFiles, signum: signal.Signals
-) -> None:
-    study.write_config(sim.base_url)
-    assert run_process("run", str(study.config), "--quiet", "--limit", "2").returncode == 0
-    database = study.cache / "cache.db"
+@contextlib.contextmanager
+def _lock_held(database: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding ``database``'s write lock until the block is left."""
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLD_LOCK, str(database)],
         stdin=subprocess.PIPE,
@@ -259,6 +255,20 @@ def test_ctrl_c_ends_a_wait_for_another_process_s_lock_at_once(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        yield holder
+    finally:
+        holder.kill()
+        holder.communicate()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_ends_a_wait_for_another_process_s_lock_at_once(
+    sim: SimServer, study: StudyFiles, signum: signal.Signals
+) -> None:
+    study.write_config(sim.base_url)
+    assert run_process("run", str(study.config), "--quiet", "--limit", "2").returncode == 0
+    database = study.cache / "cache.db"
+    with _lock_held(database) as holder:
         log = study.root / "run.log"
         run = start_process("run", str(study.config), "--quiet", log=log)
         # Opening the folder waits for the lock, and says whose it is, before the minute ends.
@@ -273,9 +283,6 @@ def test_ctrl_c_ends_a_wait_for_another_process_s_lock_at_once(
         stderr = log.read_text()
         assert run.returncode in (2, 130), stderr
         assert "Traceback" not in stderr, stderr
-    finally:
-        holder.kill()
-        holder.communicate()
 
 
 def test_one_ctrl_c_ends_a_run_waiting_for_another_process_s_lock_on_its_claims(
@@ -289,24 +296,16 @@ def test_one_ctrl_c_ends_a_run_waiting_for_another_process_s_lock_on_its_claims(
     log = study.root / "run.log"
     run = start_process("run", str(study.config), log=log)
     wait_for(lambda: sim.stats.received > 0, "the run's first requests", run)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD_LOCK, str(claims)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
-        said = f"waiting for the lock of {claims}, held by another process (pid {holder.pid} "
-        wait_for(lambda: said in log.read_text(), "the run says whose lock it waits for", run)
-        run.send_signal(signal.SIGINT)
-        run.wait(timeout=15)  # one Ctrl-C: not the minute a lock is waited for, nor three
-        shown = log.read_text()
-        assert run.returncode == 130, shown
-        assert "Traceback" not in shown and "interrupted" in shown, shown
+        with _lock_held(claims) as holder:
+            said = f"waiting for the lock of {claims}, held by another process (pid {holder.pid} "
+            wait_for(lambda: said in log.read_text(), "the run says whose lock it waits for", run)
+            run.send_signal(signal.SIGINT)
+            run.wait(timeout=15)  # one Ctrl-C: not the minute a lock is waited for, nor three
+            shown = log.read_text()
+            assert run.returncode == 130, shown
+            assert "Traceback" not in shown and "interrupted" in shown, shown
     finally:
-        holder.kill()
-        holder.communicate()
         run.kill()
         run.wait()
     sim.settings.latency_ms = 0
@@ -320,19 +319,8 @@ def test_a_lock_held_too_long_names_the_process_holding_it(study: StudyFiles) ->
     from geval_async.judging.store.cache import open_diskcache
     from geval_async.judging.store.locks import wait_for_lock
 
-    with open_diskcache(study.cache) as cache:
-        holder = subprocess.Popen(
-            [sys.executable, "-c", _HOLD_LOCK, str(study.cache / "cache.db")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
-            with pytest.raises(CacheError) as raised:
-                wait_for_lock(study.cache, lambda: cache.set("g2-k", b"v"), patience=0.5)
-            assert f"pid {holder.pid} (" in str(raised.value), raised.value
-            assert "held by another process" in str(raised.value)
-        finally:
-            holder.kill()
-            holder.communicate()
+    with open_diskcache(study.cache) as cache, _lock_held(study.cache / "cache.db") as holder:
+        with pytest.raises(CacheError) as raised:
+            wait_for_lock(study.cache, lambda: cache.set("g2-k", b"v"), patience=0.5)
+        assert f"pid {holder.pid} (" in str(raised.value), raised.value
+        assert "held by another process" in str(raised.value)

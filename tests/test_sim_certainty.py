@@ -4,7 +4,6 @@ asked of ``item_certainty``, and an item's k-th draw is the same however its dra
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import math
 import re
@@ -16,6 +15,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from conftest import sim_command
 
 from geval_async.sim import KINDS, SimServer, SimSettings, item_certainty
 
@@ -162,18 +162,7 @@ def test_the_sim_command_refuses_an_unknown_certainty() -> None:
 
 async def test_the_sim_command_takes_certainty() -> None:
     text = texts_by_kind(SimSettings(certainty="varied"), 12)["sure"][0]
-    command = ("sim", "--port", "0", "--certainty", "varied")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "geval_async", *command, stdout=asyncio.subprocess.PIPE
-    )
-    try:
-        async with asyncio.timeout(30):
-            while "listening on" not in (line := (await proc.stdout.readline()).decode()):  # type: ignore[union-attr]
-                assert line, "the sim command ended before it listened"
-        base_url = line.split("listening on ")[1].strip()
+    async with sim_command("--certainty", "varied") as base_url:
         status, answer = await post(f"{base_url}/chat/completions", request(text, DRAWS, 0))
-        assert status == 200
-        assert len({rating_in(c["message"]["content"]) for c in answer["choices"]}) == 1
-    finally:
-        proc.terminate()
-        await proc.communicate()
+    assert status == 200
+    assert len({rating_in(c["message"]["content"]) for c in answer["choices"]}) == 1

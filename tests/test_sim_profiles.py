@@ -8,7 +8,6 @@ takes only ``n = 1`` and ignores logprobs and seed. It also writes evaluation st
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -20,6 +19,7 @@ from typing import Any
 import aiohttp
 import openai
 import pytest
+from conftest import sim_command
 
 from geval_async.sim import SimServer, SimSettings, ratings
 
@@ -221,15 +221,7 @@ def test_openai_responses_answers_on_the_responses_api_in_openais_shapes(srv: Si
 async def test_the_sim_command_serves_a_named_model_on_the_responses_api_only() -> None:
     """``geval-async sim --responses-only NAME``: chat completions refuse NAME with OpenAI's
     404 and answer every other model; the Responses API answers NAME."""
-    command = ("sim", "--port", "0", "--responses-only", "gpt-5-codex")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "geval_async", *command, stdout=asyncio.subprocess.PIPE
-    )
-    try:
-        async with asyncio.timeout(30):
-            while "listening on" not in (line := (await proc.stdout.readline()).decode()):  # type: ignore[union-attr]
-                assert line, "the sim command ended before it listened"
-        base_url = line.split("listening on ")[1].strip()
+    async with sim_command("--responses-only", "gpt-5-codex") as base_url:
         chat = f"{base_url}/chat/completions"
         status, refused = await post(chat, reasoning_request(model="gpt-5-codex"))
         assert status == 404 and refused["error"]["message"] == RESPONSES_ONLY
@@ -239,9 +231,6 @@ async def test_the_sim_command_serves_a_named_model_on_the_responses_api_only() 
         assert status == 200 and answer["object"] == "response"
         status, with_n = await post(f"{base_url}/responses", {**asked, "n": 3})
         assert status == 400 and with_n["error"]["param"] == "n"
-    finally:
-        proc.terminate()
-        await proc.communicate()
 
 
 # -- reasoning before the rating -----------------------------------------------------------

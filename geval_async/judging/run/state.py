@@ -113,15 +113,7 @@ class RunState:
         }
         self.logprobs = self.config.sampling.mode == SamplingMode.LOGPROBS
         self._served: tuple[str | None, bool] = (None, True)  # last model named, the one asked?
-        self.feed = Feed(
-            study,
-            self.entries,
-            limits=self.limits,
-            endpoint=self.endpoint,
-            counters=self.counters,
-            stop=stop,
-            retry_failed=retry_failed,
-        )
+        self.feed = self._feed(study)
         # The run's counts while a later round of draws counts its own (start_round).
         self._run_counts: dict[str, CriterionCounts] | None = None
         # Draws spent by need: each adaptive item's latest outcome, and whether this run
@@ -145,7 +137,16 @@ class RunState:
             name: CriterionCounts(items=items) for name, items in study.items_by_criterion().items()
         }
         self.counters.round += 1
-        self.feed = Feed(
+        self.feed = self._feed(study)
+        self.feed.writer = self.writer
+        if self.item_outcomes is not None and study.allotment is not None:
+            self.feed.on_left = self.note_left
+            for key in study.allotment.draws:
+                self._outcome(key, None)  # asked again: not done until this round answers it
+
+    def _feed(self, study: Study) -> Feed:
+        """The feed of ``study``'s items, under the run's limits, endpoint and counts."""
+        return Feed(
             study,
             self.entries,
             limits=self.limits,
@@ -154,11 +155,6 @@ class RunState:
             stop=self.stop,
             retry_failed=self.retry_failed,
         )
-        self.feed.writer = self.writer
-        if self.item_outcomes is not None and study.allotment is not None:
-            self.feed.on_left = self.note_left
-            for key in study.allotment.draws:
-                self._outcome(key, None)  # asked again: not done until this round answers it
 
     def end_round(self) -> None:
         """Back to the run's counts after a later round (the round's showed its progress)."""
